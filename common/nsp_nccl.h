@@ -1,0 +1,217 @@
+/* nsp_nccl.h - the parts of NCCL's public ABI that ncclspy relies on.
+ *
+ * ncclspy builds without CUDA or NCCL installed, so it declares the NCCL
+ * types itself.  Every value here is a fact taken from NCCL's public
+ * header (nccl.h) and release notes; the NCCL version that added a value
+ * is given beside it.  tests/unit/test_abi.c checks these declarations
+ * against /usr/local/cuda/include/nccl.h when that file is present.
+ *
+ * The declarations use NCCL's own type names so that the stand-in NCCL in
+ * tests/standin can be built from this header alone.  Do not include this
+ * together with the real nccl.h (the test that compares them includes the
+ * real header in a separate translation unit).
+ */
+#ifndef NSP_NCCL_H
+#define NSP_NCCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opaque handles.  A stream is a CUDA runtime cudaStream_t (a pointer). */
+typedef struct ncclComm *ncclComm_t;
+typedef struct ncclWindow_vidmem *ncclWindow_t;
+typedef struct CUstream_st *cudaStream_t;
+
+/* ncclUniqueId: 128 opaque bytes, identical on every rank of one
+ * communicator (NCCL_UNIQUE_ID_BYTES, unchanged since NCCL 2.0). */
+#define NCCL_UNIQUE_ID_BYTES 128
+typedef struct { char internal[NCCL_UNIQUE_ID_BYTES]; } ncclUniqueId;
+
+/* ncclResult_t.  Values 0-5 since NCCL 2.0; ncclRemoteError 6 since 2.13;
+ * ncclInProgress 7 since 2.14; ncclTimeout 8 since 2.30.3 (absent from
+ * 2.28's header, where ncclNumResults is 8).  Unknown values must be
+ * printed as "unknown result N", never used as an array index. */
+typedef enum {
+  ncclSuccess = 0,
+  ncclUnhandledCudaError = 1,
+  ncclSystemError = 2,
+  ncclInternalError = 3,
+  ncclInvalidArgument = 4,
+  ncclInvalidUsage = 5,
+  ncclRemoteError = 6,
+  ncclInProgress = 7,
+} ncclResult_t;
+#define NSP_NCCL_TIMEOUT 8 /* ncclTimeout, NCCL 2.30.3 */
+
+/* ncclDataType_t (value / bytes per element).  bfloat16 since NCCL 2.10;
+ * the two float8 types since 2.24.  Range-check with these literals, not
+ * with ncclNumTypes, which moves between versions. */
+typedef enum {
+  ncclInt8 = 0,       /* 1 byte */
+  ncclUint8 = 1,      /* 1 */
+  ncclInt32 = 2,      /* 4 */
+  ncclUint32 = 3,     /* 4 */
+  ncclInt64 = 4,      /* 8 */
+  ncclUint64 = 5,     /* 8 */
+  ncclFloat16 = 6,    /* 2 */
+  ncclFloat32 = 7,    /* 4 */
+  ncclFloat64 = 8,    /* 8 */
+  ncclBfloat16 = 9,   /* 2, NCCL 2.10 */
+  ncclFloat8e4m3 = 10, /* 1, NCCL 2.24 */
+  ncclFloat8e5m2 = 11, /* 1, NCCL 2.24 */
+} ncclDataType_t;
+#define NSP_NCCL_DTYPE_MAX 11
+
+/* ncclRedOp_t.  avg since NCCL 2.10.  Values from 5 (ncclNumOps) up are
+ * dynamic ops made by ncclRedOpCreatePreMulSum (NCCL 2.11).  The enum is
+ * the size of an int (ncclMaxRedOp is 0x7fffffff). */
+typedef enum {
+  ncclSum = 0,
+  ncclProd = 1,
+  ncclMax = 2,
+  ncclMin = 3,
+  ncclAvg = 4,
+  ncclNumOps = 5,
+  ncclMaxRedOp = 0x7fffffff,
+} ncclRedOp_t;
+
+/* ncclScalarResidence_t (NCCL 2.11). */
+typedef enum {
+  ncclScalarDevice = 0,
+  ncclScalarHostImmediate = 1,
+} ncclScalarResidence_t;
+
+#define NCCL_SPLIT_NOCOLOR (-1)
+#define NCCL_CONFIG_UNDEF_INT INT32_MIN
+
+/* ncclConfig_t as of NCCL 2.28 (ncclConfig_v22800).  The struct is
+ * versioned by its leading `size` field: a field may be read only when
+ * `size` covers it.  commName was added in NCCL 2.17 (PyTorch stores
+ * "<pg desc>:<pg uid>" there); the offsets of every field up to
+ * nvlinkCentricSched are checked against the real header by
+ * tests/unit/test_abi.c. */
+typedef struct ncclConfig_v22800 {
+  size_t size;
+  unsigned int magic;   /* 0xcafebeef */
+  unsigned int version; /* NCCL_VERSION code of the header used */
+  int blocking;
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
+  const char *netName;
+  int splitShare;
+  int trafficClass; /* 2.24 */
+  const char *commName; /* 2.17 */
+  int collnetEnable;
+  int CTAPolicy;
+  int shrinkShare;
+  int nvlsCTAs;
+  int nChannelsPerNetPeer;
+  int nvlinkCentricSched;
+} ncclConfig_t;
+
+/* ncclSimInfo_t (NCCL 2.22). */
+typedef struct ncclSimInfo_v22200 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime;
+} ncclSimInfo_t;
+
+/* Every public entry point of NCCL 2.28's nccl.h, in one place.
+ *
+ * NSP_NCCL_APIS(X) expands X(name, kind, ret, params, args, since) once per
+ * entry point:
+ *   name    the suffix after "nccl" (AllReduce -> ncclAllReduce);
+ *   kind    NSP_K_COLL (collective), NSP_K_P2P (send/recv), NSP_K_GROUP,
+ *           NSP_K_INIT (creates a communicator), NSP_K_END (finalize,
+ *           destroy, abort, revoke), NSP_K_REDOP, NSP_K_QUERY (returns a
+ *           value and changes nothing), NSP_K_OTHER;
+ *   ret     R (ncclResult_t), S (const char *), V (void);
+ *   params  the parenthesised parameter list;
+ *   args    the parenthesised argument names;
+ *   since   the NCCL version code that added it (e.g. 21800 for 2.18.0).
+ * Adding an entry point is one line here (plus, for the shim, its record
+ * builder if it is not a plain pass-through).  The order is the API id
+ * written in traces: append only. */
+#define NSP_NCCL_APIS(X) \
+  X(GetVersion, NSP_K_QUERY, R, (int *version), (version), 20000) \
+  X(GetUniqueId, NSP_K_OTHER, R, (ncclUniqueId *uniqueId), (uniqueId), 20000) \
+  X(CommInitRank, NSP_K_INIT, R, (ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank), (comm, nranks, commId, rank), 20000) \
+  X(CommInitRankConfig, NSP_K_INIT, R, (ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config), (comm, nranks, commId, rank, config), 21400) \
+  X(CommInitAll, NSP_K_INIT, R, (ncclComm_t *comm, int ndev, const int *devlist), (comm, ndev, devlist), 20000) \
+  X(CommInitRankScalable, NSP_K_INIT, R, (ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds, ncclConfig_t *config), (newcomm, nranks, myrank, nId, commIds, config), 22300) \
+  X(CommSplit, NSP_K_INIT, R, (ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config), (comm, color, key, newcomm, config), 21800) \
+  X(CommShrink, NSP_K_INIT, R, (ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags), (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags), 22700) \
+  X(CommFinalize, NSP_K_END, R, (ncclComm_t comm), (comm), 21400) \
+  X(CommDestroy, NSP_K_END, R, (ncclComm_t comm), (comm), 20000) \
+  X(CommAbort, NSP_K_END, R, (ncclComm_t comm), (comm), 20000) \
+  X(CommRevoke, NSP_K_END, R, (ncclComm_t comm, int revokeFlags), (comm, revokeFlags), 22807) \
+  X(GetErrorString, NSP_K_QUERY, S, (ncclResult_t result), (result), 20000) \
+  X(GetLastError, NSP_K_QUERY, S, (ncclComm_t comm), (comm), 21300) \
+  X(ResetDebugInit, NSP_K_OTHER, V, (void), (), 21900) \
+  X(CommGetAsyncError, NSP_K_QUERY, R, (ncclComm_t comm, ncclResult_t *asyncError), (comm, asyncError), 20400) \
+  X(CommCount, NSP_K_QUERY, R, (const ncclComm_t comm, int *count), (comm, count), 20000) \
+  X(CommCuDevice, NSP_K_QUERY, R, (const ncclComm_t comm, int *device), (comm, device), 20000) \
+  X(CommUserRank, NSP_K_QUERY, R, (const ncclComm_t comm, int *rank), (comm, rank), 20000) \
+  X(CommRegister, NSP_K_OTHER, R, (const ncclComm_t comm, void *buff, size_t size, void **handle), (comm, buff, size, handle), 21900) \
+  X(CommDeregister, NSP_K_OTHER, R, (const ncclComm_t comm, void *handle), (comm, handle), 21900) \
+  X(CommWindowRegister, NSP_K_OTHER, R, (ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags), (comm, buff, size, win, winFlags), 22700) \
+  X(CommWindowDeregister, NSP_K_OTHER, R, (ncclComm_t comm, ncclWindow_t win), (comm, win), 22700) \
+  X(MemAlloc, NSP_K_OTHER, R, (void **ptr, size_t size), (ptr, size), 21900) \
+  X(MemFree, NSP_K_OTHER, R, (void *ptr), (ptr), 21900) \
+  X(RedOpCreatePreMulSum, NSP_K_REDOP, R, (ncclRedOp_t *op, void *scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm), (op, scalar, datatype, residence, comm), 21100) \
+  X(RedOpDestroy, NSP_K_REDOP, R, (ncclRedOp_t op, ncclComm_t comm), (op, comm), 21100) \
+  X(Reduce, NSP_K_COLL, R, (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream), (sendbuff, recvbuff, count, datatype, op, root, comm, stream), 20000) \
+  X(Bcast, NSP_K_COLL, R, (void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream), (buff, count, datatype, root, comm, stream), 20000) \
+  X(Broadcast, NSP_K_COLL, R, (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream), (sendbuff, recvbuff, count, datatype, root, comm, stream), 20200) \
+  X(AllReduce, NSP_K_COLL, R, (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream), (sendbuff, recvbuff, count, datatype, op, comm, stream), 20000) \
+  X(ReduceScatter, NSP_K_COLL, R, (const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream), (sendbuff, recvbuff, recvcount, datatype, op, comm, stream), 20000) \
+  X(AllGather, NSP_K_COLL, R, (const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream), (sendbuff, recvbuff, sendcount, datatype, comm, stream), 20000) \
+  X(AlltoAll, NSP_K_COLL, R, (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream), (sendbuff, recvbuff, count, datatype, comm, stream), 22803) \
+  X(Gather, NSP_K_COLL, R, (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream), (sendbuff, recvbuff, count, datatype, root, comm, stream), 22803) \
+  X(Scatter, NSP_K_COLL, R, (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream), (sendbuff, recvbuff, count, datatype, root, comm, stream), 22803) \
+  X(Send, NSP_K_P2P, R, (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream), (sendbuff, count, datatype, peer, comm, stream), 20700) \
+  X(Recv, NSP_K_P2P, R, (void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream), (recvbuff, count, datatype, peer, comm, stream), 20700) \
+  X(GroupStart, NSP_K_GROUP, R, (void), (), 20000) \
+  X(GroupEnd, NSP_K_GROUP, R, (void), (), 20000) \
+  X(GroupSimulateEnd, NSP_K_GROUP, R, (ncclSimInfo_t *simInfo), (simInfo), 22200)
+
+/* Entry-point kinds used in NSP_NCCL_APIS. */
+enum nsp_api_kind {
+  NSP_K_COLL,
+  NSP_K_P2P,
+  NSP_K_GROUP,
+  NSP_K_INIT,
+  NSP_K_END,
+  NSP_K_REDOP,
+  NSP_K_QUERY,
+  NSP_K_OTHER,
+};
+
+/* Return type of each `ret` letter in NSP_NCCL_APIS. */
+#define NSP_RET_R ncclResult_t
+#define NSP_RET_S const char *
+#define NSP_RET_V void
+
+/* API ids: NSP_API_AllReduce, ...; written in traces, so append only. */
+#define NSP_API_ENUM_(name, kind, ret, params, args, since) NSP_API_##name,
+enum nsp_api { NSP_NCCL_APIS(NSP_API_ENUM_) NSP_API_COUNT };
+#undef NSP_API_ENUM_
+
+/* Declares the prototype of every entry point, with `prefix` (nccl or
+ * pnccl) before its name: NSP_NCCL_DECLARE(nccl) gives
+ * `ncclResult_t ncclAllReduce(...);` and so on. */
+#define NSP_NCCL_DECLARE_ONE_(prefix, name, ret, params) NSP_RET_##ret prefix##name params;
+#define NSP_NCCL_DECLARE_nccl_(name, kind, ret, params, args, since) NSP_NCCL_DECLARE_ONE_(nccl, name, ret, params)
+#define NSP_NCCL_DECLARE_pnccl_(name, kind, ret, params, args, since) NSP_NCCL_DECLARE_ONE_(pnccl, name, ret, params)
+#define NSP_NCCL_DECLARE(prefix) NSP_NCCL_APIS(NSP_NCCL_DECLARE_##prefix##_)
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NSP_NCCL_H */

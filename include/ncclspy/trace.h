@@ -1,0 +1,173 @@
+/* ncclspy/trace.h - the ncclspy trace format, version 1.
+ *
+ * This is the one public header of ncclspy.  The shim writes this format
+ * and the analyzer reads it; docs/FORMAT.md describes the same thing for
+ * people who write their own readers.
+ *
+ * A trace is one file per process, named
+ *     <host>.<pid>.ncclspy            until the process's rank is known,
+ *     <host>.<pid>.rank<R>.ncclspy    after its first communicator is made
+ * in $NCCLSPY_DIR.  It holds:
+ *
+ *   1. a fixed header of NSP_HEADER_SIZE bytes (struct nsp_file_header,
+ *      little-endian, uncompressed);
+ *   2. zero or more independent zstd frames (RFC 8878), each compressing
+ *      a whole number of records.  Each frame is self-contained: the
+ *      prediction state used for compact call records (below) starts
+ *      afresh at every frame, so a file cut at any byte reads back up to
+ *      its last whole frame.
+ *
+ * A record is
+ *     varint kind | varint length | payload (length bytes)
+ * Unknown kinds are skipped by length, and readers ignore payload bytes
+ * past the fields they know, so old readers read newer files.  New fields
+ * are only ever appended to a payload; a field missing from the end of a
+ * payload takes its default.
+ *
+ * Encodings used in payloads:
+ *   varint   unsigned LEB128, at most 10 bytes (uint64_t);
+ *   zz       a signed value zigzag-mapped ((v << 1) ^ (v >> 63)), then varint;
+ *   u64      8 bytes, little-endian (hashes, which do not compress);
+ *   str      varint byte length, then that many bytes (no NUL).
+ * Times are CLOCK_MONOTONIC nanoseconds of the writing host; the header's
+ * (realtime_ns, monotonic_ns) pair maps them onto wall-clock time.
+ */
+#ifndef NCCLSPY_TRACE_H
+#define NCCLSPY_TRACE_H
+
+#include <stdint.h>
+
+#define NSP_MAGIC "NCCLSPY\0" /* 8 bytes at offset 0 */
+#define NSP_FORMAT_MAJOR 1    /* bumped on incompatible change */
+#define NSP_FORMAT_MINOR 0    /* bumped when fields or kinds are added */
+#define NSP_HEADER_SIZE 128
+#define NSP_HOST_MAX 64
+
+/* The file header, NSP_HEADER_SIZE bytes, all integers little-endian.
+ * Readers accept any header_size >= 112 and skip the rest. */
+struct nsp_file_header {
+  char magic[8];          /* NSP_MAGIC */
+  uint16_t major;         /* NSP_FORMAT_MAJOR; readers refuse others */
+  uint16_t minor;         /* NSP_FORMAT_MINOR */
+  uint32_t header_size;   /* bytes before the first frame */
+  uint64_t realtime_ns;   /* CLOCK_REALTIME when the file was opened, ns */
+  uint64_t monotonic_ns;  /* CLOCK_MONOTONIC at the same moment, ns */
+  uint32_t pid;
+  int32_t nccl_version;   /* ncclGetVersion() code, e.g. 22809; 0 unknown */
+  uint32_t flags;         /* NSP_HDR_* */
+  uint32_t reserved0;
+  char host[NSP_HOST_MAX]; /* gethostname(), NUL-padded */
+  uint8_t reserved[16];
+};
+
+/* Record kinds (the leading varint of a record). */
+enum nsp_rec_kind {
+  /* Process snapshot, once, first in the file.
+   * varint pid, varint ppid, zz nccl_version, varint realtime_ns,
+   * varint monotonic_ns, str host, str shim_version, str nccl_path,
+   * varint nenv, then nenv pairs (str name, str value): the allowlisted
+   * environment (rank/world variables of torchrun, Slurm, Open MPI, PMI,
+   * NCCL_*, CUDA_VISIBLE_DEVICES, ...), never values of other variables. */
+  NSP_REC_PROCESS = 1,
+
+  /* A communicator was made (init, split, shrink) or learnt more about
+   * itself (a non-blocking init that completed later: same comm index,
+   * written again with the fields now known).
+   * varint comm (process-local index, from 1), u64 comm_id, varint api
+   * (NSP_API_* of the call that made it), zz rank, zz nranks, zz device,
+   * u64 parent_id (0: none), zz color, zz key, varint split_index (the
+   * parent's count of splits before this one), str comm_name (config
+   * commName, "" when unset), varint handle (the ncclComm_t value),
+   * zz result, varint t_enter, varint t_exit, str last_error,
+   * varint flags (NSP_COMM_*). */
+  NSP_REC_COMM = 2,
+
+  /* Finalize, destroy, abort or revoke of a communicator.
+   * varint comm, varint api, zz result, varint t_enter, varint t_exit,
+   * str last_error. */
+  NSP_REC_COMM_END = 3,
+
+  /* One NCCL call: a collective, a send/recv, a group start/end, or
+   * another entry point that acts (registration, memory).  Compact,
+   * predicted from the previous CALL of the same comm in the same frame
+   * (all-zero state at frame start; comm 0 means "no communicator"):
+   *   varint api, varint comm, varint mask (NSP_CM_*),
+   *   zz   t_enter minus the previous CALL's t_enter in this frame
+   *        (0 at frame start),
+   *   varint t_exit - t_enter,
+   * then, in this order, only the fields whose mask bit is set; a field
+   * whose bit is clear equals the prediction:
+   *   NSP_CM_SEQ      varint seq      (predicted: previous collective
+   *                                    seq of this comm + 1 for
+   *                                    collectives; always present for
+   *                                    send/recv)
+   *   NSP_CM_COUNT    varint count    (elements, as passed)
+   *   NSP_CM_TYPE     varint dtype, zz redop (-1: none)
+   *   NSP_CM_PEER     zz peer          (root for rooted collectives,
+   *                                    peer for send/recv, -1 none)
+   *   NSP_CM_STREAM   varint stream
+   *   NSP_CM_SENDBUF  varint sendbuff
+   *   NSP_CM_RECVBUF  varint recvbuff
+   *   NSP_CM_GROUP    zz group id minus predicted, varint group depth
+   *   NSP_CM_RESULT   zz result, str last_error
+   *   NSP_CM_FLAGS    varint flags (NSP_CALL_*)
+   * Predictions other than seq are the previous CALL's values on the same
+   * comm; at frame start: seq 0, count 0, dtype 0, redop -1, peer -1,
+   * buffers and stream 0, group 0/0, result 0, flags 0. */
+  NSP_REC_CALL = 4,
+
+  /* ncclRedOpCreatePreMulSum or ncclRedOpDestroy.
+   * varint api, varint comm, zz redop (the op made or destroyed),
+   * zz dtype, zz residence, varint scalar (host-immediate scalars: the
+   * value's bytes zero-extended to 64 bits; 0 otherwise), zz result,
+   * varint t_enter, varint t_exit. */
+  NSP_REC_REDOP = 5,
+
+  /* Records the shim could not keep (ring full, disk full, size cap).
+   * varint count (since the previous DROPPED record), varint reason
+   * (NSP_DROP_*), varint t (when noticed). */
+  NSP_REC_DROPPED = 6,
+
+  /* ncclCommGetAsyncError's answer changed for a communicator.
+   * varint comm, zz async_result, varint t, str last_error. */
+  NSP_REC_ASYNC_ERROR = 7,
+};
+
+/* Mask bits of NSP_REC_CALL. */
+enum nsp_call_mask {
+  NSP_CM_SEQ = 1u << 0,
+  NSP_CM_COUNT = 1u << 1,
+  NSP_CM_TYPE = 1u << 2,
+  NSP_CM_PEER = 1u << 3,
+  NSP_CM_STREAM = 1u << 4,
+  NSP_CM_SENDBUF = 1u << 5,
+  NSP_CM_RECVBUF = 1u << 6,
+  NSP_CM_GROUP = 1u << 7,
+  NSP_CM_RESULT = 1u << 8,
+  NSP_CM_FLAGS = 1u << 9,
+};
+
+/* Flags of a CALL record. */
+enum nsp_call_flags {
+  NSP_CALL_IN_PLACE = 1u << 0, /* sendbuff == recvbuff (or Bcast) */
+};
+
+/* Flags of a COMM record. */
+enum nsp_comm_flags {
+  NSP_COMM_PENDING = 1u << 0,  /* init returned ncclInProgress; rank etc. may be unknown */
+  NSP_COMM_NOCOLOR = 1u << 1,  /* split with NCCL_SPLIT_NOCOLOR: no child */
+};
+
+/* Header flags. */
+enum nsp_header_flags {
+  NSP_HDR_NO_TIMING = 1u << 0, /* no GPU timing in this trace */
+};
+
+/* Reasons of a DROPPED record. */
+enum nsp_drop_reason {
+  NSP_DROP_RING_FULL = 1, /* the writer fell behind; the wrapper never waits */
+  NSP_DROP_WRITE_ERROR = 2, /* write(2) failed (disk full, EIO, ...) */
+  NSP_DROP_SIZE_CAP = 3,  /* NCCLSPY_MAX_MB reached */
+};
+
+#endif /* NCCLSPY_TRACE_H */

@@ -1,0 +1,96 @@
+/* nsp_comm.c - communicator handles to their ncclspy identity.
+ *
+ * Every recorded call looks its handle up here, so lookups are lock-free:
+ * an open-addressed table whose keys are written once and never removed.
+ * A handle reused after ncclCommDestroy gets its entry's value replaced.
+ * Communicators are few (one per process group) and never freed, which
+ * bounds memory by the table size. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "nsp_shim.h"
+
+#define NSP_COMM_SLOTS 16384 /* power of two; holds 12288 communicators */
+
+static struct {
+  _Atomic(ncclComm_t) key;
+  _Atomic(struct nsp_comm *) val;
+} nsp_comm_table[NSP_COMM_SLOTS];
+static pthread_mutex_t nsp_comm_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t nsp_comm_count;
+static _Atomic int nsp_comm_full_warned;
+
+uint64_t nsp_fnv1a(uint64_t h, const void *data, size_t len) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+static size_t slot_of(ncclComm_t handle) {
+  uint64_t x = (uint64_t)(uintptr_t)handle;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (size_t)x & (NSP_COMM_SLOTS - 1);
+}
+
+struct nsp_comm *nsp_comm_find(ncclComm_t handle) {
+  if (!handle) return NULL;
+  for (size_t i = slot_of(handle), n = 0; n < NSP_COMM_SLOTS; i = (i + 1) & (NSP_COMM_SLOTS - 1), n++) {
+    ncclComm_t k = atomic_load_explicit(&nsp_comm_table[i].key, memory_order_acquire);
+    if (k == handle) return atomic_load_explicit(&nsp_comm_table[i].val, memory_order_acquire);
+    if (!k) return NULL;
+  }
+  return NULL;
+}
+
+struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nranks) {
+  if (!handle) return NULL;
+  struct nsp_comm *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->handle = handle;
+  c->id = id;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->device = -1;
+  pthread_mutex_lock(&nsp_comm_lock);
+  size_t i = slot_of(handle);
+  while (1) {
+    ncclComm_t k = atomic_load_explicit(&nsp_comm_table[i].key, memory_order_relaxed);
+    if (k == handle || !k) break;
+    i = (i + 1) & (NSP_COMM_SLOTS - 1);
+  }
+  ncclComm_t k = atomic_load_explicit(&nsp_comm_table[i].key, memory_order_relaxed);
+  if (!k && nsp_comm_count >= NSP_COMM_SLOTS / 4 * 3) {
+    pthread_mutex_unlock(&nsp_comm_lock);
+    free(c);
+    nsp_warn_once(&nsp_comm_full_warned, "more than %d communicators; calls on newer ones are "
+                  "recorded without their communicator", NSP_COMM_SLOTS / 4 * 3);
+    return NULL;
+  }
+  c->idx = ++nsp_comm_count;
+  atomic_store_explicit(&nsp_comm_table[i].val, c, memory_order_release);
+  if (!k) atomic_store_explicit(&nsp_comm_table[i].key, handle, memory_order_release);
+  pthread_mutex_unlock(&nsp_comm_lock);
+  return c;
+}
+
+uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir) {
+  if (peer < 0 || peer >= c->nranks || c->nranks <= 0) return 0;
+  _Atomic uint64_t *s = atomic_load_explicit(&c->p2p_seq, memory_order_acquire);
+  if (!s) {
+    /* Lazily, since most communicators never send: nranks * 16 bytes. */
+    _Atomic uint64_t *fresh = calloc((size_t)c->nranks * 2, sizeof *fresh);
+    if (!fresh) return 0;
+    _Atomic uint64_t *expected = NULL;
+    if (atomic_compare_exchange_strong(&c->p2p_seq, &expected, fresh)) s = fresh;
+    else {
+      free(fresh);
+      s = expected;
+    }
+  }
+  return atomic_fetch_add_explicit(&s[peer * 2 + dir], 1, memory_order_relaxed) + 1;
+}

@@ -1,0 +1,113 @@
+/* nsp_shim.h - internals of libncclspy.so shared by its source files.
+ *
+ * The shim lives inside someone else's training job.  Whatever happens
+ * here, the program must see what it would see without us: the same
+ * return values, errno and stream ordering; no abort, no exit, no waiting
+ * on disk in a wrapper, bounded memory.  When something is missing we pass
+ * calls through and warn once with the "ncclspy:" prefix. */
+#ifndef NSP_SHIM_H
+#define NSP_SHIM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "nsp_nccl.h"
+#include "nsp_record.h"
+
+#define NSP_HIDDEN __attribute__((visibility("hidden")))
+#define NSP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define NSP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define NSP_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Re-entrancy depth of NCCL calls on this thread: NCCL calls its own
+ * public names (Bcast -> Broadcast, InitAll -> GetUniqueId), and the shim
+ * itself calls NCCL (GetLastError, CommUserRank); only the outermost call
+ * is recorded. */
+extern NSP_TLS int nsp_depth;
+
+/* CLOCK_MONOTONIC now, ns. */
+static inline uint64_t nsp_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- logging (nsp_log.c) ---- */
+/* Prints "ncclspy: <message>" on stderr; errno is preserved. */
+NSP_HIDDEN void nsp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Warns once per flag: *once goes from 0 to 1 on the first call. */
+#define nsp_warn_once(once, ...)                                              \
+  do {                                                                        \
+    if (!atomic_exchange_explicit((once), 1, memory_order_relaxed)) nsp_warn(__VA_ARGS__); \
+  } while (0)
+
+/* ---- finding the real NCCL (nsp_resolve.c) ---- */
+/* The real function of entry point api (enum nsp_api), or NULL when no
+ * libnccl is loaded yet (then it is looked for again next time, since
+ * frameworks load NCCL after the preload).  Never returns the shim's own
+ * wrapper. */
+typedef void (*nsp_any_fn)(void);
+NSP_HIDDEN nsp_any_fn nsp_resolve(int api);
+extern NSP_HIDDEN _Atomic(nsp_any_fn) nsp_real_fn[NSP_API_COUNT];
+static inline nsp_any_fn nsp_real(int api) {
+  nsp_any_fn f = atomic_load_explicit(&nsp_real_fn[api], memory_order_acquire);
+  return NSP_LIKELY(f != NULL) ? f : nsp_resolve(api);
+}
+/* Path of the libnccl the functions came from ("" until one is found). */
+NSP_HIDDEN const char *nsp_nccl_path(void);
+
+/* ---- communicators (nsp_comm.c) ---- */
+struct nsp_comm {
+  ncclComm_t handle;
+  uint32_t idx;            /* process-local index written in records, from 1 */
+  uint64_t id;             /* comm_id of the trace format */
+  int rank, nranks, device;
+  _Atomic int pending;     /* non-blocking init not yet known to be done */
+  _Atomic uint64_t coll_seq;   /* last collective sequence number */
+  _Atomic uint32_t split_count; /* splits and shrinks made from this comm */
+  _Atomic int async_result; /* last ncclCommGetAsyncError answer seen */
+  _Atomic(_Atomic uint64_t *) p2p_seq; /* [nranks][2]: send, recv */
+};
+
+/* The communicator of a handle, or NULL when it is not known (made before
+ * the shim saw it, or the table is full).  Lock-free. */
+NSP_HIDDEN struct nsp_comm *nsp_comm_find(ncclComm_t handle);
+/* Registers a new communicator for handle (replacing an older one with a
+ * reused handle).  Returns NULL when the table is full (warned once). */
+NSP_HIDDEN struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nranks);
+/* Next send (dir 0) or recv (dir 1) sequence number with peer, from 1;
+ * 0 when the peer is out of range or memory is short. */
+NSP_HIDDEN uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir);
+
+/* 64-bit FNV-1a, continued from h (start with NSP_FNV_INIT). */
+#define NSP_FNV_INIT 0xcbf29ce484222325ull
+NSP_HIDDEN uint64_t nsp_fnv1a(uint64_t h, const void *data, size_t len);
+
+/* ---- the writer (nsp_writer.c) ---- */
+/* Starts the writer thread on the first NCCL call of the process (and of
+ * a forked child).  Cheap after the first call. */
+NSP_HIDDEN void nsp_start(void);
+extern NSP_HIDDEN _Atomic int nsp_started;
+static inline void nsp_ensure_started(void) {
+  if (NSP_UNLIKELY(!atomic_load_explicit(&nsp_started, memory_order_acquire))) nsp_start();
+}
+/* Takes a free ring slot, or NULL when the ring is full (the record is
+ * counted as dropped).  Fill *rec (it is zeroed) then nsp_ring_commit.
+ * Never blocks. */
+NSP_HIDDEN struct nsp_rec *nsp_ring_reserve(void);
+NSP_HIDDEN void nsp_ring_commit(struct nsp_rec *rec);
+/* Copies s (at most 4 KiB of it) to the heap for a record; the writer
+ * frees it.  NULL for NULL or when out of memory. */
+NSP_HIDDEN char *nsp_strdup_rec(const char *s);
+/* Frees what a record owns (last_error, ext). */
+NSP_HIDDEN void nsp_rec_release(struct nsp_rec *r);
+
+/* ---- environment (nsp_env.c) ---- */
+/* True when a variable of this name may be written to a trace: the rank
+ * and world variables of the launchers, NCCL_*, CUDA_*, TORCH_NCCL_*,
+ * TORCH_DISTRIBUTED_*, LD_PRELOAD; never a name containing TOKEN, SECRET,
+ * KEY, PASS or CREDENTIAL. */
+NSP_HIDDEN int nsp_env_allowed(const char *name, size_t namelen);
+
+#endif /* NSP_SHIM_H */

@@ -1,0 +1,524 @@
+/* nsp_wrappers.c - one wrapper per NCCL entry point (NSP_NCCL_APIS).
+ *
+ * Each wrapper: find the real function (a wrapper whose real function is
+ * absent returns ncclInvalidUsage, warned once); pass straight through
+ * when NCCL called itself (nsp_depth); otherwise time the real call,
+ * then build a record in the ring.  The caller gets the real call's return
+ * value and errno untouched; nothing here waits on disk or locks on the
+ * collective path. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nsp_names.h"
+#include "nsp_shim.h"
+
+#define NSP_EXPORT __attribute__((visibility("default")))
+
+NSP_TLS int nsp_depth;
+static NSP_TLS uint32_t nsp_group_depth;
+static NSP_TLS uint64_t nsp_group_id;
+static _Atomic uint64_t nsp_group_counter;
+static _Atomic uint64_t nsp_initall_counter;
+
+/* Function pointer types: nsp_fn_AllReduce, ... */
+#define NSP_FN_TYPE_(name, kind, ret, params, args, since) typedef NSP_RET_##ret(*nsp_fn_##name) params;
+NSP_NCCL_APIS(NSP_FN_TYPE_)
+#undef NSP_FN_TYPE_
+
+/* Our exported prototypes (the exported set is exactly NSP_NCCL_APIS). */
+NSP_NCCL_DECLARE(nccl)
+
+#define REAL(name) ((nsp_fn_##name)nsp_real(NSP_API_##name))
+
+/* Text of NCCL's last error, copied for a record (NULL on success). */
+static char *last_error_text(ncclComm_t comm, int result) {
+  if (result == ncclSuccess || result == ncclInProgress) return NULL;
+  nsp_fn_GetLastError f = REAL(GetLastError);
+  if (!f) return NULL;
+  nsp_depth++;
+  const char *s = f(comm);
+  nsp_depth--;
+  return s && *s ? nsp_strdup_rec(s) : NULL;
+}
+
+/* Fills rank, nranks and device of a communicator from NCCL itself; they
+ * may not be known yet while a non-blocking init runs. */
+static int query_comm(ncclComm_t comm, int *rank, int *nranks, int *device) {
+  nsp_fn_CommUserRank fr = REAL(CommUserRank);
+  nsp_fn_CommCount fc = REAL(CommCount);
+  nsp_fn_CommCuDevice fd = REAL(CommCuDevice);
+  if (!fr || !fc) return -1;
+  nsp_depth++;
+  int ok = fr(comm, rank) == ncclSuccess && fc(comm, nranks) == ncclSuccess;
+  if (ok && fd && fd(comm, device) != ncclSuccess) *device = -1;
+  nsp_depth--;
+  return ok ? 0 : -1;
+}
+
+/* commName from a config, when the config's version and size hold it
+ * (ncclConfig_t is versioned by `size`; commName since NCCL 2.17). */
+static const char *config_comm_name(const ncclConfig_t *config) {
+  if (!config || config->magic != 0xcafebeef) return NULL;
+  if (config->size < offsetof(ncclConfig_t, commName) + sizeof(config->commName)) return NULL;
+  if (config->version < 21700) return NULL;
+  return config->commName;
+}
+
+/* Writes a COMM record.  c may be NULL (failed init, no-color split). */
+static void record_comm(int api, struct nsp_comm *c, uint64_t id, int rank, int nranks, int device,
+                        uint64_t parent_id, int color, int key, uint32_t split_index,
+                        const char *comm_name, ncclComm_t handle, int result, uint64_t t0,
+                        uint64_t t1, uint16_t flags) {
+  size_t nlen = comm_name ? strnlen(comm_name, 256) : 0;
+  struct nsp_rec_ext *x = calloc(1, sizeof *x + nlen + 1);
+  struct nsp_rec *r = x ? nsp_ring_reserve() : NULL;
+  if (!r) {
+    free(x);
+    return;
+  }
+  char *name = (char *)(x + 1);
+  if (nlen) memcpy(name, comm_name, nlen);
+  name[nlen] = 0;
+  x->comm_id = id;
+  x->rank = rank;
+  x->nranks = nranks;
+  x->device = device;
+  x->parent_id = parent_id;
+  x->color = color;
+  x->key = key;
+  x->split_index = split_index;
+  x->comm_name = name;
+  x->handle = (uint64_t)(uintptr_t)handle;
+  r->kind = NSP_REC_COMM;
+  r->api = (uint8_t)api;
+  r->comm = c ? c->idx : 0;
+  r->result = result;
+  r->t_enter = t0;
+  r->t_exit = t1;
+  r->flags = flags;
+  r->last_error = last_error_text(NULL, result);
+  r->ext = x;
+  nsp_ring_commit(r);
+}
+
+/* A communicator was made: register it and record it. */
+static void comm_made(int api, ncclComm_t handle, uint64_t id, int rank, int nranks,
+                      uint64_t parent_id, int color, int key, uint32_t split_index,
+                      const ncclConfig_t *config, int result, uint64_t t0, uint64_t t1) {
+  struct nsp_comm *c = NULL;
+  int device = -1;
+  uint16_t flags = 0;
+  if (handle && (result == ncclSuccess || result == ncclInProgress)) {
+    if (result == ncclInProgress || query_comm(handle, &rank, &nranks, &device) < 0)
+      flags |= NSP_COMM_PENDING;
+    c = nsp_comm_add(handle, id, rank, nranks);
+    if (c) {
+      c->device = device;
+      atomic_store(&c->pending, flags & NSP_COMM_PENDING ? 1 : 0);
+    }
+  } else if (api == NSP_API_CommSplit && color == NCCL_SPLIT_NOCOLOR) {
+    flags |= NSP_COMM_NOCOLOR;
+  }
+  record_comm(api, c, id, rank, nranks, device, parent_id, color, key, split_index,
+              config_comm_name(config), handle, result, t0, t1, flags);
+}
+
+/* A non-blocking init finished since we last looked: record what NCCL
+ * now knows. */
+static void comm_settle(struct nsp_comm *c) {
+  int rank, nranks, device = -1;
+  if (query_comm(c->handle, &rank, &nranks, &device) < 0) return;
+  if (!atomic_exchange(&c->pending, 0)) return;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->device = device;
+  uint64_t t = nsp_now_ns();
+  record_comm(NSP_API_CommInitRankConfig, c, c->id, rank, nranks, device, 0, -1, -1, 0, NULL,
+              c->handle, ncclSuccess, t, t, 0);
+}
+
+/* Records one CALL.  peer: root or peer rank, -1 none. */
+static void record_call(int api, ncclComm_t comm, const void *sendbuff, const void *recvbuff,
+                        size_t count, int dtype, int redop, int peer, cudaStream_t stream,
+                        int result, uint64_t t0, uint64_t t1) {
+  struct nsp_comm *c = nsp_comm_find(comm);
+  if (c && NSP_UNLIKELY(atomic_load_explicit(&c->pending, memory_order_relaxed))) comm_settle(c);
+  uint64_t seq = 0;
+  int kind = nsp_api_kind(api);
+  if (c && kind == NSP_K_COLL) seq = atomic_fetch_add_explicit(&c->coll_seq, 1, memory_order_relaxed) + 1;
+  else if (c && kind == NSP_K_P2P) seq = nsp_comm_p2p_seq(c, peer, api == NSP_API_Recv);
+  struct nsp_rec *r = nsp_ring_reserve();
+  if (!r) return;
+  r->kind = NSP_REC_CALL;
+  r->api = (uint8_t)api;
+  r->comm = c ? c->idx : 0;
+  r->result = result;
+  r->peer = peer;
+  r->dtype = dtype;
+  r->redop = redop;
+  r->group_depth = nsp_group_depth;
+  r->group_id = nsp_group_id;
+  r->seq = seq;
+  r->count = count;
+  r->stream = (uint64_t)(uintptr_t)stream;
+  r->sendbuff = (uint64_t)(uintptr_t)sendbuff;
+  r->recvbuff = (uint64_t)(uintptr_t)recvbuff;
+  r->t_enter = t0;
+  r->t_exit = t1;
+  if (sendbuff && sendbuff == recvbuff) r->flags = NSP_CALL_IN_PLACE;
+  if (NSP_UNLIKELY(result != ncclSuccess)) r->last_error = last_error_text(comm, result);
+  nsp_ring_commit(r);
+}
+
+/* The common shape of a recorded call: resolve, pass through when nested,
+ * else time the call and run RECORD with `res`, `t0`, `t1` in scope. */
+#define NSP_CALL(name, args, RECORD)                                    \
+  nsp_fn_##name real = REAL(name);                                      \
+  if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;                     \
+  if (nsp_depth) return real args;                                      \
+  nsp_ensure_started();                                                 \
+  uint64_t t0 = nsp_now_ns();                                           \
+  nsp_depth++;                                                          \
+  ncclResult_t res = real args;                                         \
+  nsp_depth--;                                                          \
+  int saved_errno = errno;                                              \
+  uint64_t t1 = nsp_now_ns();                                           \
+  RECORD;                                                               \
+  errno = saved_errno;                                                  \
+  return res
+
+/* ---- collectives and send/recv ---- */
+
+NSP_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                      cudaStream_t stream) {
+  NSP_CALL(AllReduce, (sendbuff, recvbuff, count, datatype, op, comm, stream),
+           record_call(NSP_API_AllReduce, comm, sendbuff, recvbuff, count, datatype, op, -1, stream,
+                       res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                   ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  NSP_CALL(Reduce, (sendbuff, recvbuff, count, datatype, op, root, comm, stream),
+           record_call(NSP_API_Reduce, comm, sendbuff, recvbuff, count, datatype, op, root, stream,
+                       res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  NSP_CALL(Bcast, (buff, count, datatype, root, comm, stream),
+           record_call(NSP_API_Bcast, comm, buff, buff, count, datatype, -1, root, stream, res, t0,
+                       t1));
+}
+
+NSP_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                      ncclDataType_t datatype, int root, ncclComm_t comm,
+                                      cudaStream_t stream) {
+  NSP_CALL(Broadcast, (sendbuff, recvbuff, count, datatype, root, comm, stream),
+           record_call(NSP_API_Broadcast, comm, sendbuff, recvbuff, count, datatype, -1, root,
+                       stream, res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                          cudaStream_t stream) {
+  NSP_CALL(ReduceScatter, (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),
+           record_call(NSP_API_ReduceScatter, comm, sendbuff, recvbuff, recvcount, datatype, op, -1,
+                       stream, res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                      ncclDataType_t datatype, ncclComm_t comm,
+                                      cudaStream_t stream) {
+  NSP_CALL(AllGather, (sendbuff, recvbuff, sendcount, datatype, comm, stream),
+           record_call(NSP_API_AllGather, comm, sendbuff, recvbuff, sendcount, datatype, -1, -1,
+                       stream, res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                                     ncclDataType_t datatype, ncclComm_t comm,
+                                     cudaStream_t stream) {
+  NSP_CALL(AlltoAll, (sendbuff, recvbuff, count, datatype, comm, stream),
+           record_call(NSP_API_AlltoAll, comm, sendbuff, recvbuff, count, datatype, -1, -1, stream,
+                       res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
+                                   ncclDataType_t datatype, int root, ncclComm_t comm,
+                                   cudaStream_t stream) {
+  NSP_CALL(Gather, (sendbuff, recvbuff, count, datatype, root, comm, stream),
+           record_call(NSP_API_Gather, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
+                       res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
+                                    ncclDataType_t datatype, int root, ncclComm_t comm,
+                                    cudaStream_t stream) {
+  NSP_CALL(Scatter, (sendbuff, recvbuff, count, datatype, root, comm, stream),
+           record_call(NSP_API_Scatter, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
+                       res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
+                                 int peer, ncclComm_t comm, cudaStream_t stream) {
+  NSP_CALL(Send, (sendbuff, count, datatype, peer, comm, stream),
+           record_call(NSP_API_Send, comm, sendbuff, NULL, count, datatype, -1, peer, stream, res,
+                       t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                 ncclComm_t comm, cudaStream_t stream) {
+  NSP_CALL(Recv, (recvbuff, count, datatype, peer, comm, stream),
+           record_call(NSP_API_Recv, comm, NULL, recvbuff, count, datatype, -1, peer, stream, res,
+                       t0, t1));
+}
+
+/* ---- groups ---- */
+
+NSP_EXPORT ncclResult_t ncclGroupStart(void) {
+  NSP_CALL(GroupStart, (), {
+    if (res == ncclSuccess && nsp_group_depth++ == 0)
+      nsp_group_id = atomic_fetch_add_explicit(&nsp_group_counter, 1, memory_order_relaxed) + 1;
+    record_call(NSP_API_GroupStart, NULL, NULL, NULL, 0, -1, -1, -1, NULL, res, t0, t1);
+  });
+}
+
+/* GroupEnd and GroupSimulateEnd both close the innermost group. */
+static void group_end(int api, ncclResult_t res, uint64_t t0, uint64_t t1) {
+  record_call(api, NULL, NULL, NULL, 0, -1, -1, -1, NULL, res, t0, t1);
+  if (nsp_group_depth > 0 && --nsp_group_depth == 0) nsp_group_id = 0;
+}
+
+NSP_EXPORT ncclResult_t ncclGroupEnd(void) {
+  NSP_CALL(GroupEnd, (), group_end(NSP_API_GroupEnd, res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
+  NSP_CALL(GroupSimulateEnd, (simInfo), group_end(NSP_API_GroupSimulateEnd, res, t0, t1));
+}
+
+/* ---- communicators ---- */
+
+static uint64_t uid_hash(const ncclUniqueId *id) {
+  return nsp_fnv1a(NSP_FNV_INIT, id->internal, sizeof id->internal);
+}
+
+/* Child id: hash of (parent id, the parent's split counter, color), the
+ * same on every rank because splits are collective over the parent. */
+static uint64_t child_hash(uint64_t parent, uint32_t index, int color, const char *tag) {
+  uint64_t h = nsp_fnv1a(NSP_FNV_INIT, &parent, sizeof parent);
+  h = nsp_fnv1a(h, &index, sizeof index);
+  h = nsp_fnv1a(h, &color, sizeof color);
+  return nsp_fnv1a(h, tag, strlen(tag));
+}
+
+NSP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
+                                         int rank) {
+  NSP_CALL(CommInitRank, (comm, nranks, commId, rank),
+           comm_made(NSP_API_CommInitRank, comm ? *comm : NULL, uid_hash(&commId), rank, nranks, 0,
+                     -1, -1, 0, NULL, res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
+                                               int rank, ncclConfig_t *config) {
+  NSP_CALL(CommInitRankConfig, (comm, nranks, commId, rank, config),
+           comm_made(NSP_API_CommInitRankConfig, comm ? *comm : NULL, uid_hash(&commId), rank,
+                     nranks, 0, -1, -1, 0, config, res, t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank,
+                                                 int nId, ncclUniqueId *commIds,
+                                                 ncclConfig_t *config) {
+  NSP_CALL(CommInitRankScalable, (newcomm, nranks, myrank, nId, commIds, config), {
+    uint64_t h = NSP_FNV_INIT;
+    for (int i = 0; commIds && i < nId && i < 4096; i++)
+      h = nsp_fnv1a(h, commIds[i].internal, sizeof commIds[i].internal);
+    comm_made(NSP_API_CommInitRankScalable, newcomm ? *newcomm : NULL, h, myrank, nranks, 0, -1,
+              -1, 0, config, res, t0, t1);
+  });
+}
+
+NSP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist) {
+  NSP_CALL(CommInitAll, (comm, ndev, devlist), {
+    /* One process owns every rank: the id only has to be unique. */
+    uint64_t n = atomic_fetch_add(&nsp_initall_counter, 1);
+    pid_t pid = getpid();
+    uint64_t h = nsp_fnv1a(NSP_FNV_INIT, "initall", 7);
+    h = nsp_fnv1a(nsp_fnv1a(h, &pid, sizeof pid), &n, sizeof n);
+    h = nsp_fnv1a(h, &t0, sizeof t0);
+    for (int i = 0; comm && i < ndev; i++)
+      comm_made(NSP_API_CommInitAll, res == ncclSuccess ? comm[i] : NULL, h, i, ndev, 0, -1, -1, 0,
+                NULL, res, t0, t1);
+  });
+}
+
+NSP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                                      ncclConfig_t *config) {
+  struct nsp_comm *parent = nsp_depth ? NULL : nsp_comm_find(comm);
+  uint32_t index = parent ? atomic_fetch_add(&parent->split_count, 1) : 0;
+  NSP_CALL(CommSplit, (comm, color, key, newcomm, config), {
+    uint64_t pid = parent ? parent->id : 0;
+    comm_made(NSP_API_CommSplit, newcomm ? *newcomm : NULL, child_hash(pid, index, color, "split"),
+              -1, -1, pid, color, key, index, config, res, t0, t1);
+  });
+}
+
+NSP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList,
+                                       int excludeRanksCount, ncclComm_t *newcomm,
+                                       ncclConfig_t *config, int shrinkFlags) {
+  struct nsp_comm *parent = nsp_depth ? NULL : nsp_comm_find(comm);
+  uint32_t index = parent ? atomic_fetch_add(&parent->split_count, 1) : 0;
+  NSP_CALL(CommShrink, (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags), {
+    uint64_t pid = parent ? parent->id : 0;
+    uint64_t h = child_hash(pid, index, -1, "shrink");
+    if (excludeRanksList && excludeRanksCount > 0)
+      h = nsp_fnv1a(h, excludeRanksList, (size_t)excludeRanksCount * sizeof(int));
+    comm_made(NSP_API_CommShrink, newcomm ? *newcomm : NULL, h, -1, -1, pid, -1, -1, index, config,
+              res, t0, t1);
+  });
+}
+
+/* Finalize, destroy, abort, revoke: one COMM_END record.  The handle is
+ * dead after destroy/abort, so the error text is asked without it. */
+static void comm_end(int api, ncclComm_t comm, ncclResult_t res, uint64_t t0, uint64_t t1,
+                     struct nsp_comm *c) {
+  struct nsp_rec *r = nsp_ring_reserve();
+  if (!r) return;
+  r->kind = NSP_REC_COMM_END;
+  r->api = (uint8_t)api;
+  r->comm = c ? c->idx : 0;
+  r->result = res;
+  r->t_enter = t0;
+  r->t_exit = t1;
+  r->last_error = last_error_text(api == NSP_API_CommFinalize ? comm : NULL, res);
+  nsp_ring_commit(r);
+}
+
+#define NSP_END_WRAPPER(name, params, args)                                       \
+  NSP_EXPORT ncclResult_t nccl##name params {                                     \
+    struct nsp_comm *c = nsp_comm_find(comm);                                     \
+    NSP_CALL(name, args, comm_end(NSP_API_##name, comm, res, t0, t1, c));         \
+  }
+NSP_END_WRAPPER(CommFinalize, (ncclComm_t comm), (comm))
+NSP_END_WRAPPER(CommDestroy, (ncclComm_t comm), (comm))
+NSP_END_WRAPPER(CommAbort, (ncclComm_t comm), (comm))
+NSP_END_WRAPPER(CommRevoke, (ncclComm_t comm, int revokeFlags), (comm, revokeFlags))
+
+/* PyTorch's watchdog polls this about every 100 ms per communicator: a
+ * pass-through plus a compare; a record only when the answer changes. */
+NSP_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
+  nsp_fn_CommGetAsyncError real = REAL(CommGetAsyncError);
+  if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;
+  if (nsp_depth) return real(comm, asyncError);
+  ncclResult_t res = real(comm, asyncError);
+  int saved_errno = errno;
+  struct nsp_comm *c = res == ncclSuccess && asyncError ? nsp_comm_find(comm) : NULL;
+  if (c) {
+    int now = *asyncError;
+    if (atomic_load_explicit(&c->pending, memory_order_relaxed) && now == ncclSuccess) comm_settle(c);
+    if (atomic_exchange_explicit(&c->async_result, now, memory_order_relaxed) != now) {
+      nsp_ensure_started();
+      struct nsp_rec *r = nsp_ring_reserve();
+      if (r) {
+        r->kind = NSP_REC_ASYNC_ERROR;
+        r->comm = c->idx;
+        r->result = now;
+        r->t_enter = nsp_now_ns();
+        r->last_error = last_error_text(comm, now);
+        nsp_ring_commit(r);
+      }
+    }
+  }
+  errno = saved_errno;
+  return res;
+}
+
+/* ---- reduction ops ---- */
+
+static void record_redop(int api, ncclComm_t comm, int redop, int dtype, int residence,
+                         const void *scalar, ncclResult_t res, uint64_t t0, uint64_t t1) {
+  struct nsp_comm *c = nsp_comm_find(comm);
+  struct nsp_rec *r = nsp_ring_reserve();
+  if (!r) return;
+  r->kind = NSP_REC_REDOP;
+  r->api = (uint8_t)api;
+  r->comm = c ? c->idx : 0;
+  r->redop = redop;
+  r->dtype = dtype;
+  r->aux = (uint32_t)residence;
+  /* A host-immediate scalar is an argument (the pre-multiplier, such as
+   * 1/nranks), not tensor data: its value tells ranks apart. */
+  size_t n = nsp_dtype_size(dtype);
+  if (scalar && residence == ncclScalarHostImmediate && n && n <= 8) memcpy(&r->count, scalar, n);
+  r->result = res;
+  r->t_enter = t0;
+  r->t_exit = t1;
+  nsp_ring_commit(r);
+}
+
+NSP_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar,
+                                                 ncclDataType_t datatype,
+                                                 ncclScalarResidence_t residence,
+                                                 ncclComm_t comm) {
+  NSP_CALL(RedOpCreatePreMulSum, (op, scalar, datatype, residence, comm),
+           record_redop(NSP_API_RedOpCreatePreMulSum, comm,
+                        res == ncclSuccess && op ? (int)*op : -1, datatype, residence, scalar, res,
+                        t0, t1));
+}
+
+NSP_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  NSP_CALL(RedOpDestroy, (op, comm),
+           record_redop(NSP_API_RedOpDestroy, comm, op, -1, -1, NULL, res, t0, t1));
+}
+
+/* ---- other calls that act: recorded as plain CALLs ---- */
+
+#define NSP_OTHER_WRAPPER(name, params, args, comm, ptr, size)                                \
+  NSP_EXPORT ncclResult_t nccl##name params {                                                 \
+    NSP_CALL(name, args,                                                                      \
+             record_call(NSP_API_##name, comm, ptr, NULL, size, -1, -1, -1, NULL, res, t0, t1)); \
+  }
+NSP_OTHER_WRAPPER(GetUniqueId, (ncclUniqueId *uniqueId), (uniqueId), NULL, NULL, 0)
+NSP_OTHER_WRAPPER(CommRegister, (const ncclComm_t comm, void *buff, size_t size, void **handle),
+                  (comm, buff, size, handle), comm, buff, size)
+NSP_OTHER_WRAPPER(CommDeregister, (const ncclComm_t comm, void *handle), (comm, handle), comm,
+                  handle, 0)
+NSP_OTHER_WRAPPER(CommWindowRegister,
+                  (ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags),
+                  (comm, buff, size, win, winFlags), comm, buff, size)
+NSP_OTHER_WRAPPER(CommWindowDeregister, (ncclComm_t comm, ncclWindow_t win), (comm, win), comm,
+                  (const void *)win, 0)
+NSP_OTHER_WRAPPER(MemAlloc, (void **ptr, size_t size), (ptr, size), NULL,
+                  res == ncclSuccess && ptr ? *ptr : NULL, size)
+NSP_OTHER_WRAPPER(MemFree, (void *ptr), (ptr), NULL, ptr, 0)
+
+/* ---- pure queries: passed through, not recorded ---- */
+
+#define NSP_QUERY_WRAPPER(name, params, args)                        \
+  NSP_EXPORT ncclResult_t nccl##name params {                        \
+    nsp_fn_##name real = REAL(name);                                 \
+    return NSP_LIKELY(real != NULL) ? real args : ncclInvalidUsage;  \
+  }
+NSP_QUERY_WRAPPER(GetVersion, (int *version), (version))
+NSP_QUERY_WRAPPER(CommCount, (const ncclComm_t comm, int *count), (comm, count))
+NSP_QUERY_WRAPPER(CommCuDevice, (const ncclComm_t comm, int *device), (comm, device))
+NSP_QUERY_WRAPPER(CommUserRank, (const ncclComm_t comm, int *rank), (comm, rank))
+
+NSP_EXPORT const char *ncclGetErrorString(ncclResult_t result) {
+  nsp_fn_GetErrorString real = REAL(GetErrorString);
+  return real ? real(result) : "ncclspy: no real NCCL found";
+}
+
+NSP_EXPORT const char *ncclGetLastError(ncclComm_t comm) {
+  nsp_fn_GetLastError real = REAL(GetLastError);
+  return real ? real(comm) : "ncclspy: no real NCCL found";
+}
+
+NSP_EXPORT void ncclResetDebugInit(void) {
+  nsp_fn_ResetDebugInit real = REAL(ResetDebugInit);
+  if (real) real();
+}
