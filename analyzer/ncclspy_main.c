@@ -1,0 +1,214 @@
+/* ncclspy_main.c - the `ncclspy` command: subcommands over the analyzer
+ * library and its front ends.  Exit status: 0 clean, 1 findings (analyze)
+ * or a damaged file (dump), 2 usage error, unreadable input, or a report
+ * that could not be written. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_analyze.h"
+#include "nsp_config.h"
+#include "ncclspy/trace.h"
+#include "nsp_report.h"
+
+enum { NSP_EXIT_CLEAN = 0, NSP_EXIT_FINDINGS = 1, NSP_EXIT_USAGE = 2 };
+
+static const char nsp_usage_main[] =
+    "usage: ncclspy COMMAND [OPTIONS] ARGS...\n"
+    "\n"
+    "Reads the per-process traces that libncclspy.so wrote for a job and says\n"
+    "which NCCL call went wrong first, on which ranks, and why.\n"
+    "\n"
+    "commands:\n"
+    "  analyze [--json] [-o FILE] DIR|FILE...  merge the traces, check them, report\n"
+    "  dump [--json] FILE...                   print every record of trace files\n"
+    "  help [COMMAND]                          this text, or a command's\n"
+    "\n"
+    "options:\n"
+    "  -h, --help       this text\n"
+    "  -V, --version    print the version\n"
+    "\n"
+    "Run `ncclspy help analyze` for the checks and exit status.\n";
+
+static const char nsp_usage_analyze[] =
+    "usage: ncclspy analyze [--json] [-o FILE] DIR|FILE...\n"
+    "\n"
+    "Loads every *.ncclspy file in each DIR (not recursive) and each FILE,\n"
+    "unifies communicators across ranks, and checks, per communicator:\n"
+    "  - collectives at each sequence number: kind, dtype, count, reduction op, root\n"
+    "    (the first mismatching seq per communicator);\n"
+    "  - the k-th send against the k-th recv of every rank pair (bytes, unmatched);\n"
+    "  - ranks that stopped making collectives before the others (the wavefront);\n"
+    "  - non-success results: the first per rank, and the earliest overall.\n"
+    "Findings are listed likely cause first.  Damaged or cut files are read up to\n"
+    "the damage and named under \"Notes\" with the byte offset.\n"
+    "\n"
+    "options:\n"
+    "  --json           the report as one JSON object (schema: docs/REPORT.md)\n"
+    "  -o, --output FILE  write the report to FILE instead of standard output\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "exit status: 0 no findings, 1 findings, 2 usage error or no readable trace.\n";
+
+static const char nsp_usage_dump[] =
+    "usage: ncclspy dump [--json] FILE...\n"
+    "\n"
+    "Prints the header and every record of each trace file, one per line; times\n"
+    "are relative to the header (t=+12.345678ms).  With --json, one JSON object\n"
+    "per line with every field.\n"
+    "\n"
+    "exit status: 0 read cleanly, 1 a file was damaged or cut (records before the\n"
+    "damage are printed), 2 usage error or a file that is not a trace.\n";
+
+/* Prints "ncclspy: <what><arg>" and where to find help. */
+static int usage_error(const char *cmd, const char *what, const char *arg) {
+  fprintf(stderr, "ncclspy: %s%s", what, arg ? arg : "");
+  fprintf(stderr, "\nTry 'ncclspy help%s%s'.\n", cmd ? " " : "", cmd ? cmd : "");
+  return NSP_EXIT_USAGE;
+}
+
+static int no_json(void) {
+  fprintf(stderr, "ncclspy: --json is not available: this ncclspy was built without json-c "
+                  "(install json-c and reconfigure with -Djson=enabled)\n");
+  return NSP_EXIT_USAGE;
+}
+
+static int cmd_analyze(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"output", required_argument, NULL, 'o'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  int json = 0;
+  const char *output = NULL;
+  int c;
+  optind = 0; /* glibc: re-initialise for the subcommand's argv */
+  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'j': json = 1; break;
+      case 'o': output = optarg; break;
+      case 'h': fputs(nsp_usage_analyze, stdout); return NSP_EXIT_CLEAN;
+      default: return usage_error("analyze", "bad option", NULL);
+    }
+  }
+  if (optind >= argc) return usage_error("analyze", "analyze needs a directory or trace file", NULL);
+  if (json && !NSP_HAVE_JSON) return no_json();
+
+  struct nsp_job *job = nsp_job_create();
+  if (!job) {
+    fprintf(stderr, "ncclspy: out of memory\n");
+    return NSP_EXIT_USAGE;
+  }
+  int status = NSP_EXIT_USAGE;
+  for (int i = optind; i < argc; i++) {
+    int r = nsp_job_add_path(job, argv[i]);
+    if (r == NSP_AN_ENOMEM) {
+      fprintf(stderr, "ncclspy: out of memory\n");
+      goto out;
+    }
+    if (r == NSP_AN_EREAD) fprintf(stderr, "ncclspy: warning: %s\n", nsp_job_error(job));
+    else if (r == 0) fprintf(stderr, "ncclspy: warning: %s: no *.ncclspy trace in it\n", argv[i]);
+  }
+  if (!nsp_job_ntraces(job)) {
+    fprintf(stderr, "ncclspy: no readable trace");
+    for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "%s %s", i ? ";" : ":", nsp_job_note(job, i));
+    fprintf(stderr, "\n");
+    goto out;
+  }
+  int r = nsp_job_analyze(job);
+  if (r < 0) {
+    fprintf(stderr, "ncclspy: analysis failed: %s\n", nsp_an_strerror(r));
+    goto out;
+  }
+  FILE *out = stdout;
+  if (output && !(out = fopen(output, "w"))) {
+    perror(output);
+    goto out;
+  }
+  r = json ? nsp_report_json(job, out) : nsp_report_text(job, out);
+  if (out != stdout && fclose(out) != 0) r = -1;
+  if (r == NSP_REPORT_NOJSON) {
+    status = no_json();
+    goto out;
+  }
+  if (r < 0) {
+    fprintf(stderr, "ncclspy: could not write the report to %s\n", output ? output : "standard output");
+    goto out;
+  }
+  status = nsp_job_nfindings(job) ? NSP_EXIT_FINDINGS : NSP_EXIT_CLEAN;
+out:
+  nsp_job_destroy(job);
+  return status;
+}
+
+static int cmd_dump(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  int json = 0, c;
+  optind = 0;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'j': json = 1; break;
+      case 'h': fputs(nsp_usage_dump, stdout); return NSP_EXIT_CLEAN;
+      default: return usage_error("dump", "bad option", NULL);
+    }
+  }
+  if (optind >= argc) return usage_error("dump", "dump needs a trace file", NULL);
+  if (json && !NSP_HAVE_JSON) return no_json();
+  int status = NSP_EXIT_CLEAN;
+  for (int i = optind; i < argc; i++) {
+    int r = nsp_dump_file(argv[i], json, stdout, stderr);
+    if (r == NSP_REPORT_NOJSON) return no_json();
+    if (r < 0) {
+      fprintf(stderr, "ncclspy: could not write to standard output\n");
+      return NSP_EXIT_USAGE;
+    }
+    if (r > status) status = r;
+  }
+  return status;
+}
+
+static int cmd_help(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(nsp_usage_main, stdout);
+    return NSP_EXIT_CLEAN;
+  }
+  if (!strcmp(argv[1], "analyze")) fputs(nsp_usage_analyze, stdout);
+  else if (!strcmp(argv[1], "dump")) fputs(nsp_usage_dump, stdout);
+  else if (!strcmp(argv[1], "help")) fputs(nsp_usage_main, stdout);
+  else return usage_error(NULL, "no such command: ", argv[1]);
+  return NSP_EXIT_CLEAN;
+}
+
+int main(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0},
+  };
+  int c;
+  /* "+": stop at the command name; its options are its own. */
+  while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+    switch (c) {
+      case 'h': fputs(nsp_usage_main, stdout); return NSP_EXIT_CLEAN;
+      case 'V': printf("ncclspy %s (trace format %d.%d)\n", NSP_VERSION, NSP_FORMAT_MAJOR, NSP_FORMAT_MINOR); return NSP_EXIT_CLEAN;
+      default: return usage_error(NULL, "bad option", NULL);
+    }
+  }
+  if (optind >= argc) {
+    fputs(nsp_usage_main, stderr);
+    return NSP_EXIT_USAGE;
+  }
+  const char *cmd = argv[optind];
+  int sub_argc = argc - optind;
+  char **sub_argv = argv + optind;
+  if (!strcmp(cmd, "analyze")) return cmd_analyze(sub_argc, sub_argv);
+  if (!strcmp(cmd, "dump")) return cmd_dump(sub_argc, sub_argv);
+  if (!strcmp(cmd, "help")) return cmd_help(sub_argc, sub_argv);
+  return usage_error(NULL, "no such command: ", cmd);
+}

@@ -1,0 +1,184 @@
+/* nsp_an_job.c - the job object: adding traces, accessors, teardown. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "nsp_an_internal.h"
+
+struct nsp_job *nsp_job_create(void) { return calloc(1, sizeof(struct nsp_job)); }
+
+static void member_free(struct nsp_member *m) {
+  for (size_t i = 0; i < m->np2p; i++) {
+    free(m->p2p[i].dir[0].v);
+    free(m->p2p[i].dir[1].v);
+  }
+  free(m->p2p);
+  nsp_u64map_free(&m->p2p_index);
+}
+
+static void trace_free(struct nsp_trace *t) {
+  if (!t) return;
+  free(t->path);
+  free(t->host);
+  free(t->shim_version);
+  free(t->problem);
+  for (size_t i = 0; t->env && i < 2 * t->info.nenv; i++) free(t->env[i]);
+  free(t->env);
+  free(t->mem);
+  free(t->first_err.last_error);
+  free(t->last_call.last_error);
+  free(t->local_member);
+  free(t);
+}
+
+static void comm_free(struct nsp_comm *c) {
+  if (!c) return;
+  free(c->name);
+  free(c->ranks);
+  free(c->members);
+  for (size_t i = 0; i < c->npages; i++) free(c->pagev[i]);
+  free(c->pagev);
+  nsp_u64map_free(&c->pages);
+  free(c);
+}
+
+void nsp_job_destroy(struct nsp_job *job) {
+  if (!job) return;
+  for (size_t i = 0; i < job->ntraces; i++) trace_free(job->traces[i]);
+  free(job->traces);
+  for (size_t i = 0; i < job->ncomms; i++) comm_free(job->comms[i]);
+  free(job->comms);
+  nsp_u64map_free(&job->comm_by_id);
+  for (size_t i = 0; i < job->nmembers; i++) member_free(&job->members[i]);
+  free(job->members);
+  for (size_t i = 0; i < job->nnotes; i++) free(job->notes[i]);
+  free(job->notes);
+  for (size_t i = 0; i < job->nfindings; i++) {
+    struct nsp_finding_priv *f = &job->findings[i];
+    for (size_t s = 0; s < f->pub.nsides; s++) {
+      free((void *)f->sides[s].ranks);
+      for (size_t p = 0; p < f->sides[s].nranks; p++) free((void *)f->sides[s].procs[p].call.last_error);
+      free((void *)f->sides[s].procs);
+      free((void *)f->sides[s].call.last_error);
+      free((void *)f->sides[s].text);
+    }
+    free(f->sides);
+    free(f->odd);
+    free(f->message);
+    free(f->hint_owned);
+  }
+  free(job->findings);
+  free(job->summary);
+  free(job);
+}
+
+int nsp_job_notef(struct nsp_job *job, const char *fmt, ...) {
+  NSP_TRY(nsp_an_grow(&job->notes, &job->notes_cap, job->nnotes + 1, sizeof *job->notes));
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = nsp_an_vasprintf(fmt, ap);
+  va_end(ap);
+  if (!s) return NSP_AN_ENOMEM;
+  job->notes[job->nnotes++] = s;
+  return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int add_dir(struct nsp_job *job, const char *path) {
+  DIR *d = opendir(path);
+  if (!d) {
+    snprintf(job->err, sizeof job->err, "%s: %s", path, strerror(errno));
+    return NSP_AN_EREAD;
+  }
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  int ret = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.' || !ends_with(e->d_name, ".ncclspy")) continue;
+    char *full = nsp_an_asprintf("%s%s%s", path, ends_with(path, "/") ? "" : "/", e->d_name);
+    if (!full || nsp_an_grow(&names, &cap, n + 1, sizeof *names) < 0) {
+      free(full);
+      ret = NSP_AN_ENOMEM;
+      break;
+    }
+    names[n++] = full;
+  }
+  closedir(d);
+  /* Name order makes the report independent of readdir order. */
+  if (n) qsort(names, n, sizeof *names, cmp_str);
+  int added = 0;
+  for (size_t i = 0; i < n && ret == 0; i++) {
+    int r = nsp_an_load_trace(job, names[i], NULL, 0);
+    if (r == NSP_AN_ENOMEM) ret = r;
+    else if (r > 0) added++;
+  }
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  return ret < 0 ? ret : added;
+}
+
+int nsp_job_add_path(struct nsp_job *job, const char *path) {
+  if (!job || !path || !*path) return NSP_AN_EINVAL;
+  if (job->analyzed) return NSP_AN_ESTATE;
+  struct stat st;
+  if (stat(path, &st) < 0) {
+    snprintf(job->err, sizeof job->err, "%s: %s", path, strerror(errno));
+    NSP_TRY(nsp_job_notef(job, "%s: not read: %s", path, strerror(errno)));
+    return NSP_AN_EREAD;
+  }
+  if (S_ISDIR(st.st_mode)) return add_dir(job, path);
+  return nsp_an_load_trace(job, path, NULL, 0);
+}
+
+int nsp_job_add_mem(struct nsp_job *job, const char *name, const void *data, size_t len) {
+  if (!job || !name || !data || !len) return NSP_AN_EINVAL;
+  if (job->analyzed) return NSP_AN_ESTATE;
+  uint8_t *copy = malloc(len);
+  if (!copy) return NSP_AN_ENOMEM;
+  memcpy(copy, data, len);
+  return nsp_an_load_trace(job, name, copy, len); /* takes copy */
+}
+
+int nsp_job_analyze(struct nsp_job *job) {
+  if (!job) return NSP_AN_EINVAL;
+  if (job->analyzed) return NSP_AN_ESTATE;
+  job->analyzed = 1;
+  return nsp_an_run_rules(job);
+}
+
+const char *nsp_job_error(const struct nsp_job *job) { return job ? job->err : ""; }
+size_t nsp_job_ntraces(const struct nsp_job *job) { return job->ntraces; }
+const struct nsp_trace_info *nsp_job_trace(const struct nsp_job *job, size_t i) {
+  return i < job->ntraces ? &job->traces[i]->info : NULL;
+}
+
+/* Communicators nobody is a member of (an id later replaced) are not
+ * shown; nsp_an_run_rules packs them away, so indices are direct. */
+size_t nsp_job_ncomms(const struct nsp_job *job) { return job->analyzed ? job->ncomms : 0; }
+const struct nsp_comm_info *nsp_job_comm(const struct nsp_job *job, size_t i) {
+  return job->analyzed && i < job->ncomms ? &job->comms[i]->info : NULL;
+}
+const struct nsp_comm_info *nsp_job_comm_by_id(const struct nsp_job *job, uint64_t id) {
+  size_t *slot = nsp_u64map_get(&job->comm_by_id, id);
+  return job->analyzed && slot ? &job->comms[*slot]->info : NULL;
+}
+size_t nsp_job_nfindings(const struct nsp_job *job) { return job->nfindings; }
+const struct nsp_finding *nsp_job_finding(const struct nsp_job *job, size_t i) {
+  return i < job->nfindings ? &job->findings[i].pub : NULL;
+}
+size_t nsp_job_nnotes(const struct nsp_job *job) { return job->nnotes; }
+const char *nsp_job_note(const struct nsp_job *job, size_t i) { return i < job->nnotes ? job->notes[i] : NULL; }
+const char *nsp_job_summary(const struct nsp_job *job) { return job->summary ? job->summary : ""; }
+int64_t nsp_job_start_ns(const struct nsp_job *job) { return job->start_ns; }

@@ -1,0 +1,476 @@
+/* nsp_an_load.c - pass 1: stream one trace's records into the job model.
+ *
+ * Nothing here keeps a record: collectives are folded into the
+ * communicator's per-seq reference (struct nsp_ref) and the member's
+ * first difference from it; send/recv sizes into run-length lists; errors
+ * into the process's first one.  That keeps memory independent of the
+ * number of calls per rank for the common case of a healthy job. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_internal.h"
+#include "nsp_names.h"
+#include "nsp_reader.h"
+
+/* ncclInProgress is how non-blocking calls say "not yet": not an error. */
+static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
+
+struct nsp_ref *nsp_comm_ref(struct nsp_comm *c, uint64_t seq, int create) {
+  uint64_t no = seq / NSP_SEQ_PAGE;
+  size_t *idx = nsp_u64map_get(&c->pages, no);
+  if (idx) return &c->pagev[*idx]->e[seq % NSP_SEQ_PAGE];
+  if (!create) return NULL;
+  struct nsp_seq_page *pg = calloc(1, sizeof *pg);
+  if (!pg) return NULL;
+  if (nsp_an_grow(&c->pagev, &c->pages_cap, c->npages + 1, sizeof *c->pagev) < 0 ||
+      nsp_u64map_put(&c->pages, no, c->npages) < 0) {
+    free(pg);
+    return NULL;
+  }
+  c->pagev[c->npages++] = pg;
+  return &pg->e[seq % NSP_SEQ_PAGE];
+}
+
+/* The ref of seq for member m, through m's cached page: a rank's seqs come
+ * in order, so the hash is consulted once per NSP_SEQ_PAGE calls. */
+static struct nsp_ref *member_ref(struct nsp_member *m, struct nsp_comm *c, uint64_t seq) {
+  uint64_t no = seq / NSP_SEQ_PAGE;
+  if (m->page && m->page_no == no) return &m->page->e[seq % NSP_SEQ_PAGE];
+  struct nsp_ref *ref = nsp_comm_ref(c, seq, 1);
+  if (!ref) return NULL;
+  m->page = c->pagev[*nsp_u64map_get(&c->pages, no)];
+  m->page_no = no;
+  return ref;
+}
+
+static int sig_eq(const struct nsp_sig *a, const struct nsp_sig *b) {
+  return a->api == b->api && a->dtype == b->dtype && a->count == b->count && a->redop == b->redop &&
+         a->root == b->root;
+}
+
+static struct nsp_comm *comm_get(struct nsp_job *job, uint64_t id, size_t *index) {
+  size_t *slot = nsp_u64map_get(&job->comm_by_id, id);
+  if (slot) {
+    *index = *slot;
+    return job->comms[*slot];
+  }
+  if (nsp_an_grow(&job->comms, &job->comms_cap, job->ncomms + 1, sizeof *job->comms) < 0) return NULL;
+  struct nsp_comm *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->name = strdup("");
+  if (!c->name || nsp_u64map_put(&job->comm_by_id, id, job->ncomms) < 0) {
+    free(c->name);
+    free(c);
+    return NULL;
+  }
+  c->info.id = id;
+  c->info.nranks = -1;
+  c->info.api = -1;
+  c->info.name = c->name;
+  *index = job->ncomms;
+  job->comms[job->ncomms++] = c;
+  return c;
+}
+
+static struct nsp_member *local_member(struct nsp_job *job, struct nsp_trace *t, uint32_t local) {
+  if (local >= t->nlocal || !t->local_member[local]) return NULL;
+  return &job->members[t->local_member[local] - 1];
+}
+
+/* Keeps the earliest error of a process (by wall time). */
+static int note_error(struct nsp_trace *t, int source, int api, uint64_t comm_id, uint64_t seq,
+                      const struct nsp_rec *rec, int64_t when) {
+  t->info.errors++;
+  if (t->first_err.valid && t->first_err.call.time_ns <= when) return 0;
+  char *le = rec->last_error ? strdup(rec->last_error) : NULL;
+  if (rec->last_error && !le) return NSP_AN_ENOMEM;
+  free(t->first_err.last_error);
+  struct nsp_call *c = &t->first_err.call;
+  nsp_call_clear(c);
+  c->api = api;
+  c->source = source;
+  c->comm_id = comm_id;
+  c->seq = seq;
+  if (source == NSP_SRC_CALL) {
+    c->count = rec->count;
+    c->dtype = rec->dtype;
+    c->redop = rec->redop;
+    c->peer = rec->peer;
+  }
+  c->result = rec->result;
+  c->last_error = le;
+  c->time_ns = when;
+  t->first_err.last_error = le;
+  t->first_err.valid = 1;
+  return 0;
+}
+
+static int64_t wall(const struct nsp_trace *t, uint64_t mono) { return (int64_t)(mono + (uint64_t)t->off_ns); }
+
+/* When an error surfaced: the return of the call (a call may block long
+ * before failing), its entry when no exit was recorded. */
+static int64_t err_time(const struct nsp_trace *t, const struct nsp_rec *rec) {
+  return wall(t, rec->t_exit >= rec->t_enter && rec->t_exit ? rec->t_exit : rec->t_enter);
+}
+
+static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const struct nsp_rec *rec) {
+  const struct nsp_rec_ext *x = rec->ext;
+  if (is_error(rec->result))
+    NSP_TRY(note_error(t, NSP_SRC_COMM_INIT, rec->api, x->comm_id, 0, rec, err_time(t, rec)));
+  if (rec->flags & NSP_COMM_NOCOLOR) return 0; /* split without a child */
+  if (!x->comm_id) {
+    /* Without an id it cannot be matched with other ranks. */
+    if (!(rec->flags & NSP_COMM_PENDING))
+      NSP_TRY(nsp_job_notef(job, "%s: comm index %u has no communicator id; its calls are not compared",
+                            t->info.path, rec->comm));
+    return 0;
+  }
+  size_t ci;
+  struct nsp_comm *c = comm_get(job, x->comm_id, &ci);
+  if (!c) return NSP_AN_ENOMEM;
+
+  if (rec->comm >= t->nlocal) {
+    size_t old = t->nlocal;
+    NSP_TRY(nsp_an_grow(&t->local_member, &t->nlocal, (size_t)rec->comm + 1, sizeof *t->local_member));
+    memset(t->local_member + old, 0, (t->nlocal - old) * sizeof *t->local_member);
+  }
+  struct nsp_member *m = local_member(job, t, rec->comm);
+  if (!m) {
+    NSP_TRY(nsp_an_grow(&job->members, &job->members_cap, job->nmembers + 1, sizeof *job->members));
+    m = &job->members[job->nmembers];
+    memset(m, 0, sizeof *m);
+    m->comm = ci;
+    m->trace = ti;
+    m->local = rec->comm;
+    m->rank = m->nranks = m->device = -1;
+    m->end_api = -1;
+    t->local_member[rec->comm] = ++job->nmembers;
+  } else if (m->comm != ci) {
+    /* A later COMM record for the same index with another id: take it
+     * while nothing was attributed to the old one; afterwards the calls
+     * already folded in cannot be moved. */
+    if (m->calls) {
+      t->rebind_refused++;
+      return 0;
+    }
+    m->comm = ci;
+  }
+  /* A pending (non-blocking) init may not know its rank yet; a later
+   * record for the same index fills it in. */
+  if (x->rank >= 0) m->rank = x->rank;
+  if (x->nranks > 0) m->nranks = x->nranks;
+  if (x->device >= 0) m->device = x->device;
+  if (x->nranks > 0) {
+    if (c->info.nranks <= 0) {
+      c->info.nranks = x->nranks;
+    } else if (c->info.nranks != x->nranks && !c->nranks_conflict) {
+      c->nranks_conflict = 1;
+      NSP_TRY(nsp_job_notef(job, "communicator %016llx: %s says nranks %d, an earlier trace said %d",
+                            (unsigned long long)x->comm_id, t->info.path, x->nranks, c->info.nranks));
+    }
+  }
+  if (c->info.api < 0) c->info.api = rec->api;
+  if (x->parent_id && !c->info.parent_id) {
+    c->info.parent_id = x->parent_id;
+    c->info.color = x->color;
+    c->info.key = x->key;
+  }
+  if (x->comm_name && x->comm_name[0] && !c->name[0]) {
+    char *n = strdup(x->comm_name);
+    if (!n) return NSP_AN_ENOMEM;
+    free(c->name);
+    c->name = n;
+    c->info.name = n;
+  }
+  return 0;
+}
+
+static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *m, const struct nsp_rec *rec) {
+  struct nsp_comm *c = job->comms[m->comm];
+  if (!rec->seq) {
+    t->bad_seq++;
+    return 0;
+  }
+  struct nsp_sig s;
+  memset(&s, 0, sizeof s);
+  s.api = nsp_api_coll_class(rec->api);
+  s.count = rec->count;
+  s.dtype = rec->dtype;
+  s.redop = nsp_api_has_redop(rec->api) ? rec->redop : -1;
+  s.root = nsp_api_has_root(rec->api) ? rec->peer : -1;
+  int64_t tw = wall(t, rec->t_enter);
+
+  struct nsp_ref *ref = member_ref(m, c, rec->seq);
+  if (!ref) return NSP_AN_ENOMEM;
+  if (!ref->set) {
+    ref->sig = s;
+    ref->set = 1;
+    ref->t_min = tw;
+  } else {
+    if (tw < ref->t_min) ref->t_min = tw;
+    if (!sig_eq(&ref->sig, &s)) {
+      ref->differs = 1;
+      if (!m->first_diff || rec->seq < m->first_diff) {
+        m->first_diff = rec->seq;
+        m->diff_sig = s;
+      }
+    }
+  }
+  if (rec->seq != m->last_seq + 1) m->gaps++;
+  if (rec->seq > m->last_seq) {
+    m->last_seq = rec->seq;
+    m->last_sig = s;
+    m->last_t = tw;
+  }
+  m->ncoll++;
+  c->info.ncoll++;
+  if (rec->seq > c->info.max_seq) c->info.max_seq = rec->seq;
+  return 0;
+}
+
+static int on_p2p(struct nsp_job *job, struct nsp_member *m, const struct nsp_rec *rec) {
+  struct nsp_comm *c = job->comms[m->comm];
+  size_t *pi = nsp_u64map_get(&m->p2p_index, (uint64_t)(int64_t)rec->peer);
+  struct nsp_p2p *p;
+  if (pi) {
+    p = &m->p2p[*pi];
+  } else {
+    NSP_TRY(nsp_an_grow(&m->p2p, &m->p2p_cap, m->np2p + 1, sizeof *m->p2p));
+    NSP_TRY(nsp_u64map_put(&m->p2p_index, (uint64_t)(int64_t)rec->peer, m->np2p));
+    p = &m->p2p[m->np2p++];
+    memset(p, 0, sizeof *p);
+    p->peer = rec->peer;
+  }
+  struct nsp_runs *rs = &p->dir[rec->api == NSP_API_Send ? 0 : 1];
+  /* The shim numbers sends/recvs per peer and direction from 1; a lost
+   * record leaves a gap rather than shifting every later pairing. */
+  uint64_t k = rec->seq ? rec->seq : rs->max_seq + 1;
+  struct nsp_run *last = rs->n ? &rs->v[rs->n - 1] : NULL;
+  if (last && last->count == rec->count && last->dtype == rec->dtype && k == last->seq0 + last->n) {
+    last->n++;
+  } else {
+    NSP_TRY(nsp_an_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v));
+    struct nsp_run *r = &rs->v[rs->n++];
+    r->seq0 = k;
+    r->n = 1;
+    r->count = rec->count;
+    r->dtype = rec->dtype;
+  }
+  if (k > rs->max_seq) rs->max_seq = k;
+  c->info.np2p++;
+  return 0;
+}
+
+static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_rec *rec) {
+  t->info.calls++;
+  int kind = nsp_api_kind(rec->api);
+  struct nsp_member *m = rec->comm ? local_member(job, t, rec->comm) : NULL;
+  uint64_t comm_id = m ? job->comms[m->comm]->info.id : 0;
+  if (is_error(rec->result)) {
+    NSP_TRY(note_error(t, NSP_SRC_CALL, rec->api, comm_id, rec->seq, rec, err_time(t, rec)));
+    if (m) m->has_error = 1;
+  }
+  if (!rec->comm) return 0; /* group start/end, memory: no communicator */
+  if (!m) {
+    t->orphan_calls++;
+    return 0;
+  }
+  m->calls++;
+  struct nsp_call *lc = &t->last_call.call;
+  nsp_call_clear(lc);
+  lc->api = rec->api;
+  lc->comm_id = comm_id;
+  lc->seq = rec->seq;
+  lc->count = rec->count;
+  lc->dtype = rec->dtype;
+  lc->redop = rec->redop;
+  lc->peer = rec->peer;
+  lc->result = rec->result;
+  lc->time_ns = wall(t, rec->t_enter);
+  t->last_call.valid = 1;
+  if (kind == NSP_K_COLL) return on_coll(job, t, m, rec);
+  if (kind == NSP_K_P2P) return on_p2p(job, m, rec);
+  return 0;
+}
+
+static int on_process(struct nsp_trace *t, const struct nsp_rec *rec) {
+  const struct nsp_rec_ext *x = rec->ext;
+  t->info.ppid = x->ppid;
+  if (x->shim_version && x->shim_version[0]) {
+    char *s = strdup(x->shim_version);
+    if (!s) return NSP_AN_ENOMEM;
+    free(t->shim_version);
+    t->shim_version = s;
+    t->info.shim_version = s;
+  }
+  if (!t->host[0] && x->host && x->host[0]) {
+    char *h = strdup(x->host);
+    if (!h) return NSP_AN_ENOMEM;
+    free(t->host);
+    t->host = h;
+    t->info.host = h;
+  }
+  if (!t->info.nccl_version) t->info.nccl_version = x->nccl_version;
+  if (t->env || !x->nenv) return 0; /* one snapshot per process */
+  t->env = calloc((size_t)x->nenv * 2, sizeof *t->env);
+  if (!t->env) return NSP_AN_ENOMEM;
+  t->info.nenv = x->nenv;
+  t->info.env = (const char *const *)t->env;
+  for (uint32_t i = 0; i < 2 * x->nenv; i++)
+    if (!(t->env[i] = strdup(x->env[i] ? x->env[i] : ""))) return NSP_AN_ENOMEM;
+  /* The launcher's idea of the rank, most specific first. */
+  static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                          "PMIX_RANK"};
+  for (size_t v = 0; v < sizeof rank_vars / sizeof *rank_vars && t->env_rank < 0; v++) {
+    for (uint32_t i = 0; i < x->nenv; i++) {
+      if (strcmp(t->env[2 * i], rank_vars[v])) continue;
+      char *end;
+      long r = strtol(t->env[2 * i + 1], &end, 10);
+      if (end != t->env[2 * i + 1] && !*end && r >= 0 && r <= INT32_MAX) t->env_rank = (int)r;
+      break;
+    }
+  }
+  return 0;
+}
+
+/* ".rank<R>." in the file name (the shim renames once the rank is known). */
+static int rank_from_name(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *p = strstr(base, ".rank");
+  if (!p) return -1;
+  p += 5;
+  char *end;
+  long r = strtol(p, &end, 10);
+  if (end == p || *end != '.' || r < 0 || r > INT32_MAX) return -1;
+  return (int)r;
+}
+
+struct nsp_reader *nsp_an_reopen(const struct nsp_trace *t, char *err, size_t errlen) {
+  return t->mem ? nsp_reader_open_mem(t->mem, t->mem_len, err, errlen) : nsp_reader_open(t->path, err, errlen);
+}
+
+static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, struct nsp_reader *r) {
+  struct nsp_rec rec;
+  int ret;
+  while ((ret = nsp_reader_next(r, &rec)) == 1) {
+    t->info.records++;
+    struct nsp_member *m;
+    switch (rec.kind) {
+      case NSP_REC_PROCESS:
+        NSP_TRY(on_process(t, &rec));
+        break;
+      case NSP_REC_COMM:
+        NSP_TRY(on_comm(job, t, ti, &rec));
+        break;
+      case NSP_REC_COMM_END:
+        m = local_member(job, t, rec.comm);
+        if (m) {
+          m->ended = 1;
+          m->end_api = rec.api;
+          m->end_result = rec.result;
+        }
+        if (is_error(rec.result)) {
+          if (m) m->has_error = 1;
+          NSP_TRY(note_error(t, NSP_SRC_COMM_END, rec.api, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
+                             err_time(t, &rec)));
+        }
+        break;
+      case NSP_REC_CALL:
+        NSP_TRY(on_call(job, t, &rec));
+        break;
+      case NSP_REC_ASYNC_ERROR:
+        if (is_error(rec.result)) {
+          m = local_member(job, t, rec.comm);
+          if (m) m->has_error = 1;
+          NSP_TRY(note_error(t, NSP_SRC_ASYNC, -1, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
+                             wall(t, rec.t_enter)));
+        }
+        break;
+      case NSP_REC_REDOP:
+        if (is_error(rec.result)) {
+          m = rec.comm ? local_member(job, t, rec.comm) : NULL;
+          NSP_TRY(note_error(t, NSP_SRC_REDOP, rec.api, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
+                             err_time(t, &rec)));
+        }
+        break;
+      case NSP_REC_DROPPED:
+        t->info.dropped += rec.count;
+        break;
+      default:
+        break;
+    }
+  }
+  return 0;
+}
+
+int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len) {
+  char err[256] = "";
+  struct nsp_reader *r = mem ? nsp_reader_open_mem(mem, mem_len, err, sizeof err)
+                             : nsp_reader_open(path, err, sizeof err);
+  if (!r) {
+    free(mem);
+    snprintf(job->err, sizeof job->err, "%s: %s", path, err);
+    NSP_TRY(nsp_job_notef(job, "%s: not read: %s", path, err));
+    return NSP_AN_EREAD;
+  }
+  struct nsp_trace *t = calloc(1, sizeof *t);
+  if (!t || nsp_an_grow(&job->traces, &job->traces_cap, job->ntraces + 1, sizeof *job->traces) < 0) {
+    free(t);
+    free(mem);
+    nsp_reader_destroy(r);
+    return NSP_AN_ENOMEM;
+  }
+  size_t ti = job->ntraces;
+  job->traces[job->ntraces++] = t; /* owned by the job from here on */
+  t->mem = mem;
+  t->mem_len = mem_len;
+  t->env_rank = -1;
+  t->file_rank = rank_from_name(path);
+  const struct nsp_file_header *h = nsp_reader_header(r);
+  t->path = strdup(path);
+  t->host = strndup(h->host, sizeof h->host);
+  t->shim_version = strdup("");
+  if (!t->path || !t->host || !t->shim_version) {
+    nsp_reader_destroy(r);
+    return NSP_AN_ENOMEM;
+  }
+  t->info.path = t->path;
+  t->info.host = t->host;
+  t->info.shim_version = t->shim_version;
+  t->info.pid = h->pid;
+  t->info.rank = -1;
+  t->info.nccl_version = h->nccl_version;
+  t->info.realtime_ns = (int64_t)h->realtime_ns;
+  t->info.monotonic_ns = (int64_t)h->monotonic_ns;
+  t->off_ns = (int64_t)(h->realtime_ns - h->monotonic_ns);
+  nsp_call_clear(&t->first_err.call);
+  nsp_call_clear(&t->last_call.call);
+
+  int ret = load_records(job, t, ti, r);
+  t->info.frames = nsp_reader_frames(r);
+  const char *problem = nsp_reader_problem(r);
+  if (ret == 0 && problem) {
+    t->problem = strdup(problem);
+    if (!t->problem) ret = NSP_AN_ENOMEM;
+    t->info.problem = t->problem;
+    if (!ret)
+      ret = nsp_job_notef(job, "%s: %s; the %llu records before it were analysed", path, problem,
+                          (unsigned long long)t->info.records);
+  }
+  nsp_reader_destroy(r);
+  NSP_TRY(ret);
+  if (t->info.dropped)
+    NSP_TRY(nsp_job_notef(job, "%s: the shim dropped %llu records; comparisons near the gap may be off",
+                          path, (unsigned long long)t->info.dropped));
+  if (t->orphan_calls)
+    NSP_TRY(nsp_job_notef(job, "%s: %llu calls on communicators without a usable COMM record were skipped",
+                          path, (unsigned long long)t->orphan_calls));
+  if (t->bad_seq)
+    NSP_TRY(nsp_job_notef(job, "%s: %llu collectives without a sequence number were skipped", path,
+                          (unsigned long long)t->bad_seq));
+  if (t->rebind_refused)
+    NSP_TRY(nsp_job_notef(job, "%s: %llu COMM records changed a communicator's id after calls on it; ignored",
+                          path, (unsigned long long)t->rebind_refused));
+  return 1;
+}

@@ -1,0 +1,1008 @@
+/* nsp_an_rules.c - from the loaded model to findings.
+ *
+ * Rule 1 (alignment), 2 (send/recv pairing), 3 (wavefront) and 4 (errors)
+ * of docs/REPORT.md, then pass 2 (re-reading the few send/recv calls a
+ * finding names, for their times), ordering, messages and the summary.
+ * Every rule is linear in members, seq pages and send/recv runs, plus a
+ * sort per communicator: no rank x rank or seq x rank loops. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_internal.h"
+#include "nsp_names.h"
+#include "nsp_reader.h"
+
+/* ---- preparation -------------------------------------------------------- */
+
+static int cmp_member_rank(const void *pa, const void *pb, void *ctx) {
+  const struct nsp_job *job = ctx;
+  const struct nsp_member *a = &job->members[*(const size_t *)pa];
+  const struct nsp_member *b = &job->members[*(const size_t *)pb];
+  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+  if (a->trace != b->trace) return a->trace < b->trace ? -1 : 1;
+  return a->local < b->local ? -1 : a->local > b->local;
+}
+
+/* Drops communicators no member points at (an id a later COMM record
+ * replaced), builds each one's member list sorted by rank and its list of
+ * traced ranks. */
+static int prepare_comms(struct nsp_job *job) {
+  size_t *remap = calloc(job->ncomms ? job->ncomms : 1, sizeof *remap);
+  if (!remap) return NSP_AN_ENOMEM;
+  for (size_t i = 0; i < job->nmembers; i++) remap[job->members[i].comm]++;
+  size_t n = 0;
+  for (size_t i = 0; i < job->ncomms; i++) {
+    struct nsp_comm *c = job->comms[i];
+    if (!remap[i]) {
+      free(c->name);
+      for (size_t p = 0; p < c->npages; p++) free(c->pagev[p]);
+      free(c->pagev);
+      nsp_u64map_free(&c->pages);
+      free(c);
+      continue;
+    }
+    remap[i] = n;
+    job->comms[n++] = c;
+  }
+  job->ncomms = n;
+  nsp_u64map_free(&job->comm_by_id);
+  int ret = 0;
+  for (size_t i = 0; i < n && !ret; i++) ret = nsp_u64map_put(&job->comm_by_id, job->comms[i]->info.id, i);
+  for (size_t i = 0; i < job->nmembers && !ret; i++) {
+    struct nsp_member *m = &job->members[i];
+    m->comm = remap[m->comm];
+    struct nsp_comm *c = job->comms[m->comm];
+    ret = nsp_an_grow(&c->members, &c->members_cap, c->nmembers + 1, sizeof *c->members);
+    if (!ret) c->members[c->nmembers++] = i;
+  }
+  free(remap);
+  NSP_TRY(ret);
+
+  for (size_t i = 0; i < n; i++) {
+    struct nsp_comm *c = job->comms[i];
+    qsort_r(c->members, c->nmembers, sizeof *c->members, cmp_member_rank, job);
+    c->ranks = malloc(c->nmembers * sizeof *c->ranks);
+    if (!c->ranks) return NSP_AN_ENOMEM;
+    size_t nr = 0, unknown = 0;
+    int dup_noted = 0;
+    for (size_t k = 0; k < c->nmembers; k++) {
+      const struct nsp_member *m = &job->members[c->members[k]];
+      if (m->rank < 0) {
+        unknown++;
+        continue;
+      }
+      if (nr && c->ranks[nr - 1] == m->rank) {
+        if (!dup_noted) {
+          const struct nsp_member *prev = &job->members[c->members[k - 1]];
+          NSP_TRY(nsp_job_notef(job, "communicator %016llx: rank %d appears in two traces (%s and %s); both are compared",
+                                (unsigned long long)c->info.id, m->rank, job->traces[prev->trace]->info.path,
+                                job->traces[m->trace]->info.path));
+          dup_noted = 1;
+        }
+        continue;
+      }
+      c->ranks[nr++] = m->rank;
+    }
+    c->info.ranks = c->ranks;
+    c->info.ntraced = nr;
+    if (unknown)
+      NSP_TRY(nsp_job_notef(job, "communicator %016llx: %zu members never learnt their rank (non-blocking init "
+                                 "that did not complete?); they are left out of the findings",
+                            (unsigned long long)c->info.id, unknown));
+    if (c->info.nranks > 0 && nr < (size_t)c->info.nranks) {
+      char buf[128];
+      nsp_format_ranks(buf, sizeof buf, c->ranks, nr);
+      NSP_TRY(nsp_job_notef(job, "communicator %016llx: %d ranks, traces for %zu (%s); the others are not compared",
+                            (unsigned long long)c->info.id, c->info.nranks, nr, nr ? buf : "none"));
+    }
+  }
+  return 0;
+}
+
+static void assign_job_ranks(struct nsp_job *job) {
+  job->start_ns = 0;
+  for (size_t i = 0; i < job->ntraces; i++) {
+    struct nsp_trace *t = job->traces[i];
+    if (!job->start_ns || t->info.realtime_ns < job->start_ns) job->start_ns = t->info.realtime_ns;
+    t->info.rank = t->env_rank >= 0 ? t->env_rank : t->file_rank;
+  }
+  /* Fallback: the rank in the largest communicator the process joined. */
+  int32_t *best = NULL;
+  if (job->ntraces) best = calloc(job->ntraces, sizeof *best);
+  if (!best) return;
+  for (size_t i = 0; i < job->nmembers; i++) {
+    const struct nsp_member *m = &job->members[i];
+    struct nsp_trace *t = job->traces[m->trace];
+    if (t->env_rank >= 0 || t->file_rank >= 0 || m->rank < 0) continue;
+    if (m->nranks > best[m->trace]) {
+      best[m->trace] = m->nranks;
+      t->info.rank = m->rank;
+    }
+  }
+  free(best);
+}
+
+/* ---- building findings ------------------------------------------------ */
+
+static struct nsp_finding_priv *new_finding(struct nsp_job *job, int kind, const struct nsp_comm *c) {
+  if (nsp_an_grow(&job->findings, &job->findings_cap, job->nfindings + 1, sizeof *job->findings) < 0) return NULL;
+  struct nsp_finding_priv *f = &job->findings[job->nfindings++];
+  memset(f, 0, sizeof *f);
+  f->pub.kind = kind;
+  f->pub.api = -1;
+  f->pub.src = f->pub.dst = -1;
+  f->p2p_member[0] = f->p2p_member[1] = SIZE_MAX;
+  if (c) {
+    f->pub.comm_id = c->info.id;
+    f->pub.comm = &c->info;
+  }
+  f->pub.hint = nsp_finding_kind_hint(kind);
+  return f;
+}
+
+static int alloc_sides(struct nsp_finding_priv *f, size_t n) {
+  f->sides = calloc(n, sizeof *f->sides);
+  if (!f->sides) return NSP_AN_ENOMEM;
+  f->pub.sides = f->sides;
+  f->pub.nsides = n;
+  for (size_t i = 0; i < n; i++) nsp_call_clear(&f->sides[i].call);
+  return 0;
+}
+
+/* Fills side s with n processes; rank_of/trace_of come from the caller. */
+static int side_procs(struct nsp_side *s, size_t n, int **ranks, struct nsp_proc **procs) {
+  *ranks = calloc(n ? n : 1, sizeof **ranks);
+  *procs = calloc(n ? n : 1, sizeof **procs);
+  s->ranks = *ranks;
+  s->procs = *procs;
+  s->nranks = n;
+  if (!*ranks || !*procs) return NSP_AN_ENOMEM;
+  for (size_t i = 0; i < n; i++) nsp_call_clear(&(*procs)[i].call);
+  return 0;
+}
+
+static void set_proc(struct nsp_job *job, struct nsp_proc *p, int *rank_slot, int rank, size_t trace) {
+  const struct nsp_trace *t = job->traces[trace];
+  p->rank = rank;
+  *rank_slot = rank;
+  p->trace = trace;
+  p->host = t->info.host;
+  p->pid = t->info.pid;
+}
+
+static int side_from_members(struct nsp_job *job, struct nsp_side *s, const size_t *mi, size_t n) {
+  int *ranks;
+  struct nsp_proc *procs;
+  NSP_TRY(side_procs(s, n, &ranks, &procs));
+  for (size_t i = 0; i < n; i++) {
+    const struct nsp_member *m = &job->members[mi[i]];
+    set_proc(job, &procs[i], &ranks[i], m->rank, m->trace);
+  }
+  return 0;
+}
+
+static void call_from_sig(struct nsp_call *c, const struct nsp_sig *s, uint64_t comm_id, uint64_t seq) {
+  nsp_call_clear(c);
+  c->api = s->api;
+  c->comm_id = comm_id;
+  c->seq = seq;
+  c->count = s->count;
+  c->dtype = s->dtype;
+  c->redop = s->redop;
+  c->peer = s->root;
+}
+
+static int set_side_text(struct nsp_side *s, const char *text) {
+  char *t = strdup(text);
+  if (!t) return NSP_AN_ENOMEM;
+  free((void *)s->text);
+  s->text = t;
+  return 0;
+}
+
+static int side_text_call(struct nsp_side *s) {
+  char buf[256];
+  nsp_format_call(buf, sizeof buf, &s->call);
+  return set_side_text(s, buf);
+}
+
+static int cmp_int(const void *pa, const void *pb) {
+  int a = *(const int *)pa, b = *(const int *)pb;
+  return a < b ? -1 : a > b;
+}
+
+/* Odd ones out: every side but one that holds a strict majority of the
+ * ranks.  Without such a side nobody is singled out (two ranks against
+ * two, or one against one, says nothing about who is wrong). */
+static int mark_odd(struct nsp_finding_priv *f) {
+  size_t total = 0, big = SIZE_MAX;
+  for (size_t i = 0; i < f->pub.nsides; i++) total += f->sides[i].nranks;
+  for (size_t i = 0; i < f->pub.nsides; i++)
+    if (f->sides[i].nranks * 2 > total) big = i;
+  if (big == SIZE_MAX) return 0;
+  f->odd = malloc((total - f->sides[big].nranks + 1) * sizeof *f->odd);
+  if (!f->odd) return NSP_AN_ENOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < f->pub.nsides; i++)
+    for (size_t k = 0; i != big && k < f->sides[i].nranks; k++) f->odd[n++] = f->sides[i].ranks[k];
+  /* Sides are ordered by their lowest rank; the odd ranks should read in
+   * order too. */
+  qsort(f->odd, n, sizeof *f->odd, cmp_int);
+  f->pub.odd_ranks = f->odd;
+  f->pub.nodd = n;
+  return 0;
+}
+
+/* ---- rule 1: collective alignment --------------------------------------- */
+
+struct part {
+  size_t member;
+  struct nsp_sig sig;
+  int rank;
+};
+
+static int cmp_sig(const struct nsp_sig *a, const struct nsp_sig *b) {
+  if (a->api != b->api) return a->api < b->api ? -1 : 1;
+  if (a->dtype != b->dtype) return a->dtype < b->dtype ? -1 : 1;
+  if (a->count != b->count) return a->count < b->count ? -1 : 1;
+  if (a->redop != b->redop) return a->redop < b->redop ? -1 : 1;
+  if (a->root != b->root) return a->root < b->root ? -1 : 1;
+  return 0;
+}
+
+static int cmp_part(const void *pa, const void *pb) {
+  const struct part *a = pa, *b = pb;
+  int c = cmp_sig(&a->sig, &b->sig);
+  if (c) return c;
+  return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+/* The first field, in the order the rules name them, on which the sides
+ * do not all agree. */
+static int mismatch_kind(const struct nsp_finding_priv *f) {
+  const struct nsp_call *a = &f->sides[0].call;
+  int kind = NSP_FIND_ROOT_MISMATCH;
+  for (size_t i = 1; i < f->pub.nsides; i++) {
+    const struct nsp_call *b = &f->sides[i].call;
+    int k = a->api != b->api       ? NSP_FIND_KIND_MISMATCH
+            : a->dtype != b->dtype ? NSP_FIND_DTYPE_MISMATCH
+            : a->count != b->count ? NSP_FIND_COUNT_MISMATCH
+            : a->redop != b->redop ? NSP_FIND_REDOP_MISMATCH
+                                   : NSP_FIND_ROOT_MISMATCH;
+    if (k < kind) kind = k;
+  }
+  return kind;
+}
+
+static int cmp_side_first_rank(const void *pa, const void *pb) {
+  const struct nsp_side *a = pa, *b = pb;
+  return a->ranks[0] < b->ranks[0] ? -1 : a->ranks[0] > b->ranks[0];
+}
+
+static int rule_alignment_comm(struct nsp_job *job, struct nsp_comm *c) {
+  uint64_t s_min = 0;
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->first_diff && (!s_min || m->first_diff < s_min)) s_min = m->first_diff;
+  }
+  if (!s_min) return 0;
+  struct nsp_ref *ref = nsp_comm_ref(c, s_min, 0);
+  if (!ref) return 0;
+
+  struct part *parts = malloc(c->nmembers * sizeof *parts);
+  if (!parts) return NSP_AN_ENOMEM;
+  size_t np = 0;
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank < 0 || m->last_seq < s_min) continue;
+    /* A rank that first differed at s_min made diff_sig there; any other
+     * rank that got this far agreed with the reference. */
+    parts[np].member = c->members[k];
+    parts[np].sig = m->first_diff == s_min ? m->diff_sig : ref->sig;
+    parts[np].rank = m->rank;
+    np++;
+  }
+  qsort(parts, np, sizeof *parts, cmp_part);
+  size_t nsides = 0;
+  for (size_t i = 0; i < np; i++)
+    if (!i || cmp_sig(&parts[i - 1].sig, &parts[i].sig)) nsides++;
+  if (nsides < 2) { /* the odd rank never learnt its rank */
+    free(parts);
+    return 0;
+  }
+  struct nsp_finding_priv *f = new_finding(job, NSP_FIND_KIND_MISMATCH, c);
+  int ret = f ? alloc_sides(f, nsides) : NSP_AN_ENOMEM;
+  size_t *mi = malloc(np * sizeof *mi);
+  if (!mi) ret = NSP_AN_ENOMEM;
+  for (size_t i = 0, s = 0; i < np && !ret; s++) {
+    size_t j = i;
+    while (j < np && !cmp_sig(&parts[i].sig, &parts[j].sig)) {
+      mi[j - i] = parts[j].member;
+      j++;
+    }
+    struct nsp_side *side = &f->sides[s];
+    ret = side_from_members(job, side, mi, j - i);
+    call_from_sig(&side->call, &parts[i].sig, c->info.id, s_min);
+    i = j;
+  }
+  free(mi);
+  free(parts);
+  NSP_TRY(ret);
+  qsort(f->sides, nsides, sizeof *f->sides, cmp_side_first_rank);
+  for (size_t s = 0; s < nsides; s++) NSP_TRY(side_text_call(&f->sides[s]));
+  f->pub.kind = mismatch_kind(f);
+  f->pub.hint = nsp_finding_kind_hint(f->pub.kind);
+  f->pub.seq = s_min;
+  f->pub.time_ns = ref->t_min;
+  NSP_TRY(mark_odd(f));
+  f->pub.api = f->sides[0].call.api;
+  if (f->pub.nodd) /* name the odd side's op: that is the call to look at */
+    for (size_t s = 0; s < nsides; s++)
+      if (f->sides[s].ranks[0] == f->odd[0]) f->pub.api = f->sides[s].call.api;
+  /* Later differing seqs are usually consequences (a skipped collective
+   * shifts every later one); count them instead of reporting them. */
+  uint64_t later = 0;
+  for (size_t i = 0; i < c->pages.cap; i++) {
+    if (!c->pages.used[i]) continue;
+    uint64_t no = c->pages.keys[i];
+    const struct nsp_seq_page *pg = c->pagev[c->pages.vals[i]];
+    for (unsigned e = 0; e < NSP_SEQ_PAGE; e++)
+      if (pg->e[e].set && pg->e[e].differs && no * NSP_SEQ_PAGE + e > s_min) later++;
+  }
+  f->pub.later = later;
+  c->mismatch_seq = s_min;
+  return 0;
+}
+
+/* ---- rule 2: send/recv pairing ------------------------------------------ */
+
+static const struct nsp_member *find_member(const struct nsp_job *job, const struct nsp_comm *c, int rank) {
+  size_t lo = 0, hi = c->nmembers;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (job->members[c->members[mid]].rank < rank) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < c->nmembers && job->members[c->members[lo]].rank == rank) return &job->members[c->members[lo]];
+  return NULL;
+}
+
+static const struct nsp_runs *member_runs(const struct nsp_member *m, int peer, int dir) {
+  const size_t *pi = nsp_u64map_get(&m->p2p_index, (uint64_t)(int64_t)peer);
+  return pi ? &m->p2p[*pi].dir[dir] : NULL;
+}
+
+/* Same size on the wire: bytes when both dtypes are known, else the exact
+ * (count, dtype) pair. */
+static int run_same(const struct nsp_run *a, const struct nsp_run *b) {
+  size_t sa = nsp_dtype_size(a->dtype), sb = nsp_dtype_size(b->dtype);
+  int oa = sa && a->count > UINT64_MAX / sa, ob = sb && b->count > UINT64_MAX / sb;
+  if (sa && sb && !oa && !ob) return a->count * sa == b->count * sb;
+  return a->count == b->count && a->dtype == b->dtype;
+}
+
+static uint64_t runs_total(const struct nsp_runs *r) {
+  uint64_t n = 0;
+  for (size_t i = 0; r && i < r->n; i++) n += r->v[i].n;
+  return n;
+}
+
+/* Posted seqs above `above`, and the first of them. */
+static uint64_t runs_above(const struct nsp_runs *r, uint64_t above, uint64_t *first) {
+  uint64_t n = 0;
+  *first = 0;
+  for (size_t i = 0; r && i < r->n; i++) {
+    const struct nsp_run *v = &r->v[i];
+    uint64_t end = v->seq0 + v->n; /* exclusive */
+    if (end <= above + 1) continue;
+    uint64_t lo = v->seq0 > above ? v->seq0 : above + 1;
+    if (!*first || lo < *first) *first = lo;
+    n += end - lo;
+  }
+  return n;
+}
+
+static const struct nsp_run *run_at(const struct nsp_runs *r, uint64_t seq) {
+  for (size_t i = 0; r && i < r->n; i++)
+    if (seq >= r->v[i].seq0 && seq - r->v[i].seq0 < r->v[i].n) return &r->v[i];
+  return NULL;
+}
+
+static int p2p_pair(struct nsp_job *job, struct nsp_comm *c, const struct nsp_member *snd,
+                    const struct nsp_member *rcv, const struct nsp_runs *sends, const struct nsp_runs *recvs) {
+  uint64_t first_bad = 0, nbad = 0;
+  size_t i = 0, j = 0;
+  while (sends && recvs && i < sends->n && j < recvs->n) {
+    const struct nsp_run *a = &sends->v[i], *b = &recvs->v[j];
+    uint64_t lo = a->seq0 > b->seq0 ? a->seq0 : b->seq0;
+    uint64_t ae = a->seq0 + a->n, be = b->seq0 + b->n;
+    uint64_t hi = ae < be ? ae : be;
+    if (lo < hi && !run_same(a, b)) {
+      if (!first_bad || lo < first_bad) first_bad = lo;
+      nbad += hi - lo;
+    }
+    if (ae <= be) i++;
+    else j++;
+  }
+  uint64_t smax = sends ? sends->max_seq : 0, rmax = recvs ? recvs->max_seq : 0;
+  uint64_t first_us = 0, first_ur = 0;
+  uint64_t un_s = runs_above(sends, rmax, &first_us); /* sends nobody receives */
+  uint64_t un_r = runs_above(recvs, smax, &first_ur); /* recvs nobody sends */
+  if (!first_bad && !un_s && !un_r) return 0;
+
+  int kind = first_bad ? NSP_FIND_P2P_SIZE_MISMATCH : NSP_FIND_P2P_UNMATCHED;
+  struct nsp_finding_priv *f = new_finding(job, kind, c);
+  if (!f) return NSP_AN_ENOMEM;
+  uint64_t k = first_bad ? first_bad : un_s ? first_us : first_ur;
+  f->pub.seq = k;
+  f->pub.src = snd->rank;
+  f->pub.dst = rcv->rank;
+  f->pub.api = first_bad || un_s ? NSP_API_Send : NSP_API_Recv;
+  f->pub.later = first_bad ? nbad - 1 + un_s + un_r : un_s + un_r - 1;
+  f->p2p_member[0] = (size_t)(snd - job->members);
+  f->p2p_member[1] = (size_t)(rcv - job->members);
+  NSP_TRY(alloc_sides(f, 2));
+  const struct nsp_member *who[2] = {snd, rcv};
+  const struct nsp_runs *runs[2] = {sends, recvs};
+  for (int s = 0; s < 2; s++) {
+    struct nsp_side *side = &f->sides[s];
+    size_t mi = (size_t)(who[s] - job->members);
+    NSP_TRY(side_from_members(job, side, &mi, 1));
+    side->posted = runs_total(runs[s]);
+    const struct nsp_run *r = run_at(runs[s], k);
+    if (r) {
+      side->call.api = s ? NSP_API_Recv : NSP_API_Send;
+      side->call.comm_id = c->info.id;
+      side->call.seq = k;
+      side->call.count = r->count;
+      side->call.dtype = r->dtype;
+      side->call.peer = s ? snd->rank : rcv->rank;
+    }
+  }
+  return 0;
+}
+
+static int rule_p2p_comm(struct nsp_job *job, struct nsp_comm *c) {
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *a = &job->members[c->members[k]];
+    if (a->rank < 0) continue;
+    /* Duplicated ranks: pair only the first member of a rank. */
+    if (k && job->members[c->members[k - 1]].rank == a->rank) continue;
+    for (size_t p = 0; p < a->np2p; p++) {
+      const struct nsp_p2p *s = &a->p2p[p];
+      const struct nsp_member *b = find_member(job, c, s->peer);
+      if (!b) continue; /* peer not traced: nothing to pair with */
+      if (s->dir[0].n) NSP_TRY(p2p_pair(job, c, a, b, &s->dir[0], member_runs(b, a->rank, 1)));
+      /* Recvs from a peer that never sent to us at all: the loop above
+       * never visits them from the sender's side. */
+      const struct nsp_runs *bs = member_runs(b, a->rank, 0);
+      if (s->dir[1].n && (!bs || !bs->n)) NSP_TRY(p2p_pair(job, c, b, a, NULL, &s->dir[1]));
+    }
+  }
+  return 0;
+}
+
+/* ---- rule 4: errors ----------------------------------------------------- */
+
+static int cmp_err_trace(const void *pa, const void *pb, void *ctx) {
+  const struct nsp_job *job = ctx;
+  const struct nsp_trace *a = job->traces[*(const size_t *)pa];
+  const struct nsp_trace *b = job->traces[*(const size_t *)pb];
+  if (a->first_err.call.time_ns != b->first_err.call.time_ns)
+    return a->first_err.call.time_ns < b->first_err.call.time_ns ? -1 : 1;
+  return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+}
+
+static int cmp_rank_trace(const void *pa, const void *pb, void *ctx) {
+  const struct nsp_job *job = ctx;
+  const struct nsp_trace *a = job->traces[*(const size_t *)pa];
+  const struct nsp_trace *b = job->traces[*(const size_t *)pb];
+  if (a->info.rank != b->info.rank) return a->info.rank < b->info.rank ? -1 : 1;
+  return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+}
+
+static const char *result_hint(int result) {
+  switch (result) {
+    case ncclUnhandledCudaError:
+      return "a CUDA call failed under NCCL: look for Xid errors in dmesg, out-of-memory, or an earlier "
+             "CUDA error on that GPU";
+    case ncclSystemError:
+      return "a system call or the network failed: a peer process died, a link dropped, or a socket "
+             "timed out (NCCL_DEBUG=INFO shows which)";
+    case ncclInternalError:
+      return "NCCL hit an internal error: check NCCL_DEBUG=INFO output on that rank and the NCCL version";
+    case ncclInvalidArgument:
+      return "NCCL rejected an argument (a bad pointer, count or a destroyed communicator)";
+    case ncclInvalidUsage:
+      return "NCCL reports invalid usage: calls in the wrong order, a communicator used after "
+             "finalize, or ranks that disagree on a call";
+    case ncclRemoteError:
+      return "a remote peer reported the failure: look at the other ranks' first errors";
+    case NSP_NCCL_TIMEOUT:
+      return "NCCL timed out waiting for peers: some rank did not arrive";
+    default:
+      return "";
+  }
+}
+
+static int rule_errors(struct nsp_job *job) {
+  size_t *ti = malloc((job->ntraces ? job->ntraces : 1) * sizeof *ti);
+  if (!ti) return NSP_AN_ENOMEM;
+  size_t n = 0;
+  uint64_t events = 0;
+  for (size_t i = 0; i < job->ntraces; i++) {
+    if (job->traces[i]->first_err.valid) ti[n++] = i;
+    events += job->traces[i]->info.errors;
+  }
+  if (!n) {
+    free(ti);
+    return 0;
+  }
+  qsort_r(ti, n, sizeof *ti, cmp_err_trace, job);
+  const struct nsp_trace *origin = job->traces[ti[0]];
+  const struct nsp_call *oc = &origin->first_err.call;
+  size_t *oci = nsp_u64map_get(&job->comm_by_id, oc->comm_id);
+  struct nsp_finding_priv *f = new_finding(job, NSP_FIND_ERROR, oc->comm_id && oci ? job->comms[*oci] : NULL);
+  if (!f) {
+    free(ti);
+    return NSP_AN_ENOMEM;
+  }
+  f->pub.comm_id = oc->comm_id;
+  f->pub.seq = nsp_api_kind(oc->api) == NSP_K_COLL || nsp_api_kind(oc->api) == NSP_K_P2P ? oc->seq : 0;
+  f->pub.api = oc->api;
+  f->pub.time_ns = oc->time_ns;
+  f->pub.later = events - 1;
+  f->order = 1;
+
+  /* Sides: the origin, then the others grouped by result code, in the
+   * order each code first appeared. */
+  int *codes = malloc(n * sizeof *codes);
+  size_t ncodes = 0;
+  if (!codes) {
+    free(ti);
+    return NSP_AN_ENOMEM;
+  }
+  for (size_t i = 1; i < n; i++) {
+    int r = job->traces[ti[i]]->first_err.call.result;
+    size_t c = 0;
+    while (c < ncodes && codes[c] != r) c++;
+    if (c == ncodes) codes[ncodes++] = r;
+  }
+  int ret = alloc_sides(f, 1 + ncodes);
+  size_t *group = malloc(n * sizeof *group);
+  if (!group) ret = NSP_AN_ENOMEM;
+  for (size_t s = 0; s <= ncodes && !ret; s++) {
+    size_t gn = 0;
+    if (s == 0) {
+      group[gn++] = ti[0];
+    } else {
+      for (size_t i = 1; i < n; i++)
+        if (job->traces[ti[i]]->first_err.call.result == codes[s - 1]) group[gn++] = ti[i];
+      qsort_r(group, gn, sizeof *group, cmp_rank_trace, job);
+    }
+    struct nsp_side *side = &f->sides[s];
+    int *ranks;
+    struct nsp_proc *procs;
+    ret = side_procs(side, gn, &ranks, &procs);
+    for (size_t i = 0; i < gn && !ret; i++) {
+      const struct nsp_trace *t = job->traces[group[i]];
+      set_proc(job, &procs[i], &ranks[i], t->info.rank, group[i]);
+      procs[i].call = t->first_err.call;
+      procs[i].call.last_error = NULL;
+      if (t->first_err.call.last_error && !(procs[i].call.last_error = strdup(t->first_err.call.last_error)))
+        ret = NSP_AN_ENOMEM;
+    }
+    if (ret) break;
+    /* The side's call: its first process's error (the origin's for side 0). */
+    side->call = procs[0].call;
+    side->call.last_error = NULL;
+    if (procs[0].call.last_error && !(side->call.last_error = strdup(procs[0].call.last_error))) ret = NSP_AN_ENOMEM;
+    char rb[32];
+    if (!ret) ret = set_side_text(side, nsp_result_name(side->call.result, rb, sizeof rb));
+  }
+  free(group);
+  free(codes);
+  free(ti);
+  NSP_TRY(ret);
+  f->odd = malloc(sizeof *f->odd);
+  if (!f->odd) return NSP_AN_ENOMEM;
+  f->odd[0] = origin->info.rank;
+  f->pub.odd_ranks = f->odd;
+  f->pub.nodd = 1;
+  const char *rh = result_hint(oc->result);
+  if (*rh) {
+    f->hint_owned = nsp_an_asprintf("%s; %s", rh, nsp_finding_kind_hint(NSP_FIND_ERROR));
+    if (!f->hint_owned) return NSP_AN_ENOMEM;
+    f->pub.hint = f->hint_owned;
+  }
+  return 0;
+}
+
+/* ---- rule 3: the wavefront ---------------------------------------------- */
+
+static int cmp_part_seq(const void *pa, const void *pb, void *ctx) {
+  const struct nsp_job *job = ctx;
+  const struct nsp_member *a = &job->members[*(const size_t *)pa];
+  const struct nsp_member *b = &job->members[*(const size_t *)pb];
+  if (a->last_seq != b->last_seq) return a->last_seq < b->last_seq ? -1 : 1;
+  return cmp_member_rank(pa, pb, ctx);
+}
+
+static int rule_wavefront_comm(struct nsp_job *job, struct nsp_comm *c) {
+  size_t *mi = malloc((c->nmembers ? c->nmembers : 1) * sizeof *mi);
+  if (!mi) return NSP_AN_ENOMEM;
+  size_t n = 0;
+  for (size_t k = 0; k < c->nmembers; k++)
+    if (job->members[c->members[k]].rank >= 0) mi[n++] = c->members[k];
+  qsort_r(mi, n, sizeof *mi, cmp_part_seq, job);
+  int skip = n < 2 || job->members[mi[0]].last_seq == job->members[mi[n - 1]].last_seq;
+  uint64_t low = n ? job->members[mi[0]].last_seq : 0;
+  /* A mismatch every rank reached explains why they went separate ways
+   * afterwards: the wavefront would only repeat it. */
+  if (!skip && c->mismatch_seq && low >= c->mismatch_seq) skip = 1;
+  /* Ranks that stopped on a failed call or an async error are explained
+   * by the "error" finding. */
+  if (!skip) {
+    int all_err = 1;
+    for (size_t i = 0; i < n && job->members[mi[i]].last_seq == low; i++)
+      if (!job->members[mi[i]].has_error) all_err = 0;
+    if (all_err) skip = 1;
+  }
+  if (skip) {
+    free(mi);
+    return 0;
+  }
+  size_t nsides = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!i || job->members[mi[i]].last_seq != job->members[mi[i - 1]].last_seq) nsides++;
+  struct nsp_finding_priv *f = new_finding(job, NSP_FIND_STOPPED_EARLY, c);
+  int ret = f ? alloc_sides(f, nsides) : NSP_AN_ENOMEM;
+  for (size_t i = 0, s = 0; i < n && !ret; s++) {
+    size_t j = i;
+    while (j < n && job->members[mi[j]].last_seq == job->members[mi[i]].last_seq) j++;
+    qsort_r(mi + i, j - i, sizeof *mi, cmp_member_rank, job);
+    struct nsp_side *side = &f->sides[s];
+    ret = side_from_members(job, side, mi + i, j - i);
+    const struct nsp_member *m0 = &job->members[mi[i]];
+    if (m0->last_seq) call_from_sig(&side->call, &m0->last_sig, c->info.id, m0->last_seq);
+    else side->call.comm_id = c->info.id;
+    for (size_t p = 0; p < j - i && !ret; p++) {
+      const struct nsp_trace *t = job->traces[job->members[mi[i + p]].trace];
+      struct nsp_proc *pr = (struct nsp_proc *)&side->procs[p];
+      if (t->last_call.valid) pr->call = t->last_call.call;
+      pr->call.last_error = NULL;
+    }
+    if (s == 0) {
+      /* The ranks behind are the ones to look at; their time is when
+       * they were last seen on this communicator. */
+      f->pub.time_ns = m0->last_t;
+      for (size_t p = i; p < j; p++)
+        if (job->members[mi[p]].last_t && job->members[mi[p]].last_t < f->pub.time_ns)
+          f->pub.time_ns = job->members[mi[p]].last_t;
+      f->odd = malloc((j - i) * sizeof *f->odd);
+      if (!f->odd) ret = NSP_AN_ENOMEM;
+      else memcpy(f->odd, side->ranks, (j - i) * sizeof *f->odd);
+      f->pub.odd_ranks = f->odd;
+      f->pub.nodd = j - i;
+    }
+    if (!ret) {
+      char buf[300], cb[256];
+      nsp_format_call(cb, sizeof cb, &side->call);
+      if (m0->last_seq) snprintf(buf, sizeof buf, "last seq %llu: %s", (unsigned long long)m0->last_seq, cb);
+      else snprintf(buf, sizeof buf, "made no collective");
+      ret = set_side_text(side, buf);
+    }
+    i = j;
+  }
+  if (!ret) {
+    f->pub.seq = low;
+    f->pub.api = f->sides[0].call.api;
+    f->order = 2;
+  }
+  free(mi);
+  return ret;
+}
+
+/* ---- pass 2: details of the send/recv calls findings name --------------- */
+
+struct p2p_req {
+  size_t trace;
+  uint32_t local;
+  int api, peer;
+  uint64_t seq;
+  struct nsp_call *out;
+};
+
+static int cmp_req(const void *pa, const void *pb) {
+  const struct p2p_req *a = pa, *b = pb;
+  if (a->trace != b->trace) return a->trace < b->trace ? -1 : 1;
+  if (a->local != b->local) return a->local < b->local ? -1 : 1;
+  if (a->api != b->api) return a->api < b->api ? -1 : 1;
+  if (a->peer != b->peer) return a->peer < b->peer ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int fetch_p2p(struct nsp_job *job) {
+  struct p2p_req *req = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; i < job->nfindings; i++) {
+    struct nsp_finding_priv *f = &job->findings[i];
+    if (f->p2p_member[0] == SIZE_MAX) continue;
+    for (int s = 0; s < 2; s++) {
+      struct nsp_side *side = &f->sides[s];
+      if (side->call.api < 0) continue;
+      const struct nsp_member *m = &job->members[f->p2p_member[s]];
+      NSP_TRY(nsp_an_grow(&req, &cap, n + 1, sizeof *req));
+      req[n++] = (struct p2p_req){m->trace, m->local, side->call.api, side->call.peer, side->call.seq, &side->call};
+    }
+  }
+  if (!n) return 0;
+  qsort(req, n, sizeof *req, cmp_req);
+  int ret = 0;
+  for (size_t i = 0; i < n && !ret;) {
+    size_t j = i;
+    while (j < n && req[j].trace == req[i].trace) j++;
+    const struct nsp_trace *t = job->traces[req[i].trace];
+    char err[256];
+    struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
+    if (!r) {
+      ret = nsp_job_notef(job, "%s: could not be read again for send/recv details: %s", t->info.path, err);
+      i = j;
+      continue;
+    }
+    struct nsp_rec rec;
+    size_t found = 0;
+    while (found < j - i && nsp_reader_next(r, &rec) == 1) {
+      if (rec.kind != NSP_REC_CALL || nsp_api_kind(rec.api) != NSP_K_P2P) continue;
+      struct p2p_req key = {req[i].trace, rec.comm, rec.api, rec.peer, rec.seq, NULL};
+      struct p2p_req *hit = bsearch(&key, req + i, j - i, sizeof *req, cmp_req);
+      if (!hit || hit->out->time_ns) continue;
+      hit->out->time_ns = (int64_t)(rec.t_enter + (uint64_t)t->off_ns);
+      hit->out->result = rec.result;
+      if (rec.last_error && !(hit->out->last_error = strdup(rec.last_error))) ret = NSP_AN_ENOMEM;
+      found++;
+    }
+    nsp_reader_destroy(r);
+    i = j;
+  }
+  free(req);
+  NSP_TRY(ret);
+  for (size_t i = 0; i < job->nfindings; i++) {
+    struct nsp_finding_priv *f = &job->findings[i];
+    if (f->p2p_member[0] == SIZE_MAX) continue;
+    for (int s = 0; s < 2; s++) {
+      int64_t t = f->sides[s].call.time_ns;
+      if (t && (!f->pub.time_ns || t < f->pub.time_ns)) f->pub.time_ns = t;
+    }
+  }
+  return 0;
+}
+
+/* ---- messages, order, summary ------------------------------------------ */
+
+static const char *ranks_word(size_t n) { return n == 1 ? "rank" : "ranks"; }
+
+static void put_ranks(struct nsp_sbuf *b, const struct nsp_side *s) {
+  char rb[160];
+  nsp_format_ranks(rb, sizeof rb, s->ranks, s->nranks);
+  nsp_sbuf_printf(b, "%s %s", ranks_word(s->nranks), rb);
+}
+
+static void put_odd(struct nsp_sbuf *b, const struct nsp_finding *f, const char *what) {
+  if (!f->nodd) return;
+  char rb[160];
+  nsp_format_ranks(rb, sizeof rb, f->odd_ranks, f->nodd);
+  nsp_sbuf_printf(b, "; %s %s %s", ranks_word(f->nodd), rb, f->nodd == 1 ? what : "are the odd ones");
+}
+
+static const char *mismatch_phrase(int kind) {
+  switch (kind) {
+    case NSP_FIND_KIND_MISMATCH: return "ranks made different collectives";
+    case NSP_FIND_DTYPE_MISMATCH: return "ranks disagree on dtype";
+    case NSP_FIND_COUNT_MISMATCH: return "ranks disagree on count";
+    case NSP_FIND_REDOP_MISMATCH: return "ranks disagree on the reduction op";
+    default: return "ranks disagree on the root";
+  }
+}
+
+static void message_mismatch(struct nsp_sbuf *b, const struct nsp_finding *f) {
+  nsp_sbuf_printf(b, "%s at seq %llu: ", mismatch_phrase(f->kind), (unsigned long long)f->seq);
+  for (size_t s = 0; s < f->nsides; s++) {
+    if (s) nsp_sbuf_printf(b, " vs ");
+    put_ranks(b, &f->sides[s]);
+    nsp_sbuf_printf(b, " %s", f->sides[s].text);
+  }
+  put_odd(b, f, "is the odd one");
+  if (f->later) nsp_sbuf_printf(b, " (and %llu later seqs also differ)", (unsigned long long)f->later);
+}
+
+static void put_p2p_call(struct nsp_sbuf *b, const struct nsp_call *c) {
+  char tb[32];
+  size_t esz = nsp_dtype_size(c->dtype);
+  nsp_sbuf_printf(b, "%llu x %s", (unsigned long long)c->count, nsp_dtype_name(c->dtype, tb, sizeof tb));
+  if (esz) nsp_sbuf_printf(b, " = %llu bytes", (unsigned long long)(c->count * esz));
+}
+
+static void message_p2p(struct nsp_sbuf *b, const struct nsp_finding *f) {
+  const struct nsp_side *s = &f->sides[0], *r = &f->sides[1];
+  unsigned long long k = (unsigned long long)f->seq;
+  if (f->kind == NSP_FIND_P2P_SIZE_MISMATCH) {
+    nsp_sbuf_printf(b, "send #%llu from rank %d to rank %d (", k, f->src, f->dst);
+    put_p2p_call(b, &s->call);
+    nsp_sbuf_printf(b, ") does not match recv #%llu at rank %d (", k, f->dst);
+    put_p2p_call(b, &r->call);
+    nsp_sbuf_printf(b, ")");
+    if (f->later) nsp_sbuf_printf(b, " (and %llu later sends/recvs of this pair also differ or are unmatched)",
+                                  (unsigned long long)f->later);
+    return;
+  }
+  const struct nsp_side *has = s->call.api >= 0 ? s : r;
+  nsp_sbuf_printf(b, "unmatched %s #%llu from rank %d to rank %d (", has == s ? "send" : "recv", k, f->src, f->dst);
+  put_p2p_call(b, &has->call);
+  nsp_sbuf_printf(b, "): rank %d posted %llu sends to rank %d, rank %d posted %llu recvs from rank %d", f->src,
+                  (unsigned long long)s->posted, f->dst, f->dst, (unsigned long long)r->posted, f->src);
+}
+
+static void message_stopped(struct nsp_sbuf *b, const struct nsp_finding *f) {
+  for (size_t s = 0; s < f->nsides; s++) {
+    const struct nsp_side *side = &f->sides[s];
+    if (s) nsp_sbuf_printf(b, s + 1 == f->nsides ? " while " : "; ");
+    put_ranks(b, side);
+    if (s == 0 && !side->call.seq) nsp_sbuf_printf(b, " made no collective");
+    else if (s == 0) nsp_sbuf_printf(b, " stopped at seq %llu", (unsigned long long)side->call.seq);
+    else if (s + 1 == f->nsides) nsp_sbuf_printf(b, " reached seq %llu", (unsigned long long)side->call.seq);
+    else nsp_sbuf_printf(b, " stopped at seq %llu", (unsigned long long)side->call.seq);
+  }
+  /* What the ranks behind did last, on any communicator. */
+  const struct nsp_side *low = &f->sides[0];
+  size_t shown = low->nranks < 4 ? low->nranks : 4;
+  for (size_t p = 0; p < shown; p++) {
+    const struct nsp_call *c = &low->procs[p].call;
+    if (c->api < 0) continue;
+    char cb[256];
+    nsp_format_call(cb, sizeof cb, c);
+    nsp_sbuf_printf(b, "; rank %d's last call: %s", low->procs[p].rank, cb);
+    if (nsp_api_kind(c->api) == NSP_K_COLL || nsp_api_kind(c->api) == NSP_K_P2P)
+      nsp_sbuf_printf(b, " seq %llu", (unsigned long long)c->seq);
+    if (c->comm_id == f->comm_id) nsp_sbuf_printf(b, " on this communicator");
+    else nsp_sbuf_printf(b, " on communicator %016llx", (unsigned long long)c->comm_id);
+  }
+  if (low->nranks > shown) nsp_sbuf_printf(b, "; ...");
+}
+
+static void put_error_call(struct nsp_sbuf *b, const struct nsp_call *c, int with_text) {
+  char rb[32];
+  if (c->source == NSP_SRC_CALL && (nsp_api_kind(c->api) == NSP_K_COLL || nsp_api_kind(c->api) == NSP_K_P2P))
+    nsp_sbuf_printf(b, " at seq %llu %s", (unsigned long long)c->seq, nsp_op_name(c->api));
+  else if (c->source == NSP_SRC_ASYNC)
+    nsp_sbuf_printf(b, " in an async error");
+  else if (c->api >= 0)
+    nsp_sbuf_printf(b, " in %s", nsp_op_name(c->api));
+  nsp_sbuf_printf(b, ": %s", nsp_result_name(c->result, rb, sizeof rb));
+  if (with_text && c->last_error) nsp_sbuf_printf(b, " (\"%s\")", c->last_error);
+}
+
+static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, const struct nsp_job *job) {
+  const struct nsp_proc *o = &f->sides[0].procs[0];
+  nsp_sbuf_printf(b, "first error: rank %d", o->rank);
+  put_error_call(b, &o->call, 1);
+  if (f->nsides > 1) {
+    nsp_sbuf_printf(b, "; later:");
+    for (size_t s = 1; s < f->nsides; s++) {
+      char rb[32];
+      nsp_sbuf_printf(b, "%s ", s > 1 ? "," : "");
+      put_ranks(b, &f->sides[s]);
+      nsp_sbuf_printf(b, " %s", nsp_result_name(f->sides[s].call.result, rb, sizeof rb));
+    }
+    /* Hosts' clocks are only as aligned as their NTP: flag a close call. */
+    const struct nsp_proc *next = NULL;
+    for (size_t s = 1; s < f->nsides; s++)
+      for (size_t p = 0; p < f->sides[s].nranks; p++) {
+        const struct nsp_proc *q = &f->sides[s].procs[p];
+        if (!next || q->call.time_ns < next->call.time_ns) next = q;
+      }
+    if (next && strcmp(next->host, o->host) && next->call.time_ns - o->call.time_ns < 5000000)
+      nsp_sbuf_printf(b, " (the next error, on host %s, came %.3f ms later: clock skew between hosts could reorder them)",
+                      next->host, (double)(next->call.time_ns - o->call.time_ns) / 1e6);
+  }
+  (void)job;
+}
+
+static int build_messages(struct nsp_job *job) {
+  for (size_t i = 0; i < job->nfindings; i++) {
+    struct nsp_finding_priv *fp = &job->findings[i];
+    const struct nsp_finding *f = &fp->pub;
+    struct nsp_sbuf b = {0};
+    switch (f->kind) {
+      case NSP_FIND_P2P_SIZE_MISMATCH:
+      case NSP_FIND_P2P_UNMATCHED:
+        message_p2p(&b, f);
+        for (int s = 0; s < 2; s++) {
+          struct nsp_side *side = &fp->sides[s];
+          if (side->call.api >= 0) {
+            NSP_TRY(side_text_call(side));
+          } else {
+            char t[96];
+            snprintf(t, sizeof t, "posted %llu %s", (unsigned long long)side->posted, s ? "recvs" : "sends");
+            NSP_TRY(set_side_text(side, t));
+          }
+        }
+        break;
+      case NSP_FIND_STOPPED_EARLY: message_stopped(&b, f); break;
+      case NSP_FIND_ERROR: message_error(&b, f, job); break;
+      default: message_mismatch(&b, f); break;
+    }
+    fp->message = nsp_sbuf_take(&b);
+    if (!fp->message) return NSP_AN_ENOMEM;
+    fp->pub.message = fp->message;
+  }
+  return 0;
+}
+
+static int cmp_finding(const void *pa, const void *pb) {
+  const struct nsp_finding_priv *a = pa, *b = pb;
+  if (a->order != b->order) return a->order < b->order ? -1 : 1;
+  /* Unknown times (0) sort after known ones. */
+  int64_t ta = a->pub.time_ns ? a->pub.time_ns : INT64_MAX, tb = b->pub.time_ns ? b->pub.time_ns : INT64_MAX;
+  if (ta != tb) return ta < tb ? -1 : 1;
+  if (a->pub.comm_id != b->pub.comm_id) return a->pub.comm_id < b->pub.comm_id ? -1 : 1;
+  if (a->pub.seq != b->pub.seq) return a->pub.seq < b->pub.seq ? -1 : 1;
+  if (a->pub.kind != b->pub.kind) return a->pub.kind < b->pub.kind ? -1 : 1;
+  if (a->pub.src != b->pub.src) return a->pub.src < b->pub.src ? -1 : 1;
+  return a->pub.dst < b->pub.dst ? -1 : a->pub.dst > b->pub.dst;
+}
+
+static int build_summary(struct nsp_job *job) {
+  struct nsp_sbuf b = {0};
+  uint64_t ncoll = 0, np2p = 0;
+  for (size_t i = 0; i < job->ncomms; i++) {
+    ncoll += job->comms[i]->info.ncoll;
+    np2p += job->comms[i]->info.np2p;
+  }
+  if (!job->nfindings) {
+    nsp_sbuf_printf(&b, "No problems found in %zu trace%s (%zu communicator%s, %llu collective calls, %llu send/recv calls).",
+                    job->ntraces, job->ntraces == 1 ? "" : "s", job->ncomms, job->ncomms == 1 ? "" : "s",
+                    (unsigned long long)ncoll, (unsigned long long)np2p);
+  } else {
+    const struct nsp_finding *f = &job->findings[0].pub;
+    size_t counts[NSP_FIND_KIND_COUNT] = {0};
+    for (size_t i = 0; i < job->nfindings; i++) counts[job->findings[i].pub.kind]++;
+    nsp_sbuf_printf(&b, "%zu finding%s (", job->nfindings, job->nfindings == 1 ? "" : "s");
+    int first = 1;
+    for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
+      if (!counts[k]) continue;
+      nsp_sbuf_printf(&b, "%s%zu %s", first ? "" : ", ", counts[k], nsp_finding_kind_name(k));
+      first = 0;
+    }
+    nsp_sbuf_printf(&b, ") in %zu trace%s. The first problem (%s) is on ", job->ntraces, job->ntraces == 1 ? "" : "s",
+                    nsp_finding_kind_name(f->kind));
+    if (!f->comm_id) nsp_sbuf_printf(&b, "no communicator");
+    else nsp_sbuf_printf(&b, "communicator %016llx", (unsigned long long)f->comm_id);
+    if (f->comm) {
+      nsp_sbuf_printf(&b, " (%d ranks", f->comm->nranks);
+      if (f->comm->parent_id)
+        nsp_sbuf_printf(&b, ", split from %016llx with color %d", (unsigned long long)f->comm->parent_id,
+                        f->comm->color);
+      if (f->comm->name[0]) nsp_sbuf_printf(&b, ", \"%s\"", f->comm->name);
+      nsp_sbuf_printf(&b, ")");
+    }
+    nsp_sbuf_printf(&b, ": %s. Hint: %s.", f->message, f->hint);
+    if (job->nfindings > 1) nsp_sbuf_printf(&b, " The other findings follow from it or are listed by likely cause.");
+  }
+  if (job->nnotes) nsp_sbuf_printf(&b, " See the %zu note%s below.", job->nnotes, job->nnotes == 1 ? "" : "s");
+  job->summary = nsp_sbuf_take(&b);
+  return job->summary ? 0 : NSP_AN_ENOMEM;
+}
+
+int nsp_an_run_rules(struct nsp_job *job) {
+  NSP_TRY(prepare_comms(job));
+  assign_job_ranks(job);
+  for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(rule_alignment_comm(job, job->comms[i]));
+  for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(rule_p2p_comm(job, job->comms[i]));
+  NSP_TRY(rule_errors(job));
+  for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(rule_wavefront_comm(job, job->comms[i]));
+  NSP_TRY(fetch_p2p(job));
+  NSP_TRY(build_messages(job));
+  if (job->nfindings) qsort(job->findings, job->nfindings, sizeof *job->findings, cmp_finding);
+  return build_summary(job);
+}

@@ -1,0 +1,292 @@
+/* nsp_an_util.c - small containers and the formatting the reports share. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_internal.h"
+#include "nsp_names.h"
+
+int nsp_an_grow(void *pp, size_t *cap, size_t need, size_t elsize) {
+  void **p = pp;
+  if (need <= *cap) return 0;
+  size_t n = *cap ? *cap : 8;
+  while (n < need) {
+    if (n > SIZE_MAX / 2 / elsize) return NSP_AN_ENOMEM;
+    n *= 2;
+  }
+  void *q = realloc(*p, n * elsize);
+  if (!q) return NSP_AN_ENOMEM;
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
+/* splitmix64's finaliser: comm ids are already hashes, but seq pages and
+ * peers are small consecutive integers that would cluster. */
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+size_t *nsp_u64map_get(const struct nsp_u64map *m, uint64_t key) {
+  if (!m->cap) return NULL;
+  size_t mask = m->cap - 1;
+  for (size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
+    if (!m->used[i]) return NULL;
+    if (m->keys[i] == key) return &m->vals[i];
+  }
+}
+
+static int map_rehash(struct nsp_u64map *m, size_t cap) {
+  struct nsp_u64map n = {0};
+  n.keys = malloc(cap * sizeof *n.keys);
+  n.vals = malloc(cap * sizeof *n.vals);
+  n.used = calloc(cap, 1);
+  if (!n.keys || !n.vals || !n.used) {
+    free(n.keys);
+    free(n.vals);
+    free(n.used);
+    return NSP_AN_ENOMEM;
+  }
+  n.cap = cap;
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->used[i]) continue;
+    size_t j = mix64(m->keys[i]) & (cap - 1);
+    while (n.used[j]) j = (j + 1) & (cap - 1);
+    n.used[j] = 1;
+    n.keys[j] = m->keys[i];
+    n.vals[j] = m->vals[i];
+    n.len++;
+  }
+  nsp_u64map_free(m);
+  *m = n;
+  return 0;
+}
+
+int nsp_u64map_put(struct nsp_u64map *m, uint64_t key, size_t val) {
+  size_t *slot = nsp_u64map_get(m, key);
+  if (slot) {
+    *slot = val;
+    return 0;
+  }
+  /* Keep the load under 1/2 so probes stay short. */
+  if ((m->len + 1) * 2 > m->cap) {
+    if (m->cap > SIZE_MAX / 4) return NSP_AN_ENOMEM;
+    NSP_TRY(map_rehash(m, m->cap ? m->cap * 2 : 16));
+  }
+  size_t mask = m->cap - 1;
+  size_t i = mix64(key) & mask;
+  while (m->used[i]) i = (i + 1) & mask;
+  m->used[i] = 1;
+  m->keys[i] = key;
+  m->vals[i] = val;
+  m->len++;
+  return 0;
+}
+
+void nsp_u64map_free(struct nsp_u64map *m) {
+  free(m->keys);
+  free(m->vals);
+  free(m->used);
+  memset(m, 0, sizeof *m);
+}
+
+char *nsp_an_strdup(const char *s) { return strdup(s ? s : ""); }
+
+char *nsp_an_vasprintf(const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return NULL;
+  char *s = malloc((size_t)n + 1);
+  if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
+  return s;
+}
+
+char *nsp_an_asprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = nsp_an_vasprintf(fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+void nsp_sbuf_printf(struct nsp_sbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  va_list ap;
+  va_start(ap, fmt);
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0 || nsp_an_grow(&b->s, &b->cap, b->len + (size_t)n + 1, 1) < 0) {
+    b->oom = 1;
+    va_end(ap);
+    return;
+  }
+  vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+  b->len += (size_t)n;
+  va_end(ap);
+}
+
+char *nsp_sbuf_take(struct nsp_sbuf *b) {
+  if (b->oom) {
+    free(b->s);
+    memset(b, 0, sizeof *b);
+    return NULL;
+  }
+  char *s = b->s ? b->s : strdup("");
+  memset(b, 0, sizeof *b);
+  return s;
+}
+
+void nsp_call_clear(struct nsp_call *c) {
+  memset(c, 0, sizeof *c);
+  c->api = -1;
+  c->dtype = -1;
+  c->redop = -1;
+  c->peer = -1;
+}
+
+/* Appends to buf as snprintf would, tracking the full length in *len. */
+static void fmt_cat(char *buf, size_t buflen, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fmt_cat(char *buf, size_t buflen, size_t *len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t room = *len < buflen ? buflen - *len : 0;
+  int n = vsnprintf(room ? buf + *len : NULL, room, fmt, ap);
+  va_end(ap);
+  if (n > 0) *len += (size_t)n;
+}
+
+size_t nsp_format_ranks(char *buf, size_t buflen, const int *ranks, size_t n) {
+  size_t len = 0;
+  if (buflen) buf[0] = 0;
+  size_t i = 0;
+  int first = 1;
+  while (i < n) {
+    size_t j = i;
+    /* Extend over duplicates and consecutive ranks. */
+    while (j + 1 < n && (ranks[j + 1] == ranks[j] || ranks[j + 1] == ranks[j] + 1)) j++;
+    if (ranks[j] != ranks[i])
+      fmt_cat(buf, buflen, &len, "%s%d-%d", first ? "" : ",", ranks[i], ranks[j]);
+    else
+      fmt_cat(buf, buflen, &len, "%s%d", first ? "" : ",", ranks[i]);
+    first = 0;
+    i = j + 1;
+  }
+  /* A list cut short must not read as a complete one. */
+  if (buflen && len >= buflen) {
+    if (buflen >= 4) memcpy(buf + buflen - 4, "...", 4);
+    else buf[buflen - 1] = 0;
+  }
+  return len;
+}
+
+size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c) {
+  size_t len = 0;
+  char tb[32], rb[32];
+  if (buflen) buf[0] = 0;
+  if (c->api < 0) {
+    fmt_cat(buf, buflen, &len, "no call");
+    return len;
+  }
+  int kind = nsp_api_kind(c->api);
+  if (kind != NSP_K_COLL && kind != NSP_K_P2P) {
+    fmt_cat(buf, buflen, &len, "%s", nsp_op_name(c->api));
+    return len;
+  }
+  fmt_cat(buf, buflen, &len, "%s %llu x %s", nsp_op_name(c->api), (unsigned long long)c->count,
+          nsp_dtype_name(c->dtype, tb, sizeof tb));
+  if (nsp_api_has_redop(c->api)) fmt_cat(buf, buflen, &len, " %s", nsp_redop_name(c->redop, rb, sizeof rb));
+  if (nsp_api_has_root(c->api)) fmt_cat(buf, buflen, &len, " root %d", c->peer);
+  if (c->api == NSP_API_Send) fmt_cat(buf, buflen, &len, " to %d", c->peer);
+  if (c->api == NSP_API_Recv) fmt_cat(buf, buflen, &len, " from %d", c->peer);
+  size_t esz = nsp_dtype_size(c->dtype);
+  if (esz && c->count <= UINT64_MAX / esz)
+    fmt_cat(buf, buflen, &len, " (%llu bytes)", (unsigned long long)(c->count * esz));
+  else
+    fmt_cat(buf, buflen, &len, " (? bytes)");
+  return len;
+}
+
+static const char *const nsp_kind_names[NSP_FIND_KIND_COUNT] = {
+    "kind-mismatch",     "dtype-mismatch", "count-mismatch", "redop-mismatch", "root-mismatch",
+    "p2p-size-mismatch", "p2p-unmatched",  "stopped-early",  "error",
+};
+
+const char *nsp_finding_kind_name(int kind) {
+  return kind >= 0 && kind < NSP_FIND_KIND_COUNT ? nsp_kind_names[kind] : "unknown";
+}
+
+int nsp_finding_kind_from_name(const char *name) {
+  for (int i = 0; name && i < NSP_FIND_KIND_COUNT; i++)
+    if (!strcmp(name, nsp_kind_names[i])) return i;
+  return -1;
+}
+
+const char *nsp_finding_kind_hint(int kind) {
+  switch (kind) {
+    case NSP_FIND_KIND_MISMATCH:
+      return "ranks made different collectives at the same position; a collective was skipped or "
+             "added on some ranks - look for collectives under rank-dependent conditions (if rank == "
+             "0, is_main_process, metric/logging gathers) and early exits or extra loop iterations";
+    case NSP_FIND_DTYPE_MISMATCH:
+      return "ranks disagree on dtype; under AMP/autocast one rank may reduce a float16 tensor while "
+             "another reduces float32 - check autocast regions and gradient dtypes";
+    case NSP_FIND_COUNT_MISMATCH:
+      return "ranks passed different element counts; the tensors differ in shape across ranks - "
+             "check uneven last batches, padding, per-rank model/config differences and unused "
+             "parameters in gradient buckets";
+    case NSP_FIND_REDOP_MISMATCH:
+      return "ranks disagree on the reduction op (e.g. sum vs avg; PyTorch sends bool tensors as "
+             "uint8 with MAX) - check the op argument on each rank";
+    case NSP_FIND_ROOT_MISMATCH:
+      return "ranks disagree on the root; every rank must name the same source/destination rank - "
+             "mixing global and group ranks in a subgroup is the usual cause";
+    case NSP_FIND_P2P_SIZE_MISMATCH:
+      return "a send and its matching recv differ in size; check the tensor shapes both sides "
+             "expect (pipeline stages: micro-batch size, sequence length, hidden size)";
+    case NSP_FIND_P2P_UNMATCHED:
+      return "the two peers posted different numbers of sends and recvs to each other; check loop "
+             "bounds and schedules on both ranks (pipeline warm-up/cool-down steps)";
+    case NSP_FIND_STOPPED_EARLY:
+      return "these ranks stopped making collectives on this communicator while the others went "
+             "on and wait for them; look at what the stopped ranks did last (stack dumps, py-spy, "
+             "their logs): a hang, a crash, or a rank-dependent code path";
+    case NSP_FIND_ERROR:
+      return "the earliest error is the likely origin; errors on other ranks after it "
+             "(ncclRemoteError, timeouts, aborts) are usually its consequences";
+    default:
+      return "";
+  }
+}
+
+const char *nsp_call_source_name(int source) {
+  switch (source) {
+    case NSP_SRC_CALL: return "call";
+    case NSP_SRC_COMM_INIT: return "comm-init";
+    case NSP_SRC_COMM_END: return "comm-end";
+    case NSP_SRC_ASYNC: return "async-error";
+    case NSP_SRC_REDOP: return "redop";
+    default: return "unknown";
+  }
+}
+
+const char *nsp_an_strerror(int err) {
+  switch (err) {
+    case NSP_AN_OK: return "success";
+    case NSP_AN_ENOMEM: return "out of memory";
+    case NSP_AN_EREAD: return "cannot read trace";
+    case NSP_AN_EINVAL: return "invalid argument";
+    case NSP_AN_ESTATE: return "job already analysed";
+    default: return "unknown error";
+  }
+}

@@ -1,0 +1,280 @@
+/* nsp_analyze.h - the ncclspy analyzer as a library.
+ *
+ * Loads the per-process traces of one job, unifies their communicators
+ * (by the 64-bit communicator id every rank of a communicator shares),
+ * aligns collectives by their per-communicator sequence number, and runs
+ * the rules of docs/REPORT.md, producing findings as plain structs.  The
+ * `ncclspy` command's text and JSON reports are front ends over this API
+ * (analyzer/nsp_report.h); tests and other tools may use it directly.
+ *
+ * Usage:
+ *     struct nsp_job *job = nsp_job_create();
+ *     nsp_job_add_path(job, "traces/");          // a directory or a file
+ *     if (nsp_job_analyze(job) < 0) ...;         // NSP_AN_ENOMEM
+ *     for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+ *       use(nsp_job_finding(job, i));
+ *     nsp_job_destroy(job);
+ *
+ * Ownership: every pointer this API returns (strings, structs, arrays)
+ * belongs to the job and stays valid until nsp_job_destroy.  Nothing
+ * returned needs to be freed by the caller.
+ *
+ * Units: times are nanoseconds.  "time_ns" fields are wall-clock
+ * (CLOCK_REALTIME) nanoseconds, mapped from each host's CLOCK_MONOTONIC
+ * through the pair in its trace header, so events of different hosts sit
+ * on one axis (up to the hosts' clock skew).  Counts are elements, as
+ * passed to NCCL; bytes are count x dtype size.
+ *
+ * Ranks: a finding about a communicator names ranks of that
+ * communicator.  "error" findings name job ranks (nsp_trace_info.rank),
+ * since errors of one job may come from different communicators.
+ *
+ * Memory: the loader streams records; it keeps O(1) state per
+ * (communicator, rank), one reference signature per (communicator,
+ * sequence number), and run-length encoded send/recv sizes per peer pair,
+ * never a copy of every call.
+ *
+ * Thread safety: a job is used by one thread at a time; separate jobs are
+ * independent.
+ */
+#ifndef NSP_ANALYZE_H
+#define NSP_ANALYZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error values returned by nsp_job_* functions (0 is success). */
+enum nsp_an_error {
+  NSP_AN_OK = 0,
+  NSP_AN_ENOMEM = -1, /* out of memory; the job is still safe to destroy */
+  NSP_AN_EREAD = -2,  /* a path could not be read as a trace (see nsp_job_error) */
+  NSP_AN_EINVAL = -3, /* a bad argument (NULL, empty data) */
+  NSP_AN_ESTATE = -4, /* traces added after nsp_job_analyze, or analyze called twice */
+};
+
+/* A constant sentence for an nsp_an_error value ("out of memory"). */
+const char *nsp_an_strerror(int err);
+
+/* Kinds of finding.  The strings of nsp_finding_kind_name are stable:
+ * tests and the JSON report use them. */
+enum nsp_finding_kind {
+  NSP_FIND_KIND_MISMATCH,     /* "kind-mismatch": different collectives at one seq */
+  NSP_FIND_DTYPE_MISMATCH,    /* "dtype-mismatch" */
+  NSP_FIND_COUNT_MISMATCH,    /* "count-mismatch" */
+  NSP_FIND_REDOP_MISMATCH,    /* "redop-mismatch" */
+  NSP_FIND_ROOT_MISMATCH,     /* "root-mismatch" */
+  NSP_FIND_P2P_SIZE_MISMATCH, /* "p2p-size-mismatch": k-th send vs k-th recv bytes */
+  NSP_FIND_P2P_UNMATCHED,     /* "p2p-unmatched": a send or recv with no partner */
+  NSP_FIND_STOPPED_EARLY,     /* "stopped-early": the wavefront of a communicator */
+  NSP_FIND_ERROR,             /* "error": non-success results, first one named */
+  NSP_FIND_KIND_COUNT
+};
+
+/* "kind-mismatch", ...; "unknown" for values out of range. */
+const char *nsp_finding_kind_name(int kind);
+/* The kind whose name is `name`; -1 when none. */
+int nsp_finding_kind_from_name(const char *name);
+
+/* Where an error was seen (struct nsp_call.source). */
+enum nsp_call_source {
+  NSP_SRC_CALL = 0,   /* the result of a collective, send/recv, group or other call */
+  NSP_SRC_COMM_INIT,  /* communicator init, split or shrink */
+  NSP_SRC_COMM_END,   /* finalize, destroy, abort, revoke */
+  NSP_SRC_ASYNC,      /* ncclCommGetAsyncError changed */
+  NSP_SRC_REDOP,      /* ncclRedOpCreatePreMulSum / ncclRedOpDestroy */
+};
+/* "call", "comm-init", "comm-end", "async-error", "redop"; "unknown". */
+const char *nsp_call_source_name(int source);
+
+/* One NCCL call or event as a trace recorded it.  Fields that do not
+ * apply are -1 (ints), 0 (seq, count, time_ns, comm_id) or NULL. */
+struct nsp_call {
+  int api;              /* NSP_API_* (common/nsp_nccl.h); -1 when none */
+  int source;           /* enum nsp_call_source */
+  uint64_t comm_id;     /* communicator id; 0 none (e.g. ncclGroupEnd) */
+  uint64_t seq;         /* per-communicator collective seq, from 1; for
+                           send/recv the per-peer, per-direction seq */
+  uint64_t count;       /* elements as passed (AllGather: sendcount,
+                           ReduceScatter: recvcount) */
+  int dtype;            /* ncclDataType_t; -1 none */
+  int redop;            /* ncclRedOp_t; -1 none */
+  int peer;             /* root (rooted collectives) or peer (send/recv); -1 */
+  int result;           /* ncclResult_t as returned (0 success) */
+  const char *last_error; /* ncclGetLastError text; NULL when none */
+  int64_t time_ns;      /* wall-clock ns of the call's entry; 0 unknown */
+};
+
+/* One traced process (one trace file). */
+struct nsp_trace_info {
+  const char *path;     /* as given to nsp_job_add_path / the name given to _add_mem */
+  const char *host;     /* header host name */
+  uint32_t pid, ppid;
+  int rank;             /* job rank: environment RANK, SLURM_PROCID,
+                           OMPI_COMM_WORLD_RANK, PMI_RANK or PMIX_RANK; else
+                           the file name's ".rank<R>"; else its rank in the
+                           largest communicator it joined; -1 unknown */
+  int32_t nccl_version; /* ncclGetVersion() code, e.g. 22809; 0 unknown */
+  const char *shim_version; /* "" when not recorded */
+  int64_t realtime_ns, monotonic_ns; /* the header's clock pair */
+  uint64_t records;     /* records read */
+  uint64_t frames;      /* zstd frames read */
+  uint64_t calls;       /* CALL records read */
+  uint64_t dropped;     /* records the shim reported as dropped */
+  uint64_t errors;      /* events with a non-success result (ncclInProgress excluded) */
+  const char *problem;  /* NULL when the file read cleanly; else the reader's
+                           sentence with the byte offset where reading stopped */
+  size_t nenv;          /* environment snapshot: nenv (name, value) pairs */
+  const char *const *env; /* 2*nenv strings: name, value, name, value, ... */
+};
+
+/* One communicator, unified across the traces of its ranks. */
+struct nsp_comm_info {
+  uint64_t id;          /* communicator id (same on all its ranks) */
+  uint64_t parent_id;   /* 0: not made by split/shrink */
+  int32_t color, key;   /* split arguments; meaningful when parent_id != 0 */
+  int32_t nranks;       /* as its members reported; -1 unknown */
+  int api;              /* NSP_API_* of the call that made it (first member seen) */
+  const char *name;     /* ncclConfig_t commName; "" when unset */
+  size_t ntraced;       /* distinct ranks with a trace */
+  const int *ranks;     /* those ranks, ascending */
+  uint64_t max_seq;     /* highest collective seq any rank reached */
+  uint64_t ncoll;       /* collective calls, all ranks together */
+  uint64_t np2p;        /* send/recv calls, all ranks together */
+};
+
+/* One process on a side of a finding. */
+struct nsp_proc {
+  int rank;             /* communicator rank (job rank for "error") */
+  size_t trace;         /* index for nsp_job_trace() */
+  const char *host;
+  uint32_t pid;
+  /* Per-process detail: "stopped-early": the process's last call on any
+   * communicator; "error": its first error in time; otherwise api == -1. */
+  struct nsp_call call;
+};
+
+/* A group of ranks that agree with each other and differ from the other
+ * sides of the finding. */
+struct nsp_side {
+  size_t nranks;
+  const int *ranks;     /* ascending; ranks[i] == procs[i].rank */
+  const struct nsp_proc *procs;
+  /* What the side did: mismatches: its collective at the seq; p2p: its
+   * k-th send or recv (api -1 when it posted none); stopped-early: its last
+   * collective on the communicator (seq = where it stopped, 0 when it made
+   * none); error: result = the side's result code. */
+  struct nsp_call call;
+  uint64_t posted;      /* p2p: sends/recvs this rank posted to/from the peer */
+  const char *text;     /* one line, e.g. "all-reduce 1024 x float16 sum (2048 bytes)" */
+};
+
+/* A finding.  Sides are ordered: mismatches by lowest rank, p2p sender
+ * first, stopped-early by ascending seq, error origin first. */
+struct nsp_finding {
+  int kind;             /* enum nsp_finding_kind */
+  uint64_t comm_id;     /* 0 when the finding has no communicator */
+  const struct nsp_comm_info *comm; /* NULL when comm_id is 0 or unknown */
+  uint64_t seq;         /* collective seq; p2p: k (k-th send vs k-th recv,
+                           from 1); stopped-early: the lowest last seq;
+                           error: seq of the origin call (0 none) */
+  int api;              /* the op at seq (the odd side's for mismatches); -1 */
+  int src, dst;         /* p2p: sending and receiving rank; -1 otherwise */
+  size_t nsides;
+  const struct nsp_side *sides;
+  size_t nodd;          /* ranks of the odd side(s) out, when one side holds */
+  const int *odd_ranks; /* a strict majority (mismatches); the ranks behind
+                           (stopped-early); the origin (error) */
+  uint64_t later;       /* consequences not reported separately: later seqs
+                           that also differ; p2p ops after the first bad one;
+                           error events after the origin */
+  int64_t time_ns;      /* earliest call involved (wall clock); 0 unknown */
+  const char *hint;     /* what to check, one line */
+  const char *message;  /* one line naming the sides and their values */
+};
+
+struct nsp_job;
+
+/* A new, empty job.  NULL when out of memory. */
+struct nsp_job *nsp_job_create(void);
+
+/* Frees the job and everything it returned; job may be NULL. */
+void nsp_job_destroy(struct nsp_job *job);
+
+/* Adds a trace file, or every "*.ncclspy" file directly inside a
+ * directory (not recursive; in name order, so results do not depend on
+ * readdir order).  A damaged file is still added, with its problem in
+ * nsp_trace_info.problem and a note.  A file that cannot be read as a
+ * trace at all is skipped with a note.
+ * Returns the number of traces added (>= 0; 0 for a directory without
+ * traces), NSP_AN_EREAD when path itself (or, for a file, its header)
+ * cannot be read, NSP_AN_ENOMEM, NSP_AN_EINVAL or NSP_AN_ESTATE. */
+int nsp_job_add_path(struct nsp_job *job, const char *path);
+
+/* Adds a trace held in memory (len bytes, copied), named `name` in the
+ * report.  Returns 1, NSP_AN_EREAD (not a trace; noted), NSP_AN_ENOMEM,
+ * NSP_AN_EINVAL or NSP_AN_ESTATE. */
+int nsp_job_add_mem(struct nsp_job *job, const char *name, const void *data, size_t len);
+
+/* Runs the rules over the traces added so far (once per job).  A job
+ * with no traces analyses to no findings.  Returns 0, NSP_AN_ENOMEM or
+ * NSP_AN_ESTATE.  Re-reads trace files whose send/recv calls are named in
+ * a finding (to fetch those calls' details). */
+int nsp_job_analyze(struct nsp_job *job);
+
+/* Detail of the last failure ("dir/x.ncclspy: bad magic"); "" when none. */
+const char *nsp_job_error(const struct nsp_job *job);
+
+/* Traces read (readable ones only), in the order added. */
+size_t nsp_job_ntraces(const struct nsp_job *job);
+const struct nsp_trace_info *nsp_job_trace(const struct nsp_job *job, size_t i);
+
+/* Communicators, in the order traces first made them (files in name
+ * order, records in file order); valid after analyze. */
+size_t nsp_job_ncomms(const struct nsp_job *job);
+const struct nsp_comm_info *nsp_job_comm(const struct nsp_job *job, size_t i);
+/* The communicator with this id, or NULL. */
+const struct nsp_comm_info *nsp_job_comm_by_id(const struct nsp_job *job, uint64_t id);
+
+/* Findings, likely cause first (see docs/REPORT.md); valid after analyze. */
+size_t nsp_job_nfindings(const struct nsp_job *job);
+const struct nsp_finding *nsp_job_finding(const struct nsp_job *job, size_t i);
+
+/* Notes: damaged or unreadable files (with byte offsets), dropped records,
+ * ranks seen twice, calls that could not be attributed.  Not findings:
+ * they do not change the exit status. */
+size_t nsp_job_nnotes(const struct nsp_job *job);
+const char *nsp_job_note(const struct nsp_job *job, size_t i);
+
+/* One paragraph naming the first problem (or saying there is none);
+ * "" before nsp_job_analyze. */
+const char *nsp_job_summary(const struct nsp_job *job);
+
+/* Earliest header realtime among the traces (ns): the origin of the
+ * relative times ("+1.234567 s") in reports; 0 without traces. */
+int64_t nsp_job_start_ns(const struct nsp_job *job);
+
+/* --- formatting helpers (used by the reports, exposed for tests) --- */
+
+/* Writes ranks (ascending, duplicates allowed) as ranges, "0-3,5", into
+ * buf (always NUL-terminated when buflen > 0; a list that does not fit
+ * ends in "..."), and returns the length the full text has, like
+ * snprintf. */
+size_t nsp_format_ranks(char *buf, size_t buflen, const int *ranks, size_t n);
+
+/* Writes a call as the report shows it, "all-reduce 1024 x float16 sum
+ * (2048 bytes)", "broadcast 8 x int32 root 1 (32 bytes)", "send 4 x
+ * float32 to 1 (16 bytes)"; returns the snprintf-style length. */
+size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c);
+
+/* The one-line hint for a finding kind (same text as nsp_finding.hint for
+ * every kind but "error", whose hint also depends on the result code). */
+const char *nsp_finding_kind_hint(int kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NSP_ANALYZE_H */

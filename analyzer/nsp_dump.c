@@ -1,0 +1,287 @@
+/* nsp_dump.c - `ncclspy dump`: every record of a trace, one per line.
+ * For people checking what the shim wrote, and for scripts (JSON lines). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nsp_names.h"
+#include "nsp_reader.h"
+#include "nsp_report.h"
+
+static const char *drop_reason(uint32_t r) {
+  switch (r) {
+    case NSP_DROP_RING_FULL: return "ring-full";
+    case NSP_DROP_WRITE_ERROR: return "write-error";
+    case NSP_DROP_SIZE_CAP: return "size-cap";
+    default: return "unknown";
+  }
+}
+
+/* A string in double quotes; quotes, backslashes and control bytes
+ * escaped so one record stays one line. */
+static void put_q(FILE *out, const char *s) {
+  fputc('"', out);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(out, "\\%c", *p);
+    else if (*p < 0x20 || *p == 0x7f) fprintf(out, "\\x%02x", *p);
+    else fputc(*p, out);
+  }
+  fputc('"', out);
+}
+
+static void put_t(FILE *out, const struct nsp_file_header *h, uint64_t t) {
+  int64_t rel = (int64_t)(t - h->monotonic_ns);
+  fprintf(out, "t=%s%.6fms ", rel < 0 ? "-" : "+", (double)(rel < 0 ? -(double)rel : (double)rel) / 1e6);
+}
+
+static void text_header(FILE *out, const char *path, const struct nsp_file_header *h) {
+  char vb[32];
+  fprintf(out, "HEADER file=");
+  put_q(out, path);
+  fprintf(out, " format=%u.%u header_size=%" PRIu32 " host=", h->major, h->minor, h->header_size);
+  put_q(out, h->host);
+  fprintf(out, " pid=%" PRIu32 " nccl_version=%s realtime_ns=%" PRIu64 " monotonic_ns=%" PRIu64 " flags=0x%" PRIx32 "\n",
+          h->pid, nsp_nccl_version_str(h->nccl_version, vb, sizeof vb), h->realtime_ns, h->monotonic_ns, h->flags);
+}
+
+static void text_record(FILE *out, const struct nsp_file_header *h, const struct nsp_rec *r) {
+  char b1[32], b2[32], b3[32];
+  const struct nsp_rec_ext *x = r->ext;
+  switch (r->kind) {
+    case NSP_REC_PROCESS:
+      fprintf(out, "PROCESS pid=%" PRIu32 " ppid=%" PRIu32 " nccl_version=%s host=", x->pid, x->ppid,
+              nsp_nccl_version_str(x->nccl_version, b1, sizeof b1));
+      put_q(out, x->host);
+      fprintf(out, " shim_version=");
+      put_q(out, x->shim_version);
+      fprintf(out, " nccl_path=");
+      put_q(out, x->nccl_path);
+      fprintf(out, " realtime_ns=%" PRIu64 " monotonic_ns=%" PRIu64 " env={", x->realtime_ns, x->monotonic_ns);
+      for (uint32_t i = 0; i < x->nenv; i++) {
+        fprintf(out, "%s%s=", i ? " " : "", x->env[2 * i]);
+        put_q(out, x->env[2 * i + 1]);
+      }
+      fprintf(out, "}\n");
+      return;
+    case NSP_REC_COMM:
+      put_t(out, h, r->t_enter);
+      fprintf(out, "COMM comm=%" PRIu32 " id=%016" PRIx64 " api=%s rank=%d nranks=%d device=%d parent=%016" PRIx64
+                   " color=%d key=%d split_index=%" PRIu32 " name=",
+              r->comm, x->comm_id, nsp_api_name(r->api), x->rank, x->nranks, x->device, x->parent_id, x->color, x->key,
+              x->split_index);
+      put_q(out, x->comm_name);
+      fprintf(out, " handle=0x%" PRIx64 " result=%s dt=%.3fus flags=0x%x", x->handle,
+              nsp_result_name(r->result, b1, sizeof b1), (double)(r->t_exit - r->t_enter) / 1e3, r->flags);
+      break;
+    case NSP_REC_COMM_END:
+      put_t(out, h, r->t_enter);
+      fprintf(out, "COMM_END comm=%" PRIu32 " api=%s result=%s dt=%.3fus", r->comm, nsp_api_name(r->api),
+              nsp_result_name(r->result, b1, sizeof b1), (double)(r->t_exit - r->t_enter) / 1e3);
+      break;
+    case NSP_REC_CALL:
+      put_t(out, h, r->t_enter);
+      fprintf(out, "CALL %s comm=%" PRIu32 " seq=%" PRIu64 " count=%" PRIu64 " dtype=%s redop=%s peer=%d stream=0x%" PRIx64
+                   " sendbuff=0x%" PRIx64 " recvbuff=0x%" PRIx64 " group=%" PRIu64 "/%" PRIu32 " dt=%.3fus result=%s flags=0x%x",
+              nsp_op_name(r->api), r->comm, r->seq, r->count, nsp_dtype_name(r->dtype, b1, sizeof b1),
+              nsp_redop_name(r->redop, b2, sizeof b2), r->peer, r->stream, r->sendbuff, r->recvbuff, r->group_id,
+              r->group_depth, (double)(r->t_exit - r->t_enter) / 1e3, nsp_result_name(r->result, b3, sizeof b3),
+              r->flags);
+      break;
+    case NSP_REC_REDOP:
+      put_t(out, h, r->t_enter);
+      fprintf(out, "REDOP api=%s comm=%" PRIu32 " redop=%s dtype=%s residence=%" PRIu32 " scalar=0x%" PRIx64 " result=%s",
+              nsp_api_name(r->api), r->comm, nsp_redop_name(r->redop, b1, sizeof b1),
+              nsp_dtype_name(r->dtype, b2, sizeof b2), r->aux, r->count, nsp_result_name(r->result, b3, sizeof b3));
+      break;
+    case NSP_REC_DROPPED:
+      put_t(out, h, r->t_enter);
+      fprintf(out, "DROPPED count=%" PRIu64 " reason=%s", r->count, drop_reason(r->aux));
+      break;
+    case NSP_REC_ASYNC_ERROR:
+      put_t(out, h, r->t_enter);
+      fprintf(out, "ASYNC_ERROR comm=%" PRIu32 " result=%s", r->comm, nsp_result_name(r->result, b1, sizeof b1));
+      break;
+    default:
+      return;
+  }
+  if (r->last_error) {
+    fprintf(out, " last_error=");
+    put_q(out, r->last_error);
+  }
+  fputc('\n', out);
+}
+
+#if NSP_HAVE_JSON
+static void jput(json_object *o, const char *k, json_object *v) {
+  if (json_object_object_add(o, k, v) != 0) json_object_put(v);
+}
+static json_object *ji(int64_t v) { return json_object_new_int64(v); }
+static json_object *js(const char *s) { return json_object_new_string(s ? s : ""); }
+static json_object *jhex(uint64_t v) {
+  char b[17];
+  snprintf(b, sizeof b, "%016" PRIx64, v);
+  return json_object_new_string(b);
+}
+
+static void json_line(FILE *out, json_object *o) {
+  const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+  if (s) fprintf(out, "%s\n", s);
+  json_object_put(o);
+}
+
+static void json_header(FILE *out, const char *path, const struct nsp_file_header *h) {
+  json_object *o = json_object_new_object();
+  if (!o) return;
+  jput(o, "record", js("header"));
+  jput(o, "file", js(path));
+  jput(o, "major", ji(h->major));
+  jput(o, "minor", ji(h->minor));
+  jput(o, "header_size", ji(h->header_size));
+  jput(o, "host", js(h->host));
+  jput(o, "pid", ji(h->pid));
+  jput(o, "nccl_version", ji(h->nccl_version));
+  jput(o, "realtime_ns", ji((int64_t)h->realtime_ns));
+  jput(o, "monotonic_ns", ji((int64_t)h->monotonic_ns));
+  jput(o, "flags", ji(h->flags));
+  json_line(out, o);
+}
+
+static void json_record(FILE *out, const struct nsp_file_header *h, const struct nsp_rec *r) {
+  char b[32];
+  const struct nsp_rec_ext *x = r->ext;
+  json_object *o = json_object_new_object();
+  if (!o) return;
+  jput(o, "record", js(r->kind == NSP_REC_PROCESS     ? "process"
+                       : r->kind == NSP_REC_COMM      ? "comm"
+                       : r->kind == NSP_REC_COMM_END  ? "comm_end"
+                       : r->kind == NSP_REC_CALL      ? "call"
+                       : r->kind == NSP_REC_REDOP     ? "redop"
+                       : r->kind == NSP_REC_DROPPED   ? "dropped"
+                                                      : "async_error"));
+  if (r->kind == NSP_REC_PROCESS) {
+    jput(o, "pid", ji(x->pid));
+    jput(o, "ppid", ji(x->ppid));
+    jput(o, "nccl_version", ji(x->nccl_version));
+    jput(o, "realtime_ns", ji((int64_t)x->realtime_ns));
+    jput(o, "monotonic_ns", ji((int64_t)x->monotonic_ns));
+    jput(o, "host", js(x->host));
+    jput(o, "shim_version", js(x->shim_version));
+    jput(o, "nccl_path", js(x->nccl_path));
+    json_object *env = json_object_new_object();
+    for (uint32_t i = 0; env && i < x->nenv; i++) jput(env, x->env[2 * i], js(x->env[2 * i + 1]));
+    jput(o, "env", env);
+    json_line(out, o);
+    return;
+  }
+  jput(o, "t_rel_ns", ji((int64_t)(r->t_enter - h->monotonic_ns)));
+  jput(o, "t_enter_ns", ji((int64_t)r->t_enter));
+  if (r->kind == NSP_REC_COMM || r->kind == NSP_REC_COMM_END || r->kind == NSP_REC_CALL || r->kind == NSP_REC_REDOP)
+    jput(o, "t_exit_ns", ji((int64_t)r->t_exit));
+  if (r->kind != NSP_REC_DROPPED) jput(o, "comm", ji(r->comm));
+  if (r->kind != NSP_REC_DROPPED && r->kind != NSP_REC_ASYNC_ERROR) {
+    jput(o, "api", js(nsp_api_name(r->api)));
+    jput(o, "api_id", ji(r->api));
+  }
+  switch (r->kind) {
+    case NSP_REC_COMM:
+      jput(o, "id", jhex(x->comm_id));
+      jput(o, "rank", ji(x->rank));
+      jput(o, "nranks", ji(x->nranks));
+      jput(o, "device", ji(x->device));
+      jput(o, "parent", jhex(x->parent_id));
+      jput(o, "color", ji(x->color));
+      jput(o, "key", ji(x->key));
+      jput(o, "split_index", ji(x->split_index));
+      jput(o, "comm_name", js(x->comm_name));
+      jput(o, "handle", ji((int64_t)x->handle));
+      jput(o, "flags", ji(r->flags));
+      break;
+    case NSP_REC_CALL:
+      jput(o, "op", js(nsp_op_name(r->api)));
+      jput(o, "seq", ji((int64_t)r->seq));
+      jput(o, "count", ji((int64_t)r->count));
+      jput(o, "dtype", js(nsp_dtype_name(r->dtype, b, sizeof b)));
+      jput(o, "dtype_id", ji(r->dtype));
+      jput(o, "redop", js(nsp_redop_name(r->redop, b, sizeof b)));
+      jput(o, "redop_id", ji(r->redop));
+      jput(o, "peer", ji(r->peer));
+      jput(o, "stream", ji((int64_t)r->stream));
+      jput(o, "sendbuff", ji((int64_t)r->sendbuff));
+      jput(o, "recvbuff", ji((int64_t)r->recvbuff));
+      jput(o, "group_id", ji((int64_t)r->group_id));
+      jput(o, "group_depth", ji(r->group_depth));
+      jput(o, "flags", ji(r->flags));
+      break;
+    case NSP_REC_REDOP:
+      jput(o, "redop_id", ji(r->redop));
+      jput(o, "dtype_id", ji(r->dtype));
+      jput(o, "residence", ji(r->aux));
+      jput(o, "scalar", ji((int64_t)r->count));
+      break;
+    case NSP_REC_DROPPED:
+      jput(o, "count", ji((int64_t)r->count));
+      jput(o, "reason", js(drop_reason(r->aux)));
+      jput(o, "reason_id", ji(r->aux));
+      break;
+    default:
+      break;
+  }
+  if (r->kind != NSP_REC_DROPPED) {
+    jput(o, "result", js(nsp_result_name(r->result, b, sizeof b)));
+    jput(o, "result_code", ji(r->result));
+  }
+  if (r->last_error) jput(o, "last_error", js(r->last_error));
+  json_line(out, o);
+}
+#endif
+
+int nsp_dump_file(const char *path, int json, FILE *out, FILE *err) {
+#if !NSP_HAVE_JSON
+  if (json) return NSP_REPORT_NOJSON;
+#endif
+  char e[256];
+  struct nsp_reader *r = nsp_reader_open(path, e, sizeof e);
+  if (!r) {
+    fprintf(err, "ncclspy: %s: %s\n", path, e);
+    return 2;
+  }
+  const struct nsp_file_header *h = nsp_reader_header(r);
+#if NSP_HAVE_JSON
+  if (json) json_header(out, path, h);
+  else
+#endif
+    text_header(out, path, h);
+  struct nsp_rec rec;
+  int ret;
+  while ((ret = nsp_reader_next(r, &rec)) == 1) {
+#if NSP_HAVE_JSON
+    if (json) json_record(out, h, &rec);
+    else
+#endif
+      text_record(out, h, &rec);
+  }
+  const char *problem = nsp_reader_problem(r);
+  if (problem) {
+#if NSP_HAVE_JSON
+    if (json) {
+      json_object *o = json_object_new_object();
+      if (o) {
+        jput(o, "record", js("problem"));
+        jput(o, "file", js(path));
+        jput(o, "message", js(problem));
+        json_line(out, o);
+      }
+    } else
+#endif
+    {
+      fprintf(out, "PROBLEM ");
+      put_q(out, problem);
+      fputc('\n', out);
+    }
+    fprintf(err, "ncclspy: %s: %s\n", path, problem);
+  }
+  nsp_reader_destroy(r);
+  fflush(out);
+  if (ferror(out)) return -1;
+  return problem ? 1 : 0;
+}

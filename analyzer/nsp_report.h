@@ -1,0 +1,55 @@
+/* nsp_report.h - the `ncclspy` command's front ends: the text and JSON
+ * reports of an analysed job, and the record dump of a trace file.
+ * docs/REPORT.md describes both report formats and the JSON schema. */
+#ifndef NSP_REPORT_H
+#define NSP_REPORT_H
+
+#include <stdio.h>
+
+#include "nsp_analyze.h"
+#include "nsp_config.h"
+
+#if NSP_HAVE_JSON
+#include <json-c/json.h>
+#endif
+
+/* Returned by the JSON functions when ncclspy was built without json-c. */
+#define NSP_REPORT_NOJSON (-2)
+
+/* Version of the JSON report's schema ("schema" member); bumped when a
+ * member changes meaning or disappears, not when one is added. */
+#define NSP_REPORT_SCHEMA 1
+
+/* Writes the text report of an analysed job to out: a title line, the
+ * summary paragraph, the findings (likely cause first), then the traces,
+ * communicators and notes.  Returns 0, or -1 when writing failed
+ * (ferror(out)). */
+int nsp_report_text(const struct nsp_job *job, FILE *out);
+
+/* Writes the JSON report (one object, pretty-printed, newline-terminated).
+ * Returns 0, -1 when writing failed or memory ran out, or
+ * NSP_REPORT_NOJSON. */
+int nsp_report_json(const struct nsp_job *job, FILE *out);
+
+#if NSP_HAVE_JSON
+/* The JSON report as a json-c object (the caller owns it: json_object_put).
+ * NULL when out of memory. */
+struct json_object *nsp_report_json_object(const struct nsp_job *job);
+#endif
+
+/* Writes one line per record of the trace at path to out, header first:
+ * text ("t=+12.345678ms CALL all-reduce comm=1 seq=2 ...", times relative
+ * to the header's monotonic time) or, with json != 0, one JSON object per
+ * line with every field.  Problems go to out as a final "problem" line and
+ * to err as a sentence.
+ * Returns 0 when the file read cleanly, 1 when reading stopped at damage
+ * or a cut frame (what came before was written), 2 when the file could not
+ * be read as a trace at all, NSP_REPORT_NOJSON when json is asked for
+ * without json-c, -1 when writing failed. */
+int nsp_dump_file(const char *path, int json, FILE *out, FILE *err);
+
+/* "2.28.9" for an ncclGetVersion() code (22809; codes below 10000 are the
+ * pre-2.9 form, 2708 -> "2.7.8"); "unknown" for 0. */
+const char *nsp_nccl_version_str(int code, char *buf, size_t buflen);
+
+#endif /* NSP_REPORT_H */

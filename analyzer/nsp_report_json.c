@@ -1,0 +1,240 @@
+/* nsp_report_json.c - the machine report (json-c).  Schema: docs/REPORT.md;
+ * tests and integration scripts parse it, so members are only added. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nsp_names.h"
+#include "nsp_report.h"
+
+#if NSP_HAVE_JSON
+
+/* json-c's add functions take ownership even on failure; a NULL value
+ * (out of memory) is turned into a missing member, and the whole report
+ * is checked for that at the end through `oom`. */
+struct jctx {
+  int oom;
+};
+
+static void put(struct jctx *j, json_object *o, const char *key, json_object *v) {
+  if (!v || json_object_object_add(o, key, v) != 0) j->oom = 1;
+}
+static void push(struct jctx *j, json_object *a, json_object *v) {
+  if (!v || json_object_array_add(a, v) != 0) j->oom = 1;
+}
+static json_object *jstr(const char *s) { return json_object_new_string(s ? s : ""); }
+static json_object *jint(int64_t v) { return json_object_new_int64(v); }
+static json_object *jid(uint64_t id) {
+  char b[17];
+  snprintf(b, sizeof b, "%016" PRIx64, id);
+  return json_object_new_string(b);
+}
+/* A JSON null: json-c represents it as a NULL object, which add accepts. */
+static void put_null(json_object *o, const char *key) { json_object_object_add(o, key, NULL); }
+
+static json_object *jranks(struct jctx *j, const int *ranks, size_t n) {
+  json_object *a = json_object_new_array();
+  if (!a) return NULL;
+  for (size_t i = 0; i < n; i++) push(j, a, jint(ranks[i]));
+  return a;
+}
+
+static void put_call(struct jctx *j, json_object *o, const struct nsp_call *c, int is_error) {
+  char b[32];
+  if (c->api >= 0) {
+    put(j, o, "op", jstr(nsp_op_name(c->api)));
+    put(j, o, "api", jstr(nsp_api_name(c->api)));
+  } else {
+    put_null(o, "op");
+  }
+  if (is_error) put(j, o, "source", jstr(nsp_call_source_name(c->source)));
+  if (c->comm_id) put(j, o, "comm", jid(c->comm_id));
+  int kind = c->api >= 0 ? nsp_api_kind(c->api) : -1;
+  if (kind == NSP_K_COLL || kind == NSP_K_P2P) {
+    if (c->seq) put(j, o, "seq", jint((int64_t)c->seq));
+    if (!is_error || c->source == NSP_SRC_CALL) {
+      put(j, o, "count", jint((int64_t)c->count));
+      put(j, o, "dtype", jstr(nsp_dtype_name(c->dtype, b, sizeof b)));
+      size_t esz = nsp_dtype_size(c->dtype);
+      if (esz && c->count <= UINT64_MAX / esz) put(j, o, "bytes", jint((int64_t)(c->count * esz)));
+      if (nsp_api_has_redop(c->api)) put(j, o, "redop", jstr(nsp_redop_name(c->redop, b, sizeof b)));
+      if (nsp_api_has_root(c->api)) put(j, o, "root", jint(c->peer));
+      if (kind == NSP_K_P2P) put(j, o, "peer", jint(c->peer));
+    }
+  }
+  if (is_error || c->result) {
+    put(j, o, "result", jstr(nsp_result_name(c->result, b, sizeof b)));
+    put(j, o, "result_code", jint(c->result));
+  }
+  if (c->last_error) put(j, o, "last_error", jstr(c->last_error));
+  if (c->time_ns) put(j, o, "time_ns", jint(c->time_ns));
+}
+
+static json_object *finding_json(struct jctx *j, const struct nsp_job *job, const struct nsp_finding *f) {
+  json_object *o = json_object_new_object();
+  if (!o) return NULL;
+  int p2p = f->kind == NSP_FIND_P2P_SIZE_MISMATCH || f->kind == NSP_FIND_P2P_UNMATCHED;
+  int is_error = f->kind == NSP_FIND_ERROR;
+  put(j, o, "kind", jstr(nsp_finding_kind_name(f->kind)));
+  if (f->comm_id) put(j, o, "comm", jid(f->comm_id));
+  else put_null(o, "comm");
+  put(j, o, "seq", jint((int64_t)f->seq));
+  if (f->api >= 0) put(j, o, "op", jstr(nsp_op_name(f->api)));
+  else put_null(o, "op");
+  if (p2p) {
+    put(j, o, "src", jint(f->src));
+    put(j, o, "dst", jint(f->dst));
+  }
+  if (f->time_ns) {
+    put(j, o, "time_ns", jint(f->time_ns));
+    put(j, o, "t_rel_ns", jint(f->time_ns - nsp_job_start_ns(job)));
+  }
+  json_object *sides = json_object_new_array();
+  for (size_t s = 0; sides && s < f->nsides; s++) {
+    const struct nsp_side *sd = &f->sides[s];
+    json_object *so = json_object_new_object();
+    if (!so) {
+      j->oom = 1;
+      break;
+    }
+    put(j, so, "ranks", jranks(j, sd->ranks, sd->nranks));
+    json_object *vals = json_object_new_object();
+    if (vals) {
+      put_call(j, vals, &sd->call, is_error);
+      if (p2p) put(j, vals, "posted", jint((int64_t)sd->posted));
+      if (f->kind == NSP_FIND_STOPPED_EARLY) put(j, vals, "last_seq", jint((int64_t)sd->call.seq));
+    }
+    put(j, so, "values", vals);
+    put(j, so, "text", jstr(sd->text));
+    json_object *procs = json_object_new_array();
+    for (size_t p = 0; procs && p < sd->nranks; p++) {
+      const struct nsp_proc *pr = &sd->procs[p];
+      json_object *po = json_object_new_object();
+      if (!po) {
+        j->oom = 1;
+        break;
+      }
+      put(j, po, "rank", jint(pr->rank));
+      put(j, po, "host", jstr(pr->host));
+      put(j, po, "pid", jint(pr->pid));
+      put(j, po, "trace", jint((int64_t)pr->trace));
+      if (pr->call.api >= 0 || is_error) {
+        json_object *co = json_object_new_object();
+        if (co) put_call(j, co, &pr->call, is_error);
+        put(j, po, is_error ? "error" : "last_call", co);
+      }
+      push(j, procs, po);
+    }
+    put(j, so, "procs", procs);
+    push(j, sides, so);
+  }
+  put(j, o, "sides", sides);
+  put(j, o, "odd_ranks", jranks(j, f->odd_ranks, f->nodd));
+  put(j, o, "later", jint((int64_t)f->later));
+  put(j, o, "hint", jstr(f->hint));
+  put(j, o, "message", jstr(f->message));
+  return o;
+}
+
+struct json_object *nsp_report_json_object(const struct nsp_job *job) {
+  struct jctx j = {0};
+  json_object *root = json_object_new_object();
+  if (!root) return NULL;
+  put(&j, root, "schema", jint(NSP_REPORT_SCHEMA));
+  put(&j, root, "version", jstr(NSP_VERSION));
+  put(&j, root, "summary", jstr(nsp_job_summary(job)));
+  put(&j, root, "start_time_ns", jint(nsp_job_start_ns(job)));
+
+  json_object *traces = json_object_new_array();
+  for (size_t i = 0; traces && i < nsp_job_ntraces(job); i++) {
+    const struct nsp_trace_info *t = nsp_job_trace(job, i);
+    json_object *o = json_object_new_object();
+    if (!o) {
+      j.oom = 1;
+      break;
+    }
+    char vb[32];
+    put(&j, o, "file", jstr(t->path));
+    put(&j, o, "host", jstr(t->host));
+    put(&j, o, "pid", jint(t->pid));
+    put(&j, o, "ppid", jint(t->ppid));
+    put(&j, o, "rank", jint(t->rank));
+    put(&j, o, "nccl_version", jint(t->nccl_version));
+    put(&j, o, "nccl_version_str", jstr(nsp_nccl_version_str(t->nccl_version, vb, sizeof vb)));
+    put(&j, o, "shim_version", jstr(t->shim_version));
+    put(&j, o, "records", jint((int64_t)t->records));
+    put(&j, o, "frames", jint((int64_t)t->frames));
+    put(&j, o, "calls", jint((int64_t)t->calls));
+    put(&j, o, "dropped", jint((int64_t)t->dropped));
+    put(&j, o, "errors", jint((int64_t)t->errors));
+    json_object *pr = json_object_new_array();
+    if (pr && t->problem) push(&j, pr, jstr(t->problem));
+    put(&j, o, "problems", pr);
+    push(&j, traces, o);
+  }
+  put(&j, root, "traces", traces);
+
+  json_object *comms = json_object_new_array();
+  for (size_t i = 0; comms && i < nsp_job_ncomms(job); i++) {
+    const struct nsp_comm_info *c = nsp_job_comm(job, i);
+    json_object *o = json_object_new_object();
+    if (!o) {
+      j.oom = 1;
+      break;
+    }
+    put(&j, o, "id", jid(c->id));
+    put(&j, o, "nranks", jint(c->nranks));
+    if (c->parent_id) {
+      put(&j, o, "parent", jid(c->parent_id));
+      put(&j, o, "color", jint(c->color));
+      put(&j, o, "key", jint(c->key));
+    } else {
+      put_null(o, "parent");
+      put_null(o, "color");
+      put_null(o, "key");
+    }
+    put(&j, o, "comm_name", jstr(c->name));
+    if (c->api >= 0) put(&j, o, "created_by", jstr(nsp_api_name(c->api)));
+    put(&j, o, "ranks_traced", jranks(&j, c->ranks, c->ntraced));
+    put(&j, o, "max_seq", jint((int64_t)c->max_seq));
+    put(&j, o, "collective_calls", jint((int64_t)c->ncoll));
+    put(&j, o, "p2p_calls", jint((int64_t)c->np2p));
+    push(&j, comms, o);
+  }
+  put(&j, root, "communicators", comms);
+
+  json_object *finds = json_object_new_array();
+  for (size_t i = 0; finds && i < nsp_job_nfindings(job); i++)
+    push(&j, finds, finding_json(&j, job, nsp_job_finding(job, i)));
+  put(&j, root, "findings", finds);
+
+  json_object *notes = json_object_new_array();
+  for (size_t i = 0; notes && i < nsp_job_nnotes(job); i++) push(&j, notes, jstr(nsp_job_note(job, i)));
+  put(&j, root, "notes", notes);
+  if (j.oom) {
+    json_object_put(root);
+    return NULL;
+  }
+  return root;
+}
+
+int nsp_report_json(const struct nsp_job *job, FILE *out) {
+  json_object *root = nsp_report_json_object(job);
+  if (!root) return -1;
+  const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                           JSON_C_TO_STRING_NOSLASHESCAPE);
+  int ret = s && fprintf(out, "%s\n", s) >= 0 ? 0 : -1;
+  json_object_put(root);
+  fflush(out);
+  return ret || ferror(out) ? -1 : 0;
+}
+
+#else
+
+int nsp_report_json(const struct nsp_job *job, FILE *out) {
+  (void)job;
+  (void)out;
+  return NSP_REPORT_NOJSON;
+}
+
+#endif

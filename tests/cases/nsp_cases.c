@@ -1,0 +1,741 @@
+/* nsp_cases.c - the multi-rank programs of the failure cases in
+ * shared/cases/README.md (c01-c10, CPU part), one process per rank.
+ *
+ *   nsp_launch -n N -- nsp_cases CASE        (CASE: c01 or amp-dtype, ...)
+ *
+ * Reads RANK and WORLD_SIZE.  Ranks exchange the ncclUniqueId through the
+ * file named by NSP_UID_FILE: rank 0 writes it (temp file + rename, so a
+ * reader never sees half an id), the others poll for it for up to
+ * NSP_UID_WAIT_MS (default 30000).  The file must not exist beforehand
+ * (nsp_launch removes it).
+ *
+ * Every collective's result is checked against the values all ranks would
+ * get had they all made the same call.  A rank that gets wrong values or an
+ * error behaves like a job whose watchdog fired: it aborts its
+ * communicators and exits 1.  Every rank ends by printing
+ *   rank R returned N calls
+ * on stdout, N counting the NCCL calls this program made that returned
+ * (the calls NCCL makes inside itself are not counted), so tests can
+ * compare it with the trace.
+ *
+ * Exit status: 0 healthy, 1 wrong values or an NCCL error, 2 usage. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nsp_nccl.h"
+#include "nsp_standin_fp.h"
+
+NSP_NCCL_DECLARE(nccl)
+
+/* ---- counting NCCL calls ------------------------------------------------ */
+
+static unsigned long nsp_cases_calls;
+
+/* Counts a call once it has returned: the argument is evaluated first. */
+static ncclResult_t nsp_cases_counted(ncclResult_t r)
+{
+  nsp_cases_calls++;
+  return r;
+}
+
+static const char *nsp_cases_counted_str(const char *s)
+{
+  nsp_cases_calls++;
+  return s;
+}
+
+#define NC(call) nsp_cases_counted(call)
+#define NCS(call) nsp_cases_counted_str(call)
+
+/* ---- job state ------------------------------------------------------------ */
+
+#define NSP_CASES_MAX_COMMS 4
+#define NSP_CASES_MAX_BUFS 4
+
+struct nsp_cases_comm {
+  ncclComm_t comm;
+  int rank, nranks;
+  int seq;     /* collectives issued on it */
+  int p2p_seq; /* send/recv rounds on it */
+  const char *label;
+};
+
+struct nsp_cases_job {
+  int rank, nranks;
+  struct nsp_cases_comm comms[NSP_CASES_MAX_COMMS];
+  int ncomms;
+  void *bufs[NSP_CASES_MAX_BUFS]; /* freed on the way out, even by a failure */
+};
+
+__attribute__((noreturn)) static void nsp_cases_exit(struct nsp_cases_job *job, int status)
+{
+  int i;
+  for (i = 0; i < NSP_CASES_MAX_BUFS; i++)
+    free(job->bufs[i]);
+  printf("rank %d returned %lu calls\n", job->rank, nsp_cases_calls);
+  fflush(stdout);
+  fflush(stderr);
+  exit(status);
+}
+
+/* What a job does when its watchdog fires: abort everything, exit 1. */
+__attribute__((format(printf, 2, 3), noreturn)) static void
+nsp_cases_die(struct nsp_cases_job *job, const char *fmt, ...)
+{
+  char msg[2048];
+  va_list ap;
+  int i;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  /* One write, so the lines of ranks sharing stderr do not interleave. */
+  fprintf(stderr, "rank %d: %s\n", job->rank, msg);
+  for (i = job->ncomms - 1; i >= 0; i--)
+    if (job->comms[i].comm)
+      NC(ncclCommAbort(job->comms[i].comm));
+  job->ncomms = 0;
+  nsp_cases_exit(job, 1);
+}
+
+static struct nsp_cases_comm *nsp_cases_add_comm(struct nsp_cases_job *job, ncclComm_t comm,
+                                                 const char *label)
+{
+  struct nsp_cases_comm *cc = &job->comms[job->ncomms++];
+  memset(cc, 0, sizeof *cc);
+  cc->comm = comm;
+  cc->label = label;
+  if (NC(ncclCommUserRank(comm, &cc->rank)) != ncclSuccess ||
+      NC(ncclCommCount(comm, &cc->nranks)) != ncclSuccess)
+    nsp_cases_die(job, "cannot query communicator %s", label);
+  return cc;
+}
+
+static const char *nsp_cases_dtype_name(ncclDataType_t t)
+{
+  static const char *const names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+                                      "float16", "float32", "float64", "bfloat16",
+                                      "float8e4m3", "float8e5m2"};
+  return (int)t >= 0 && (int)t <= NSP_NCCL_DTYPE_MAX ? names[t] : "?";
+}
+
+static size_t nsp_cases_dtype_size(ncclDataType_t t)
+{
+  static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return sizes[t];
+}
+
+/* ---- values ----------------------------------------------------------------
+ * Every input element is a small integer that depends on the kind of call,
+ * its sequence number and the rank, so a rank that reads another call's
+ * bytes (another kind, seq or dtype) sees different values.  Sums over 16
+ * ranks stay below 128 and products are powers of two at most 16: exact in
+ * every dtype used here. */
+
+enum nsp_cases_kind { K_AR, K_AG, K_RS, K_BC, K_RD, K_A2A, K_GA, K_SC, K_P2P, K_PM };
+
+static const char *const nsp_cases_kind_names[] = {
+  "all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce", "all-to-all",
+  "gather", "scatter", "send/recv", "premulsum all-reduce"};
+
+static double nsp_cases_val(enum nsp_cases_kind kind, int seq, int rank, size_t i, ncclRedOp_t op)
+{
+  if (op == ncclProd)
+    return (int)((i + (size_t)seq) % 4) == rank % 4 ? 2 : 1;
+  return (double)(1 + ((size_t)kind * 3 + (size_t)seq + (size_t)rank * 2 + i) % 7);
+}
+
+static double nsp_cases_reduced(enum nsp_cases_kind kind, int seq, int nranks, size_t i,
+                                ncclRedOp_t op, ncclDataType_t t)
+{
+  double acc = nsp_cases_val(kind, seq, 0, i, op);
+  int p;
+  for (p = 1; p < nranks; p++) {
+    double v = nsp_cases_val(kind, seq, p, i, op);
+    switch (op) {
+    case ncclProd: acc *= v; break;
+    case ncclMax: acc = v > acc ? v : acc; break;
+    case ncclMin: acc = v < acc ? v : acc; break;
+    default: acc += v; break;
+    }
+  }
+  if (op == ncclAvg)
+    acc = t <= ncclUint64 ? floor(acc / nranks) : acc / nranks;
+  return acc;
+}
+
+static double nsp_cases_tol(ncclDataType_t t, double want)
+{
+  double rel = t == ncclFloat16 ? 1.0 / 512 : t == ncclBfloat16 ? 1.0 / 64
+             : t == ncclFloat32 ? 1e-6 : t == ncclFloat64 ? 1e-12 : 0;
+  return rel * (fabs(want) > 1 ? fabs(want) : 1);
+}
+
+static void *nsp_cases_alloc(struct nsp_cases_job *job, size_t count, ncclDataType_t t)
+{
+  void *p = calloc(count ? count : 1, nsp_cases_dtype_size(t));
+  int i;
+  if (!p)
+    nsp_cases_die(job, "out of memory (%zu elements)", count);
+  for (i = 0; i < NSP_CASES_MAX_BUFS && job->bufs[i]; i++)
+    ;
+  if (i == NSP_CASES_MAX_BUFS) {
+    free(p);
+    nsp_cases_die(job, "more than %d buffers at once", NSP_CASES_MAX_BUFS);
+  }
+  job->bufs[i] = p;
+  return p;
+}
+
+static void nsp_cases_free(struct nsp_cases_job *job, void *p)
+{
+  int i;
+  for (i = 0; i < NSP_CASES_MAX_BUFS; i++)
+    if (job->bufs[i] == p)
+      job->bufs[i] = NULL;
+  free(p);
+}
+
+static void nsp_cases_fill(void *buf, ncclDataType_t t, size_t count, enum nsp_cases_kind kind,
+                           int seq, int rank, ncclRedOp_t op)
+{
+  size_t i;
+  for (i = 0; i < count; i++)
+    nsp_standin_store_elem(buf, t, i, nsp_cases_val(kind, seq, rank, i, op));
+}
+
+/* Dies unless `r` is ncclSuccess; names the call the way a log would. */
+static void nsp_cases_check(struct nsp_cases_job *job, struct nsp_cases_comm *cc, ncclResult_t r,
+                            enum nsp_cases_kind kind, ncclDataType_t t, size_t count)
+{
+  if (r != ncclSuccess) {
+    const char *es = NCS(ncclGetErrorString(r));
+    const char *le = NCS(ncclGetLastError(cc->comm));
+    nsp_cases_die(job, "%s #%d (%s x%zu) on %s returned %d (%s): %s", nsp_cases_kind_names[kind],
+                  cc->seq, nsp_cases_dtype_name(t), count, cc->label, (int)r, es, le);
+  }
+}
+
+static void nsp_cases_verify(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                             enum nsp_cases_kind kind, ncclDataType_t t, const void *buf,
+                             size_t i, double want)
+{
+  double got = nsp_standin_load_elem(buf, t, i);
+  if (!(fabs(got - want) <= nsp_cases_tol(t, want)))
+    nsp_cases_die(job, "wrong values after %s #%d (%s) on %s: element %zu is %g, expected %g",
+                  nsp_cases_kind_names[kind], kind == K_P2P ? cc->p2p_seq : cc->seq,
+                  nsp_cases_dtype_name(t), cc->label, i, got, want);
+}
+
+/* ---- checked collectives ---------------------------------------------------- */
+
+static void nsp_cases_allreduce(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                                ncclDataType_t t, size_t count, ncclRedOp_t op)
+{
+  void *buf = nsp_cases_alloc(job, count, t);
+  size_t i;
+  int seq = ++cc->seq;
+  nsp_cases_fill(buf, t, count, K_AR, seq, cc->rank, op);
+  nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, count, t, op, cc->comm, NULL)), K_AR, t, count);
+  for (i = 0; i < count; i++)
+    nsp_cases_verify(job, cc, K_AR, t, buf, i, nsp_cases_reduced(K_AR, seq, cc->nranks, i, op, t));
+  nsp_cases_free(job, buf);
+}
+
+static void nsp_cases_allgather(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                                ncclDataType_t t, size_t count)
+{
+  void *send = nsp_cases_alloc(job, count, t);
+  void *recv = nsp_cases_alloc(job, count * (size_t)cc->nranks, t);
+  size_t i;
+  int seq = ++cc->seq, p;
+  nsp_cases_fill(send, t, count, K_AG, seq, cc->rank, ncclSum);
+  nsp_cases_check(job, cc, NC(ncclAllGather(send, recv, count, t, cc->comm, NULL)), K_AG, t, count);
+  for (p = 0; p < cc->nranks; p++)
+    for (i = 0; i < count; i++)
+      nsp_cases_verify(job, cc, K_AG, t, recv, (size_t)p * count + i,
+                       nsp_cases_val(K_AG, seq, p, i, ncclSum));
+  nsp_cases_free(job, send);
+  nsp_cases_free(job, recv);
+}
+
+static void nsp_cases_reducescatter(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                                    ncclDataType_t t, size_t count, ncclRedOp_t op)
+{
+  size_t n = (size_t)cc->nranks, i, base = (size_t)cc->rank * count;
+  void *send = nsp_cases_alloc(job, count * n, t), *recv = nsp_cases_alloc(job, count, t);
+  int seq = ++cc->seq;
+  nsp_cases_fill(send, t, count * n, K_RS, seq, cc->rank, op);
+  nsp_cases_check(job, cc, NC(ncclReduceScatter(send, recv, count, t, op, cc->comm, NULL)), K_RS,
+                  t, count);
+  for (i = 0; i < count; i++)
+    nsp_cases_verify(job, cc, K_RS, t, recv, i,
+                     nsp_cases_reduced(K_RS, seq, cc->nranks, base + i, op, t));
+  nsp_cases_free(job, send);
+  nsp_cases_free(job, recv);
+}
+
+/* `bcast`: use the in-place ncclBcast (which NCCL implements by calling
+ * ncclBroadcast) instead of ncclBroadcast. */
+static void nsp_cases_broadcast(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                                ncclDataType_t t, size_t count, int root, int bcast)
+{
+  void *send = nsp_cases_alloc(job, count, t), *recv = nsp_cases_alloc(job, count, t);
+  size_t i;
+  int seq = ++cc->seq;
+  ncclResult_t r;
+  if (cc->rank == root)
+    nsp_cases_fill(bcast ? recv : send, t, count, K_BC, seq, root, ncclSum);
+  if (bcast)
+    r = NC(ncclBcast(recv, count, t, root, cc->comm, NULL));
+  else
+    r = NC(ncclBroadcast(send, recv, count, t, root, cc->comm, NULL));
+  nsp_cases_check(job, cc, r, K_BC, t, count);
+  for (i = 0; i < count; i++)
+    nsp_cases_verify(job, cc, K_BC, t, recv, i, nsp_cases_val(K_BC, seq, root, i, ncclSum));
+  nsp_cases_free(job, send);
+  nsp_cases_free(job, recv);
+}
+
+static void nsp_cases_reduce(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                             ncclDataType_t t, size_t count, ncclRedOp_t op, int root)
+{
+  void *send = nsp_cases_alloc(job, count, t), *recv = nsp_cases_alloc(job, count, t);
+  size_t i;
+  int seq = ++cc->seq;
+  nsp_cases_fill(send, t, count, K_RD, seq, cc->rank, op);
+  nsp_cases_check(job, cc, NC(ncclReduce(send, recv, count, t, op, root, cc->comm, NULL)), K_RD,
+                  t, count);
+  for (i = 0; i < count && cc->rank == root; i++)
+    nsp_cases_verify(job, cc, K_RD, t, recv, i, nsp_cases_reduced(K_RD, seq, cc->nranks, i, op, t));
+  nsp_cases_free(job, send);
+  nsp_cases_free(job, recv);
+}
+
+static void nsp_cases_alltoall(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                               ncclDataType_t t, size_t count)
+{
+  size_t n = (size_t)cc->nranks, i;
+  void *send = nsp_cases_alloc(job, count * n, t), *recv = nsp_cases_alloc(job, count * n, t);
+  int seq = ++cc->seq, p;
+  nsp_cases_fill(send, t, count * n, K_A2A, seq, cc->rank, ncclSum);
+  nsp_cases_check(job, cc, NC(ncclAlltoAll(send, recv, count, t, cc->comm, NULL)), K_A2A, t, count);
+  for (p = 0; p < cc->nranks; p++)
+    for (i = 0; i < count; i++)
+      nsp_cases_verify(job, cc, K_A2A, t, recv, (size_t)p * count + i,
+                       nsp_cases_val(K_A2A, seq, p, (size_t)cc->rank * count + i, ncclSum));
+  nsp_cases_free(job, send);
+  nsp_cases_free(job, recv);
+}
+
+static void nsp_cases_gather(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                             ncclDataType_t t, size_t count, int root)
+{
+  size_t n = (size_t)cc->nranks, i;
+  void *send = nsp_cases_alloc(job, count, t), *recv = nsp_cases_alloc(job, count * n, t);
+  int seq = ++cc->seq, p;
+  nsp_cases_fill(send, t, count, K_GA, seq, cc->rank, ncclSum);
+  nsp_cases_check(job, cc, NC(ncclGather(send, recv, count, t, root, cc->comm, NULL)), K_GA, t,
+                  count);
+  for (p = 0; p < cc->nranks && cc->rank == root; p++)
+    for (i = 0; i < count; i++)
+      nsp_cases_verify(job, cc, K_GA, t, recv, (size_t)p * count + i,
+                       nsp_cases_val(K_GA, seq, p, i, ncclSum));
+  nsp_cases_free(job, send);
+  nsp_cases_free(job, recv);
+}
+
+static void nsp_cases_scatter(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                              ncclDataType_t t, size_t count, int root)
+{
+  size_t n = (size_t)cc->nranks, i;
+  void *send = nsp_cases_alloc(job, count * n, t), *recv = nsp_cases_alloc(job, count, t);
+  int seq = ++cc->seq;
+  if (cc->rank == root)
+    nsp_cases_fill(send, t, count * n, K_SC, seq, root, ncclSum);
+  nsp_cases_check(job, cc, NC(ncclScatter(send, recv, count, t, root, cc->comm, NULL)), K_SC, t,
+                  count);
+  for (i = 0; i < count; i++)
+    nsp_cases_verify(job, cc, K_SC, t, recv, i,
+                     nsp_cases_val(K_SC, seq, root, (size_t)cc->rank * count + i, ncclSum));
+  nsp_cases_free(job, send);
+  nsp_cases_free(job, recv);
+}
+
+/* All-reduce with a PreMulSum op: each rank scales its input by rank+1. */
+static void nsp_cases_premulsum(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                                ncclDataType_t t, size_t count)
+{
+  void *buf = nsp_cases_alloc(job, count, t);
+  unsigned char scalar[8];
+  ncclRedOp_t op;
+  size_t i;
+  int seq, p;
+  nsp_standin_store_elem(scalar, t, 0, cc->rank + 1);
+  nsp_cases_check(job, cc, NC(ncclRedOpCreatePreMulSum(&op, scalar, t, ncclScalarHostImmediate,
+                                                       cc->comm)), K_PM, t, count);
+  seq = ++cc->seq;
+  nsp_cases_fill(buf, t, count, K_PM, seq, cc->rank, ncclSum);
+  nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, count, t, op, cc->comm, NULL)), K_PM, t, count);
+  for (i = 0; i < count; i++) {
+    double want = 0;
+    for (p = 0; p < cc->nranks; p++)
+      want += (p + 1) * nsp_cases_val(K_PM, seq, p, i, ncclSum);
+    nsp_cases_verify(job, cc, K_PM, t, buf, i, want);
+  }
+  nsp_cases_check(job, cc, NC(ncclRedOpDestroy(op, cc->comm)), K_PM, t, count);
+  nsp_cases_free(job, buf);
+}
+
+/* Each rank sends to rank+1 and receives from rank-1 in one group, as
+ * pipeline-parallel code does. */
+static void nsp_cases_ring(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                           ncclDataType_t t, size_t count)
+{
+  void *send = nsp_cases_alloc(job, count, t), *recv = nsp_cases_alloc(job, count, t);
+  int n = cc->nranks, next = (cc->rank + 1) % n, prev = (cc->rank + n - 1) % n;
+  int seq = ++cc->p2p_seq;
+  size_t i;
+  nsp_cases_fill(send, t, count, K_P2P, seq, cc->rank, ncclSum);
+  nsp_cases_check(job, cc, NC(ncclGroupStart()), K_P2P, t, count);
+  nsp_cases_check(job, cc, NC(ncclSend(send, count, t, next, cc->comm, NULL)), K_P2P, t, count);
+  nsp_cases_check(job, cc, NC(ncclRecv(recv, count, t, prev, cc->comm, NULL)), K_P2P, t, count);
+  nsp_cases_check(job, cc, NC(ncclGroupEnd()), K_P2P, t, count);
+  for (i = 0; i < count; i++)
+    nsp_cases_verify(job, cc, K_P2P, t, recv, i, nsp_cases_val(K_P2P, seq, prev, i, ncclSum));
+  nsp_cases_free(job, send);
+  nsp_cases_free(job, recv);
+}
+
+static struct nsp_cases_comm *nsp_cases_split(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                                              int color, int key, const char *label)
+{
+  ncclComm_t child = NULL;
+  ncclResult_t r = NC(ncclCommSplit(cc->comm, color, key, &child, NULL));
+  if (r != ncclSuccess)
+    nsp_cases_die(job, "ncclCommSplit of %s returned %d: %s", cc->label, (int)r,
+                  NCS(ncclGetLastError(cc->comm)));
+  return nsp_cases_add_comm(job, child, label);
+}
+
+/* ---- the cases ------------------------------------------------------------- */
+
+static void nsp_cases_c01(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  /* autocast turned rank 0's gradient bucket into float16 */
+  nsp_cases_allreduce(job, w, job->rank == 0 ? ncclFloat16 : ncclFloat32, 1024, ncclSum);
+}
+
+static void nsp_cases_c02(struct nsp_cases_job *job)
+{
+  nsp_cases_allreduce(job, &job->comms[0], job->rank % 2 ? ncclFloat32 : ncclBfloat16, 1u << 20,
+                      ncclSum);
+}
+
+static void nsp_cases_c03(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  int step;
+  for (step = 0; step < 10; step++)
+    nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  /* a metric gathered under "if main process": one float per rank */
+  if (job->rank == 0)
+    nsp_cases_allgather(job, w, ncclFloat32, 1);
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+}
+
+static void nsp_cases_c04(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  int seq;
+  for (seq = 1; seq <= 34; seq++) {
+    if (seq == 33 && job->rank == 2)
+      nsp_cases_broadcast(job, w, ncclFloat32, 1024, 0, 0);
+    else
+      nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  }
+}
+
+static void nsp_cases_c05(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  nsp_cases_allreduce(job, w, ncclFloat32, job->rank == 0 ? 409600 : 409598, ncclSum);
+  /* the next training step */
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+}
+
+static void nsp_cases_c06(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  nsp_cases_broadcast(job, w, ncclFloat32, 1024, job->rank == 2 ? 1 : 0, 0);
+  nsp_cases_broadcast(job, w, ncclFloat32, 1024, 0, 0);
+}
+
+#define NSP_CASES_C07_FAIL "rank=3,seq=50,result=2,msg=NET/IB : connection reset by peer"
+
+static void nsp_cases_c07_setup(struct nsp_cases_job *job)
+{
+  (void)job;
+  /* Before init: the stand-in reads NSP_STANDIN_FAIL once, at the first
+   * communicator init.  A value set by the caller wins. */
+  setenv("NSP_STANDIN_FAIL", NSP_CASES_C07_FAIL, 0);
+}
+
+static void nsp_cases_c07(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  const size_t count = 1024;
+  float *buf = nsp_cases_alloc(job, count, ncclFloat32);
+  ncclResult_t r, async = ncclSuccess, first = ncclSuccess;
+  int first_seq = 0;
+  /* Like PyTorch, keep enqueueing after a remote error until the watchdog
+   * notices; a local error stops the rank at once. */
+  while (w->seq < 52) {
+    size_t i;
+    int seq = ++w->seq;
+    nsp_cases_fill(buf, ncclFloat32, count, K_AR, seq, w->rank, ncclSum);
+    r = NC(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, w->comm, NULL));
+    if (r != ncclSuccess) {
+      const char *le = NCS(ncclGetLastError(w->comm));
+      fprintf(stderr, "rank %d: all-reduce #%d returned %d (%s): %s\n", job->rank, seq, (int)r,
+              NCS(ncclGetErrorString(r)), le);
+      if (!first_seq) {
+        first_seq = seq;
+        first = r;
+      }
+      if (r != ncclRemoteError)
+        break;
+      continue;
+    }
+    if (first_seq)
+      continue;
+    for (i = 0; i < count; i++)
+      nsp_cases_verify(job, w, K_AR, ncclFloat32, buf, i,
+                       nsp_cases_reduced(K_AR, seq, w->nranks, i, ncclSum, ncclFloat32));
+  }
+  nsp_cases_free(job, buf);
+  if (first_seq) {
+    NC(ncclCommGetAsyncError(w->comm, &async));
+    nsp_cases_die(job, "watchdog: first error %d at all-reduce #%d, async error %d", (int)first,
+                  first_seq, (int)async);
+  }
+}
+
+/* Each send and each receive in its own group, as PyTorch's isend/irecv
+ * (and send/recv) issue them. */
+static void nsp_cases_c08(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  const size_t count = 1024;
+  float *buf = nsp_cases_alloc(job, count, ncclFloat32);
+  int k;
+  for (k = 0; k < (job->rank == 0 ? 3 : 2); k++) {
+    size_t i;
+    int seq = ++w->p2p_seq;
+    if (job->rank == 0)
+      nsp_cases_fill(buf, ncclFloat32, count, K_P2P, seq, 0, ncclSum);
+    nsp_cases_check(job, w, NC(ncclGroupStart()), K_P2P, ncclFloat32, count);
+    if (job->rank == 0)
+      nsp_cases_check(job, w, NC(ncclSend(buf, count, ncclFloat32, 1, w->comm, NULL)), K_P2P,
+                      ncclFloat32, count);
+    else
+      nsp_cases_check(job, w, NC(ncclRecv(buf, count, ncclFloat32, 0, w->comm, NULL)), K_P2P,
+                      ncclFloat32, count);
+    nsp_cases_check(job, w, NC(ncclGroupEnd()), K_P2P, ncclFloat32, count);
+    for (i = 0; i < count && job->rank == 1; i++)
+      nsp_cases_verify(job, w, K_P2P, ncclFloat32, buf, i, nsp_cases_val(K_P2P, seq, 0, i, ncclSum));
+  }
+  nsp_cases_free(job, buf);
+}
+
+static void nsp_cases_c09(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0], *child;
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  child = nsp_cases_split(job, w, job->rank / 2, job->rank, job->rank < 2 ? "child{0,1}" : "child{2,3}");
+  nsp_cases_allreduce(job, child, ncclFloat32, 1024, ncclSum);
+  nsp_cases_allreduce(job, child, ncclFloat32, 1024, ncclSum);
+  nsp_cases_allreduce(job, child, job->rank == 3 ? ncclFloat16 : ncclFloat32, 1024, ncclSum);
+}
+
+static void nsp_cases_c10(struct nsp_cases_job *job)
+{
+  static const ncclDataType_t types[] = {ncclFloat32, ncclBfloat16, ncclFloat16, ncclFloat64,
+                                         ncclInt32, ncclUint8, ncclInt64, ncclUint32, ncclInt8,
+                                         ncclUint64};
+  static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  struct nsp_cases_comm *w = &job->comms[0], *half;
+  int n = job->nranks, step;
+
+  /* odd and even ranks, in reverse order of world rank */
+  half = nsp_cases_split(job, w, job->rank % 2, n - job->rank, "half");
+  for (step = 0; step < 1000; step++) {
+    ncclDataType_t t = types[step % 10];
+    ncclRedOp_t op = ops[(step / 10) % 5], op2 = ops[(step / 10 + 1) % 5];
+    nsp_cases_allreduce(job, w, t, 64 + (size_t)(step % 7), op);
+    nsp_cases_allgather(job, w, t, 17);
+    nsp_cases_reducescatter(job, w, t, 9, op2);
+    nsp_cases_broadcast(job, w, t, 33, step % n, step % 2);
+    nsp_cases_allreduce(job, half, t, 31, op2);
+    nsp_cases_allgather(job, half, t, 5);
+    nsp_cases_reducescatter(job, half, t, 4, op);
+    nsp_cases_broadcast(job, half, t, 8, step % half->nranks, 0);
+    nsp_cases_ring(job, w, t, 50);
+    if (step % 50 == 0) {
+      nsp_cases_reduce(job, w, t, 21, op, (step / 50) % n);
+      nsp_cases_alltoall(job, w, t, 6);
+      nsp_cases_gather(job, w, t, 7, (step / 50 + 1) % n);
+      nsp_cases_scatter(job, w, t, 5, (step / 50 + 2) % n);
+      nsp_cases_premulsum(job, w, ncclFloat32, 40);
+      nsp_cases_ring(job, half, t, 3);
+    }
+  }
+}
+
+/* ---- table and main --------------------------------------------------------- */
+
+struct nsp_cases_case {
+  const char *id, *name;
+  int nranks; /* 0: any even number >= 2 */
+  void (*setup)(struct nsp_cases_job *job);
+  void (*run)(struct nsp_cases_job *job);
+  const char *what;
+};
+
+static const struct nsp_cases_case nsp_cases_table[] = {
+  {"c01", "amp-dtype", 2, NULL, nsp_cases_c01, "seq 2: rank 0 float16, rank 1 float32"},
+  {"c02", "even-odd", 4, NULL, nsp_cases_c02, "1M elements: even ranks bfloat16, odd float32"},
+  {"c03", "main-only", 4, NULL, nsp_cases_c03, "seq 11: rank 0 all-gather, ranks 1-3 all-reduce"},
+  {"c04", "different-op", 4, NULL, nsp_cases_c04, "seq 33: rank 2 broadcast, others all-reduce"},
+  {"c05", "count", 2, NULL, nsp_cases_c05, "all-reduce 409600 vs 409598 float32"},
+  {"c06", "root", 3, NULL, nsp_cases_c06, "broadcast with roots 0, 0, 1"},
+  {"c07", "first-error", 4, nsp_cases_c07_setup, nsp_cases_c07,
+   "rank 3 fails at seq 50 (NSP_STANDIN_FAIL), the others see ncclRemoteError"},
+  {"c08", "p2p-count", 2, NULL, nsp_cases_c08, "rank 0 sends 3 times, rank 1 receives twice"},
+  {"c09", "split", 4, NULL, nsp_cases_c09, "child {2,3} seq 3: rank 3 float16, rank 2 float32"},
+  {"c10", "healthy", 0, NULL, nsp_cases_c10, "1000 steps of every collective, checked"},
+};
+
+static int nsp_cases_env_int(const char *name, int dflt)
+{
+  const char *s = getenv(name);
+  char *end;
+  long v;
+  if (!s || !*s)
+    return dflt;
+  v = strtol(s, &end, 10);
+  return *end ? dflt : (int)v;
+}
+
+static void nsp_cases_sleep_ms(int ms)
+{
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
+/* Rank 0 publishes the id; the others wait for it. */
+static void nsp_cases_exchange_id(struct nsp_cases_job *job, ncclUniqueId *id)
+{
+  const char *path = getenv("NSP_UID_FILE");
+  int wait_ms = nsp_cases_env_int("NSP_UID_WAIT_MS", 30000), waited = 0;
+
+  if (!path || !*path) {
+    fprintf(stderr, "rank %d: NSP_UID_FILE is not set (nsp_launch sets it)\n", job->rank);
+    nsp_cases_exit(job, 2);
+  }
+  if (job->rank == 0) {
+    char tmp[4096];
+    ncclResult_t r = NC(ncclGetUniqueId(id));
+    FILE *f;
+    if (r != ncclSuccess)
+      nsp_cases_die(job, "ncclGetUniqueId returned %d", (int)r);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    f = fopen(tmp, "wb");
+    if (!f || fwrite(id, sizeof *id, 1, f) != 1 || fclose(f) != 0 || rename(tmp, path) != 0)
+      nsp_cases_die(job, "cannot write %s: %s", path, strerror(errno));
+    return;
+  }
+  for (;;) {
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+      ssize_t got = read(fd, id, sizeof *id);
+      close(fd);
+      if (got == (ssize_t)sizeof *id)
+        return;
+    }
+    if (waited >= wait_ms) {
+      fprintf(stderr, "rank %d: no unique id in %s after %d ms\n", job->rank, path, wait_ms);
+      nsp_cases_exit(job, 1);
+    }
+    nsp_cases_sleep_ms(5);
+    waited += 5;
+  }
+}
+
+static void nsp_cases_usage(FILE *f)
+{
+  size_t i;
+  fprintf(f, "usage: nsp_cases CASE   (one process per rank; env RANK, WORLD_SIZE, NSP_UID_FILE)\n");
+  for (i = 0; i < sizeof nsp_cases_table / sizeof nsp_cases_table[0]; i++) {
+    const struct nsp_cases_case *k = &nsp_cases_table[i];
+    if (k->nranks)
+      fprintf(f, "  %s %-13s %d ranks: %s\n", k->id, k->name, k->nranks, k->what);
+    else
+      fprintf(f, "  %s %-13s 2, 4, ... ranks: %s\n", k->id, k->name, k->what);
+  }
+}
+
+int main(int argc, char **argv)
+{
+  const struct nsp_cases_case *kase = NULL;
+  struct nsp_cases_job job;
+  ncclUniqueId id;
+  ncclComm_t world = NULL;
+  ncclResult_t r;
+  size_t i;
+
+  memset(&job, 0, sizeof job);
+  if (argc != 2) {
+    nsp_cases_usage(stderr);
+    return 2;
+  }
+  for (i = 0; i < sizeof nsp_cases_table / sizeof nsp_cases_table[0]; i++)
+    if (!strcmp(argv[1], nsp_cases_table[i].id) || !strcmp(argv[1], nsp_cases_table[i].name))
+      kase = &nsp_cases_table[i];
+  if (!kase) {
+    fprintf(stderr, "nsp_cases: unknown case \"%s\"\n", argv[1]);
+    nsp_cases_usage(stderr);
+    return 2;
+  }
+  job.rank = nsp_cases_env_int("RANK", -1);
+  job.nranks = nsp_cases_env_int("WORLD_SIZE", -1);
+  if (job.rank < 0 || job.nranks < 1 || job.rank >= job.nranks) {
+    fprintf(stderr, "nsp_cases: RANK and WORLD_SIZE must be set (run under nsp_launch)\n");
+    return 2;
+  }
+  if (kase->nranks ? job.nranks != kase->nranks : job.nranks < 2 || job.nranks % 2) {
+    fprintf(stderr, "nsp_cases: %s needs %s ranks, not %d\n", kase->id,
+            kase->nranks ? "exactly its" : "an even number of at least 2", job.nranks);
+    return 2;
+  }
+  if (kase->setup)
+    kase->setup(&job);
+  nsp_cases_exchange_id(&job, &id);
+  r = NC(ncclCommInitRank(&world, job.nranks, id, job.rank));
+  if (r != ncclSuccess)
+    nsp_cases_die(&job, "ncclCommInitRank returned %d: %s", (int)r, NCS(ncclGetLastError(NULL)));
+  nsp_cases_add_comm(&job, world, "world");
+  kase->run(&job);
+  for (i = (size_t)job.ncomms; i-- > 0;)
+    NC(ncclCommDestroy(job.comms[i].comm));
+  nsp_cases_exit(&job, 0);
+}

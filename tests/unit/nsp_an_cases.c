@@ -1,0 +1,233 @@
+/* nsp_an_cases.c - the failure cases as synthetic traces (see header). */
+#include "nsp_an_cases.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nsp_names.h"
+
+/* Two ranks per host, pids from 1000 up: like a 2-GPU-per-node job. */
+static int make_ranks(struct nsp_tracegen **g, int n, uint32_t *world) {
+  for (int r = 0; r < n; r++) {
+    char host[32];
+    snprintf(host, sizeof host, "node-%c", 'a' + r / 2);
+    g[r] = nsp_tracegen_create(host, 1000u + (uint32_t)r, r);
+    if (!g[r]) return -1;
+    char ws[16];
+    snprintf(ws, sizeof ws, "%d", n);
+    if (nsp_tracegen_env(g[r], "WORLD_SIZE", ws) < 0) return -1;
+    nsp_tracegen_set_comm_name(g[r], "default_pg:0");
+    world[r] = nsp_tracegen_comm(g[r], NSP_CASE_WORLD, r, n);
+    if (!world[r]) return -1;
+  }
+  return 0;
+}
+
+#define AR(g, c, n, dt) nsp_tracegen_coll(g, NSP_API_AllReduce, c, n, dt, ncclSum, -1)
+
+static int c01(struct nsp_tracegen **g, uint32_t *w) {
+  /* AMP: rank 0's seq 2 runs under autocast. */
+  if (make_ranks(g, 2, w) < 0) return -1;
+  for (int r = 0; r < 2; r++) AR(g[r], w[r], 1024, ncclFloat32);
+  AR(g[0], w[0], 1024, ncclFloat16);
+  AR(g[1], w[1], 1024, ncclFloat32);
+  AR(g[0], w[0], 1024, ncclFloat32); /* rank 0 went on with wrong values; rank 1 hung */
+  return 2;
+}
+
+static int c02(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks(g, 4, w) < 0) return -1;
+  for (int r = 0; r < 4; r++) AR(g[r], w[r], 1u << 20, r % 2 ? ncclFloat32 : ncclBfloat16);
+  return 4;
+}
+
+static int c03(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks(g, 4, w) < 0) return -1;
+  for (int r = 0; r < 4; r++)
+    for (int i = 0; i < 10; i++) AR(g[r], w[r], 4096, ncclFloat32);
+  nsp_tracegen_coll(g[0], NSP_API_AllGather, w[0], 1, ncclFloat32, -1, -1); /* "if main process" */
+  for (int r = 1; r < 4; r++) {
+    AR(g[r], w[r], 4096, ncclFloat32);
+    AR(g[r], w[r], 4096, ncclFloat32);
+  }
+  return 4;
+}
+
+static int c04(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks(g, 4, w) < 0) return -1;
+  for (int r = 0; r < 4; r++)
+    for (int i = 0; i < 32; i++) AR(g[r], w[r], 256, ncclFloat32);
+  for (int r = 0; r < 4; r++) {
+    if (r == 2) nsp_tracegen_coll(g[r], NSP_API_Broadcast, w[r], 256, ncclFloat32, -1, 0);
+    else AR(g[r], w[r], 256, ncclFloat32);
+  }
+  return 4;
+}
+
+static int c05(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks(g, 2, w) < 0) return -1;
+  AR(g[0], w[0], 409600, ncclFloat32);
+  AR(g[1], w[1], 409598, ncclFloat32);
+  return 2;
+}
+
+static int c06(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks(g, 3, w) < 0) return -1;
+  static const int roots[3] = {0, 0, 1};
+  for (int r = 0; r < 3; r++) nsp_tracegen_coll(g[r], NSP_API_Broadcast, w[r], 100, ncclInt64, -1, roots[r]);
+  return 3;
+}
+
+static int c07(struct nsp_tracegen **g, uint32_t *w) {
+  /* Ranks 2-3 sit on a host whose monotonic clock started elsewhere: only
+   * the header's clock pair puts their events in the right order. */
+  for (int r = 0; r < 4; r++) {
+    char host[32];
+    snprintf(host, sizeof host, "node-%c", 'a' + r / 2);
+    g[r] = nsp_tracegen_create(host, 1000u + (uint32_t)r, r);
+    if (!g[r]) return -1;
+    if (r >= 2) nsp_tracegen_set_clock(g[r], 1700000000000000000ull, 900000000000ull);
+    w[r] = nsp_tracegen_comm(g[r], NSP_CASE_WORLD, r, 4);
+    if (!w[r]) return -1;
+  }
+  for (int r = 0; r < 4; r++)
+    for (int i = 0; i < 49; i++) AR(g[r], w[r], 1024, ncclFloat32);
+  nsp_tracegen_fail_next(g[3], ncclSystemError, "connection reset by peer");
+  AR(g[3], w[3], 1024, ncclFloat32); /* seq 50 fails on rank 3 */
+  for (int r = 0; r < 3; r++) {
+    /* seq 50 is enqueued fine; the failure reaches them 2 s later */
+    nsp_tracegen_set_step(g[r], 2000000000ull, 100);
+    AR(g[r], w[r], 1024, ncclFloat32);
+    nsp_tracegen_fail_next(g[r], ncclRemoteError, "remote process exited or there was a network error");
+    AR(g[r], w[r], 1024, ncclFloat32); /* seq 51 */
+  }
+  return 4;
+}
+
+static int c08(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks(g, 2, w) < 0) return -1;
+  for (int i = 0; i < 3; i++) nsp_tracegen_p2p(g[0], NSP_API_Send, w[0], 1024, ncclFloat32, 1);
+  for (int i = 0; i < 2; i++) nsp_tracegen_p2p(g[1], NSP_API_Recv, w[1], 1024, ncclFloat32, 0);
+  return 2;
+}
+
+static int c09(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks(g, 4, w) < 0) return -1;
+  for (int r = 0; r < 4; r++) {
+    AR(g[r], w[r], 8, ncclFloat32);
+    int color = r / 2;
+    nsp_tracegen_set_comm_name(g[r], color ? "tp:2" : "tp:1");
+    uint32_t c = nsp_tracegen_split(g[r], w[r], color ? NSP_CASE_CHILD1 : NSP_CASE_CHILD0, color, r, r % 2, 2);
+    if (!c) return -1;
+    for (int i = 0; i < 3; i++) AR(g[r], c, 2048, ncclFloat32);
+    AR(g[r], c, 2048, r == 3 ? ncclFloat16 : ncclFloat32); /* child seq 4 */
+    AR(g[r], w[r], 8, ncclFloat32);
+  }
+  return 4;
+}
+
+static int c10(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks(g, 4, w) < 0) return -1;
+  uint32_t child[4];
+  for (int r = 0; r < 4; r++) {
+    nsp_tracegen_set_frame_records(g[r], 512);
+    child[r] = nsp_tracegen_split(g[r], w[r], r / 2 ? NSP_CASE_CHILD1 : NSP_CASE_CHILD0, r / 2, r, r % 2, 2);
+    if (!child[r]) return -1;
+  }
+  for (int step = 0; step < 1000; step++) {
+    for (int r = 0; r < 4; r++) {
+      AR(g[r], w[r], 1u << 16, ncclBfloat16);
+      nsp_tracegen_coll(g[r], NSP_API_AllGather, w[r], 1024, ncclFloat32, -1, -1);
+      nsp_tracegen_coll(g[r], NSP_API_ReduceScatter, w[r], 1024, ncclFloat32, ncclAvg, -1);
+      /* Bcast and Broadcast are the same collective to the other ranks. */
+      nsp_tracegen_coll(g[r], r == 1 ? NSP_API_Bcast : NSP_API_Broadcast, w[r], 16, ncclInt64, -1, 0);
+      AR(g[r], child[r], 4096, ncclFloat32);
+      nsp_tracegen_group(g[r], 1);
+      nsp_tracegen_p2p(g[r], NSP_API_Send, w[r], 512 + (uint64_t)(step % 3), ncclFloat16, (r + 1) % 4);
+      nsp_tracegen_p2p(g[r], NSP_API_Recv, w[r], 512 + (uint64_t)(step % 3), ncclFloat16, (r + 3) % 4);
+      nsp_tracegen_group(g[r], 0);
+    }
+  }
+  for (int r = 0; r < 4; r++) {
+    nsp_tracegen_comm_end(g[r], child[r], NSP_API_CommDestroy);
+    nsp_tracegen_comm_end(g[r], w[r], NSP_API_CommDestroy);
+  }
+  return 4;
+}
+
+static int c11(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks(g, 2, w) < 0) return -1;
+  for (int i = 0; i < 5; i++) AR(g[0], w[0], 1000, ncclFloat32);
+  for (int i = 0; i < 4; i++) AR(g[1], w[1], 1000, ncclFloat32); /* then sleeps 30 s */
+  return 2;
+}
+
+int nsp_case_build(const char *name, struct nsp_tracegen **g) {
+  static const struct {
+    const char *name;
+    int (*fn)(struct nsp_tracegen **, uint32_t *);
+  } cases[] = {{"c01", c01}, {"c02", c02}, {"c03", c03}, {"c04", c04}, {"c05", c05}, {"c06", c06},
+               {"c07", c07}, {"c08", c08}, {"c09", c09}, {"c10", c10}, {"c11", c11}};
+  for (int i = 0; i < NSP_CASE_MAX_RANKS; i++) g[i] = NULL;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    if (strcmp(cases[i].name, name)) continue;
+    uint32_t w[NSP_CASE_MAX_RANKS];
+    int n = cases[i].fn(g, w);
+    if (n < 0)
+      for (int r = 0; r < NSP_CASE_MAX_RANKS; r++) {
+        nsp_tracegen_destroy(g[r]);
+        g[r] = NULL;
+      }
+    return n;
+  }
+  return -1;
+}
+
+int nsp_case_write(const char *name, const char *dir) {
+  struct nsp_tracegen *g[NSP_CASE_MAX_RANKS];
+  int n = nsp_case_build(name, g);
+  int ret = n;
+  for (int r = 0; r < n; r++)
+    if (nsp_tracegen_write(g[r], dir, SIZE_MAX, NULL, 0) < 0) ret = -1;
+  for (int r = 0; r < (n > 0 ? n : 0); r++) nsp_tracegen_destroy(g[r]);
+  return ret;
+}
+
+int nsp_case_add(const char *name, struct nsp_job *job) {
+  struct nsp_tracegen *g[NSP_CASE_MAX_RANKS];
+  int n = nsp_case_build(name, g);
+  int ret = n;
+  for (int r = 0; r < n; r++) {
+    const uint8_t *data;
+    size_t len;
+    char tname[64];
+    snprintf(tname, sizeof tname, "%s.rank%d.ncclspy", name, r);
+    if (nsp_tracegen_bytes(g[r], &data, &len) < 0 || nsp_job_add_mem(job, tname, data, len) != 1) ret = -1;
+  }
+  for (int r = 0; r < (n > 0 ? n : 0); r++) nsp_tracegen_destroy(g[r]);
+  return ret;
+}
+
+int nsp_case_mkdtemp(char *dir, size_t dirlen) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, dirlen, "%s/ncclspy-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+void nsp_case_rmdir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char p[1024];
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}

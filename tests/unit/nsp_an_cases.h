@@ -1,0 +1,37 @@
+/* nsp_an_cases.h - synthetic traces of the failure cases c01..c11 of
+ * shared/cases/README.md (and healthy c10), for the analyzer's tests.
+ * Each case is the calls every rank makes, written with nsp_tracegen. */
+#ifndef NSP_AN_CASES_H
+#define NSP_AN_CASES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nsp_analyze.h"
+#include "nsp_tracegen.h"
+
+/* Communicator ids the cases use (any 64-bit values would do). */
+#define NSP_CASE_WORLD 0x57a1d0c0ffee0001ull
+#define NSP_CASE_CHILD0 0x57a1d0c0ffee0a00ull /* split color 0 */
+#define NSP_CASE_CHILD1 0x57a1d0c0ffee0a01ull /* split color 1 */
+
+#define NSP_CASE_MAX_RANKS 8
+
+/* Builds case `name` ("c01".."c11"): one generator per rank into gens
+ * (room for NSP_CASE_MAX_RANKS).  Returns the number of ranks, -1 for an
+ * unknown name or out of memory.  The caller destroys the generators. */
+int nsp_case_build(const char *name, struct nsp_tracegen **gens);
+
+/* Writes the case's traces into dir.  Returns the number of files, -1. */
+int nsp_case_write(const char *name, const char *dir);
+
+/* Adds the case's traces to job from memory (named "<case>.rank<R>.ncclspy").
+ * Returns the number added, -1. */
+int nsp_case_add(const char *name, struct nsp_job *job);
+
+/* A fresh empty directory under $TMPDIR (or /tmp) into dir (dirlen
+ * bytes); 0 or -1.  nsp_case_rmdir removes it and the files in it. */
+int nsp_case_mkdtemp(char *dir, size_t dirlen);
+void nsp_case_rmdir(const char *dir);
+
+#endif /* NSP_AN_CASES_H */

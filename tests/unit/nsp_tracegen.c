@@ -1,0 +1,402 @@
+/* nsp_tracegen.c - synthetic traces through the real codec (see the header). */
+#include "nsp_tracegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "nsp_names.h"
+
+struct tg_comm {
+  uint64_t id, seq;
+  uint32_t splits;
+};
+
+struct tg_p2p {
+  uint32_t comm;
+  int peer, dir;
+  uint64_t seq;
+};
+
+struct nsp_tracegen {
+  char host[NSP_HOST_MAX];
+  uint32_t pid;
+  int rank;
+  int32_t nccl_version;
+  uint64_t realtime, monotonic, now, step, dur;
+  unsigned frame_records, in_frame;
+  char **env;
+  size_t nenv;
+  int process_written, header_written;
+  struct nsp_codec codec;
+  struct nsp_buf frame, file;
+  size_t *offsets;
+  size_t noff;
+  struct tg_comm *comms; /* index 0 unused */
+  size_t ncomms;
+  struct tg_p2p *p2p;
+  size_t np2p;
+  int next_result;
+  char *next_error;
+  char *comm_name;
+  uint64_t group_id, group_counter;
+  uint32_t group_depth;
+  int oom;
+};
+
+struct nsp_tracegen *nsp_tracegen_create(const char *host, uint32_t pid, int rank) {
+  struct nsp_tracegen *g = calloc(1, sizeof *g);
+  if (!g) return NULL;
+  snprintf(g->host, sizeof g->host, "%s", host);
+  g->pid = pid;
+  g->rank = rank;
+  g->nccl_version = 22809;
+  g->realtime = 1700000000000000000ull;
+  g->monotonic = 1000000000ull;
+  g->now = g->monotonic + 1000;
+  g->step = 1000;
+  g->dur = 100;
+  g->comms = calloc(1, sizeof *g->comms);
+  if (!g->comms) {
+    free(g);
+    return NULL;
+  }
+  g->ncomms = 1;
+  if (rank >= 0) {
+    char b[16];
+    snprintf(b, sizeof b, "%d", rank);
+    if (nsp_tracegen_env(g, "RANK", b) < 0) {
+      nsp_tracegen_destroy(g);
+      return NULL;
+    }
+  }
+  return g;
+}
+
+void nsp_tracegen_destroy(struct nsp_tracegen *g) {
+  if (!g) return;
+  for (size_t i = 0; i < 2 * g->nenv; i++) free(g->env[i]);
+  free(g->env);
+  nsp_codec_free(&g->codec);
+  nsp_buf_free(&g->frame);
+  nsp_buf_free(&g->file);
+  free(g->offsets);
+  free(g->comms);
+  free(g->p2p);
+  free(g->next_error);
+  free(g->comm_name);
+  free(g);
+}
+
+void nsp_tracegen_set_clock(struct nsp_tracegen *g, uint64_t realtime_ns, uint64_t monotonic_ns) {
+  g->realtime = realtime_ns;
+  g->monotonic = monotonic_ns;
+  if (g->now < monotonic_ns) g->now = monotonic_ns + 1000;
+}
+void nsp_tracegen_set_time(struct nsp_tracegen *g, uint64_t monotonic_ns) { g->now = monotonic_ns; }
+void nsp_tracegen_set_step(struct nsp_tracegen *g, uint64_t step_ns, uint64_t duration_ns) {
+  g->step = step_ns;
+  g->dur = duration_ns;
+}
+void nsp_tracegen_set_frame_records(struct nsp_tracegen *g, unsigned n) { g->frame_records = n; }
+void nsp_tracegen_set_nccl_version(struct nsp_tracegen *g, int32_t version) { g->nccl_version = version; }
+
+int nsp_tracegen_env(struct nsp_tracegen *g, const char *name, const char *value) {
+  char **e = realloc(g->env, (g->nenv + 1) * 2 * sizeof *e);
+  if (!e) return -1;
+  g->env = e;
+  e[2 * g->nenv] = strdup(name);
+  e[2 * g->nenv + 1] = strdup(value);
+  if (!e[2 * g->nenv] || !e[2 * g->nenv + 1]) {
+    free(e[2 * g->nenv]);
+    free(e[2 * g->nenv + 1]);
+    return -1;
+  }
+  g->nenv++;
+  return 0;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int write_header(struct nsp_tracegen *g) {
+  if (g->header_written) return 0;
+  if (nsp_buf_reserve(&g->file, NSP_HEADER_SIZE) < 0) return -1;
+  uint8_t *h = g->file.data + g->file.len;
+  memset(h, 0, NSP_HEADER_SIZE);
+  memcpy(h, NSP_MAGIC, 8);
+  put_le(h + 8, NSP_FORMAT_MAJOR, 2);
+  put_le(h + 10, NSP_FORMAT_MINOR, 2);
+  put_le(h + 12, NSP_HEADER_SIZE, 4);
+  put_le(h + 16, g->realtime, 8);
+  put_le(h + 24, g->monotonic, 8);
+  put_le(h + 32, g->pid, 4);
+  put_le(h + 36, (uint32_t)g->nccl_version, 4);
+  put_le(h + 40, 0, 4);
+  memcpy(h + 48, g->host, strnlen(g->host, NSP_HOST_MAX - 1));
+  g->file.len += NSP_HEADER_SIZE;
+  g->header_written = 1;
+  return 0;
+}
+
+int nsp_tracegen_frame(struct nsp_tracegen *g) {
+  if (write_header(g) < 0) return -1;
+  if (!g->frame.len) return 0;
+  size_t bound = ZSTD_compressBound(g->frame.len);
+  if (nsp_buf_reserve(&g->file, bound) < 0) return -1;
+  size_t n = ZSTD_compress(g->file.data + g->file.len, bound, g->frame.data, g->frame.len, 3);
+  if (ZSTD_isError(n)) return -1;
+  size_t *o = realloc(g->offsets, (g->noff + 1) * sizeof *o);
+  if (!o) return -1;
+  g->offsets = o;
+  g->offsets[g->noff++] = g->file.len;
+  g->file.len += n;
+  g->frame.len = 0;
+  g->in_frame = 0;
+  nsp_codec_reset(&g->codec);
+  return 0;
+}
+
+static int emit(struct nsp_tracegen *g, const struct nsp_rec *r);
+
+static int ensure_process(struct nsp_tracegen *g) {
+  if (g->process_written) return 0;
+  g->process_written = 1;
+  struct nsp_rec_ext x;
+  memset(&x, 0, sizeof x);
+  x.pid = g->pid;
+  x.ppid = 1;
+  x.nccl_version = g->nccl_version;
+  x.realtime_ns = g->realtime;
+  x.monotonic_ns = g->monotonic;
+  x.host = g->host;
+  x.shim_version = "0.1.0-test";
+  x.nccl_path = "/usr/lib/libnccl.so.2";
+  x.nenv = (uint32_t)g->nenv;
+  x.env = (const char *const *)g->env;
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_PROCESS;
+  r.ext = &x;
+  return emit(g, &r);
+}
+
+static int emit(struct nsp_tracegen *g, const struct nsp_rec *r) {
+  if (r->kind != NSP_REC_PROCESS && ensure_process(g) < 0) return -1;
+  if (nsp_encode(&g->frame, &g->codec, r) < 0) return -1;
+  g->in_frame++;
+  if (g->frame_records && g->in_frame >= g->frame_records) return nsp_tracegen_frame(g);
+  return 0;
+}
+
+int nsp_tracegen_record(struct nsp_tracegen *g, const struct nsp_rec *r) { return emit(g, r); }
+
+/* Fills the times of the next record and advances the clock. */
+static void stamp(struct nsp_tracegen *g, struct nsp_rec *r) {
+  r->t_enter = g->now;
+  r->t_exit = g->now + g->dur;
+  g->now += g->step;
+}
+
+static void take_result(struct nsp_tracegen *g, struct nsp_rec *r) {
+  r->result = g->next_result;
+  r->last_error = g->next_error;
+  g->next_result = 0;
+}
+
+static uint32_t add_comm(struct nsp_tracegen *g, int api, uint64_t id, uint64_t parent_id, int color, int key,
+                         uint32_t split_index, int rank, int nranks) {
+  struct tg_comm *c = realloc(g->comms, (g->ncomms + 1) * sizeof *c);
+  if (!c) return 0;
+  g->comms = c;
+  uint32_t idx = (uint32_t)g->ncomms++;
+  memset(&c[idx], 0, sizeof c[idx]);
+  c[idx].id = id;
+  struct nsp_rec_ext x;
+  memset(&x, 0, sizeof x);
+  x.comm_id = id;
+  x.parent_id = parent_id;
+  x.handle = 0x5000 + idx * 0x100;
+  x.rank = rank;
+  x.nranks = nranks;
+  x.device = rank >= 0 ? rank % 8 : -1;
+  x.color = color;
+  x.key = key;
+  x.split_index = split_index;
+  x.comm_name = g->comm_name ? g->comm_name : "";
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_COMM;
+  r.api = (uint8_t)api;
+  r.comm = idx;
+  r.ext = &x;
+  stamp(g, &r);
+  take_result(g, &r);
+  int ret = emit(g, &r);
+  free(g->next_error);
+  g->next_error = NULL;
+  free(g->comm_name);
+  g->comm_name = NULL;
+  return ret < 0 ? 0 : idx;
+}
+
+uint32_t nsp_tracegen_comm(struct nsp_tracegen *g, uint64_t comm_id, int rank, int nranks) {
+  return add_comm(g, NSP_API_CommInitRank, comm_id, 0, -1, -1, 0, rank, nranks);
+}
+
+uint32_t nsp_tracegen_split(struct nsp_tracegen *g, uint32_t parent, uint64_t comm_id, int color, int key, int rank,
+                            int nranks) {
+  if (parent == 0 || parent >= g->ncomms) return 0;
+  uint32_t split_index = g->comms[parent].splits++;
+  return add_comm(g, NSP_API_CommSplit, comm_id, g->comms[parent].id, color, key, split_index, rank, nranks);
+}
+
+void nsp_tracegen_set_comm_name(struct nsp_tracegen *g, const char *name) {
+  free(g->comm_name);
+  g->comm_name = name ? strdup(name) : NULL;
+}
+
+void nsp_tracegen_fail_next(struct nsp_tracegen *g, int result, const char *last_error) {
+  g->next_result = result;
+  free(g->next_error);
+  g->next_error = last_error ? strdup(last_error) : NULL;
+}
+
+static void call_base(struct nsp_tracegen *g, struct nsp_rec *r, int api, uint32_t comm) {
+  memset(r, 0, sizeof *r);
+  r->kind = NSP_REC_CALL;
+  r->api = (uint8_t)api;
+  r->comm = comm;
+  r->stream = 0x7f0000001000ull;
+  r->sendbuff = 0x7f1000000000ull;
+  r->recvbuff = 0x7f2000000000ull;
+  r->group_id = g->group_id;
+  r->group_depth = g->group_depth;
+  r->peer = -1;
+  r->redop = -1;
+  r->dtype = -1;
+  stamp(g, r);
+  take_result(g, r);
+}
+
+static int finish_call(struct nsp_tracegen *g, struct nsp_rec *r) {
+  int ret = emit(g, r);
+  free(g->next_error);
+  g->next_error = NULL;
+  return ret;
+}
+
+uint64_t nsp_tracegen_coll(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t count, int dtype, int redop,
+                           int root) {
+  if (comm == 0 || comm >= g->ncomms) return 0;
+  struct nsp_rec r;
+  call_base(g, &r, api, comm);
+  r.seq = ++g->comms[comm].seq;
+  r.count = count;
+  r.dtype = dtype;
+  r.redop = redop;
+  r.peer = root;
+  if (api == NSP_API_Bcast) {
+    r.flags = NSP_CALL_IN_PLACE;
+    r.sendbuff = r.recvbuff;
+  }
+  return finish_call(g, &r) < 0 ? 0 : r.seq;
+}
+
+uint64_t nsp_tracegen_p2p(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t count, int dtype, int peer) {
+  if (comm == 0 || comm >= g->ncomms) return 0;
+  int dir = api == NSP_API_Send ? 0 : 1;
+  struct tg_p2p *p = NULL;
+  for (size_t i = 0; i < g->np2p; i++)
+    if (g->p2p[i].comm == comm && g->p2p[i].peer == peer && g->p2p[i].dir == dir) p = &g->p2p[i];
+  if (!p) {
+    struct tg_p2p *v = realloc(g->p2p, (g->np2p + 1) * sizeof *v);
+    if (!v) return 0;
+    g->p2p = v;
+    p = &v[g->np2p++];
+    p->comm = comm;
+    p->peer = peer;
+    p->dir = dir;
+    p->seq = 0;
+  }
+  struct nsp_rec r;
+  call_base(g, &r, api, comm);
+  r.seq = ++p->seq;
+  r.count = count;
+  r.dtype = dtype;
+  r.peer = peer;
+  return finish_call(g, &r) < 0 ? 0 : r.seq;
+}
+
+int nsp_tracegen_group(struct nsp_tracegen *g, int start) {
+  if (start && g->group_depth++ == 0) g->group_id = ++g->group_counter;
+  struct nsp_rec r;
+  call_base(g, &r, start ? NSP_API_GroupStart : NSP_API_GroupEnd, 0);
+  int ret = finish_call(g, &r);
+  if (!start && g->group_depth && --g->group_depth == 0) g->group_id = 0;
+  return ret;
+}
+
+int nsp_tracegen_comm_end(struct nsp_tracegen *g, uint32_t comm, int api) {
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_COMM_END;
+  r.api = (uint8_t)api;
+  r.comm = comm;
+  stamp(g, &r);
+  take_result(g, &r);
+  return finish_call(g, &r);
+}
+
+int nsp_tracegen_async_error(struct nsp_tracegen *g, uint32_t comm, int result, const char *last_error) {
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_ASYNC_ERROR;
+  r.comm = comm;
+  r.result = result;
+  r.last_error = last_error;
+  stamp(g, &r);
+  return emit(g, &r);
+}
+
+int nsp_tracegen_dropped(struct nsp_tracegen *g, uint64_t count, uint32_t reason) {
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_DROPPED;
+  r.count = count;
+  r.aux = reason;
+  stamp(g, &r);
+  return emit(g, &r);
+}
+
+int nsp_tracegen_bytes(struct nsp_tracegen *g, const uint8_t **data, size_t *len) {
+  if (ensure_process(g) < 0 || nsp_tracegen_frame(g) < 0) return -1;
+  *data = g->file.data;
+  *len = g->file.len;
+  return 0;
+}
+
+const size_t *nsp_tracegen_frame_offsets(struct nsp_tracegen *g, size_t *n) {
+  *n = g->noff;
+  return g->offsets;
+}
+
+int nsp_tracegen_write(struct nsp_tracegen *g, const char *dir, size_t keep, char *path, size_t pathlen) {
+  const uint8_t *data;
+  size_t len;
+  if (nsp_tracegen_bytes(g, &data, &len) < 0) return -1;
+  char name[512];
+  if (g->rank >= 0)
+    snprintf(name, sizeof name, "%s/%s.%u.rank%d.ncclspy", dir, g->host, g->pid, g->rank);
+  else
+    snprintf(name, sizeof name, "%s/%s.%u.ncclspy", dir, g->host, g->pid);
+  if (path) snprintf(path, pathlen, "%s", name);
+  FILE *f = fopen(name, "wb");
+  if (!f) return -1;
+  size_t n = keep < len ? keep : len;
+  int ok = fwrite(data, 1, n, f) == n;
+  if (fclose(f) != 0) ok = 0;
+  return ok ? 0 : -1;
+}

@@ -1,0 +1,101 @@
+/* nsp_tracegen.h - builds synthetic ncclspy trace files for tests.
+ *
+ * A generator plays one traced process: it writes the 128-byte header,
+ * a PROCESS record, COMM records and CALL records through the common
+ * codec (nsp_encode) and zstd frames, exactly as the shim's writer does,
+ * so tests of the reader and the analyzer need no NCCL and no shim.
+ * Sequence numbers are kept like the shim keeps them (per communicator for
+ * collectives, per communicator/peer/direction for send/recv), times
+ * advance by a fixed step per record.
+ *
+ *     struct nsp_tracegen *g = nsp_tracegen_create("host-a", 1000, 0);
+ *     uint32_t w = nsp_tracegen_comm(g, 0xc0ffee, 0, 2);   // rank 0 of 2
+ *     nsp_tracegen_coll(g, NSP_API_AllReduce, w, 1024, ncclFloat32, ncclSum, -1);
+ *     nsp_tracegen_write(g, dir, SIZE_MAX, NULL, 0);  // dir/host-a.1000.rank0.ncclspy
+ *     nsp_tracegen_destroy(g);
+ *
+ * Functions returning int return 0 (or the documented value) on success
+ * and -1 when out of memory or when zstd or a write fails.
+ */
+#ifndef NSP_TRACEGEN_H
+#define NSP_TRACEGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nsp_nccl.h"
+#include "nsp_record.h"
+
+struct nsp_tracegen;
+
+/* A process on `host` with `pid`.  rank >= 0 sets the environment RANK
+ * and the file name's ".rank<R>"; -1 for neither.  The header's clock
+ * pair defaults to realtime 1.7e18 ns and monotonic 1e9 ns, and the first
+ * record is at monotonic 1e9 + 1000 ns.  NULL when out of memory. */
+struct nsp_tracegen *nsp_tracegen_create(const char *host, uint32_t pid, int rank);
+void nsp_tracegen_destroy(struct nsp_tracegen *g);
+
+/* Sets the header's (realtime, monotonic) pair, ns: call before the first
+ * frame is written.  Moving realtime moves this process's wall clock. */
+void nsp_tracegen_set_clock(struct nsp_tracegen *g, uint64_t realtime_ns, uint64_t monotonic_ns);
+/* Sets the monotonic time (ns) of the next record; later ones go on from
+ * it by the step. */
+void nsp_tracegen_set_time(struct nsp_tracegen *g, uint64_t monotonic_ns);
+/* ns between consecutive records (default 1000) and the duration of each
+ * call (t_exit - t_enter, default 100). */
+void nsp_tracegen_set_step(struct nsp_tracegen *g, uint64_t step_ns, uint64_t duration_ns);
+/* Closes a frame every n records (default 0: one frame per
+ * nsp_tracegen_frame call or at the end). */
+void nsp_tracegen_set_frame_records(struct nsp_tracegen *g, unsigned n);
+/* The NCCL version code in the header and the PROCESS record (default 22809). */
+void nsp_tracegen_set_nccl_version(struct nsp_tracegen *g, int32_t version);
+
+/* Adds an environment variable to the PROCESS record, which is written
+ * before the first other record (so call this first). */
+int nsp_tracegen_env(struct nsp_tracegen *g, const char *name, const char *value);
+
+/* A communicator made by ncclCommInitRank: returns its comm index (from 1),
+ * 0 when out of memory. */
+uint32_t nsp_tracegen_comm(struct nsp_tracegen *g, uint64_t comm_id, int rank, int nranks);
+/* A child of ncclCommSplit(parent index, color, key): its comm index. */
+uint32_t nsp_tracegen_split(struct nsp_tracegen *g, uint32_t parent, uint64_t comm_id, int color, int key,
+                            int rank, int nranks);
+/* Sets the commName of the next COMM record (NULL: unset). */
+void nsp_tracegen_set_comm_name(struct nsp_tracegen *g, const char *name);
+
+/* The result and last-error text of the next call or COMM_END (then back
+ * to success). */
+void nsp_tracegen_fail_next(struct nsp_tracegen *g, int result, const char *last_error);
+
+/* A collective on comm index `comm` (root: -1 for unrooted ops; redop -1
+ * for ops without one).  Returns its seq, 0 on failure. */
+uint64_t nsp_tracegen_coll(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t count, int dtype, int redop,
+                           int root);
+/* ncclSend/ncclRecv (api) to/from peer.  Returns its seq, 0 on failure. */
+uint64_t nsp_tracegen_p2p(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t count, int dtype, int peer);
+/* ncclGroupStart (start != 0) or ncclGroupEnd: group ids and depth are
+ * kept like the shim keeps them. */
+int nsp_tracegen_group(struct nsp_tracegen *g, int start);
+/* Finalize/destroy/abort (api) of comm. */
+int nsp_tracegen_comm_end(struct nsp_tracegen *g, uint32_t comm, int api);
+/* An async error seen on comm. */
+int nsp_tracegen_async_error(struct nsp_tracegen *g, uint32_t comm, int result, const char *last_error);
+/* A DROPPED record. */
+int nsp_tracegen_dropped(struct nsp_tracegen *g, uint64_t count, uint32_t reason);
+/* Any record as given (times and all); for kinds the helpers above lack
+ * and for hand-made oddities.  CALL records must carry their own seq. */
+int nsp_tracegen_record(struct nsp_tracegen *g, const struct nsp_rec *r);
+
+/* Closes the current frame (no-op when it is empty). */
+int nsp_tracegen_frame(struct nsp_tracegen *g);
+/* Closes the current frame and returns the whole file so far (header and
+ * frames); *data stays owned by g and valid until its next call. */
+int nsp_tracegen_bytes(struct nsp_tracegen *g, const uint8_t **data, size_t *len);
+/* Byte offset where each frame starts: *n frames; owned by g. */
+const size_t *nsp_tracegen_frame_offsets(struct nsp_tracegen *g, size_t *n);
+/* Writes the file as dir/<host>.<pid>[.rank<R>].ncclspy, keeping at most
+ * `keep` bytes (SIZE_MAX: all) to imitate a process killed mid-write;
+ * the path goes to path (pathlen bytes) when path is not NULL. */
+int nsp_tracegen_write(struct nsp_tracegen *g, const char *dir, size_t keep, char *path, size_t pathlen);
+
+#endif /* NSP_TRACEGEN_H */

@@ -1,0 +1,517 @@
+/* test_an_cli.c - the `ncclspy` command as users and scripts run it: exit
+ * codes, where messages go, the JSON report parsed with json-c, the dump,
+ * and golden text reports (zstd cli-tests style).
+ *
+ * Environment (set by meson): NCCLSPY = the binary, NSP_GOLDEN_DIR = the
+ * golden files' folder.  NSP_UPDATE_GOLDEN=1 rewrites the golden files
+ * from the current output instead of comparing (review the diff!). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nsp_an_cases.h"
+#include "nsp_config.h"
+
+#if NSP_HAVE_JSON
+#include <json-c/json.h>
+#endif
+
+extern char **environ;
+
+static const char *ncclspy;
+static char tmpdir[256];
+
+struct result {
+  int status; /* exit code; -1 when killed */
+  char *out, *err;
+};
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return strdup("");
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  assert_non_null(s);
+  size_t got = fread(s, 1, (size_t)n, f);
+  s[got] = 0;
+  fclose(f);
+  return s;
+}
+
+/* Runs ncclspy with args (NULL-terminated, without argv[0]). */
+static struct result run(const char *const *args) {
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = ncclspy;
+  for (int i = 0; args[i]; i++) argv[n++] = args[i];
+  argv[n] = NULL;
+  char outp[300], errp[300];
+  snprintf(outp, sizeof outp, "%s/stdout", tmpdir);
+  snprintf(errp, sizeof errp, "%s/stderr", tmpdir);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  assert_int_equal(posix_spawn(&pid, ncclspy, &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  struct result r = {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(outp), slurp(errp)};
+  unlink(outp);
+  unlink(errp);
+  return r;
+}
+
+static void result_free(struct result *r) {
+  free(r->out);
+  free(r->err);
+}
+
+static void assert_contains(const char *hay, const char *needle) {
+  if (!strstr(hay, needle)) fail_msg("output does not contain \"%s\":\n%s", needle, hay);
+}
+
+/* A case's traces in a fresh directory. */
+static void case_dir(const char *name, char *dir, size_t len) {
+  snprintf(dir, len, "%s/%s", tmpdir, name);
+  struct stat st;
+  if (stat(dir, &st) == 0) return; /* made by an earlier test */
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_true(nsp_case_write(name, dir) > 0);
+}
+
+static int teardown_dirs(void **state) {
+  (void)state;
+  static const char *const names[] = {"c01", "c05", "c07", "c08", "c09", "c10", "cut", "empty"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    char d[300];
+    snprintf(d, sizeof d, "%s/%s", tmpdir, names[i]);
+    nsp_case_rmdir(d);
+  }
+  return 0;
+}
+
+/* ---- usage and exit codes ----------------------------------------------- */
+
+static void test_help_version_usage(void **state) {
+  (void)state;
+  struct result r = run((const char *[]){"--help", NULL});
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "usage: ncclspy COMMAND");
+  result_free(&r);
+  r = run((const char *[]){"--version", NULL});
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "ncclspy " NSP_VERSION);
+  result_free(&r);
+  r = run((const char *[]){"help", "analyze", NULL});
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "exit status: 0 no findings, 1 findings, 2 usage error");
+  result_free(&r);
+  r = run((const char *[]){"analyze", "--help", NULL});
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "usage: ncclspy analyze");
+  result_free(&r);
+  /* Usage errors: exit 2, message on stderr, nothing on stdout. */
+  const char *const *bad[] = {
+      (const char *[]){NULL},
+      (const char *[]){"frobnicate", NULL},
+      (const char *[]){"help", "frobnicate", NULL},
+      (const char *[]){"--bogus", NULL},
+      (const char *[]){"analyze", NULL},
+      (const char *[]){"analyze", "--bogus", "x", NULL},
+      (const char *[]){"dump", NULL},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    r = run(bad[i]);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.out, "");
+    assert_true(strlen(r.err) > 0);
+    result_free(&r);
+  }
+}
+
+static void test_exit_codes(void **state) {
+  (void)state;
+  char c01[300], c10[300], empty[300];
+  case_dir("c01", c01, sizeof c01);
+  case_dir("c10", c10, sizeof c10);
+  snprintf(empty, sizeof empty, "%s/empty", tmpdir);
+  assert_int_equal(mkdir(empty, 0755), 0);
+
+  struct result r = run((const char *[]){"analyze", c10, NULL});
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "No problems found in 4 traces");
+  result_free(&r);
+  r = run((const char *[]){"analyze", c01, NULL});
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "[1] dtype-mismatch on communicator 57a1d0c0ffee0001");
+  result_free(&r);
+  /* No readable trace at all: 2. */
+  r = run((const char *[]){"analyze", empty, NULL});
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "no readable trace");
+  result_free(&r);
+  r = run((const char *[]){"analyze", "/nonexistent/traces", NULL});
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "/nonexistent/traces");
+  result_free(&r);
+  /* One missing path among good ones is a warning, not a failure. */
+  r = run((const char *[]){"analyze", c01, "/nonexistent/traces", NULL});
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "warning: /nonexistent/traces");
+  assert_contains(r.out, "Notes (1)");
+  result_free(&r);
+  /* Single files work too. */
+  char f0[400], f1[400];
+  snprintf(f0, sizeof f0, "%s/node-a.1000.rank0.ncclspy", c01);
+  snprintf(f1, sizeof f1, "%s/node-a.1001.rank1.ncclspy", c01);
+  r = run((const char *[]){"analyze", f0, f1, NULL});
+  assert_int_equal(r.status, 1);
+  result_free(&r);
+  r = run((const char *[]){"analyze", f0, NULL});
+  assert_int_equal(r.status, 0); /* one rank alone has nothing to disagree with */
+  result_free(&r);
+  /* -o writes the report there and nothing to stdout. */
+  char outf[400];
+  snprintf(outf, sizeof outf, "%s/report.txt", tmpdir);
+  r = run((const char *[]){"analyze", "-o", outf, c01, NULL});
+  assert_int_equal(r.status, 1);
+  assert_string_equal(r.out, "");
+  char *rep = slurp(outf);
+  assert_contains(rep, "ncclspy report: 2 traces, 1 communicator, 1 finding");
+  free(rep);
+  unlink(outf);
+  result_free(&r);
+  r = run((const char *[]){"analyze", "-o", "/nonexistent/dir/report.txt", c01, NULL});
+  assert_int_equal(r.status, 2);
+  result_free(&r);
+}
+
+/* A damaged file alone does not make exit 2: it is analysed up to the
+ * damage and named, with the byte offset, under Notes. */
+static void test_damaged_inputs(void **state) {
+  (void)state;
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/cut", tmpdir);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  struct nsp_tracegen *g[NSP_CASE_MAX_RANKS];
+  int n = nsp_case_build("c05", g);
+  assert_int_equal(n, 2);
+  const uint8_t *data;
+  size_t len;
+  assert_int_equal(nsp_tracegen_bytes(g[1], &data, &len), 0);
+  assert_int_equal(nsp_tracegen_write(g[0], dir, SIZE_MAX, NULL, 0), 0);
+  char cut[400];
+  assert_int_equal(nsp_tracegen_write(g[1], dir, len - 3, cut, sizeof cut), 0); /* its only frame, cut */
+  nsp_tracegen_destroy(g[0]);
+  nsp_tracegen_destroy(g[1]);
+  char junk[400];
+  snprintf(junk, sizeof junk, "%s/zz-junk.ncclspy", dir);
+  FILE *f = fopen(junk, "w");
+  assert_non_null(f);
+  fputs("not a trace", f);
+  fclose(f);
+
+  struct result r = run((const char *[]){"analyze", dir, NULL});
+  assert_int_equal(r.status, 0); /* rank 1's call was lost with its frame */
+  /* the cut trace, the junk file, and rank 1 missing from the communicator */
+  assert_contains(r.out, "Notes (3)");
+  char want[600];
+  snprintf(want, sizeof want, "%s: incomplete frame at byte 128", cut);
+  assert_contains(r.out, want);
+  assert_contains(r.out, "damaged: incomplete frame at byte 128");
+  assert_contains(r.out, "zz-junk.ncclspy: not read: not an ncclspy trace (shorter than its header)");
+  result_free(&r);
+
+  /* dump: what was read, then the problem; exit 1. */
+  r = run((const char *[]){"dump", cut, NULL});
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "HEADER file=");
+  assert_contains(r.out, "PROBLEM \"incomplete frame at byte 128");
+  assert_contains(r.err, "incomplete frame at byte 128");
+  result_free(&r);
+  r = run((const char *[]){"dump", junk, NULL});
+  assert_int_equal(r.status, 2);
+  result_free(&r);
+}
+
+/* ---- dump --------------------------------------------------------------- */
+
+static void test_dump_text(void **state) {
+  (void)state;
+  char dir[300];
+  case_dir("c07", dir, sizeof dir);
+  char f3[400];
+  snprintf(f3, sizeof f3, "%s/node-b.1003.rank3.ncclspy", dir);
+  struct result r = run((const char *[]){"dump", f3, NULL});
+  assert_int_equal(r.status, 0);
+  /* Header first, then one line per record, times relative to it. */
+  assert_true(!strncmp(r.out, "HEADER file=\"", 13));
+  assert_contains(r.out, "host=\"node-b\" pid=1003 nccl_version=2.28.9");
+  assert_contains(r.out, "\nPROCESS pid=1003 ppid=1 nccl_version=2.28.9 host=\"node-b\"");
+  assert_contains(r.out, "env={RANK=\"3\"}");
+  assert_contains(r.out, "\nt=+0.001000ms COMM comm=1 id=57a1d0c0ffee0001 api=CommInitRank rank=3 nranks=4 device=3");
+  assert_contains(r.out, "\nt=+0.002000ms CALL all-reduce comm=1 seq=1 count=1024 dtype=float32 redop=sum peer=-1 "
+                         "stream=0x7f0000001000 sendbuff=0x7f1000000000 recvbuff=0x7f2000000000 group=0/0 "
+                         "dt=0.100us result=ncclSuccess flags=0x0\n");
+  assert_contains(r.out, "seq=50 count=1024 dtype=float32 redop=sum");
+  assert_contains(r.out, "result=ncclSystemError flags=0x0 last_error=\"connection reset by peer\"\n");
+  /* 1 header + PROCESS + COMM + 50 calls */
+  size_t lines = 0;
+  for (const char *p = r.out; *p; p++) lines += *p == '\n';
+  assert_int_equal(lines, 53);
+  result_free(&r);
+}
+
+#if NSP_HAVE_JSON
+static json_object *get(json_object *o, const char *key) {
+  json_object *v = NULL;
+  if (!json_object_object_get_ex(o, key, &v)) fail_msg("no member \"%s\" in %s", key, json_object_to_json_string(o));
+  return v;
+}
+static int64_t get_int(json_object *o, const char *key) { return json_object_get_int64(get(o, key)); }
+static const char *get_str(json_object *o, const char *key) { return json_object_get_string(get(o, key)); }
+static void assert_int_array(json_object *a, const int64_t *want, size_t n) {
+  assert_true(json_object_is_type(a, json_type_array));
+  assert_int_equal(json_object_array_length(a), n);
+  for (size_t i = 0; i < n; i++) assert_int_equal(json_object_get_int64(json_object_array_get_idx(a, i)), want[i]);
+}
+
+static void test_dump_json(void **state) {
+  (void)state;
+  char dir[300];
+  case_dir("c08", dir, sizeof dir);
+  char f0[400];
+  snprintf(f0, sizeof f0, "%s/node-a.1000.rank0.ncclspy", dir);
+  struct result r = run((const char *[]){"dump", "--json", f0, NULL});
+  assert_int_equal(r.status, 0);
+  /* Every line one JSON object: header, process, comm, 3 sends. */
+  char *save = NULL;
+  int n = 0;
+  for (char *line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++) {
+    json_object *o = json_tokener_parse(line);
+    assert_non_null(o);
+    const char *rec = get_str(o, "record");
+    if (n == 0) {
+      assert_string_equal(rec, "header");
+      assert_int_equal(get_int(o, "pid"), 1000);
+      assert_int_equal(get_int(o, "major"), 1);
+    }
+    if (n == 2) {
+      assert_string_equal(rec, "comm");
+      assert_string_equal(get_str(o, "id"), "57a1d0c0ffee0001");
+      assert_int_equal(get_int(o, "nranks"), 2);
+      assert_string_equal(get_str(o, "comm_name"), "default_pg:0");
+    }
+    if (n == 5) {
+      assert_string_equal(rec, "call");
+      assert_string_equal(get_str(o, "op"), "send");
+      assert_int_equal(get_int(o, "seq"), 3);
+      assert_int_equal(get_int(o, "count"), 1024);
+      assert_string_equal(get_str(o, "dtype"), "float32");
+      assert_int_equal(get_int(o, "peer"), 1);
+      assert_int_equal(get_int(o, "t_rel_ns"), 4000);
+      assert_string_equal(get_str(o, "result"), "ncclSuccess");
+    }
+    json_object_put(o);
+  }
+  assert_int_equal(n, 6);
+  result_free(&r);
+}
+
+/* The JSON report as an integration script reads it. */
+static void test_json_report(void **state) {
+  (void)state;
+  char dir[300];
+  case_dir("c09", dir, sizeof dir);
+  struct result r = run((const char *[]){"analyze", "--json", dir, NULL});
+  assert_int_equal(r.status, 1);
+  json_object *root = json_tokener_parse(r.out);
+  assert_non_null(root);
+  assert_int_equal(get_int(root, "schema"), 1);
+  assert_string_equal(get_str(root, "version"), NSP_VERSION);
+  assert_contains(get_str(root, "summary"), "The first problem (dtype-mismatch) is on communicator 57a1d0c0ffee0a01");
+  json_object *traces = get(root, "traces");
+  assert_int_equal(json_object_array_length(traces), 4);
+  json_object *t2 = json_object_array_get_idx(traces, 2);
+  assert_string_equal(get_str(t2, "host"), "node-b");
+  assert_int_equal(get_int(t2, "pid"), 1002);
+  assert_int_equal(get_int(t2, "rank"), 2);
+  assert_int_equal(json_object_array_length(get(t2, "problems")), 0);
+
+  json_object *comms = get(root, "communicators");
+  assert_int_equal(json_object_array_length(comms), 3);
+  json_object *child = NULL;
+  for (size_t i = 0; i < 3; i++) {
+    json_object *c = json_object_array_get_idx(comms, i);
+    if (!strcmp(get_str(c, "id"), "57a1d0c0ffee0a01")) child = c;
+  }
+  assert_non_null(child);
+  assert_string_equal(get_str(child, "parent"), "57a1d0c0ffee0001");
+  assert_int_equal(get_int(child, "color"), 1);
+  assert_int_equal(get_int(child, "nranks"), 2);
+  assert_string_equal(get_str(child, "comm_name"), "tp:2");
+  static const int64_t r01[] = {0, 1};
+  assert_int_array(get(child, "ranks_traced"), r01, 2);
+
+  json_object *finds = get(root, "findings");
+  assert_int_equal(json_object_array_length(finds), 1);
+  json_object *f = json_object_array_get_idx(finds, 0);
+  assert_string_equal(get_str(f, "kind"), "dtype-mismatch");
+  assert_string_equal(get_str(f, "comm"), "57a1d0c0ffee0a01");
+  assert_int_equal(get_int(f, "seq"), 4);
+  assert_string_equal(get_str(f, "op"), "all-reduce");
+  json_object *sides = get(f, "sides");
+  assert_int_equal(json_object_array_length(sides), 2);
+  json_object *s0 = json_object_array_get_idx(sides, 0), *s1 = json_object_array_get_idx(sides, 1);
+  static const int64_t r0[] = {0}, r1[] = {1};
+  assert_int_array(get(s0, "ranks"), r0, 1);
+  assert_int_array(get(s1, "ranks"), r1, 1);
+  assert_string_equal(get_str(get(s0, "values"), "dtype"), "float32");
+  assert_int_equal(get_int(get(s0, "values"), "bytes"), 8192);
+  assert_string_equal(get_str(get(s1, "values"), "dtype"), "float16");
+  assert_int_equal(get_int(get(s1, "values"), "count"), 2048);
+  json_object *p = json_object_array_get_idx(get(s1, "procs"), 0);
+  assert_int_equal(get_int(p, "rank"), 1);
+  assert_string_equal(get_str(p, "host"), "node-b");
+  assert_int_equal(get_int(p, "pid"), 1003);
+  assert_int_equal(json_object_array_length(get(f, "odd_ranks")), 0);
+  assert_contains(get_str(f, "hint"), "autocast");
+  assert_contains(get_str(f, "message"), "ranks disagree on dtype at seq 4");
+  assert_int_equal(json_object_array_length(get(root, "notes")), 0);
+  json_object_put(root);
+  result_free(&r);
+
+  /* Errors: per-process error objects with NCCL's text. */
+  char d7[300];
+  snprintf(d7, sizeof d7, "%s/c07", tmpdir);
+  r = run((const char *[]){"analyze", "--json", d7, NULL});
+  assert_int_equal(r.status, 1);
+  root = json_tokener_parse(r.out);
+  assert_non_null(root);
+  f = json_object_array_get_idx(get(root, "findings"), 0);
+  assert_string_equal(get_str(f, "kind"), "error");
+  static const int64_t r3[] = {3}, r02[] = {0, 1, 2};
+  assert_int_array(get(f, "odd_ranks"), r3, 1);
+  s0 = json_object_array_get_idx(get(f, "sides"), 0);
+  assert_int_array(get(s0, "ranks"), r3, 1);
+  assert_string_equal(get_str(get(s0, "values"), "result"), "ncclSystemError");
+  json_object *e = get(json_object_array_get_idx(get(s0, "procs"), 0), "error");
+  assert_string_equal(get_str(e, "last_error"), "connection reset by peer");
+  assert_int_equal(get_int(e, "seq"), 50);
+  assert_string_equal(get_str(e, "source"), "call");
+  s1 = json_object_array_get_idx(get(f, "sides"), 1);
+  assert_int_array(get(s1, "ranks"), r02, 3);
+  assert_int_equal(get_int(get(s1, "values"), "result_code"), 6);
+  json_object_put(root);
+  result_free(&r);
+}
+#else
+static void test_json_unavailable(void **state) {
+  (void)state;
+  char dir[300];
+  case_dir("c09", dir, sizeof dir);
+  struct result r = run((const char *[]){"analyze", "--json", dir, NULL});
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "built without json-c");
+  result_free(&r);
+}
+#endif
+
+/* ---- golden text reports ------------------------------------------------ */
+
+/* Replaces every occurrence of `from` in s with `to` (new string). */
+static char *replace_all(const char *s, const char *from, const char *to) {
+  size_t fl = strlen(from), tl = strlen(to), n = 0;
+  for (const char *p = s; (p = strstr(p, from)); p += fl) n++;
+  char *out = malloc(strlen(s) + n * tl + 1), *o = out;
+  assert_non_null(out);
+  for (const char *p = s;;) {
+    const char *q = strstr(p, from);
+    if (!q) {
+      strcpy(o, p);
+      break;
+    }
+    memcpy(o, p, (size_t)(q - p));
+    o += q - p;
+    memcpy(o, to, tl);
+    o += tl;
+    p = q + fl;
+  }
+  return out;
+}
+
+static void check_golden(const char *name, const char *dir, int want_status) {
+  struct result r = run((const char *[]){"analyze", dir, NULL});
+  assert_int_equal(r.status, want_status);
+  char *got = replace_all(r.out, dir, "$DIR");
+  const char *gdir = getenv("NSP_GOLDEN_DIR");
+  assert_non_null(gdir);
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s.txt", gdir, name);
+  const char *upd = getenv("NSP_UPDATE_GOLDEN");
+  if (upd && !strcmp(upd, "1")) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(got, f);
+    fclose(f);
+    print_message("updated %s\n", path);
+  } else {
+    char *want = slurp(path);
+    if (strcmp(got, want))
+      fail_msg("report differs from %s (NSP_UPDATE_GOLDEN=1 rewrites it)\n--- got:\n%s", path, got);
+    free(want);
+  }
+  free(got);
+  result_free(&r);
+}
+
+static void test_golden(void **state) {
+  (void)state;
+  static const char *const names[] = {"c01", "c05", "c07", "c08"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    char d[300];
+    case_dir(names[i], d, sizeof d);
+    check_golden(names[i], d, 1);
+  }
+}
+
+int main(void) {
+  ncclspy = getenv("NCCLSPY");
+  if (!ncclspy) {
+    fprintf(stderr, "test_an_cli: set NCCLSPY to the ncclspy binary\n");
+    return 2;
+  }
+  if (nsp_case_mkdtemp(tmpdir, sizeof tmpdir) < 0) return 2;
+  /* Order matters: later tests reuse the case directories made earlier. */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_help_version_usage),
+      cmocka_unit_test(test_exit_codes),
+      cmocka_unit_test(test_damaged_inputs),
+      cmocka_unit_test(test_dump_text),
+#if NSP_HAVE_JSON
+      cmocka_unit_test(test_dump_json),
+      cmocka_unit_test(test_json_report),
+#else
+      cmocka_unit_test(test_json_unavailable),
+#endif
+      cmocka_unit_test(test_golden),
+  };
+  int ret = cmocka_run_group_tests(tests, NULL, teardown_dirs);
+  nsp_case_rmdir(tmpdir);
+  return ret;
+}

@@ -1,0 +1,723 @@
+/* test_an_rules.c - the analyzer's rules on synthetic traces of the
+ * failure cases (shared/cases/README.md) and their variations: for each,
+ * the finding a user acts on, by value (kind, communicator, seq, the ranks
+ * on each side and what each side did), and the absence of noise. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_cases.h"
+#include "nsp_analyze.h"
+#include "nsp_names.h"
+#include "nsp_tracegen.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static struct nsp_job *analyse_case(const char *name, int nranks) {
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  assert_int_equal(nsp_case_add(name, job), nranks);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  return job;
+}
+
+/* Adds generators' traces to a new job and analyses it; destroys them. */
+static struct nsp_job *analyse_gens(struct nsp_tracegen **g, int n) {
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  for (int r = 0; r < n; r++) {
+    const uint8_t *data;
+    size_t len;
+    char name[32];
+    snprintf(name, sizeof name, "t%d.ncclspy", r);
+    assert_int_equal(nsp_tracegen_bytes(g[r], &data, &len), 0);
+    assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
+    nsp_tracegen_destroy(g[r]);
+  }
+  assert_int_equal(nsp_job_analyze(job), 0);
+  return job;
+}
+
+static void assert_ranks(const int *ranks, size_t n, const char *want) {
+  char buf[256];
+  nsp_format_ranks(buf, sizeof buf, ranks, n);
+  assert_string_equal(buf, want);
+}
+#define assert_side(s, want) assert_ranks((s)->ranks, (s)->nranks, want)
+
+static size_t count_kind(const struct nsp_job *job, int kind) {
+  size_t n = 0;
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) n += nsp_job_finding(job, i)->kind == kind;
+  return n;
+}
+
+static void assert_contains(const char *hay, const char *needle) {
+  if (!hay || !strstr(hay, needle)) fail_msg("\"%s\"\n  does not contain \"%s\"", hay ? hay : "(null)", needle);
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+static void test_c01_amp_dtype(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c01", 2);
+  /* One finding: rank 0 went on to seq 3 and rank 1 hung at 2, but that
+   * wavefront is the mismatch's consequence. */
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_true(f->comm_id == NSP_CASE_WORLD);
+  assert_non_null(f->comm);
+  assert_int_equal(f->comm->nranks, 2);
+  assert_int_equal(f->seq, 2);
+  assert_int_equal(f->api, NSP_API_AllReduce);
+  assert_int_equal(f->nsides, 2);
+  assert_side(&f->sides[0], "0");
+  assert_int_equal(f->sides[0].call.dtype, ncclFloat16);
+  assert_int_equal(f->sides[0].call.count, 1024);
+  assert_string_equal(f->sides[0].text, "all-reduce 1024 x float16 sum (2048 bytes)");
+  assert_side(&f->sides[1], "1");
+  assert_int_equal(f->sides[1].call.dtype, ncclFloat32);
+  assert_string_equal(f->sides[1].text, "all-reduce 1024 x float32 sum (4096 bytes)");
+  /* One against one: nobody is singled out. */
+  assert_int_equal(f->nodd, 0);
+  assert_string_equal(f->sides[0].procs[0].host, "node-a");
+  assert_int_equal(f->sides[0].procs[0].pid, 1000);
+  assert_int_equal(f->sides[1].procs[0].pid, 1001);
+  assert_contains(f->hint, "autocast");
+  assert_string_equal(f->message,
+                      "ranks disagree on dtype at seq 2: rank 0 all-reduce 1024 x float16 sum (2048 bytes) vs "
+                      "rank 1 all-reduce 1024 x float32 sum (4096 bytes)");
+  assert_true(f->time_ns > 0);
+  assert_contains(nsp_job_summary(job), "dtype-mismatch");
+  nsp_job_destroy(job);
+}
+
+static void test_c02_even_odd(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c02", 4);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_true(f->comm_id == NSP_CASE_WORLD);
+  assert_int_equal(f->seq, 1);
+  assert_int_equal(f->nsides, 2);
+  assert_side(&f->sides[0], "0,2");
+  assert_int_equal(f->sides[0].call.dtype, ncclBfloat16);
+  assert_side(&f->sides[1], "1,3");
+  assert_int_equal(f->sides[1].call.dtype, ncclFloat32);
+  assert_int_equal(f->sides[1].call.count, 1u << 20);
+  assert_int_equal(f->nodd, 0);
+  assert_int_equal(f->sides[0].nranks, 2);
+  assert_string_equal(f->sides[0].procs[1].host, "node-b"); /* rank 2 */
+  nsp_job_destroy(job);
+}
+
+static void test_c03_main_only(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c03", 4);
+  assert_int_equal(nsp_job_nfindings(job), 1); /* no wavefront noise */
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_KIND_MISMATCH);
+  assert_true(f->comm_id == NSP_CASE_WORLD);
+  assert_int_equal(f->seq, 11);
+  assert_int_equal(f->nsides, 2);
+  /* Each side with the call it made, not "rank 0 is the culprit". */
+  assert_side(&f->sides[0], "0");
+  assert_int_equal(f->sides[0].call.api, NSP_API_AllGather);
+  assert_side(&f->sides[1], "1-3");
+  assert_int_equal(f->sides[1].call.api, NSP_API_AllReduce);
+  assert_int_equal(f->nodd, 1);
+  assert_int_equal(f->odd_ranks[0], 0);
+  assert_int_equal(f->api, NSP_API_AllGather);
+  assert_contains(f->message, "rank 0 all-gather 1 x float32 (4 bytes) vs ranks 1-3 all-reduce 4096 x float32 sum");
+  assert_contains(f->message, "rank 0 is the odd one");
+  nsp_job_destroy(job);
+}
+
+static void test_c04_different_op(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c04", 4);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_KIND_MISMATCH);
+  assert_int_equal(f->seq, 33);
+  assert_side(&f->sides[0], "0-1,3");
+  assert_int_equal(f->sides[0].call.api, NSP_API_AllReduce);
+  assert_side(&f->sides[1], "2");
+  assert_int_equal(f->sides[1].call.api, NSP_API_Broadcast);
+  assert_int_equal(f->sides[1].call.peer, 0);
+  assert_ranks(f->odd_ranks, f->nodd, "2");
+  assert_int_equal(f->api, NSP_API_Broadcast);
+  assert_contains(f->message, "rank 2 is the odd one");
+  nsp_job_destroy(job);
+}
+
+static void test_c05_count(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c05", 2);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_COUNT_MISMATCH);
+  assert_int_equal(f->seq, 1);
+  assert_side(&f->sides[0], "0");
+  assert_int_equal(f->sides[0].call.count, 409600);
+  assert_side(&f->sides[1], "1");
+  assert_int_equal(f->sides[1].call.count, 409598);
+  assert_contains(f->message, "409600 x float32 sum (1638400 bytes)");
+  assert_contains(f->message, "409598 x float32 sum (1638392 bytes)");
+  nsp_job_destroy(job);
+}
+
+static void test_c06_root(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c06", 3);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_ROOT_MISMATCH);
+  assert_side(&f->sides[0], "0-1");
+  assert_int_equal(f->sides[0].call.peer, 0);
+  assert_side(&f->sides[1], "2");
+  assert_int_equal(f->sides[1].call.peer, 1);
+  assert_ranks(f->odd_ranks, f->nodd, "2");
+  assert_contains(f->message, "rank 2 broadcast 100 x int64 root 1 (800 bytes)");
+  nsp_job_destroy(job);
+}
+
+static void test_c07_first_error(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c07", 4);
+  /* The error alone: rank 3 stopped at a failed seq 50, which the error
+   * explains, so no wavefront. */
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_ERROR);
+  assert_true(f->comm_id == NSP_CASE_WORLD);
+  assert_int_equal(f->seq, 50);
+  assert_int_equal(f->api, NSP_API_AllReduce);
+  assert_ranks(f->odd_ranks, f->nodd, "3");
+  assert_int_equal(f->nsides, 2);
+  assert_side(&f->sides[0], "3");
+  assert_int_equal(f->sides[0].call.result, ncclSystemError);
+  assert_string_equal(f->sides[0].procs[0].call.last_error, "connection reset by peer");
+  assert_int_equal(f->sides[0].procs[0].call.source, NSP_SRC_CALL);
+  assert_side(&f->sides[1], "0-2");
+  assert_int_equal(f->sides[1].call.result, ncclRemoteError);
+  for (size_t i = 0; i < 3; i++) {
+    assert_int_equal(f->sides[1].procs[i].call.seq, 51);
+    assert_true(f->sides[1].procs[i].call.time_ns > f->sides[0].procs[0].call.time_ns);
+  }
+  assert_string_equal(f->message,
+                      "first error: rank 3 at seq 50 all-reduce: ncclSystemError (\"connection reset by peer\"); "
+                      "later: ranks 0-2 ncclRemoteError");
+  /* 1 on rank 3 + 3 on the others */
+  assert_int_equal(f->later, 3);
+  assert_contains(f->hint, "network");
+  nsp_job_destroy(job);
+}
+
+static void test_c08_p2p_count(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c08", 2);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_P2P_UNMATCHED);
+  assert_true(f->comm_id == NSP_CASE_WORLD);
+  assert_int_equal(f->seq, 3);
+  assert_int_equal(f->src, 0);
+  assert_int_equal(f->dst, 1);
+  assert_int_equal(f->api, NSP_API_Send);
+  assert_side(&f->sides[0], "0");
+  assert_int_equal(f->sides[0].posted, 3);
+  assert_int_equal(f->sides[0].call.api, NSP_API_Send);
+  assert_int_equal(f->sides[0].call.count, 1024);
+  assert_true(f->sides[0].call.time_ns > 0); /* fetched by the second pass */
+  assert_side(&f->sides[1], "1");
+  assert_int_equal(f->sides[1].posted, 2);
+  assert_int_equal(f->sides[1].call.api, -1);
+  assert_int_equal(f->later, 0);
+  assert_true(f->time_ns == f->sides[0].call.time_ns);
+  assert_contains(f->message, "unmatched send #3 from rank 0 to rank 1 (1024 x float32 = 4096 bytes)");
+  assert_contains(f->message, "rank 0 posted 3 sends to rank 1, rank 1 posted 2 recvs from rank 0");
+  nsp_job_destroy(job);
+}
+
+static void test_c09_split(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c09", 4);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_true(f->comm_id == NSP_CASE_CHILD1);
+  assert_non_null(f->comm);
+  assert_true(f->comm->parent_id == NSP_CASE_WORLD);
+  assert_int_equal(f->comm->color, 1);
+  assert_int_equal(f->comm->nranks, 2);
+  assert_string_equal(f->comm->name, "tp:2");
+  assert_int_equal(f->seq, 4);
+  /* Child ranks 0 and 1 are world ranks 2 and 3. */
+  assert_side(&f->sides[0], "0");
+  assert_int_equal(f->sides[0].call.dtype, ncclFloat32);
+  assert_int_equal(f->sides[0].procs[0].pid, 1002);
+  assert_side(&f->sides[1], "1");
+  assert_int_equal(f->sides[1].call.dtype, ncclFloat16);
+  assert_int_equal(f->sides[1].procs[0].pid, 1003);
+  /* All three communicators are known, with their traced ranks. */
+  assert_int_equal(nsp_job_ncomms(job), 3);
+  const struct nsp_comm_info *c0 = nsp_job_comm_by_id(job, NSP_CASE_CHILD0);
+  assert_non_null(c0);
+  assert_ranks(c0->ranks, c0->ntraced, "0-1");
+  assert_int_equal(c0->max_seq, 4);
+  assert_int_equal(nsp_job_comm_by_id(job, NSP_CASE_WORLD)->max_seq, 2);
+  nsp_job_destroy(job);
+}
+
+static void test_c10_healthy(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c10", 4);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %s\n", nsp_job_finding(job, i)->message);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  assert_int_equal(nsp_job_nnotes(job), 0);
+  assert_int_equal(nsp_job_ncomms(job), 3);
+  const struct nsp_comm_info *w = nsp_job_comm_by_id(job, NSP_CASE_WORLD);
+  assert_int_equal(w->max_seq, 4000);
+  assert_int_equal(w->ncoll, 4 * 4000);
+  assert_int_equal(w->np2p, 4 * 2000);
+  assert_contains(nsp_job_summary(job), "No problems found in 4 traces");
+  for (size_t i = 0; i < 4; i++) assert_int_equal(nsp_job_trace(job, i)->rank, (int)i);
+  nsp_job_destroy(job);
+}
+
+static void test_c11_straggler(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c11", 2);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_STOPPED_EARLY);
+  assert_true(f->comm_id == NSP_CASE_WORLD);
+  assert_int_equal(f->seq, 4);
+  /* The rank behind is the one to look at. */
+  assert_ranks(f->odd_ranks, f->nodd, "1");
+  assert_side(&f->sides[0], "1");
+  assert_int_equal(f->sides[0].call.seq, 4);
+  assert_side(&f->sides[1], "0");
+  assert_int_equal(f->sides[1].call.seq, 5);
+  assert_int_equal(f->sides[0].procs[0].call.api, NSP_API_AllReduce);
+  assert_int_equal(f->sides[0].procs[0].call.seq, 4);
+  assert_contains(f->message, "rank 1 stopped at seq 4 while rank 0 reached seq 5");
+  assert_contains(f->message, "rank 1's last call: all-reduce 1000 x float32 sum (4000 bytes) seq 4 on this communicator");
+  nsp_job_destroy(job);
+}
+
+/* ---- variations --------------------------------------------------------- */
+
+static struct nsp_tracegen *rank_gen(int r, uint32_t *w, int nranks) {
+  char host[16];
+  snprintf(host, sizeof host, "h%d", r);
+  struct nsp_tracegen *g = nsp_tracegen_create(host, 100u + (uint32_t)r, r);
+  assert_non_null(g);
+  *w = nsp_tracegen_comm(g, 0xaaaa, r, nranks);
+  assert_true(*w > 0);
+  return g;
+}
+
+/* k-th send vs k-th recv by bytes: equal bytes in other dtypes are fine,
+ * a short recv is not; the first bad one per pair is reported. */
+static void test_p2p_size(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) g[r] = rank_gen(r, &w[r], 2);
+  for (int i = 0; i < 5; i++) nsp_tracegen_p2p(g[0], NSP_API_Send, w[0], 1024, ncclFloat32, 1);
+  nsp_tracegen_p2p(g[1], NSP_API_Recv, w[1], 2048, ncclFloat16, 0); /* same bytes */
+  nsp_tracegen_p2p(g[1], NSP_API_Recv, w[1], 1024, ncclFloat32, 0);
+  nsp_tracegen_p2p(g[1], NSP_API_Recv, w[1], 512, ncclFloat32, 0); /* #3 short */
+  nsp_tracegen_p2p(g[1], NSP_API_Recv, w[1], 1000, ncclFloat32, 0); /* #4 short too */
+  nsp_tracegen_p2p(g[1], NSP_API_Recv, w[1], 1024, ncclFloat32, 0);
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_P2P_SIZE_MISMATCH);
+  assert_int_equal(f->seq, 3);
+  assert_int_equal(f->src, 0);
+  assert_int_equal(f->dst, 1);
+  assert_int_equal(f->later, 1);
+  assert_int_equal(f->sides[0].call.count, 1024);
+  assert_int_equal(f->sides[1].call.count, 512);
+  assert_true(f->sides[0].call.time_ns && f->sides[1].call.time_ns);
+  assert_contains(f->message, "send #3 from rank 0 to rank 1 (1024 x float32 = 4096 bytes) does not match recv #3 at "
+                              "rank 1 (512 x float32 = 2048 bytes)");
+  nsp_job_destroy(job);
+}
+
+/* Recvs from a peer that never sent anything to us. */
+static void test_p2p_unmatched_recv(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  uint32_t w[3];
+  for (int r = 0; r < 3; r++) g[r] = rank_gen(r, &w[r], 3);
+  nsp_tracegen_p2p(g[0], NSP_API_Send, w[0], 4, ncclInt32, 2); /* 0 -> 2 fine */
+  nsp_tracegen_p2p(g[2], NSP_API_Recv, w[2], 4, ncclInt32, 0);
+  nsp_tracegen_p2p(g[1], NSP_API_Recv, w[1], 8, ncclInt32, 0); /* 0 never sends to 1 */
+  nsp_tracegen_p2p(g[1], NSP_API_Recv, w[1], 8, ncclInt32, 0);
+  struct nsp_job *job = analyse_gens(g, 3);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_P2P_UNMATCHED);
+  assert_int_equal(f->api, NSP_API_Recv);
+  assert_int_equal(f->seq, 1);
+  assert_int_equal(f->src, 0);
+  assert_int_equal(f->dst, 1);
+  assert_int_equal(f->later, 1);
+  assert_int_equal(f->sides[0].posted, 0);
+  assert_int_equal(f->sides[1].posted, 2);
+  assert_contains(f->message, "unmatched recv #1 from rank 0 to rank 1 (8 x int32 = 32 bytes)");
+  nsp_job_destroy(job);
+}
+
+/* Findings come likely cause first: mismatches (even when later in
+ * time), then errors, then wavefronts. */
+static void test_order(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2], x[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_gen(r, &w[r], 2);
+    x[r] = nsp_tracegen_comm(g[r], 0xbbbb, r, 2);
+  }
+  nsp_tracegen_async_error(g[1], w[1], ncclInternalError, "internal"); /* earliest event */
+  for (int r = 0; r < 2; r++) nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 8, ncclFloat32, ncclSum, -1);
+  nsp_tracegen_coll(g[0], NSP_API_AllReduce, w[0], 8, ncclFloat32, ncclMax, -1); /* seq 2 redop */
+  nsp_tracegen_coll(g[1], NSP_API_AllReduce, w[1], 8, ncclFloat32, ncclSum, -1);
+  for (int i = 0; i < 3; i++) nsp_tracegen_coll(g[0], NSP_API_AllGather, x[0], 8, ncclFloat32, -1, -1);
+  nsp_tracegen_coll(g[1], NSP_API_AllGather, x[1], 8, ncclFloat32, -1, -1);
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nfindings(job), 3);
+  const struct nsp_finding *f0 = nsp_job_finding(job, 0), *f1 = nsp_job_finding(job, 1),
+                           *f2 = nsp_job_finding(job, 2);
+  assert_int_equal(f0->kind, NSP_FIND_REDOP_MISMATCH);
+  assert_int_equal(f0->seq, 2);
+  assert_contains(f0->message, "rank 0 all-reduce 8 x float32 max (32 bytes) vs rank 1 all-reduce 8 x float32 sum");
+  assert_int_equal(f1->kind, NSP_FIND_ERROR);
+  assert_int_equal(f1->sides[0].procs[0].call.source, NSP_SRC_ASYNC);
+  assert_string_equal(f1->message, "first error: rank 1 in an async error: ncclInternalError (\"internal\")");
+  assert_true(f1->time_ns < f0->time_ns);
+  assert_int_equal(f2->kind, NSP_FIND_STOPPED_EARLY);
+  assert_true(f2->comm_id == 0xbbbb);
+  assert_ranks(f2->odd_ranks, f2->nodd, "1");
+  /* Rank 1's last call was on the other communicator. */
+  assert_true(f2->sides[0].procs[0].call.comm_id == 0xbbbb);
+  assert_contains(nsp_job_summary(job), "3 findings (1 redop-mismatch, 1 stopped-early, 1 error)");
+  assert_contains(nsp_job_summary(job), "The first problem (redop-mismatch) is on communicator 000000000000aaaa");
+  nsp_job_destroy(job);
+}
+
+/* Later differing seqs are counted, not reported; a rank that never
+ * reached the mismatch keeps its wavefront finding. */
+static void test_later_and_wavefront(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  uint32_t w[3];
+  for (int r = 0; r < 3; r++) g[r] = rank_gen(r, &w[r], 3);
+  for (int r = 0; r < 2; r++)
+    for (int i = 0; i < 6; i++)
+      nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], i >= 2 && r == 1 ? 16 : 8, ncclInt32, ncclSum, -1);
+  nsp_tracegen_coll(g[2], NSP_API_AllReduce, w[2], 8, ncclInt32, ncclSum, -1); /* stops at seq 1 */
+  struct nsp_job *job = analyse_gens(g, 3);
+  assert_int_equal(nsp_job_nfindings(job), 2);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_COUNT_MISMATCH);
+  assert_int_equal(f->seq, 3);
+  assert_int_equal(f->later, 3); /* seqs 4-6 */
+  assert_contains(f->message, "(and 3 later seqs also differ)");
+  /* Rank 2 never got to seq 3: it is not on a side of the mismatch. */
+  assert_int_equal(f->nsides, 2);
+  assert_side(&f->sides[0], "0");
+  assert_side(&f->sides[1], "1");
+  const struct nsp_finding *s = nsp_job_finding(job, 1);
+  assert_int_equal(s->kind, NSP_FIND_STOPPED_EARLY);
+  assert_int_equal(s->seq, 1);
+  assert_side(&s->sides[0], "2");
+  assert_side(&s->sides[1], "0-1");
+  nsp_job_destroy(job);
+}
+
+/* A non-blocking init: the first COMM record does not know the rank; a
+ * later record for the same comm index does, and wins. */
+static void test_nonblocking_init(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = nsp_tracegen_create("h", 10u + (uint32_t)r, -1); /* no RANK anywhere */
+    struct nsp_rec_ext x;
+    memset(&x, 0, sizeof x);
+    x.comm_id = 0xcccc;
+    x.rank = -1;
+    x.nranks = -1;
+    x.device = -1;
+    struct nsp_rec c;
+    memset(&c, 0, sizeof c);
+    c.kind = NSP_REC_COMM;
+    c.api = NSP_API_CommInitRankConfig;
+    c.comm = 1;
+    c.result = ncclInProgress; /* not an error */
+    c.flags = NSP_COMM_PENDING;
+    c.t_enter = 2000000000ull;
+    c.t_exit = 2000000001ull;
+    c.ext = &x;
+    assert_int_equal(nsp_tracegen_record(g[r], &c), 0);
+    struct nsp_rec call;
+    memset(&call, 0, sizeof call);
+    call.kind = NSP_REC_CALL;
+    call.api = NSP_API_AllReduce;
+    call.comm = 1;
+    call.seq = 1;
+    call.count = 10;
+    call.dtype = r ? ncclFloat64 : ncclInt64;
+    call.redop = ncclSum;
+    call.peer = -1;
+    call.t_enter = 2000001000ull;
+    call.t_exit = 2000001100ull;
+    assert_int_equal(nsp_tracegen_record(g[r], &call), 0);
+    x.rank = r;
+    x.nranks = 2;
+    c.flags = 0;
+    c.result = 0;
+    c.t_enter = c.t_exit = 2000002000ull;
+    assert_int_equal(nsp_tracegen_record(g[r], &c), 0);
+  }
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_side(&f->sides[0], "0");
+  assert_int_equal(f->sides[0].call.dtype, ncclInt64);
+  assert_side(&f->sides[1], "1");
+  assert_int_equal(f->comm->nranks, 2);
+  /* Without an environment rank the job rank comes from the communicator. */
+  assert_int_equal(nsp_job_trace(job, 1)->rank, 1);
+  assert_int_equal(nsp_job_trace(job, 0)->errors, 0);
+  nsp_job_destroy(job);
+}
+
+/* Result codes NCCL may add later print as "unknown result N"; the
+ * earliest error wins across hosts whose monotonic clocks differ. */
+static void test_unknown_result_and_clock(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) g[r] = rank_gen(r, &w[r], 2);
+  /* Rank 1's monotonic clock reads much higher, but its wall clock is
+   * 1 s behind rank 0's: its error (at +10 us) comes first in real time. */
+  nsp_tracegen_set_clock(g[1], 1700000000000000000ull - 1000000000ull, 500000000000ull);
+  nsp_tracegen_fail_next(g[0], 42, NULL);
+  nsp_tracegen_coll(g[0], NSP_API_AllReduce, w[0], 1, ncclUint8, ncclMax, -1);
+  nsp_tracegen_fail_next(g[1], NSP_NCCL_TIMEOUT, "timeout");
+  nsp_tracegen_coll(g[1], NSP_API_AllReduce, w[1], 1, ncclUint8, ncclMax, -1);
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_ERROR);
+  assert_side(&f->sides[0], "1");
+  assert_side(&f->sides[1], "0");
+  assert_string_equal(f->message, "first error: rank 1 at seq 1 all-reduce: ncclTimeout (\"timeout\"); later: rank 0 "
+                                  "unknown result 42");
+  nsp_job_destroy(job);
+}
+
+/* A trace cut mid-frame (SIGKILL) analyses up to its last whole frame and
+ * the note names the file and the byte offset. */
+static void test_truncated_file(void **state) {
+  (void)state;
+  char dir[256];
+  assert_int_equal(nsp_case_mkdtemp(dir, sizeof dir), 0);
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_gen(r, &w[r], 2);
+    nsp_tracegen_set_frame_records(g[r], 4); /* PROCESS, COMM, seq 1, 2 | 3-6 | 7-10 */
+    for (int i = 0; i < 10; i++) nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 64, ncclFloat32, ncclSum, -1);
+  }
+  const uint8_t *data;
+  size_t len, nf;
+  assert_int_equal(nsp_tracegen_bytes(g[1], &data, &len), 0);
+  const size_t *offs = nsp_tracegen_frame_offsets(g[1], &nf);
+  assert_int_equal(nf, 3);
+  size_t cut_frame = offs[2]; /* offs dies with g[1] */
+  char p0[512], p1[512];
+  assert_int_equal(nsp_tracegen_write(g[0], dir, SIZE_MAX, p0, sizeof p0), 0);
+  assert_int_equal(nsp_tracegen_write(g[1], dir, offs[2] + 7, p1, sizeof p1), 0); /* cut in frame 3 */
+  for (int r = 0; r < 2; r++) nsp_tracegen_destroy(g[r]);
+
+  struct nsp_job *job = nsp_job_create();
+  assert_int_equal(nsp_job_add_path(job, dir), 2);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  const struct nsp_trace_info *t = nsp_job_trace(job, 1);
+  assert_string_equal(t->path, p1);
+  assert_int_equal(t->records, 8); /* PROCESS, COMM, seq 1-6 */
+  assert_int_equal(t->frames, 2);
+  char want[64];
+  snprintf(want, sizeof want, "incomplete frame at byte %zu", cut_frame);
+  assert_contains(t->problem, want);
+  assert_int_equal(nsp_job_nnotes(job), 1);
+  assert_contains(nsp_job_note(job, 0), p1);
+  assert_contains(nsp_job_note(job, 0), want);
+  /* Its ranks' last readable seq is 6: that shows as the wavefront. */
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_STOPPED_EARLY);
+  assert_int_equal(f->seq, 6);
+  assert_side(&f->sides[0], "1");
+  assert_contains(nsp_job_summary(job), "See the 1 note below");
+  nsp_job_destroy(job);
+  nsp_case_rmdir(dir);
+}
+
+/* Unreadable inputs: noted, skipped, never fatal to the others. */
+static void test_bad_inputs(void **state) {
+  (void)state;
+  char dir[256];
+  assert_int_equal(nsp_case_mkdtemp(dir, sizeof dir), 0);
+  assert_int_equal(nsp_case_write("c05", dir), 2);
+  char junk[512];
+  snprintf(junk, sizeof junk, "%s/junk.ncclspy", dir);
+  FILE *f = fopen(junk, "w");
+  assert_non_null(f);
+  fputs("this is not a trace, but long enough to have a header's worth of bytes in it, "
+        "so that the magic is what gives it away ................................",
+        f);
+  fclose(f);
+  struct nsp_job *job = nsp_job_create();
+  assert_int_equal(nsp_job_add_path(job, dir), 2);
+  assert_int_equal(nsp_job_add_path(job, "/nonexistent-dir-of-traces"), NSP_AN_EREAD);
+  assert_contains(nsp_job_error(job), "/nonexistent-dir-of-traces");
+  assert_int_equal(nsp_job_add_mem(job, "x", "y", 0), NSP_AN_EINVAL);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  assert_int_equal(nsp_job_analyze(job), NSP_AN_ESTATE);
+  assert_int_equal(nsp_job_add_path(job, dir), NSP_AN_ESTATE);
+  assert_int_equal(nsp_job_ntraces(job), 2);
+  assert_int_equal(nsp_job_nnotes(job), 2);
+  assert_contains(nsp_job_note(job, 0), "junk.ncclspy: not read: not an ncclspy trace (bad magic)");
+  assert_contains(nsp_job_note(job, 1), "/nonexistent-dir-of-traces: not read");
+  assert_int_equal(count_kind(job, NSP_FIND_COUNT_MISMATCH), 1);
+  nsp_job_destroy(job);
+  nsp_job_destroy(NULL);
+  nsp_case_rmdir(dir);
+}
+
+/* Records the shim dropped, ranks never traced: notes, not findings. */
+static void test_notes(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_gen(r, &w[r], 4); /* 4 ranks, 2 traced */
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 1, ncclInt8, ncclSum, -1);
+  }
+  nsp_tracegen_dropped(g[1], 77, NSP_DROP_RING_FULL);
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  assert_int_equal(nsp_job_trace(job, 1)->dropped, 77);
+  assert_int_equal(nsp_job_nnotes(job), 2);
+  assert_contains(nsp_job_note(job, 0), "t1.ncclspy: the shim dropped 77 records");
+  assert_contains(nsp_job_note(job, 1), "4 ranks, traces for 2 (0-1)");
+  nsp_job_destroy(job);
+}
+
+/* ---- formatting --------------------------------------------------------- */
+
+static void test_format_ranks(void **state) {
+  (void)state;
+  char buf[64];
+  static const int a[] = {0, 1, 2, 3, 5};
+  assert_int_equal(nsp_format_ranks(buf, sizeof buf, a, 5), 5);
+  assert_string_equal(buf, "0-3,5");
+  static const int b[] = {0, 2};
+  nsp_format_ranks(buf, sizeof buf, b, 2);
+  assert_string_equal(buf, "0,2");
+  static const int c[] = {7};
+  nsp_format_ranks(buf, sizeof buf, c, 1);
+  assert_string_equal(buf, "7");
+  nsp_format_ranks(buf, sizeof buf, NULL, 0);
+  assert_string_equal(buf, "");
+  static const int d[] = {1, 1, 2, 4, 4, 6, 7, 8};
+  nsp_format_ranks(buf, sizeof buf, d, 8);
+  assert_string_equal(buf, "1-2,4,6-8");
+  static const int e[] = {0, 1};
+  nsp_format_ranks(buf, sizeof buf, e, 2);
+  assert_string_equal(buf, "0-1");
+  /* Too long for the buffer: cut with "...", full length returned. */
+  int many[1000];
+  for (int i = 0; i < 1000; i++) many[i] = 2 * i;
+  char small[16];
+  size_t full = nsp_format_ranks(small, sizeof small, many, 1000);
+  assert_true(full > sizeof small);
+  assert_string_equal(small, "0,2,4,6,8,10...");
+  assert_int_equal(strlen(small), sizeof small - 1);
+}
+
+static void test_format_call_and_names(void **state) {
+  (void)state;
+  char buf[128];
+  struct nsp_call c;
+  memset(&c, 0, sizeof c);
+  c.api = NSP_API_Reduce;
+  c.count = 3;
+  c.dtype = ncclFloat64;
+  c.redop = 7;
+  c.peer = 2;
+  nsp_format_call(buf, sizeof buf, &c);
+  assert_string_equal(buf, "reduce 3 x float64 premulsum#7 root 2 (24 bytes)");
+  c.api = NSP_API_Send;
+  c.dtype = 99;
+  nsp_format_call(buf, sizeof buf, &c);
+  assert_string_equal(buf, "send 3 x dtype#99 to 2 (? bytes)");
+  c.api = NSP_API_Bcast;
+  c.dtype = ncclFloat8e4m3;
+  nsp_format_call(buf, sizeof buf, &c);
+  assert_string_equal(buf, "broadcast 3 x float8e4m3 root 2 (3 bytes)");
+  c.api = -1;
+  nsp_format_call(buf, sizeof buf, &c);
+  assert_string_equal(buf, "no call");
+  for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
+    assert_int_equal(nsp_finding_kind_from_name(nsp_finding_kind_name(k)), k);
+    assert_true(strlen(nsp_finding_kind_hint(k)) > 20);
+  }
+  assert_string_equal(nsp_finding_kind_name(NSP_FIND_P2P_UNMATCHED), "p2p-unmatched");
+  assert_string_equal(nsp_finding_kind_name(-1), "unknown");
+  assert_int_equal(nsp_finding_kind_from_name("nope"), -1);
+  assert_string_equal(nsp_an_strerror(NSP_AN_ENOMEM), "out of memory");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_c01_amp_dtype),
+      cmocka_unit_test(test_c02_even_odd),
+      cmocka_unit_test(test_c03_main_only),
+      cmocka_unit_test(test_c04_different_op),
+      cmocka_unit_test(test_c05_count),
+      cmocka_unit_test(test_c06_root),
+      cmocka_unit_test(test_c07_first_error),
+      cmocka_unit_test(test_c08_p2p_count),
+      cmocka_unit_test(test_c09_split),
+      cmocka_unit_test(test_c10_healthy),
+      cmocka_unit_test(test_c11_straggler),
+      cmocka_unit_test(test_p2p_size),
+      cmocka_unit_test(test_p2p_unmatched_recv),
+      cmocka_unit_test(test_order),
+      cmocka_unit_test(test_later_and_wavefront),
+      cmocka_unit_test(test_nonblocking_init),
+      cmocka_unit_test(test_unknown_result_and_clock),
+      cmocka_unit_test(test_truncated_file),
+      cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_notes),
+      cmocka_unit_test(test_format_ranks),
+      cmocka_unit_test(test_format_call_and_names),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
