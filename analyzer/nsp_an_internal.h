@@ -141,6 +141,7 @@ struct nsp_comm {
   struct nsp_seq_page **pagev;
   size_t npages, pages_cap;
   uint64_t mismatch_seq; /* rule 1's finding seq; 0 none */
+  int mismatch_kind;     /* and its kind */
   int nranks_conflict;   /* members reported different nranks (noted once) */
 };
 
@@ -161,12 +162,13 @@ struct nsp_trace {
   int env_rank, file_rank;
   struct nsp_event first_err;
   struct nsp_event last_call; /* last call on any communicator */
-  /* comm index -> member + 1 (0: none), while loading and for pass 2 */
+  /* comm index -> member + 1 (0: none), while loading only */
   size_t *local_member;
   size_t nlocal;
   uint64_t orphan_calls; /* calls on a comm index without a usable COMM record */
   uint64_t bad_seq;      /* collectives with seq 0 */
   uint64_t rebind_refused;
+  int unattributed_error; /* an error on no communicator (ncclGroupEnd...) */
 };
 
 struct nsp_finding_priv {

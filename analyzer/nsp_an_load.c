@@ -81,6 +81,9 @@ static struct nsp_member *local_member(struct nsp_job *job, struct nsp_trace *t,
 static int note_error(struct nsp_trace *t, int source, int api, uint64_t comm_id, uint64_t seq,
                       const struct nsp_rec *rec, int64_t when) {
   t->info.errors++;
+  /* Grouped calls report their errors from ncclGroupEnd, which names no
+   * communicator; the wavefront rule needs to know such a process failed. */
+  if (!comm_id) t->unattributed_error = 1;
   if (t->first_err.valid && t->first_err.call.time_ns <= when) return 0;
   char *le = rec->last_error ? strdup(rec->last_error) : NULL;
   if (rec->last_error && !le) return NSP_AN_ENOMEM;
@@ -449,6 +452,11 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
 
   int ret = load_records(job, t, ti, r);
   t->info.frames = nsp_reader_frames(r);
+  /* Indices are done with once the file is read; a hostile index near
+   * NSP_MAX_COMMS must not cost memory for the job's life. */
+  free(t->local_member);
+  t->local_member = NULL;
+  t->nlocal = 0;
   const char *problem = nsp_reader_problem(r);
   if (ret == 0 && problem) {
     t->problem = strdup(problem);

@@ -155,8 +155,8 @@ static int side_procs(struct nsp_side *s, size_t n, int **ranks, struct nsp_proc
   *procs = calloc(n ? n : 1, sizeof **procs);
   s->ranks = *ranks;
   s->procs = *procs;
+  if (!*ranks || !*procs) return NSP_AN_ENOMEM; /* nranks stays 0: destroy walks no procs */
   s->nranks = n;
-  if (!*ranks || !*procs) return NSP_AN_ENOMEM;
   for (size_t i = 0; i < n; i++) nsp_call_clear(&(*procs)[i].call);
   return 0;
 }
@@ -351,6 +351,7 @@ static int rule_alignment_comm(struct nsp_job *job, struct nsp_comm *c) {
   }
   f->pub.later = later;
   c->mismatch_seq = s_min;
+  c->mismatch_kind = f->pub.kind;
   return 0;
 }
 
@@ -645,7 +646,7 @@ static int rule_wavefront_comm(struct nsp_job *job, struct nsp_comm *c) {
   if (!skip) {
     int all_err = 1;
     for (size_t i = 0; i < n && job->members[mi[i]].last_seq == low; i++)
-      if (!job->members[mi[i]].has_error) all_err = 0;
+      if (!job->members[mi[i]].has_error && !job->traces[job->members[mi[i]].trace]->unattributed_error) all_err = 0;
     if (all_err) skip = 1;
   }
   if (skip) {
@@ -675,10 +676,10 @@ static int rule_wavefront_comm(struct nsp_job *job, struct nsp_comm *c) {
     if (s == 0) {
       /* The ranks behind are the ones to look at; their time is when
        * they were last seen on this communicator. */
-      f->pub.time_ns = m0->last_t;
-      for (size_t p = i; p < j; p++)
-        if (job->members[mi[p]].last_t && job->members[mi[p]].last_t < f->pub.time_ns)
-          f->pub.time_ns = job->members[mi[p]].last_t;
+      for (size_t p = i; p < j; p++) {
+        int64_t t = job->members[mi[p]].last_t;
+        if (t && (!f->pub.time_ns || t < f->pub.time_ns)) f->pub.time_ns = t;
+      }
       f->odd = malloc((j - i) * sizeof *f->odd);
       if (!f->odd) ret = NSP_AN_ENOMEM;
       else memcpy(f->odd, side->ranks, (j - i) * sizeof *f->odd);
@@ -905,7 +906,14 @@ static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, const
       nsp_sbuf_printf(b, " (the next error, on host %s, came %.3f ms later: clock skew between hosts could reorder them)",
                       next->host, (double)(next->call.time_ns - o->call.time_ns) / 1e6);
   }
-  (void)job;
+  /* A rank that times out in a mismatched collective reports an error
+   * there: say which finding it most likely follows from. */
+  const size_t *ci = f->comm_id ? nsp_u64map_get(&job->comm_by_id, f->comm_id) : NULL;
+  const struct nsp_comm *c = ci ? job->comms[*ci] : NULL;
+  if (c && c->mismatch_seq && o->call.source == NSP_SRC_CALL && nsp_api_kind(o->call.api) == NSP_K_COLL &&
+      o->call.seq >= c->mismatch_seq)
+    nsp_sbuf_printf(b, "; this follows the %s at seq %llu on the same communicator and is probably its consequence",
+                    nsp_finding_kind_name(c->mismatch_kind), (unsigned long long)c->mismatch_seq);
 }
 
 static int build_messages(struct nsp_job *job) {

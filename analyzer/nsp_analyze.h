@@ -105,7 +105,9 @@ struct nsp_call {
   int peer;             /* root (rooted collectives) or peer (send/recv); -1 */
   int result;           /* ncclResult_t as returned (0 success) */
   const char *last_error; /* ncclGetLastError text; NULL when none */
-  int64_t time_ns;      /* wall-clock ns of the call's entry; 0 unknown */
+  int64_t time_ns;      /* wall-clock ns of the call's entry (for errors:
+                           when the call returned it, or when the async
+                           error was seen); 0 unknown */
 };
 
 /* One traced process (one trace file). */

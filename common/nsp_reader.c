@@ -131,20 +131,24 @@ uint64_t nsp_reader_frames(const struct nsp_reader *r) { return r->frames; }
 /* Decompresses the frame at r->off into r->frame.  Returns 1, 0 at a clean
  * end, -1 at damage (problem set). */
 static int next_frame(struct nsp_reader *r) {
-  if (r->off >= r->len) return 0;
-  const uint8_t *src = r->data + r->off;
-  size_t avail = r->len - r->off;
-  size_t csize = ZSTD_findFrameCompressedSize(src, avail);
-  if (ZSTD_isError(csize)) {
-    /* A frame the process was writing when it died: expected, not damage. */
-    snprintf(r->problem, sizeof r->problem,
-             "incomplete frame at byte %zu (%zu bytes after the last whole frame; the process "
-             "probably died while writing)", r->off, avail);
-    return 0;
-  }
-  if (avail >= 4 && (le32(src) & 0xFFFFFFF0u) == 0x184D2A50u) { /* skippable frame (RFC 8878 3.1.2) */
-    r->off += csize;
-    return next_frame(r);
+  const uint8_t *src;
+  size_t avail, csize;
+  /* A loop, not recursion, over skippable frames: a file of millions of
+   * them must not overflow the stack. */
+  for (;;) {
+    if (r->off >= r->len) return 0;
+    src = r->data + r->off;
+    avail = r->len - r->off;
+    csize = ZSTD_findFrameCompressedSize(src, avail);
+    if (ZSTD_isError(csize)) {
+      /* A frame the process was writing when it died: expected, not damage. */
+      snprintf(r->problem, sizeof r->problem,
+               "incomplete frame at byte %zu (%zu bytes after the last whole frame; the process "
+               "probably died while writing)", r->off, avail);
+      return 0;
+    }
+    if (avail < 4 || (le32(src) & 0xFFFFFFF0u) != 0x184D2A50u) break;
+    r->off += csize; /* skippable frame (RFC 8878 3.1.2) */
   }
   ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
   r->frame.len = 0;

@@ -534,6 +534,39 @@ static void test_reader_bad_frame(void **state) {
   nsp_tracegen_destroy(g);
 }
 
+/* Skippable frames (RFC 8878) between record frames are stepped over;
+ * a million of them must not exhaust the stack (the reader used to
+ * recurse once per skippable frame). */
+static void test_reader_skippable(void **state) {
+  (void)state;
+  struct nsp_tracegen *g = mixed_trace();
+  const uint8_t *data;
+  size_t len;
+  assert_int_equal(nsp_tracegen_bytes(g, &data, &len), 0);
+  size_t nskip = 1000000, tot = len + nskip * 8 + 12;
+  uint8_t *buf = malloc(tot);
+  assert_non_null(buf);
+  memcpy(buf, data, NSP_HEADER_SIZE);
+  uint8_t *p = buf + NSP_HEADER_SIZE;
+  for (size_t i = 0; i < nskip; i++, p += 8) {
+    static const uint8_t empty_skip[8] = {0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0};
+    memcpy(p, empty_skip, 8);
+  }
+  memcpy(p, data + NSP_HEADER_SIZE, len - NSP_HEADER_SIZE);
+  p += len - NSP_HEADER_SIZE;
+  static const uint8_t skip4[12] = {0x5f, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4}; /* another magic, 4 bytes */
+  memcpy(p, skip4, sizeof skip4);
+  static char lines[MAXREC][4096];
+  int last;
+  const char *problem;
+  char pb[256];
+  assert_int_equal(read_all(buf, tot, lines, MAXREC, &last, NULL, &problem, pb, sizeof pb), 18);
+  assert_int_equal(last, 0);
+  assert_null(problem);
+  free(buf);
+  nsp_tracegen_destroy(g);
+}
+
 static void test_reader_rejects(void **state) {
   (void)state;
   char err[256] = "";
@@ -568,6 +601,7 @@ int main(void) {
       cmocka_unit_test(test_reader_cut_everywhere),
       cmocka_unit_test(test_reader_damage_everywhere),
       cmocka_unit_test(test_reader_bad_frame),
+      cmocka_unit_test(test_reader_skippable),
       cmocka_unit_test(test_reader_rejects),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -530,6 +530,56 @@ static void test_unknown_result_and_clock(void **state) {
   nsp_job_destroy(job);
 }
 
+/* An error inside the mismatched collective (a timeout waiting for the
+ * others) comes after the mismatch and says it is probably its result. */
+static void test_error_after_mismatch(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) g[r] = rank_gen(r, &w[r], 2);
+  nsp_tracegen_coll(g[0], NSP_API_AllReduce, w[0], 8, ncclFloat16, ncclSum, -1);
+  nsp_tracegen_fail_next(g[1], ncclSystemError, "timed out waiting for rank 0");
+  nsp_tracegen_coll(g[1], NSP_API_AllReduce, w[1], 8, ncclFloat32, ncclSum, -1);
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nfindings(job), 2);
+  assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_DTYPE_MISMATCH);
+  const struct nsp_finding *f = nsp_job_finding(job, 1);
+  assert_int_equal(f->kind, NSP_FIND_ERROR);
+  assert_string_equal(f->message, "first error: rank 1 at seq 1 all-reduce: ncclSystemError (\"timed out waiting for "
+                                  "rank 0\"); this follows the dtype-mismatch at seq 1 on the same communicator and "
+                                  "is probably its consequence");
+  nsp_job_destroy(job);
+}
+
+/* Grouped send/recv report errors from ncclGroupEnd, on no communicator:
+ * the error finding says so, and the rank that stopped there is not also
+ * reported as a wavefront. */
+static void test_group_end_error(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_gen(r, &w[r], 2);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 8, ncclFloat32, ncclSum, -1);
+    nsp_tracegen_group(g[r], 1);
+    nsp_tracegen_p2p(g[r], r ? NSP_API_Send : NSP_API_Recv, w[r], 8, ncclFloat32, 1 - r);
+    if (r == 1) nsp_tracegen_fail_next(g[r], ncclSystemError, "NET/IB: connection closed");
+    nsp_tracegen_group(g[r], 0);
+  }
+  nsp_tracegen_coll(g[0], NSP_API_AllReduce, w[0], 8, ncclFloat32, ncclSum, -1);
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_ERROR);
+  assert_true(f->comm_id == 0);
+  assert_null(f->comm);
+  assert_int_equal(f->api, NSP_API_GroupEnd);
+  assert_int_equal(f->seq, 0);
+  assert_string_equal(f->message, "first error: rank 1 in group-end: ncclSystemError (\"NET/IB: connection closed\")");
+  assert_contains(nsp_job_summary(job), "The first problem (error) is on no communicator");
+  nsp_job_destroy(job);
+}
+
 /* A trace cut mid-frame (SIGKILL) analyses up to its last whole frame and
  * the note names the file and the byte offset. */
 static void test_truncated_file(void **state) {
@@ -576,6 +626,45 @@ static void test_truncated_file(void **state) {
   assert_contains(nsp_job_summary(job), "See the 1 note below");
   nsp_job_destroy(job);
   nsp_case_rmdir(dir);
+}
+
+/* Damage anywhere in one rank's trace: whatever values the damaged bytes
+ * decode to (huge seqs, comm indices, peers, counts), the analysis
+ * completes with consistent findings and frees everything. */
+static void test_damaged_traces_analyse(void **state) {
+  (void)state;
+  const char *cases[] = {"c07", "c08", "c09"};
+  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+    struct nsp_tracegen *g[NSP_CASE_MAX_RANKS];
+    int n = nsp_case_build(cases[ci], g);
+    assert_true(n >= 2);
+    const uint8_t *data[NSP_CASE_MAX_RANKS];
+    size_t len[NSP_CASE_MAX_RANKS];
+    for (int r = 0; r < n; r++) assert_int_equal(nsp_tracegen_bytes(g[r], &data[r], &len[r]), 0);
+    uint8_t *bad = malloc(len[1]);
+    assert_non_null(bad);
+    for (size_t at = NSP_HEADER_SIZE; at < len[1]; at++) {
+      for (int flip = 1; flip < 256; flip <<= 3) {
+        memcpy(bad, data[1], len[1]);
+        bad[at] ^= (uint8_t)flip;
+        struct nsp_job *job = nsp_job_create();
+        assert_non_null(job);
+        for (int r = 0; r < n; r++) {
+          int ret = nsp_job_add_mem(job, "t.ncclspy", r == 1 ? bad : data[r], len[r]);
+          assert_true(ret == 1 || ret == NSP_AN_EREAD);
+        }
+        assert_int_equal(nsp_job_analyze(job), 0);
+        for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
+          const struct nsp_finding *f = nsp_job_finding(job, i);
+          assert_true(f->nsides >= 1 && f->message && f->hint);
+          for (size_t s = 0; s < f->nsides; s++) assert_true(f->sides[s].nranks >= 1 && f->sides[s].text);
+        }
+        nsp_job_destroy(job);
+      }
+    }
+    free(bad);
+    for (int r = 0; r < n; r++) nsp_tracegen_destroy(g[r]);
+  }
 }
 
 /* Unreadable inputs: noted, skipped, never fatal to the others. */
@@ -713,7 +802,10 @@ int main(void) {
       cmocka_unit_test(test_later_and_wavefront),
       cmocka_unit_test(test_nonblocking_init),
       cmocka_unit_test(test_unknown_result_and_clock),
+      cmocka_unit_test(test_error_after_mismatch),
+      cmocka_unit_test(test_group_end_error),
       cmocka_unit_test(test_truncated_file),
+      cmocka_unit_test(test_damaged_traces_analyse),
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_notes),
       cmocka_unit_test(test_format_ranks),

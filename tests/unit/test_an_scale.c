@@ -98,7 +98,9 @@ static void test_scale(void **state) {
   assert_int_equal(nsp_job_comm_by_id(job, 0x1000)->np2p, (uint64_t)nranks * (uint64_t)steps * 2);
   /* Memory: the compressed traces (kept for the second pass) plus state
    * per rank and per seq, nowhere near a copy of every call. */
+#ifndef __SANITIZE_ADDRESS__ /* ASan's quarantine and shadow memory say nothing about ours */
   assert_true(rss - rss_before < 64 + 3 * (long)(bytes >> 20) + nranks / 4);
+#endif
   nsp_job_destroy(job);
 }
 

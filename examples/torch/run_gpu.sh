@@ -1,0 +1,36 @@
+#!/bin/bash
+# Builds ncclspy on a GPU host and runs the torch examples under the shim,
+# two ranks each, then the analyzer on each job's traces.
+#   examples/torch/run_gpu.sh [EXAMPLE...]      (default: ddp_amp c01_amp_dtype c03_main_only)
+# Results go to $OUT (default ./gpu-out): per example its torchrun log and
+# report, plus traces.tgz with every trace.
+set -u
+cd "$(dirname "$0")/../.."
+top=$PWD
+out=${OUT:-$top/gpu-out}
+mkdir -p "$out"
+# NVLink multicast stays off on shared hosts.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+build=${NSP_BUILD_DIR:-build-gpu}
+if ! { [ -d "$build" ] || meson setup "$build" -Dlibunwind=disabled -Dtests=disabled; } >"$out/build.log" 2>&1 ||
+   ! meson compile -C "$build" >>"$out/build.log" 2>&1; then
+  tail -40 "$out/build.log"
+  exit 1
+fi
+shim=$top/$build/shim/libncclspy.so
+traces=${NSP_TRACE_ROOT:-/tmp/ncclspy-gpu}
+rm -rf "$traces" && mkdir -p "$traces"
+examples=("$@")
+[ ${#examples[@]} -gt 0 ] || examples=(ddp_amp c01_amp_dtype c03_main_only)
+for ex in "${examples[@]}"; do
+  dir=$traces/$ex
+  start=$(date +%s)
+  (cd examples/torch && NCCLSPY_DIR=$dir LD_PRELOAD=$shim timeout 150 \
+     python3 -m torch.distributed.run --nproc_per_node=2 "$ex.py") >"$out/$ex.log" 2>&1
+  rc=$?
+  echo "=== $ex: torchrun exit $rc after $(( $(date +%s) - start )) s; ncclspy analyze:"
+  "$build/analyzer/ncclspy" analyze "$dir" >"$out/$ex.report.txt" 2>&1
+  echo "(analyze exit $?)"
+  cat "$out/$ex.report.txt"
+done
+tar czf "$out/traces.tgz" -C "$traces" .
