@@ -113,6 +113,11 @@ static size_t payload_bound(const struct nsp_rec *r) {
     n += str_room(x->comm_name) + str_room(x->host) + str_room(x->shim_version) +
          str_room(x->nccl_path);
     for (uint32_t i = 0; x->env && i < 2 * x->nenv; i++) n += str_room(x->env[i]);
+    n += str_room(x->gpu_uuid) + str_room(x->gpu_pci_bus_id) + str_room(x->gpu_name) +
+         str_room(x->launcher);
+    for (uint32_t i = 0; i < x->nframes; i++)
+      n += 10 + str_room(x->frame_module ? x->frame_module[i] : NULL) +
+           str_room(x->frame_symbol ? x->frame_symbol[i] : NULL);
   }
   return n;
 }
@@ -131,6 +136,7 @@ static void enc_call(struct enc *e, struct nsp_pred *pr, uint64_t *prev_t, const
   if (r->group_id != pr->group_id || r->group_depth != pr->group_depth) mask |= NSP_CM_GROUP;
   if (r->result != 0 || r->last_error) mask |= NSP_CM_RESULT;
   if (r->flags != pr->flags) mask |= NSP_CM_FLAGS;
+  if (r->site != pr->site) mask |= NSP_CM_SITE;
 
   put_v(e, r->api);
   put_v(e, r->comm);
@@ -156,6 +162,7 @@ static void enc_call(struct enc *e, struct nsp_pred *pr, uint64_t *prev_t, const
     put_s(e, r->last_error);
   }
   if (mask & NSP_CM_FLAGS) put_v(e, r->flags);
+  if (mask & NSP_CM_SITE) put_v(e, r->site);
 
   *prev_t = r->t_enter;
   if (kind == NSP_K_COLL) pr->seq = r->seq;
@@ -169,6 +176,7 @@ static void enc_call(struct enc *e, struct nsp_pred *pr, uint64_t *prev_t, const
   pr->group_id = r->group_id;
   pr->group_depth = r->group_depth;
   pr->flags = r->flags;
+  pr->site = r->site;
 }
 
 static const struct nsp_rec_ext nsp_ext_zero;
@@ -195,6 +203,10 @@ int nsp_encode(struct nsp_buf *out, struct nsp_codec *c, const struct nsp_rec *r
       put_s(&e, x->nccl_path);
       put_v(&e, x->env ? x->nenv : 0);
       for (uint32_t i = 0; x->env && i < 2 * x->nenv; i++) put_s(&e, x->env[i]);
+      put_z(&e, x->driver_version);
+      put_z(&e, x->runtime_version);
+      put_s(&e, x->launcher);
+      put_v(&e, x->tracking);
       break;
     case NSP_REC_COMM:
       put_v(&e, r->comm);
@@ -214,6 +226,9 @@ int nsp_encode(struct nsp_buf *out, struct nsp_codec *c, const struct nsp_rec *r
       put_v(&e, r->t_exit);
       put_s(&e, r->last_error);
       put_v(&e, r->flags);
+      put_s(&e, x->gpu_uuid);
+      put_s(&e, x->gpu_pci_bus_id);
+      put_s(&e, x->gpu_name);
       break;
     case NSP_REC_COMM_END:
       put_v(&e, r->comm);
@@ -248,6 +263,29 @@ int nsp_encode(struct nsp_buf *out, struct nsp_codec *c, const struct nsp_rec *r
       put_v(&e, r->t_enter);
       put_s(&e, r->last_error);
       break;
+    case NSP_REC_COMPLETION:
+      put_v(&e, r->comm);
+      put_v(&e, r->api);
+      put_v(&e, r->seq);
+      put_z(&e, r->peer);
+      put_v(&e, r->group_id);
+      put_v(&e, r->flags);
+      put_v(&e, r->t_enter);
+      put_v(&e, r->t_exit);
+      put_v(&e, r->count);
+      break;
+    case NSP_REC_CALLSITE: {
+      uint32_t nf = x->nframes > NSP_MAX_FRAMES ? NSP_MAX_FRAMES : x->nframes;
+      put_v(&e, r->site);
+      put_v(&e, r->flags);
+      put_v(&e, nf);
+      for (uint32_t i = 0; i < nf; i++) {
+        put_s(&e, x->frame_module ? x->frame_module[i] : NULL);
+        put_v(&e, x->frame_offset ? x->frame_offset[i] : 0);
+        put_s(&e, x->frame_symbol ? x->frame_symbol[i] : NULL);
+      }
+      break;
+    }
     default:
       return -1;
   }
@@ -352,6 +390,7 @@ static void dec_call(struct dec *d, struct nsp_codec *c, struct nsp_rec *r) {
     r->last_error = get_s(d);
   }
   r->flags = (uint16_t)((mask & NSP_CM_FLAGS) ? get_v(d) : pr->flags);
+  r->site = (uint32_t)((mask & NSP_CM_SITE) ? get_v(d) : pr->site);
 
   c->prev_t = r->t_enter;
   if (kind == NSP_K_COLL) pr->seq = r->seq;
@@ -365,12 +404,15 @@ static void dec_call(struct dec *d, struct nsp_codec *c, struct nsp_rec *r) {
   pr->group_id = r->group_id;
   pr->group_depth = r->group_depth;
   pr->flags = r->flags;
+  pr->site = r->site;
 }
 
 void nsp_dec_store_free(struct nsp_dec_store *s) {
   if (!s) return;
   free(s->strings);
   free(s->env);
+  free(s->frame_str);
+  free(s->frame_off);
   memset(s, 0, sizeof *s);
 }
 
@@ -388,7 +430,7 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
   r->redop = -1;
   r->kind = kind > 255 ? 0 : (uint8_t)kind;
   const uint8_t *next = p + len;
-  if (kind < NSP_REC_PROCESS || kind > NSP_REC_ASYNC_ERROR) {
+  if (kind < NSP_REC_PROCESS || kind > NSP_REC_CALLSITE) {
     r->kind = 0; /* unknown: skipped by length */
     *pp = next;
     return 1;
@@ -428,6 +470,10 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
       for (uint64_t i = 0; i < nenv * 2; i++) st->env[i] = get_s(&d);
       x->nenv = (uint32_t)nenv;
       x->env = st->env;
+      x->driver_version = get_z32(&d);
+      x->runtime_version = get_z32(&d);
+      x->launcher = get_s(&d);
+      x->tracking = (uint32_t)get_v(&d);
       r->ext = x;
       break;
     }
@@ -449,6 +495,9 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
       r->t_exit = get_v(&d);
       r->last_error = get_s(&d);
       r->flags = (uint16_t)get_v(&d);
+      x->gpu_uuid = get_s(&d);
+      x->gpu_pci_bus_id = get_s(&d);
+      x->gpu_name = get_s(&d);
       r->ext = x;
       break;
     case NSP_REC_COMM_END:
@@ -484,6 +533,48 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
       r->t_enter = get_v(&d);
       r->last_error = get_s(&d);
       break;
+    case NSP_REC_COMPLETION:
+      r->comm = (uint32_t)get_v(&d);
+      r->api = (uint8_t)get_v(&d);
+      r->seq = get_v(&d);
+      r->peer = get_z32(&d);
+      r->group_id = get_v(&d);
+      r->flags = (uint16_t)get_v(&d);
+      r->t_enter = get_v(&d);
+      r->t_exit = get_v(&d);
+      r->count = get_v(&d);
+      break;
+    case NSP_REC_CALLSITE: {
+      r->site = (uint32_t)get_v(&d);
+      r->flags = (uint16_t)get_v(&d);
+      uint64_t nf = get_v(&d);
+      /* A frame takes at least three bytes: refuse counts the payload
+       * cannot hold before allocating. */
+      if (nf > NSP_MAX_FRAMES || nf * 3 > (uint64_t)(d.end - d.p)) {
+        d.bad = 1;
+        break;
+      }
+      if (st->frame_cap < nf * 2 + 1) {
+        const char **fs = realloc(st->frame_str, (nf * 2 + 1) * sizeof *fs);
+        if (!fs) return -1;
+        st->frame_str = fs;
+        uint64_t *fo = realloc(st->frame_off, (nf + 1) * sizeof *fo);
+        if (!fo) return -1;
+        st->frame_off = fo;
+        st->frame_cap = nf * 2 + 1;
+      }
+      for (uint64_t i = 0; i < nf; i++) {
+        st->frame_str[i] = get_s(&d);
+        st->frame_off[i] = get_v(&d);
+        st->frame_str[nf + i] = get_s(&d);
+      }
+      x->nframes = (uint32_t)nf;
+      x->frame_module = st->frame_str;
+      x->frame_offset = st->frame_off;
+      x->frame_symbol = st->frame_str + nf;
+      r->ext = x;
+      break;
+    }
   }
   if (d.bad || r->comm >= NSP_MAX_COMMS) return -1;
   if (r->last_error && !r->last_error[0]) r->last_error = NULL;

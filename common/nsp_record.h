@@ -23,6 +23,7 @@ struct nsp_rec_ext {
   int32_t color, key;    /* splits; NCCL_SPLIT_NOCOLOR = -1 */
   uint32_t split_index;  /* parent's splits before this one */
   const char *comm_name; /* config commName, "" when unset */
+  const char *gpu_uuid, *gpu_pci_bus_id, *gpu_name; /* "" unknown (1.1) */
   /* NSP_REC_PROCESS */
   uint32_t pid, ppid;
   int32_t nccl_version;
@@ -30,6 +31,14 @@ struct nsp_rec_ext {
   const char *host, *shim_version, *nccl_path;
   uint32_t nenv;
   const char *const *env; /* nenv*2 strings: name, value, name, value... */
+  int32_t driver_version, runtime_version; /* 0 unknown (1.1) */
+  const char *launcher;   /* "torchrun", "slurm", "openmpi", "pmi", "" (1.1) */
+  uint32_t tracking;      /* NSP_TRACK_* (1.1) */
+  /* NSP_REC_CALLSITE (1.1): nframes frames, innermost first */
+  uint32_t nframes;
+  const char *const *frame_module;
+  const uint64_t *frame_offset;
+  const char *const *frame_symbol;
 };
 
 /* One record.  Which fields mean something depends on kind:
@@ -41,6 +50,9 @@ struct nsp_rec_ext {
  *  DROPPED     count = records lost, aux = NSP_DROP_* reason, t_enter.
  *  ASYNC_ERROR comm, result, t_enter, last_error.
  *  PROCESS     ext only.
+ *  COMPLETION  comm, api, seq, peer, group_id, flags (NSP_DONE_*),
+ *              t_enter = gpu_start, t_exit = gpu_end, count = t_seen.
+ *  CALLSITE    site, flags (NSP_SITE_*), ext frames.
  * Fields are sized for the shim's ring (128-byte slots). */
 struct nsp_rec {
   uint8_t kind;          /* enum nsp_rec_kind */
@@ -60,6 +72,7 @@ struct nsp_rec {
   uint64_t t_enter, t_exit; /* CLOCK_MONOTONIC ns */
   const char *last_error;   /* NULL or NUL-terminated */
   const struct nsp_rec_ext *ext;
+  uint32_t site;            /* call-site id (CALL, CALLSITE); 0 none */
 };
 
 /* A growable byte buffer. */
@@ -78,7 +91,7 @@ void nsp_buf_free(struct nsp_buf *b);
 struct nsp_pred {
   uint64_t seq, count, stream, sendbuff, recvbuff, group_id;
   int32_t dtype, redop, peer, result;
-  uint32_t group_depth, flags;
+  uint32_t group_depth, flags, site;
 };
 struct nsp_codec {
   struct nsp_pred *pred; /* indexed by comm; grows on demand */
@@ -102,6 +115,9 @@ struct nsp_dec_store {
   size_t strings_cap;
   const char **env;
   size_t env_cap;
+  const char **frame_str; /* module, symbol pairs of a CALLSITE */
+  uint64_t *frame_off;
+  size_t frame_cap;
 };
 void nsp_dec_store_free(struct nsp_dec_store *s);
 
@@ -109,6 +125,7 @@ void nsp_dec_store_free(struct nsp_dec_store *s);
 #define NSP_MAX_STRING (64u << 10) /* bytes of one string */
 #define NSP_MAX_ENV 4096           /* entries of the environment snapshot */
 #define NSP_MAX_COMMS (1u << 20)   /* comm indices per file */
+#define NSP_MAX_FRAMES 256         /* frames of one call site */
 
 /* Decodes the record at *p (not beyond end) into r, advancing *p.
  * Strings and r->ext point into store and stay valid until the next call.

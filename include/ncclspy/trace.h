@@ -39,7 +39,7 @@
 
 #define NSP_MAGIC "NCCLSPY\0" /* 8 bytes at offset 0 */
 #define NSP_FORMAT_MAJOR 1    /* bumped on incompatible change */
-#define NSP_FORMAT_MINOR 0    /* bumped when fields or kinds are added */
+#define NSP_FORMAT_MINOR 1    /* bumped when fields or kinds are added */
 #define NSP_HEADER_SIZE 128
 #define NSP_HOST_MAX 64
 
@@ -67,7 +67,11 @@ enum nsp_rec_kind {
    * varint monotonic_ns, str host, str shim_version, str nccl_path,
    * varint nenv, then nenv pairs (str name, str value): the allowlisted
    * environment (rank/world variables of torchrun, Slurm, Open MPI, PMI,
-   * NCCL_*, CUDA_VISIBLE_DEVICES, ...), never values of other variables. */
+   * NCCL_*, CUDA_VISIBLE_DEVICES, ...), never values of other variables.
+   * Since 1.1: zz driver_version (cuDriverGetVersion, 0 unknown),
+   * zz runtime_version (cudaRuntimeGetVersion of the loaded libcudart, 0
+   * unknown), str launcher ("torchrun", "slurm", "openmpi", "pmi" or ""),
+   * varint tracking (NSP_TRACK_* bits: what completion tracking ran). */
   NSP_REC_PROCESS = 1,
 
   /* A communicator was made (init, split, shrink) or learnt more about
@@ -79,7 +83,9 @@ enum nsp_rec_kind {
    * parent's count of splits before this one), str comm_name (config
    * commName, "" when unset), varint handle (the ncclComm_t value),
    * zz result, varint t_enter, varint t_exit, str last_error,
-   * varint flags (NSP_COMM_*). */
+   * varint flags (NSP_COMM_*).
+   * Since 1.1: str gpu_uuid ("GPU-xxxxxxxx-..."), str gpu_pci_bus_id
+   * ("0000:1b:00.0"), str gpu_name, all "" when unknown. */
   NSP_REC_COMM = 2,
 
   /* Finalize, destroy, abort or revoke of a communicator.
@@ -111,6 +117,7 @@ enum nsp_rec_kind {
    *   NSP_CM_GROUP    zz group id minus predicted, varint group depth
    *   NSP_CM_RESULT   zz result, str last_error
    *   NSP_CM_FLAGS    varint flags (NSP_CALL_*)
+   *   NSP_CM_SITE     varint call-site id (NSP_REC_CALLSITE), 1.1
    * Predictions other than seq are the previous CALL's values on the same
    * comm; at frame start: seq 0, count 0, dtype 0, redop -1, peer -1,
    * buffers and stream 0, group 0/0, result 0, flags 0. */
@@ -131,6 +138,46 @@ enum nsp_rec_kind {
   /* ncclCommGetAsyncError's answer changed for a communicator.
    * varint comm, zz async_result, varint t, str last_error. */
   NSP_REC_ASYNC_ERROR = 7,
+
+  /* Completion of work on the GPU (1.1).  It names either one call,
+   * (comm, api, seq, peer) with group_id 0 -- seq and peer as in its CALL
+   * record -- or, with group_id != 0, every call this process made in that
+   * ncclGroupStart/End group (their events belong to the group).
+   *   varint comm, varint api, varint seq, zz peer, varint group_id,
+   *   varint flags (NSP_DONE_*), varint gpu_start, varint gpu_end
+   *   (CLOCK_MONOTONIC ns of this host, mapped from GPU events; 0 when
+   *   not timed), varint t_seen (when the shim saw it complete).
+   * A call with no COMPLETION record in a trace whose PROCESS record has
+   * NSP_TRACK_COMPLETION never completed as far as the trace knows. */
+  NSP_REC_COMPLETION = 8,
+
+  /* A native call site, written once per distinct site before the first
+   * CALL that names it (1.1).
+   *   varint site, varint flags (NSP_SITE_*), varint nframes, then nframes
+   *   times (str module path, varint offset in module, str symbol).
+   * Frames are innermost first. */
+  NSP_REC_CALLSITE = 9,
+};
+
+/* Bits of the PROCESS record's `tracking` field (1.1). */
+enum nsp_tracking {
+  NSP_TRACK_COMPLETION = 1u << 0, /* CUDA events track completion of every call */
+  NSP_TRACK_TIMING = 1u << 1,     /* and time it on the GPU */
+  NSP_TRACK_CALLSITES = 1u << 2,  /* call sites are recorded (libunwind) */
+};
+
+/* Flags of a COMPLETION record. */
+enum nsp_done_flags {
+  NSP_DONE_OK = 1u << 0,        /* the work completed */
+  NSP_DONE_CAPTURED = 1u << 1,  /* enqueued into a CUDA graph capture: never queried */
+  NSP_DONE_TIMED = 1u << 2,     /* gpu_start and gpu_end are valid */
+  NSP_DONE_ERROR = 1u << 3,     /* the event query failed (a CUDA error) */
+  NSP_DONE_ABANDONED = 1u << 4, /* its communicator was aborted or revoked first */
+};
+
+/* Flags of a CALLSITE record. */
+enum nsp_site_flags {
+  NSP_SITE_FULL = 1u << 0, /* a full stack (taken on an error or a fatal signal) */
 };
 
 /* Mask bits of NSP_REC_CALL. */
@@ -145,6 +192,7 @@ enum nsp_call_mask {
   NSP_CM_GROUP = 1u << 7,
   NSP_CM_RESULT = 1u << 8,
   NSP_CM_FLAGS = 1u << 9,
+  NSP_CM_SITE = 1u << 10, /* 1.1 */
 };
 
 /* Flags of a CALL record. */

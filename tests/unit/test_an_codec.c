@@ -582,7 +582,7 @@ static void test_reader_rejects(void **state) {
   memcpy(copy, data, len);
   copy[8] = 2; /* format 2.x */
   assert_null(nsp_reader_open_mem(copy, len, err, sizeof err));
-  assert_non_null(strstr(err, "format 2.0"));
+  assert_non_null(strstr(err, "format 2."));
   free(copy);
   assert_null(nsp_reader_open("/nonexistent/x.ncclspy", err, sizeof err));
   assert_non_null(strstr(err, "cannot open"));
