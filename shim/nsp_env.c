@@ -3,6 +3,10 @@
  * Environments hold secrets (API tokens, passwords in URLs), and traces
  * travel: they land on shared filesystems and in bug reports.  So the
  * snapshot is an allowlist, and a deny-list of name parts overrides it. */
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nsp_shim.h"
@@ -39,4 +43,40 @@ int nsp_env_allowed(const char *name, size_t len) {
   for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
     if (strlen(exact[i]) == len && !memcmp(name, exact[i], len)) return 1;
   return 0;
+}
+
+const char *nsp_launcher(void) {
+  /* Most specific first: torchrun under Slurm is still torchrun. */
+  if (getenv("TORCHELASTIC_RUN_ID") || getenv("TORCHELASTIC_RESTART_COUNT")) return "torchrun";
+  if (getenv("OMPI_COMM_WORLD_RANK")) return "openmpi";
+  if (getenv("SLURM_PROCID")) return "slurm";
+  if (getenv("PMI_RANK") || getenv("PMIX_RANK")) return "pmi";
+  return "";
+}
+
+static int find_cudart(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  if (info->dlpi_name && strstr(info->dlpi_name, "libcudart")) {
+    snprintf(arg, 512, "%s", info->dlpi_name);
+    return 1;
+  }
+  return 0;
+}
+
+void nsp_process_versions(int32_t *driver, int32_t *runtime) {
+  *driver = *runtime = 0;
+  const struct nsp_cuda *cu = nsp_cuda_get();
+  int v = 0;
+  if (cu && cu->DriverGetVersion && cu->DriverGetVersion(&v) == NSP_CUDA_SUCCESS) *driver = v;
+  /* Only a runtime the program already loaded: we load none ourselves. */
+  char path[512] = "";
+  dl_iterate_phdr(find_cudart, path);
+  void *h = path[0] ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  if (!h) return;
+  void *f = dlsym(h, "cudaRuntimeGetVersion");
+  int (*get)(int *) = NULL;
+  memcpy(&get, &f, sizeof f);
+  v = 0;
+  if (get && get(&v) == 0) *runtime = v;
+  dlclose(h);
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "nsp_cuda.h"
 #include "nsp_nccl.h"
 #include "nsp_record.h"
 
@@ -103,7 +104,50 @@ NSP_HIDDEN char *nsp_strdup_rec(const char *s);
 /* Frees what a record owns (last_error, ext). */
 NSP_HIDDEN void nsp_rec_release(struct nsp_rec *r);
 
+/* ---- completion tracking (nsp_done.c) ---- */
+struct nsp_ctx_pool;
+/* One call's events, between nsp_done_before and nsp_done_after. */
+struct nsp_track {
+  struct nsp_ctx_pool *pool; /* NULL: not tracked */
+  CUevent start;             /* timed start event, or NULL */
+  uint8_t timed, captured;
+};
+/* A group's events, between nsp_done_group_before and _after. */
+struct nsp_track_group {
+  struct nsp_ctx_pool *pool;
+  unsigned nstreams;
+  uint8_t timed, captured;
+  CUstream stream[8];
+  CUevent start[8];
+};
+/* NSP_TRACK_* bits of this process (0 without a CUDA driver). */
+NSP_HIDDEN uint32_t nsp_done_tracking(void);
+/* Around the real call of a collective or send/recv on `stream`.  Inside
+ * a group (in_group) only the stream is noted for ncclGroupEnd.  _after
+ * records the end event and queues the call for the poller, or writes a
+ * "captured" completion; it does nothing for calls that were not tracked. */
+NSP_HIDDEN void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group);
+NSP_HIDDEN void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int api,
+                               uint64_t seq, int peer, int result);
+/* Around the real outermost ncclGroupEnd: events on every stream the
+ * group used; the completion names the group. */
+NSP_HIDDEN void nsp_done_group_before(struct nsp_track_group *g);
+NSP_HIDDEN void nsp_done_group_after(struct nsp_track_group *g, uint64_t group_id, int result);
+/* Forgets the streams of a group that ends without launching (simulate). */
+NSP_HIDDEN void nsp_done_group_discard(void);
+/* Before ncclCommAbort/Revoke: writes an "abandoned" completion for each
+ * call of comm still in flight, and stops following them. */
+NSP_HIDDEN void nsp_done_abandon(uint32_t comm);
+/* At exit, before the writer's last flush: a last poll, then the poller ends. */
+NSP_HIDDEN void nsp_done_stop(void);
+
 /* ---- environment (nsp_env.c) ---- */
+/* The launcher that started this process, from its variables: "torchrun",
+ * "slurm", "openmpi", "pmi", or "" (a static string). */
+NSP_HIDDEN const char *nsp_launcher(void);
+/* cuDriverGetVersion and the loaded libcudart's cudaRuntimeGetVersion
+ * (e.g. 13000); 0 where unknown. */
+NSP_HIDDEN void nsp_process_versions(int32_t *driver, int32_t *runtime);
 /* True when a variable of this name may be written to a trace: the rank
  * and world variables of the launchers, NCCL_*, CUDA_*, TORCH_NCCL_*,
  * TORCH_DISTRIBUTED_*, LD_PRELOAD; never a name containing TOKEN, SECRET,

@@ -73,7 +73,9 @@ static void record_comm(int api, struct nsp_comm *c, uint64_t id, int rank, int 
                         const char *comm_name, ncclComm_t handle, int result, uint64_t t0,
                         uint64_t t1, uint16_t flags) {
   size_t nlen = comm_name ? strnlen(comm_name, 256) : 0;
-  struct nsp_rec_ext *x = calloc(1, sizeof *x + nlen + 1);
+  char gpu[3][64] = {"", "", ""};
+  if (c && device >= 0) nsp_cuda_identity(device, gpu[0], gpu[1], gpu[2]);
+  struct nsp_rec_ext *x = calloc(1, sizeof *x + nlen + 1 + sizeof gpu);
   struct nsp_rec *r = x ? nsp_ring_reserve() : NULL;
   if (!r) {
     free(x);
@@ -82,6 +84,11 @@ static void record_comm(int api, struct nsp_comm *c, uint64_t id, int rank, int 
   char *name = (char *)(x + 1);
   if (nlen) memcpy(name, comm_name, nlen);
   name[nlen] = 0;
+  char *ids = name + nlen + 1;
+  memcpy(ids, gpu, sizeof gpu);
+  x->gpu_uuid = ids;
+  x->gpu_pci_bus_id = ids + 64;
+  x->gpu_name = ids + 128;
   x->comm_id = id;
   x->rank = rank;
   x->nranks = nranks;
@@ -143,15 +150,19 @@ static void comm_settle(struct nsp_comm *c) {
 /* Records one CALL.  peer: root or peer rank, -1 none. */
 static void record_call(int api, ncclComm_t comm, const void *sendbuff, const void *recvbuff,
                         size_t count, int dtype, int redop, int peer, cudaStream_t stream,
-                        int result, uint64_t t0, uint64_t t1) {
+                        int result, uint64_t t0, uint64_t t1, struct nsp_track *trk) {
   struct nsp_comm *c = nsp_comm_find(comm);
   if (c && NSP_UNLIKELY(atomic_load_explicit(&c->pending, memory_order_relaxed))) comm_settle(c);
   uint64_t seq = 0;
   int kind = nsp_api_kind(api);
   if (c && kind == NSP_K_COLL) seq = atomic_fetch_add_explicit(&c->coll_seq, 1, memory_order_relaxed) + 1;
   else if (c && kind == NSP_K_P2P) seq = nsp_comm_p2p_seq(c, peer, api == NSP_API_Recv);
+  /* The call's record goes in the ring before its completion can. */
   struct nsp_rec *r = nsp_ring_reserve();
-  if (!r) return;
+  if (!r) {
+    if (trk) nsp_done_after(trk, stream, c ? c->idx : 0, api, seq, peer, result);
+    return;
+  }
   r->kind = NSP_REC_CALL;
   r->api = (uint8_t)api;
   r->comm = c ? c->idx : 0;
@@ -171,6 +182,7 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   if (sendbuff && sendbuff == recvbuff) r->flags = NSP_CALL_IN_PLACE;
   if (NSP_UNLIKELY(result != ncclSuccess)) r->last_error = last_error_text(comm, result);
   nsp_ring_commit(r);
+  if (trk) nsp_done_after(trk, stream, c ? c->idx : 0, api, seq, peer, result);
 }
 
 /* The common shape of a recorded call: resolve, pass through when nested,
@@ -190,91 +202,111 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   errno = saved_errno;                                                  \
   return res
 
+/* NSP_CALL for work enqueued on a stream: events go around the real call
+ * so the poller can tell when it ran; RECORD has `trk` in scope too. */
+#define NSP_TRACKED_CALL(name, args, stream, RECORD)                    \
+  nsp_fn_##name real = REAL(name);                                      \
+  if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;                     \
+  if (nsp_depth) return real args;                                      \
+  nsp_ensure_started();                                                 \
+  struct nsp_track trk_;                                                \
+  struct nsp_track *trk = &trk_;                                        \
+  nsp_done_before(trk, stream, nsp_group_depth > 0);                    \
+  uint64_t t0 = nsp_now_ns();                                           \
+  nsp_depth++;                                                          \
+  ncclResult_t res = real args;                                         \
+  nsp_depth--;                                                          \
+  int saved_errno = errno;                                              \
+  uint64_t t1 = nsp_now_ns();                                           \
+  RECORD;                                                               \
+  errno = saved_errno;                                                  \
+  return res
+
 /* ---- collectives and send/recv ---- */
 
 NSP_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                                       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                       cudaStream_t stream) {
-  NSP_CALL(AllReduce, (sendbuff, recvbuff, count, datatype, op, comm, stream),
+  NSP_TRACKED_CALL(AllReduce, (sendbuff, recvbuff, count, datatype, op, comm, stream), stream,
            record_call(NSP_API_AllReduce, comm, sendbuff, recvbuff, count, datatype, op, -1, stream,
-                       res, t0, t1));
+                       res, t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
                                    ncclDataType_t datatype, ncclRedOp_t op, int root,
                                    ncclComm_t comm, cudaStream_t stream) {
-  NSP_CALL(Reduce, (sendbuff, recvbuff, count, datatype, op, root, comm, stream),
+  NSP_TRACKED_CALL(Reduce, (sendbuff, recvbuff, count, datatype, op, root, comm, stream), stream,
            record_call(NSP_API_Reduce, comm, sendbuff, recvbuff, count, datatype, op, root, stream,
-                       res, t0, t1));
+                       res, t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                                   ncclComm_t comm, cudaStream_t stream) {
-  NSP_CALL(Bcast, (buff, count, datatype, root, comm, stream),
+  NSP_TRACKED_CALL(Bcast, (buff, count, datatype, root, comm, stream), stream,
            record_call(NSP_API_Bcast, comm, buff, buff, count, datatype, -1, root, stream, res, t0,
-                       t1));
+                       t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
                                       ncclDataType_t datatype, int root, ncclComm_t comm,
                                       cudaStream_t stream) {
-  NSP_CALL(Broadcast, (sendbuff, recvbuff, count, datatype, root, comm, stream),
+  NSP_TRACKED_CALL(Broadcast, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
            record_call(NSP_API_Broadcast, comm, sendbuff, recvbuff, count, datatype, -1, root,
-                       stream, res, t0, t1));
+                       stream, res, t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                           cudaStream_t stream) {
-  NSP_CALL(ReduceScatter, (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),
+  NSP_TRACKED_CALL(ReduceScatter, (sendbuff, recvbuff, recvcount, datatype, op, comm, stream), stream,
            record_call(NSP_API_ReduceScatter, comm, sendbuff, recvbuff, recvcount, datatype, op, -1,
-                       stream, res, t0, t1));
+                       stream, res, t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                       ncclDataType_t datatype, ncclComm_t comm,
                                       cudaStream_t stream) {
-  NSP_CALL(AllGather, (sendbuff, recvbuff, sendcount, datatype, comm, stream),
+  NSP_TRACKED_CALL(AllGather, (sendbuff, recvbuff, sendcount, datatype, comm, stream), stream,
            record_call(NSP_API_AllGather, comm, sendbuff, recvbuff, sendcount, datatype, -1, -1,
-                       stream, res, t0, t1));
+                       stream, res, t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                                      ncclDataType_t datatype, ncclComm_t comm,
                                      cudaStream_t stream) {
-  NSP_CALL(AlltoAll, (sendbuff, recvbuff, count, datatype, comm, stream),
+  NSP_TRACKED_CALL(AlltoAll, (sendbuff, recvbuff, count, datatype, comm, stream), stream,
            record_call(NSP_API_AlltoAll, comm, sendbuff, recvbuff, count, datatype, -1, -1, stream,
-                       res, t0, t1));
+                       res, t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
                                    ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream) {
-  NSP_CALL(Gather, (sendbuff, recvbuff, count, datatype, root, comm, stream),
+  NSP_TRACKED_CALL(Gather, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
            record_call(NSP_API_Gather, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
-                       res, t0, t1));
+                       res, t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
                                     ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream) {
-  NSP_CALL(Scatter, (sendbuff, recvbuff, count, datatype, root, comm, stream),
+  NSP_TRACKED_CALL(Scatter, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
            record_call(NSP_API_Scatter, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
-                       res, t0, t1));
+                       res, t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
                                  int peer, ncclComm_t comm, cudaStream_t stream) {
-  NSP_CALL(Send, (sendbuff, count, datatype, peer, comm, stream),
+  NSP_TRACKED_CALL(Send, (sendbuff, count, datatype, peer, comm, stream), stream,
            record_call(NSP_API_Send, comm, sendbuff, NULL, count, datatype, -1, peer, stream, res,
-                       t0, t1));
+                       t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                  ncclComm_t comm, cudaStream_t stream) {
-  NSP_CALL(Recv, (recvbuff, count, datatype, peer, comm, stream),
+  NSP_TRACKED_CALL(Recv, (recvbuff, count, datatype, peer, comm, stream), stream,
            record_call(NSP_API_Recv, comm, NULL, recvbuff, count, datatype, -1, peer, stream, res,
-                       t0, t1));
+                       t0, t1, trk));
 }
 
 /* ---- groups ---- */
@@ -283,22 +315,45 @@ NSP_EXPORT ncclResult_t ncclGroupStart(void) {
   NSP_CALL(GroupStart, (), {
     if (res == ncclSuccess && nsp_group_depth++ == 0)
       nsp_group_id = atomic_fetch_add_explicit(&nsp_group_counter, 1, memory_order_relaxed) + 1;
-    record_call(NSP_API_GroupStart, NULL, NULL, NULL, 0, -1, -1, -1, NULL, res, t0, t1);
+    record_call(NSP_API_GroupStart, NULL, NULL, NULL, 0, -1, -1, -1, NULL, res, t0, t1, NULL);
   });
 }
 
 /* GroupEnd and GroupSimulateEnd both close the innermost group. */
 static void group_end(int api, ncclResult_t res, uint64_t t0, uint64_t t1) {
-  record_call(api, NULL, NULL, NULL, 0, -1, -1, -1, NULL, res, t0, t1);
+  record_call(api, NULL, NULL, NULL, 0, -1, -1, -1, NULL, res, t0, t1, NULL);
   if (nsp_group_depth > 0 && --nsp_group_depth == 0) nsp_group_id = 0;
 }
 
+/* The outermost ncclGroupEnd launches the group's work: its events go on
+ * every stream the group's calls used. */
 NSP_EXPORT ncclResult_t ncclGroupEnd(void) {
-  NSP_CALL(GroupEnd, (), group_end(NSP_API_GroupEnd, res, t0, t1));
+  nsp_fn_GroupEnd real = REAL(GroupEnd);
+  if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;
+  if (nsp_depth) return real();
+  nsp_ensure_started();
+  struct nsp_track_group g;
+  int outermost = nsp_group_depth == 1;
+  uint64_t group_id = nsp_group_id;
+  if (outermost) nsp_done_group_before(&g);
+  uint64_t t0 = nsp_now_ns();
+  nsp_depth++;
+  ncclResult_t res = real();
+  nsp_depth--;
+  int saved_errno = errno;
+  uint64_t t1 = nsp_now_ns();
+  group_end(NSP_API_GroupEnd, res, t0, t1);
+  if (outermost) nsp_done_group_after(&g, group_id, res);
+  errno = saved_errno;
+  return res;
 }
 
+/* Simulation launches nothing: the group's streams are forgotten. */
 NSP_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
-  NSP_CALL(GroupSimulateEnd, (simInfo), group_end(NSP_API_GroupSimulateEnd, res, t0, t1));
+  NSP_CALL(GroupSimulateEnd, (simInfo), {
+    if (nsp_group_depth == 1) nsp_done_group_discard();
+    group_end(NSP_API_GroupSimulateEnd, res, t0, t1);
+  });
 }
 
 /* ---- communicators ---- */
@@ -400,7 +455,10 @@ static void comm_end(int api, ncclComm_t comm, ncclResult_t res, uint64_t t0, ui
 
 #define NSP_END_WRAPPER(name, params, args)                                       \
   NSP_EXPORT ncclResult_t nccl##name params {                                     \
-    struct nsp_comm *c = nsp_comm_find(comm);                                     \
+    struct nsp_comm *c = nsp_depth ? NULL : nsp_comm_find(comm);                  \
+    /* Abort and revoke cut short what is in flight: say what that was. */        \
+    if (c && (NSP_API_##name == NSP_API_CommAbort || NSP_API_##name == NSP_API_CommRevoke)) \
+      nsp_done_abandon(c->idx);                                                   \
     NSP_CALL(name, args, comm_end(NSP_API_##name, comm, res, t0, t1, c));         \
   }
 NSP_END_WRAPPER(CommFinalize, (ncclComm_t comm), (comm))
@@ -480,7 +538,7 @@ NSP_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 #define NSP_OTHER_WRAPPER(name, params, args, comm, ptr, size)                                \
   NSP_EXPORT ncclResult_t nccl##name params {                                                 \
     NSP_CALL(name, args,                                                                      \
-             record_call(NSP_API_##name, comm, ptr, NULL, size, -1, -1, -1, NULL, res, t0, t1)); \
+             record_call(NSP_API_##name, comm, ptr, NULL, size, -1, -1, -1, NULL, res, t0, t1, NULL)); \
   }
 NSP_OTHER_WRAPPER(GetUniqueId, (ncclUniqueId *uniqueId), (uniqueId), NULL, NULL, 0)
 NSP_OTHER_WRAPPER(CommRegister, (const ncclComm_t comm, void *buff, size_t size, void **handle),

@@ -191,6 +191,9 @@ static struct nsp_rec_ext *process_snapshot(void) {
   x->pid = (uint32_t)getpid();
   x->ppid = (uint32_t)getppid();
   x->nccl_version = nsp_nccl_version;
+  x->tracking = nsp_done_tracking();
+  nsp_process_versions(&x->driver_version, &x->runtime_version);
+  x->launcher = nsp_launcher();
   struct timespec rt, mt;
   clock_gettime(CLOCK_REALTIME, &rt);
   clock_gettime(CLOCK_MONOTONIC, &mt);
@@ -285,7 +288,7 @@ static int file_open(struct nsp_file *f, const struct nsp_rec_ext *proc) {
   put_le(h + 24, proc ? proc->monotonic_ns : 0, 8);
   put_le(h + 32, (uint64_t)getpid(), 4);
   put_le(h + 36, (uint32_t)nsp_nccl_version, 4);
-  put_le(h + 40, NSP_HDR_NO_TIMING, 4);
+  put_le(h + 40, proc && (proc->tracking & NSP_TRACK_TIMING) ? 0 : NSP_HDR_NO_TIMING, 4);
   memcpy(h + 48, f->host, strnlen(f->host, NSP_HOST_MAX - 1));
   if (write_all(f->fd, h, sizeof h) < 0) {
     nsp_warn("cannot write %s: %s; tracing is off for this process", f->path, strerror(errno));
@@ -449,6 +452,7 @@ static void at_fork_child(void) {
 
 static void writer_stop(void) {
   if (!nsp_writer_running || nsp_writer_pid != getpid()) return;
+  nsp_done_stop(); /* its last completions go in the last frame */
   nsp_writer_running = 0;
   atomic_store_explicit(&nsp_writer_stop, 1, memory_order_release);
   /* Bounded: a writer stuck on a dead filesystem must not hold up exit. */

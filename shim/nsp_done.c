@@ -1,0 +1,541 @@
+/* nsp_done.c - when NCCL's work actually ran on the GPU.
+ *
+ * A collective returns once its work is enqueued on a stream; it runs
+ * later, or never (a hang).  For every recorded call the shim records a
+ * CUDA event after it on its stream (and, when timed, one before it), and
+ * a background poller queries the events and writes a COMPLETION record
+ * with the GPU start and end mapped onto the host clock.  For calls
+ * between ncclGroupStart and ncclGroupEnd the events belong to the group:
+ * they are recorded at ncclGroupEnd on every stream the group used.
+ *
+ * Never changes what the program sees: events are only recorded (no
+ * waits are added to a stream), an event is never recorded into a stream
+ * being captured into a CUDA graph (that would add a node to the user's
+ * graph: such calls are marked captured and never queried), and driver
+ * errors turn tracking off for that call, never into an NCCL error.
+ *
+ * Settings:
+ *   NCCLSPY_TIMING=0       no GPU timing: one untimed event per call, for
+ *                          completion only (cheapest)
+ *   NCCLSPY_TIMING_EVERY=N time every Nth call of a stream (default 1: all);
+ *                          the others get one untimed event
+ * Costs measured on 2xH200 are in bench/README.md. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nsp_cuda.h"
+#include "nsp_names.h"
+#include "nsp_shim.h"
+
+#define NSP_MAX_CTX 32
+#define NSP_MAX_PENDING 65536 /* calls awaiting completion; more are not tracked */
+#define NSP_GROUP_STREAMS 8   /* streams of one group whose events we keep */
+#define NSP_ANCHOR_NS 2000000000ull /* re-anchor GPU time every 2 s */
+
+/* Events of one context, and its clock anchor. */
+struct nsp_ctx_pool {
+  CUcontext ctx;
+  pthread_mutex_t lock;
+  CUevent *timed, *plain; /* free lists (stacks) */
+  size_t ntimed, nplain, cap_timed, cap_plain;
+  /* Poller thread only: */
+  CUstream anchor_stream;
+  CUevent anchor;
+  uint64_t anchor_host_ns, anchor_made_ns;
+  int anchor_ok;
+};
+
+struct nsp_pending {
+  uint32_t comm;
+  uint8_t api;
+  uint8_t nstreams;
+  uint8_t timed;
+  int32_t peer;
+  uint64_t seq, group_id, t_enq;
+  struct nsp_ctx_pool *pool;
+  CUstream stream[NSP_GROUP_STREAMS];
+  CUevent start[NSP_GROUP_STREAMS], end[NSP_GROUP_STREAMS];
+};
+
+static int nsp_track = -1; /* -1 not yet decided, 0 off, else NSP_TRACK_* bits */
+static pthread_mutex_t nsp_track_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct nsp_cuda *cu;
+static unsigned nsp_timing_every = 1;
+
+static struct nsp_ctx_pool nsp_pools[NSP_MAX_CTX];
+static _Atomic int nsp_npools;
+static pthread_mutex_t nsp_pools_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Wrappers append here; the poller takes the whole list at once. */
+static pthread_mutex_t nsp_in_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nsp_pending *nsp_in;
+static size_t nsp_nin, nsp_cap_in;
+static _Atomic size_t nsp_npending; /* in + working, for the bound */
+/* The poller's list, in enqueue order; nsp_work_lock also serialises
+ * abandonment (abort/revoke) with polling. */
+static pthread_mutex_t nsp_work_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nsp_pending *nsp_work;
+static size_t nsp_nwork, nsp_cap_work;
+
+static pthread_t nsp_poller;
+static int nsp_poller_running;
+static _Atomic int nsp_poller_stop;
+static _Atomic int nsp_warned_full, nsp_warned_ctx;
+
+/* Per thread: the streams of the open group, and a timing counter. */
+static NSP_TLS CUstream nsp_group_stream[NSP_GROUP_STREAMS];
+static NSP_TLS unsigned nsp_group_nstreams;
+static NSP_TLS unsigned nsp_timing_tick;
+
+static void nsp_done_forked(void);
+
+static void init_tracking(void) {
+  pthread_mutex_lock(&nsp_track_lock);
+  if (nsp_track < 0) {
+    cu = nsp_cuda_get();
+    const char *t = getenv("NCCLSPY_TIMING");
+    const char *every = getenv("NCCLSPY_TIMING_EVERY");
+    long n = every && *every ? strtol(every, NULL, 10) : 1;
+    nsp_timing_every = n >= 1 && n <= 1000000 ? (unsigned)n : 1;
+    if (!cu) nsp_track = 0;
+    else nsp_track = NSP_TRACK_COMPLETION | (t && !strcmp(t, "0") ? 0 : NSP_TRACK_TIMING);
+    pthread_atfork(NULL, NULL, nsp_done_forked);
+  }
+  pthread_mutex_unlock(&nsp_track_lock);
+}
+
+uint32_t nsp_done_tracking(void) {
+  if (NSP_UNLIKELY(nsp_track < 0)) init_tracking();
+  return (uint32_t)nsp_track;
+}
+
+/* The pool of ctx, made on first use.  Lock-free lookup: pools are only
+ * appended. */
+static struct nsp_ctx_pool *pool_of(CUcontext ctx) {
+  int n = atomic_load_explicit(&nsp_npools, memory_order_acquire);
+  for (int i = 0; i < n; i++)
+    if (nsp_pools[i].ctx == ctx) return &nsp_pools[i];
+  pthread_mutex_lock(&nsp_pools_lock);
+  n = atomic_load_explicit(&nsp_npools, memory_order_relaxed);
+  struct nsp_ctx_pool *p = NULL;
+  for (int i = 0; i < n; i++)
+    if (nsp_pools[i].ctx == ctx) p = &nsp_pools[i];
+  if (!p && n < NSP_MAX_CTX) {
+    p = &nsp_pools[n];
+    memset(p, 0, sizeof *p);
+    p->ctx = ctx;
+    pthread_mutex_init(&p->lock, NULL);
+    atomic_store_explicit(&nsp_npools, n + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&nsp_pools_lock);
+  return p;
+}
+
+/* An event of the pool's context, timed or not; NULL on failure.  New
+ * events are made in the calling thread's current context, which must be
+ * the pool's. */
+static CUevent event_get(struct nsp_ctx_pool *p, int timed) {
+  CUevent e = NULL;
+  pthread_mutex_lock(&p->lock);
+  if (timed && p->ntimed) e = p->timed[--p->ntimed];
+  else if (!timed && p->nplain) e = p->plain[--p->nplain];
+  pthread_mutex_unlock(&p->lock);
+  if (e) return e;
+  CUcontext cur = NULL;
+  if (cu->CtxGetCurrent(&cur) != NSP_CUDA_SUCCESS || cur != p->ctx) {
+    nsp_warn_once(&nsp_warned_ctx, "a stream's CUDA context is not the calling thread's; calls "
+                                   "on it are recorded without completion tracking");
+    return NULL;
+  }
+  if (cu->EventCreate(&e, timed ? 0 : NSP_CU_EVENT_DISABLE_TIMING) != NSP_CUDA_SUCCESS) return NULL;
+  return e;
+}
+
+static void event_put(struct nsp_ctx_pool *p, CUevent e, int timed) {
+  if (!e) return;
+  pthread_mutex_lock(&p->lock);
+  CUevent **list = timed ? &p->timed : &p->plain;
+  size_t *n = timed ? &p->ntimed : &p->nplain, *cap = timed ? &p->cap_timed : &p->cap_plain;
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 64;
+    CUevent *l = realloc(*list, nc * sizeof *l);
+    if (l) {
+      *list = l;
+      *cap = nc;
+    }
+  }
+  if (*n < *cap) (*list)[(*n)++] = e;
+  else e = NULL; /* no memory: let it go rather than grow */
+  pthread_mutex_unlock(&p->lock);
+}
+
+static void emit(const struct nsp_pending *w, uint32_t flags, uint64_t start, uint64_t end) {
+  struct nsp_rec *r = nsp_ring_reserve();
+  if (!r) return;
+  r->kind = NSP_REC_COMPLETION;
+  r->comm = w->comm;
+  r->api = w->api;
+  r->seq = w->seq;
+  r->peer = w->peer;
+  r->group_id = w->group_id;
+  r->flags = (uint16_t)flags;
+  r->t_enter = start;
+  r->t_exit = end;
+  r->count = nsp_now_ns();
+  nsp_ring_commit(r);
+}
+
+/* ---- wrapper side ---- */
+
+/* The stream's context and pool, or NULL when the call cannot be tracked.
+ * *captured is set when the stream is being captured into a graph. */
+static struct nsp_ctx_pool *stream_pool(CUstream s, int *captured) {
+  int status = 0;
+  *captured = 0;
+  if (cu->StreamIsCapturing(s, &status) != NSP_CUDA_SUCCESS) return NULL;
+  if (status != NSP_CU_STREAM_CAPTURE_STATUS_NONE) {
+    *captured = 1;
+    return NULL;
+  }
+  CUcontext ctx = NULL;
+  if (cu->StreamGetCtx(s, &ctx) != NSP_CUDA_SUCCESS || !ctx) return NULL;
+  return pool_of(ctx);
+}
+
+static void poller_start(void);
+
+static void push_pending(const struct nsp_pending *w) {
+  if (atomic_fetch_add_explicit(&nsp_npending, 1, memory_order_relaxed) >= NSP_MAX_PENDING) {
+    atomic_fetch_sub_explicit(&nsp_npending, 1, memory_order_relaxed);
+    nsp_warn_once(&nsp_warned_full, "more than %d NCCL calls await completion; newer ones are "
+                                    "recorded without completion tracking", NSP_MAX_PENDING);
+    for (unsigned i = 0; i < w->nstreams; i++) {
+      event_put(w->pool, w->start[i], 1);
+      event_put(w->pool, w->end[i], w->timed);
+    }
+    return;
+  }
+  pthread_mutex_lock(&nsp_in_lock);
+  if (nsp_nin == nsp_cap_in) {
+    size_t nc = nsp_cap_in ? nsp_cap_in * 2 : 256;
+    struct nsp_pending *l = realloc(nsp_in, nc * sizeof *l);
+    if (l) {
+      nsp_in = l;
+      nsp_cap_in = nc;
+    }
+  }
+  int ok = nsp_nin < nsp_cap_in;
+  if (ok) nsp_in[nsp_nin++] = *w;
+  pthread_mutex_unlock(&nsp_in_lock);
+  if (!ok) atomic_fetch_sub_explicit(&nsp_npending, 1, memory_order_relaxed);
+  if (NSP_UNLIKELY(!nsp_poller_running)) poller_start();
+}
+
+void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group) {
+  memset(t, 0, sizeof *t);
+  if (NSP_UNLIKELY(nsp_track < 0)) init_tracking();
+  if (!nsp_track) return;
+  if (in_group) {
+    /* The group's events go in at ncclGroupEnd, on each stream it used. */
+    unsigned n = nsp_group_nstreams;
+    for (unsigned i = 0; i < n; i++)
+      if (nsp_group_stream[i] == stream) return;
+    if (n < NSP_GROUP_STREAMS) nsp_group_stream[nsp_group_nstreams++] = stream;
+    return;
+  }
+  int captured;
+  t->pool = stream_pool(stream, &captured);
+  t->captured = (uint8_t)captured;
+  if (!t->pool) return;
+  t->timed = (nsp_track & NSP_TRACK_TIMING) && nsp_timing_tick++ % nsp_timing_every == 0;
+  if (t->timed) {
+    t->start = event_get(t->pool, 1);
+    if (!t->start || cu->EventRecord(t->start, stream) != NSP_CUDA_SUCCESS) {
+      event_put(t->pool, t->start, 1);
+      t->start = NULL;
+      t->timed = 0;
+    }
+  }
+}
+
+void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int api, uint64_t seq,
+                    int peer, int result) {
+  struct nsp_pending w = {.comm = comm, .api = (uint8_t)api, .peer = peer, .seq = seq};
+  if (t->captured) {
+    emit(&w, NSP_DONE_CAPTURED, 0, 0);
+    return;
+  }
+  if (!t->pool) return;
+  w.pool = t->pool;
+  w.timed = t->timed;
+  CUevent end = NULL;
+  if (result == ncclSuccess || result == ncclInProgress) {
+    end = event_get(t->pool, t->timed);
+    if (end && cu->EventRecord(end, stream) != NSP_CUDA_SUCCESS) {
+      event_put(t->pool, end, t->timed);
+      end = NULL;
+    }
+  }
+  if (!end) {
+    event_put(t->pool, t->start, 1);
+    return;
+  }
+  w.nstreams = 1;
+  w.stream[0] = stream;
+  w.start[0] = t->start;
+  w.end[0] = end;
+  w.t_enq = nsp_now_ns();
+  push_pending(&w);
+}
+
+void nsp_done_group_before(struct nsp_track_group *g) {
+  memset(g, 0, sizeof *g);
+  if (!nsp_track || nsp_track < 0) {
+    nsp_group_nstreams = 0;
+    return;
+  }
+  unsigned n = nsp_group_nstreams;
+  nsp_group_nstreams = 0;
+  g->timed = (nsp_track & NSP_TRACK_TIMING) && nsp_timing_tick++ % nsp_timing_every == 0;
+  for (unsigned i = 0; i < n; i++) {
+    int captured;
+    struct nsp_ctx_pool *p = stream_pool(nsp_group_stream[i], &captured);
+    if (captured) g->captured = 1;
+    if (!p || (g->pool && p != g->pool)) continue; /* one context per group record */
+    g->pool = p;
+    unsigned k = g->nstreams++;
+    g->stream[k] = nsp_group_stream[i];
+    if (g->timed) {
+      g->start[k] = event_get(p, 1);
+      if (g->start[k] && cu->EventRecord(g->start[k], g->stream[k]) != NSP_CUDA_SUCCESS) {
+        event_put(p, g->start[k], 1);
+        g->start[k] = NULL;
+      }
+      if (!g->start[k]) g->timed = 0;
+    }
+  }
+}
+
+void nsp_done_group_after(struct nsp_track_group *g, uint64_t group_id, int result) {
+  struct nsp_pending w = {.peer = -1, .group_id = group_id, .pool = g->pool, .timed = g->timed};
+  if (g->captured) {
+    emit(&w, NSP_DONE_CAPTURED, 0, 0);
+    return;
+  }
+  if (!g->pool) return;
+  int ok = result == ncclSuccess || result == ncclInProgress;
+  for (unsigned i = 0; i < g->nstreams; i++) {
+    CUevent end = ok ? event_get(g->pool, g->timed) : NULL;
+    if (end && cu->EventRecord(end, g->stream[i]) != NSP_CUDA_SUCCESS) {
+      event_put(g->pool, end, g->timed);
+      end = NULL;
+    }
+    if (!end) {
+      ok = 0;
+      continue;
+    }
+    w.stream[w.nstreams] = g->stream[i];
+    w.start[w.nstreams] = g->start[i];
+    w.end[w.nstreams] = end;
+    w.nstreams++;
+  }
+  if (!ok || !w.nstreams) {
+    for (unsigned i = 0; i < g->nstreams; i++) event_put(g->pool, g->start[i], 1);
+    for (unsigned i = 0; i < w.nstreams; i++) event_put(g->pool, w.end[i], w.timed);
+    return;
+  }
+  if (w.timed)
+    for (unsigned i = 0; i < w.nstreams; i++)
+      if (!w.start[i]) w.timed = 0;
+  w.t_enq = nsp_now_ns();
+  push_pending(&w);
+}
+
+/* ---- poller ---- */
+
+static void take_incoming(void) {
+  pthread_mutex_lock(&nsp_in_lock);
+  if (nsp_nin) {
+    if (nsp_nwork + nsp_nin > nsp_cap_work) {
+      size_t nc = nsp_cap_work ? nsp_cap_work : 256;
+      while (nc < nsp_nwork + nsp_nin) nc *= 2;
+      struct nsp_pending *l = realloc(nsp_work, nc * sizeof *l);
+      if (l) {
+        nsp_work = l;
+        nsp_cap_work = nc;
+      }
+    }
+    size_t n = nsp_cap_work - nsp_nwork < nsp_nin ? nsp_cap_work - nsp_nwork : nsp_nin;
+    memcpy(nsp_work + nsp_nwork, nsp_in, n * sizeof *nsp_in);
+    nsp_nwork += n;
+    memmove(nsp_in, nsp_in + n, (nsp_nin - n) * sizeof *nsp_in);
+    nsp_nin -= n;
+  }
+  pthread_mutex_unlock(&nsp_in_lock);
+}
+
+static CUcontext nsp_poller_ctx;
+
+static int use_ctx(CUcontext ctx) {
+  if (ctx == nsp_poller_ctx) return 0;
+  if (cu->CtxSetCurrent(ctx) != NSP_CUDA_SUCCESS) return -1;
+  nsp_poller_ctx = ctx;
+  return 0;
+}
+
+/* Keeps a fresh pair (GPU event, host time) per context: an event on a
+ * private non-blocking stream (never the user's), waited for here. */
+static void anchor(struct nsp_ctx_pool *p) {
+  uint64_t now = nsp_now_ns();
+  if (p->anchor_ok && now - p->anchor_made_ns < NSP_ANCHOR_NS) return;
+  if (use_ctx(p->ctx) < 0) return;
+  if (!p->anchor_stream && cu->StreamCreate(&p->anchor_stream, NSP_CU_STREAM_NON_BLOCKING) != NSP_CUDA_SUCCESS) {
+    p->anchor_stream = NULL;
+    return;
+  }
+  if (!p->anchor && cu->EventCreate(&p->anchor, 0) != NSP_CUDA_SUCCESS) {
+    p->anchor = NULL;
+    return;
+  }
+  uint64_t t0 = nsp_now_ns();
+  if (cu->EventRecord(p->anchor, p->anchor_stream) != NSP_CUDA_SUCCESS ||
+      cu->EventSynchronize(p->anchor) != NSP_CUDA_SUCCESS)
+    return;
+  uint64_t t1 = nsp_now_ns();
+  p->anchor_host_ns = t0 + (t1 - t0) / 2;
+  p->anchor_made_ns = t1;
+  p->anchor_ok = 1;
+}
+
+/* Host-clock ns of a completed timed event; 0 when it cannot be mapped. */
+static uint64_t host_time(struct nsp_ctx_pool *p, CUevent e) {
+  float ms = 0;
+  if (!p->anchor_ok || cu->EventElapsedTime(&ms, p->anchor, e) != NSP_CUDA_SUCCESS) return 0;
+  return (uint64_t)((int64_t)p->anchor_host_ns + (int64_t)((double)ms * 1e6));
+}
+
+static void release(struct nsp_pending *w) {
+  for (unsigned i = 0; i < w->nstreams; i++) {
+    event_put(w->pool, w->start[i], 1);
+    event_put(w->pool, w->end[i], w->timed);
+  }
+  atomic_fetch_sub_explicit(&nsp_npending, 1, memory_order_relaxed);
+}
+
+/* One pass: in each stream, only the oldest pending call can be the next
+ * to finish, so a stream that is still busy is not asked again. */
+static void poll_once(void) {
+  take_incoming();
+  pthread_mutex_lock(&nsp_work_lock);
+  CUstream busy[64];
+  unsigned nbusy = 0;
+  size_t keep = 0;
+  for (size_t i = 0; i < nsp_nwork; i++) {
+    struct nsp_pending *w = &nsp_work[i];
+    int blocked = 0;
+    for (unsigned b = 0; b < nbusy && !blocked; b++)
+      for (unsigned s = 0; s < w->nstreams; s++)
+        if (busy[b] == w->stream[s]) blocked = 1;
+    int done = 0, failed = 0;
+    if (!blocked && use_ctx(w->pool->ctx) == 0) {
+      done = 1;
+      for (unsigned s = 0; s < w->nstreams; s++) {
+        CUresult q = cu->EventQuery(w->end[s]);
+        if (q == NSP_CUDA_ERROR_NOT_READY) {
+          done = 0;
+          if (nbusy < 64) busy[nbusy++] = w->stream[s];
+        } else if (q != NSP_CUDA_SUCCESS) {
+          failed = 1;
+        }
+      }
+    }
+    if (!done) {
+      nsp_work[keep++] = *w;
+      continue;
+    }
+    uint32_t flags = failed ? NSP_DONE_ERROR : NSP_DONE_OK;
+    uint64_t start = 0, end = 0;
+    if (w->timed && !failed) {
+      anchor(w->pool);
+      for (unsigned s = 0; s < w->nstreams; s++) {
+        uint64_t a = host_time(w->pool, w->start[s]), b = host_time(w->pool, w->end[s]);
+        if (!a || !b) {
+          start = end = 0;
+          break;
+        }
+        if (!start || a < start) start = a;
+        if (b > end) end = b;
+      }
+      if (start && end) flags |= NSP_DONE_TIMED;
+    }
+    emit(w, flags, start, end);
+    release(w);
+  }
+  nsp_nwork = keep;
+  pthread_mutex_unlock(&nsp_work_lock);
+}
+
+static void *poller_main(void *arg) {
+  (void)arg;
+  while (!atomic_load_explicit(&nsp_poller_stop, memory_order_acquire)) {
+    poll_once();
+    struct timespec ts = {0, 1000000}; /* 1 ms */
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static void poller_start(void) {
+  pthread_mutex_lock(&nsp_track_lock);
+  if (!nsp_poller_running) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* signals belong to the program */
+    if (pthread_create(&nsp_poller, NULL, poller_main, NULL) == 0) nsp_poller_running = 1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
+  pthread_mutex_unlock(&nsp_track_lock);
+}
+
+void nsp_done_abandon(uint32_t comm) {
+  if (nsp_track <= 0 || !comm) return;
+  take_incoming();
+  pthread_mutex_lock(&nsp_work_lock);
+  size_t keep = 0;
+  for (size_t i = 0; i < nsp_nwork; i++) {
+    struct nsp_pending *w = &nsp_work[i];
+    if (w->comm == comm && !w->group_id) {
+      emit(w, NSP_DONE_ABANDONED, 0, 0);
+      /* Its events may still be recorded on the stream: leak them rather
+       * than reuse an event the GPU may yet write. */
+      atomic_fetch_sub_explicit(&nsp_npending, 1, memory_order_relaxed);
+    } else {
+      nsp_work[keep++] = *w;
+    }
+  }
+  nsp_nwork = keep;
+  pthread_mutex_unlock(&nsp_work_lock);
+}
+
+void nsp_done_stop(void) {
+  if (!nsp_poller_running) return;
+  atomic_store(&nsp_poller_stop, 1);
+  pthread_join(nsp_poller, NULL);
+  nsp_poller_running = 0;
+  poll_once(); /* what finished just before exit */
+}
+
+void nsp_done_group_discard(void) { nsp_group_nstreams = 0; }
+
+static void nsp_done_forked(void) {
+  /* CUDA cannot be used in a forked child; nor can the parent's events. */
+  nsp_track = 0;
+  nsp_poller_running = 0;
+  nsp_nin = nsp_nwork = 0;
+  atomic_store(&nsp_npending, 0);
+  nsp_group_nstreams = 0;
+}
