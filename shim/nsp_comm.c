@@ -7,6 +7,7 @@
  * bounds memory by the table size. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nsp_shim.h"
 
@@ -56,6 +57,10 @@ struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nran
   c->rank = rank;
   c->nranks = nranks;
   c->device = -1;
+  /* Read per communicator, at its creation (never on the call path), so
+   * one process can time some communicators and not others. */
+  const char *t = getenv("NCCLSPY_TIMING");
+  c->untimed = t && !strcmp(t, "0");
   pthread_mutex_lock(&nsp_comm_lock);
   size_t i = slot_of(handle);
   while (1) {
@@ -93,4 +98,12 @@ uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir) {
     }
   }
   return atomic_fetch_add_explicit(&s[peer * 2 + dir], 1, memory_order_relaxed) + 1;
+}
+
+void nsp_comm_foreach(void (*fn)(struct nsp_comm *, void *), void *arg) {
+  for (size_t i = 0; i < NSP_COMM_SLOTS; i++) {
+    if (!atomic_load_explicit(&nsp_comm_table[i].key, memory_order_acquire)) continue;
+    struct nsp_comm *c = atomic_load_explicit(&nsp_comm_table[i].val, memory_order_acquire);
+    if (c) fn(c, arg);
+  }
 }

@@ -16,7 +16,9 @@
  *
  * Settings:
  *   NCCLSPY_TIMING=0       no GPU timing: one untimed event per call, for
- *                          completion only (cheapest)
+ *                          completion only (cheapest).  Read when each
+ *                          communicator is made, so it can differ between
+ *                          communicators of one process.
  *   NCCLSPY_TIMING_EVERY=N time every Nth call of a stream (default 1: all);
  *                          the others get one untimed event
  * Costs measured on 2xH200 are in bench/README.md. */
@@ -235,7 +237,7 @@ static void push_pending(const struct nsp_pending *w) {
   if (NSP_UNLIKELY(!nsp_poller_running)) poller_start();
 }
 
-void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group) {
+void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group, int untimed) {
   memset(t, 0, sizeof *t);
   if (NSP_UNLIKELY(nsp_track < 0)) init_tracking();
   if (!nsp_track) return;
@@ -251,7 +253,7 @@ void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group) {
   t->pool = stream_pool(stream, &captured);
   t->captured = (uint8_t)captured;
   if (!t->pool) return;
-  t->timed = (nsp_track & NSP_TRACK_TIMING) && nsp_timing_tick++ % nsp_timing_every == 0;
+  t->timed = !untimed && (nsp_track & NSP_TRACK_TIMING) && nsp_timing_tick++ % nsp_timing_every == 0;
   if (t->timed) {
     t->start = event_get(t->pool, 1);
     if (!t->start || cu->EventRecord(t->start, stream) != NSP_CUDA_SUCCESS) {
@@ -481,13 +483,17 @@ static void poll_once(void) {
 
 static void *poller_main(void *arg) {
   (void)arg;
+  unsigned tick = 0;
   while (!atomic_load_explicit(&nsp_poller_stop, memory_order_acquire)) {
-    poll_once();
+    if (nsp_track > 0) poll_once();
+    if (++tick % 10 == 0) nsp_follow_pending_comms(); /* every 10 ms */
     struct timespec ts = {0, 1000000}; /* 1 ms */
     nanosleep(&ts, NULL);
   }
   return NULL;
 }
+
+void nsp_done_poller_start(void) { poller_start(); }
 
 static void poller_start(void) {
   pthread_mutex_lock(&nsp_track_lock);
@@ -526,7 +532,7 @@ void nsp_done_stop(void) {
   atomic_store(&nsp_poller_stop, 1);
   pthread_join(nsp_poller, NULL);
   nsp_poller_running = 0;
-  poll_once(); /* what finished just before exit */
+  if (nsp_track > 0) poll_once(); /* what finished just before exit */
 }
 
 void nsp_done_group_discard(void) { nsp_group_nstreams = 0; }

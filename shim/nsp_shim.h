@@ -68,6 +68,7 @@ struct nsp_comm {
   _Atomic uint64_t coll_seq;   /* last collective sequence number */
   _Atomic uint32_t split_count; /* splits and shrinks made from this comm */
   _Atomic int async_result; /* last ncclCommGetAsyncError answer seen */
+  int untimed;             /* NCCLSPY_TIMING=0 when it was made: completion only */
   _Atomic(_Atomic uint64_t *) p2p_seq; /* [nranks][2]: send, recv */
 };
 
@@ -80,6 +81,18 @@ NSP_HIDDEN struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int ran
 /* Next send (dir 0) or recv (dir 1) sequence number with peer, from 1;
  * 0 when the peer is out of range or memory is short. */
 NSP_HIDDEN uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir);
+
+/* Calls fn for every communicator in the table (lock-free; one that is
+ * being added may be missed). */
+NSP_HIDDEN void nsp_comm_foreach(void (*fn)(struct nsp_comm *, void *), void *arg);
+/* Communicators whose non-blocking init has not settled yet. */
+extern NSP_HIDDEN _Atomic int nsp_comm_npending;
+/* Follows those communicators: asks NCCL (ncclCommGetAsyncError) whether
+ * each finished, and records its rank and nranks, or its error, once it
+ * did.  Called by the poller thread. */
+NSP_HIDDEN void nsp_follow_pending_comms(void);
+/* Starts the poller thread if it is not running (nsp_done.c). */
+NSP_HIDDEN void nsp_done_poller_start(void);
 
 /* 64-bit FNV-1a, continued from h (start with NSP_FNV_INIT). */
 #define NSP_FNV_INIT 0xcbf29ce484222325ull
@@ -123,10 +136,12 @@ struct nsp_track_group {
 /* NSP_TRACK_* bits of this process (0 without a CUDA driver). */
 NSP_HIDDEN uint32_t nsp_done_tracking(void);
 /* Around the real call of a collective or send/recv on `stream`.  Inside
- * a group (in_group) only the stream is noted for ncclGroupEnd.  _after
+ * a group (in_group) only the stream is noted for ncclGroupEnd; untimed
+ * asks for completion only (the communicator's NCCLSPY_TIMING).  _after
  * records the end event and queues the call for the poller, or writes a
  * "captured" completion; it does nothing for calls that were not tracked. */
-NSP_HIDDEN void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group);
+NSP_HIDDEN void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group,
+                                int untimed);
 NSP_HIDDEN void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int api,
                                uint64_t seq, int peer, int result);
 /* Around the real outermost ncclGroupEnd: events on every stream the

@@ -125,6 +125,10 @@ static void comm_made(int api, ncclComm_t handle, uint64_t id, int rank, int nra
     if (c) {
       c->device = device;
       atomic_store(&c->pending, flags & NSP_COMM_PENDING ? 1 : 0);
+      if (flags & NSP_COMM_PENDING) {
+        atomic_fetch_add(&nsp_comm_npending, 1);
+        nsp_done_poller_start(); /* follows it until it settles */
+      }
     }
   } else if (api == NSP_API_CommSplit && color == NCCL_SPLIT_NOCOLOR) {
     flags |= NSP_COMM_NOCOLOR;
@@ -135,10 +139,13 @@ static void comm_made(int api, ncclComm_t handle, uint64_t id, int rank, int nra
 
 /* A non-blocking init finished since we last looked: record what NCCL
  * now knows. */
+_Atomic int nsp_comm_npending;
+
 static void comm_settle(struct nsp_comm *c) {
   int rank, nranks, device = -1;
   if (query_comm(c->handle, &rank, &nranks, &device) < 0) return;
   if (!atomic_exchange(&c->pending, 0)) return;
+  atomic_fetch_sub(&nsp_comm_npending, 1);
   c->rank = rank;
   c->nranks = nranks;
   c->device = device;
@@ -148,10 +155,10 @@ static void comm_settle(struct nsp_comm *c) {
 }
 
 /* Records one CALL.  peer: root or peer rank, -1 none. */
-static void record_call(int api, ncclComm_t comm, const void *sendbuff, const void *recvbuff,
-                        size_t count, int dtype, int redop, int peer, cudaStream_t stream,
-                        int result, uint64_t t0, uint64_t t1, struct nsp_track *trk) {
-  struct nsp_comm *c = nsp_comm_find(comm);
+static void record_call_c(int api, struct nsp_comm *c, ncclComm_t comm, const void *sendbuff,
+                          const void *recvbuff, size_t count, int dtype, int redop, int peer,
+                          cudaStream_t stream, int result, uint64_t t0, uint64_t t1,
+                          struct nsp_track *trk) {
   if (c && NSP_UNLIKELY(atomic_load_explicit(&c->pending, memory_order_relaxed))) comm_settle(c);
   uint64_t seq = 0;
   int kind = nsp_api_kind(api);
@@ -185,6 +192,13 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   if (trk) nsp_done_after(trk, stream, c ? c->idx : 0, api, seq, peer, result);
 }
 
+static void record_call(int api, ncclComm_t comm, const void *sendbuff, const void *recvbuff,
+                        size_t count, int dtype, int redop, int peer, cudaStream_t stream,
+                        int result, uint64_t t0, uint64_t t1, struct nsp_track *trk) {
+  record_call_c(api, nsp_comm_find(comm), comm, sendbuff, recvbuff, count, dtype, redop, peer,
+                stream, result, t0, t1, trk);
+}
+
 /* The common shape of a recorded call: resolve, pass through when nested,
  * else time the call and run RECORD with `res`, `t0`, `t1` in scope. */
 #define NSP_CALL(name, args, RECORD)                                    \
@@ -211,7 +225,8 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   nsp_ensure_started();                                                 \
   struct nsp_track trk_;                                                \
   struct nsp_track *trk = &trk_;                                        \
-  nsp_done_before(trk, stream, nsp_group_depth > 0);                    \
+  struct nsp_comm *c = nsp_comm_find(comm);                             \
+  nsp_done_before(trk, stream, nsp_group_depth > 0, c && c->untimed);   \
   uint64_t t0 = nsp_now_ns();                                           \
   nsp_depth++;                                                          \
   ncclResult_t res = real args;                                         \
@@ -228,7 +243,7 @@ NSP_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size
                                       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                       cudaStream_t stream) {
   NSP_TRACKED_CALL(AllReduce, (sendbuff, recvbuff, count, datatype, op, comm, stream), stream,
-           record_call(NSP_API_AllReduce, comm, sendbuff, recvbuff, count, datatype, op, -1, stream,
+           record_call_c(NSP_API_AllReduce, c, comm, sendbuff, recvbuff, count, datatype, op, -1, stream,
                        res, t0, t1, trk));
 }
 
@@ -236,14 +251,14 @@ NSP_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t 
                                    ncclDataType_t datatype, ncclRedOp_t op, int root,
                                    ncclComm_t comm, cudaStream_t stream) {
   NSP_TRACKED_CALL(Reduce, (sendbuff, recvbuff, count, datatype, op, root, comm, stream), stream,
-           record_call(NSP_API_Reduce, comm, sendbuff, recvbuff, count, datatype, op, root, stream,
+           record_call_c(NSP_API_Reduce, c, comm, sendbuff, recvbuff, count, datatype, op, root, stream,
                        res, t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                                   ncclComm_t comm, cudaStream_t stream) {
   NSP_TRACKED_CALL(Bcast, (buff, count, datatype, root, comm, stream), stream,
-           record_call(NSP_API_Bcast, comm, buff, buff, count, datatype, -1, root, stream, res, t0,
+           record_call_c(NSP_API_Bcast, c, comm, buff, buff, count, datatype, -1, root, stream, res, t0,
                        t1, trk));
 }
 
@@ -251,7 +266,7 @@ NSP_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size
                                       ncclDataType_t datatype, int root, ncclComm_t comm,
                                       cudaStream_t stream) {
   NSP_TRACKED_CALL(Broadcast, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
-           record_call(NSP_API_Broadcast, comm, sendbuff, recvbuff, count, datatype, -1, root,
+           record_call_c(NSP_API_Broadcast, c, comm, sendbuff, recvbuff, count, datatype, -1, root,
                        stream, res, t0, t1, trk));
 }
 
@@ -259,7 +274,7 @@ NSP_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, 
                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                           cudaStream_t stream) {
   NSP_TRACKED_CALL(ReduceScatter, (sendbuff, recvbuff, recvcount, datatype, op, comm, stream), stream,
-           record_call(NSP_API_ReduceScatter, comm, sendbuff, recvbuff, recvcount, datatype, op, -1,
+           record_call_c(NSP_API_ReduceScatter, c, comm, sendbuff, recvbuff, recvcount, datatype, op, -1,
                        stream, res, t0, t1, trk));
 }
 
@@ -267,7 +282,7 @@ NSP_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size
                                       ncclDataType_t datatype, ncclComm_t comm,
                                       cudaStream_t stream) {
   NSP_TRACKED_CALL(AllGather, (sendbuff, recvbuff, sendcount, datatype, comm, stream), stream,
-           record_call(NSP_API_AllGather, comm, sendbuff, recvbuff, sendcount, datatype, -1, -1,
+           record_call_c(NSP_API_AllGather, c, comm, sendbuff, recvbuff, sendcount, datatype, -1, -1,
                        stream, res, t0, t1, trk));
 }
 
@@ -275,7 +290,7 @@ NSP_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_
                                      ncclDataType_t datatype, ncclComm_t comm,
                                      cudaStream_t stream) {
   NSP_TRACKED_CALL(AlltoAll, (sendbuff, recvbuff, count, datatype, comm, stream), stream,
-           record_call(NSP_API_AlltoAll, comm, sendbuff, recvbuff, count, datatype, -1, -1, stream,
+           record_call_c(NSP_API_AlltoAll, c, comm, sendbuff, recvbuff, count, datatype, -1, -1, stream,
                        res, t0, t1, trk));
 }
 
@@ -283,7 +298,7 @@ NSP_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t 
                                    ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream) {
   NSP_TRACKED_CALL(Gather, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
-           record_call(NSP_API_Gather, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
+           record_call_c(NSP_API_Gather, c, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
                        res, t0, t1, trk));
 }
 
@@ -291,21 +306,21 @@ NSP_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t
                                     ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream) {
   NSP_TRACKED_CALL(Scatter, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
-           record_call(NSP_API_Scatter, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
+           record_call_c(NSP_API_Scatter, c, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
                        res, t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
                                  int peer, ncclComm_t comm, cudaStream_t stream) {
   NSP_TRACKED_CALL(Send, (sendbuff, count, datatype, peer, comm, stream), stream,
-           record_call(NSP_API_Send, comm, sendbuff, NULL, count, datatype, -1, peer, stream, res,
+           record_call_c(NSP_API_Send, c, comm, sendbuff, NULL, count, datatype, -1, peer, stream, res,
                        t0, t1, trk));
 }
 
 NSP_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                  ncclComm_t comm, cudaStream_t stream) {
   NSP_TRACKED_CALL(Recv, (recvbuff, count, datatype, peer, comm, stream), stream,
-           record_call(NSP_API_Recv, comm, NULL, recvbuff, count, datatype, -1, peer, stream, res,
+           record_call_c(NSP_API_Recv, c, comm, NULL, recvbuff, count, datatype, -1, peer, stream, res,
                        t0, t1, trk));
 }
 
@@ -466,6 +481,42 @@ NSP_END_WRAPPER(CommDestroy, (ncclComm_t comm), (comm))
 NSP_END_WRAPPER(CommAbort, (ncclComm_t comm), (comm))
 NSP_END_WRAPPER(CommRevoke, (ncclComm_t comm, int revokeFlags), (comm, revokeFlags))
 
+/* Records a change of a communicator's async error state, once. */
+static void async_changed(struct nsp_comm *c, ncclComm_t comm, int now) {
+  if (atomic_exchange_explicit(&c->async_result, now, memory_order_relaxed) == now) return;
+  nsp_ensure_started();
+  struct nsp_rec *r = nsp_ring_reserve();
+  if (!r) return;
+  r->kind = NSP_REC_ASYNC_ERROR;
+  r->comm = c->idx;
+  r->result = now;
+  r->t_enter = nsp_now_ns();
+  r->last_error = last_error_text(comm, now);
+  nsp_ring_commit(r);
+}
+
+static void follow_one(struct nsp_comm *c, void *arg) {
+  (void)arg;
+  if (!atomic_load_explicit(&c->pending, memory_order_relaxed)) return;
+  nsp_fn_CommGetAsyncError f = REAL(CommGetAsyncError);
+  ncclResult_t state = ncclInProgress;
+  if (!f || f(c->handle, &state) != ncclSuccess) return;
+  if (state == ncclSuccess) {
+    comm_settle(c);
+  } else if (state != ncclInProgress) {
+    /* The init failed: say so, and stop following it. */
+    async_changed(c, c->handle, state);
+    if (atomic_exchange(&c->pending, 0)) atomic_fetch_sub(&nsp_comm_npending, 1);
+  }
+}
+
+void nsp_follow_pending_comms(void) {
+  if (!atomic_load_explicit(&nsp_comm_npending, memory_order_relaxed)) return;
+  nsp_depth++;
+  nsp_comm_foreach(follow_one, NULL);
+  nsp_depth--;
+}
+
 /* PyTorch's watchdog polls this about every 100 ms per communicator: a
  * pass-through plus a compare; a record only when the answer changes. */
 NSP_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
@@ -478,18 +529,7 @@ NSP_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asy
   if (c) {
     int now = *asyncError;
     if (atomic_load_explicit(&c->pending, memory_order_relaxed) && now == ncclSuccess) comm_settle(c);
-    if (atomic_exchange_explicit(&c->async_result, now, memory_order_relaxed) != now) {
-      nsp_ensure_started();
-      struct nsp_rec *r = nsp_ring_reserve();
-      if (r) {
-        r->kind = NSP_REC_ASYNC_ERROR;
-        r->comm = c->idx;
-        r->result = now;
-        r->t_enter = nsp_now_ns();
-        r->last_error = last_error_text(comm, now);
-        nsp_ring_commit(r);
-      }
-    }
+    if (atomic_load_explicit(&c->async_result, memory_order_relaxed) != now) async_changed(c, comm, now);
   }
   errno = saved_errno;
   return res;

@@ -11,6 +11,8 @@ out=${OUT:-$top/gpu-out}
 mkdir -p "$out"
 # NVLink multicast stays off on shared hosts.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# The failure cases end by PyTorch's watchdog; skip its 60 s debug dump.
+export TORCH_NCCL_DUMP_ON_TIMEOUT=0
 build=${NSP_BUILD_DIR:-build-gpu}
 if ! { [ -d "$build" ] || meson setup "$build" -Dlibunwind=disabled -Dtests=disabled; } >"$out/build.log" 2>&1 ||
    ! meson compile -C "$build" >>"$out/build.log" 2>&1; then
@@ -18,6 +20,7 @@ if ! { [ -d "$build" ] || meson setup "$build" -Dlibunwind=disabled -Dtests=disa
   exit 1
 fi
 shim=$top/$build/shim/libncclspy.so
+export NCCLSPY_LIB=$shim
 traces=${NSP_TRACE_ROOT:-/tmp/ncclspy-gpu}
 rm -rf "$traces" && mkdir -p "$traces"
 examples=("$@")
@@ -25,12 +28,14 @@ examples=("$@")
 for ex in "${examples[@]}"; do
   dir=$traces/$ex
   start=$(date +%s)
-  (cd examples/torch && NCCLSPY_DIR=$dir LD_PRELOAD=$shim timeout 150 \
-     python3 -m torch.distributed.run --nproc_per_node=2 "$ex.py") >"$out/$ex.log" 2>&1
+  (cd examples/torch && NCCLSPY_DIR=$dir LD_PRELOAD=$shim timeout ${NSP_EXAMPLE_TIMEOUT:-120} \
+     python3 -m torch.distributed.run --nproc_per_node=2 "$ex.py") >"$traces/$ex.log" 2>&1
   rc=$?
-  echo "=== $ex: torchrun exit $rc after $(( $(date +%s) - start )) s; ncclspy analyze:"
-  "$build/analyzer/ncclspy" analyze "$dir" >"$out/$ex.report.txt" 2>&1
-  echo "(analyze exit $?)"
-  cat "$out/$ex.report.txt"
+  {
+    echo "=== $ex: torchrun exit $rc after $(( $(date +%s) - start )) s; ncclspy analyze:"
+    "$build/analyzer/ncclspy" analyze "$dir" 2>&1
+    echo "(analyze exit $?)"
+  } | tee -a "$out/reports.txt"
+  grep -E "^\[rank|it/s|^  " "$traces/$ex.log" | head -20
 done
 tar czf "$out/traces.tgz" -C "$traces" .
