@@ -74,7 +74,9 @@ static void record_comm(int api, struct nsp_comm *c, uint64_t id, int rank, int 
                         uint64_t t1, uint16_t flags) {
   size_t nlen = comm_name ? strnlen(comm_name, 256) : 0;
   char gpu[3][64] = {"", "", ""};
-  if (c && device >= 0) nsp_cuda_identity(device, gpu[0], gpu[1], gpu[2]);
+  /* The GPU too when the init failed: "two ranks on one GPU" is a reason
+   * inits fail, and then only the calling thread's device says which. */
+  nsp_cuda_identity(c && device >= 0 ? device : -1, gpu[0], gpu[1], gpu[2]);
   struct nsp_rec_ext *x = calloc(1, sizeof *x + nlen + 1 + sizeof gpu);
   struct nsp_rec *r = x ? nsp_ring_reserve() : NULL;
   if (!r) {

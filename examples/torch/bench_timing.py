@@ -40,7 +40,8 @@ def make_comm(shim, rank, world, timing):
     uid = UniqueId()
     if rank == 0:
         assert shim.ncclGetUniqueId(ctypes.byref(uid)) == 0
-    buf = torch.frombuffer(bytearray(bytes(uid.internal).ljust(128, b"\0")), dtype=torch.uint8)
+    raw = ctypes.string_at(ctypes.addressof(uid), 128)  # .internal would stop at a NUL byte
+    buf = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
     dist.broadcast(buf, 0)
     uid = UniqueId.from_buffer_copy(bytes(buf.tolist()))
     comm = ctypes.c_void_p()

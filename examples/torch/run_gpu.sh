@@ -2,8 +2,9 @@
 # Builds ncclspy on a GPU host and runs the torch examples under the shim,
 # two ranks each, then the analyzer on each job's traces.
 #   examples/torch/run_gpu.sh [EXAMPLE...]      (default: ddp_amp c01_amp_dtype c03_main_only)
-# Results go to $OUT (default ./gpu-out): per example its torchrun log and
-# report, plus traces.tgz with every trace.
+# Results go to $OUT (default ./gpu-out): reports.txt, and traces.tgz with
+# every trace and torchrun log.  NSP_SHIM_ONLY=1 builds and runs only the
+# shim (analyse the traces elsewhere).
 set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
@@ -15,7 +16,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export TORCH_NCCL_DUMP_ON_TIMEOUT=0
 build=${NSP_BUILD_DIR:-build-gpu}
 if ! { [ -d "$build" ] || meson setup "$build" -Dlibunwind=disabled -Dtests=disabled; } >"$out/build.log" 2>&1 ||
-   ! meson compile -C "$build" >>"$out/build.log" 2>&1; then
+   ! meson compile -C "$build" ${NSP_SHIM_ONLY:+shim/libncclspy.so} >>"$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
   exit 1
 fi
@@ -25,16 +26,22 @@ traces=${NSP_TRACE_ROOT:-/tmp/ncclspy-gpu}
 rm -rf "$traces" && mkdir -p "$traces"
 examples=("$@")
 [ ${#examples[@]} -gt 0 ] || examples=(ddp_amp c01_amp_dtype c03_main_only)
-for ex in "${examples[@]}"; do
+for spec in "${examples[@]}"; do
+  # NAME or NAME:SECONDS (the job's time limit, as a scheduler would kill it)
+  ex=${spec%%:*}
+  limit=${NSP_EXAMPLE_TIMEOUT:-120}
+  [ "$spec" != "$ex" ] && limit=${spec#*:}
   dir=$traces/$ex
   start=$(date +%s)
-  (cd examples/torch && NCCLSPY_DIR=$dir LD_PRELOAD=$shim timeout ${NSP_EXAMPLE_TIMEOUT:-120} \
+  (cd examples/torch && NCCLSPY_DIR=$dir LD_PRELOAD=$shim timeout "$limit" \
      python3 -m torch.distributed.run --nproc_per_node=2 "$ex.py") >"$traces/$ex.log" 2>&1
   rc=$?
   {
     echo "=== $ex: torchrun exit $rc after $(( $(date +%s) - start )) s; ncclspy analyze:"
-    "$build/analyzer/ncclspy" analyze "$dir" 2>&1
-    echo "(analyze exit $?)"
+    if [ -z "${NSP_SHIM_ONLY:-}" ]; then
+      "$build/analyzer/ncclspy" analyze "$dir" 2>&1
+      echo "(analyze exit $?)"
+    fi
   } | tee -a "$out/reports.txt"
   grep -E "^\[rank|it/s|^  " "$traces/$ex.log" | head -20
 done
