@@ -16,7 +16,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export TORCH_NCCL_DUMP_ON_TIMEOUT=0
 build=${NSP_BUILD_DIR:-build-gpu}
 if ! { [ -d "$build" ] || meson setup "$build" -Dlibunwind=disabled -Dtests=disabled; } >"$out/build.log" 2>&1 ||
-   ! meson compile -C "$build" ${NSP_SHIM_ONLY:+shim/libncclspy.so} >>"$out/build.log" 2>&1; then
+   ! ninja -C "$build" ${NSP_SHIM_ONLY:+shim/libncclspy.so} >>"$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
   exit 1
 fi
