@@ -21,6 +21,11 @@ static pthread_mutex_t nsp_comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t nsp_comm_count;
 static _Atomic int nsp_comm_full_warned;
 
+void nsp_comm_atfork(int phase) {
+  if (phase == 0) pthread_mutex_lock(&nsp_comm_lock);
+  else pthread_mutex_unlock(&nsp_comm_lock);
+}
+
 uint64_t nsp_fnv1a(uint64_t h, const void *data, size_t len) {
   const unsigned char *p = data;
   for (size_t i = 0; i < len; i++) {
@@ -61,6 +66,8 @@ struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nran
    * one process can time some communicators and not others. */
   const char *t = getenv("NCCLSPY_TIMING");
   c->untimed = t && !strcmp(t, "0");
+  const char *tr = getenv("NCCLSPY_TRACK");
+  c->untracked = tr && !strcmp(tr, "0");
   pthread_mutex_lock(&nsp_comm_lock);
   size_t i = slot_of(handle);
   while (1) {

@@ -19,8 +19,12 @@
  *                          completion only (cheapest).  Read when each
  *                          communicator is made, so it can differ between
  *                          communicators of one process.
- *   NCCLSPY_TIMING_EVERY=N time every Nth call of a stream (default 1: all);
- *                          the others get one untimed event
+ *   NCCLSPY_TIMING_GAP_US=N  time a call only when N us have passed since the
+ *                          thread's last timed call (default 50; 0: time every
+ *                          call); the others get one untimed event.  Large
+ *                          collectives are all timed; a burst of small ones
+ *                          is sampled, which keeps the cost of timed events
+ *                          (a timestamp write each) off the fast path.
  * Costs measured on 2xH200 are in bench/README.md. */
 #include <errno.h>
 #include <pthread.h>
@@ -66,7 +70,7 @@ struct nsp_pending {
 static int nsp_track = -1; /* -1 not yet decided, 0 off, else NSP_TRACK_* bits */
 static pthread_mutex_t nsp_track_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct nsp_cuda *cu;
-static unsigned nsp_timing_every = 1;
+static uint64_t nsp_timing_gap_ns = 50000;
 
 static struct nsp_ctx_pool nsp_pools[NSP_MAX_CTX];
 static _Atomic int nsp_npools;
@@ -91,7 +95,19 @@ static _Atomic int nsp_warned_full, nsp_warned_ctx;
 /* Per thread: the streams of the open group, and a timing counter. */
 static NSP_TLS CUstream nsp_group_stream[NSP_GROUP_STREAMS];
 static NSP_TLS unsigned nsp_group_nstreams;
-static NSP_TLS unsigned nsp_timing_tick;
+static NSP_TLS uint64_t nsp_last_timed_ns;
+/* The last stream this thread used, and its pool: saves a driver call. */
+static NSP_TLS CUstream nsp_last_stream;
+static NSP_TLS struct nsp_ctx_pool *nsp_last_pool;
+
+/* Whether this call gets timed events (see NCCLSPY_TIMING_GAP_US). */
+static int want_timing(void) {
+  if (!(nsp_track & NSP_TRACK_TIMING)) return 0;
+  uint64_t now = nsp_now_ns();
+  if (now - nsp_last_timed_ns < nsp_timing_gap_ns) return 0;
+  nsp_last_timed_ns = now;
+  return 1;
+}
 
 static void nsp_done_forked(void);
 
@@ -100,9 +116,9 @@ static void init_tracking(void) {
   if (nsp_track < 0) {
     cu = nsp_cuda_get();
     const char *t = getenv("NCCLSPY_TIMING");
-    const char *every = getenv("NCCLSPY_TIMING_EVERY");
-    long n = every && *every ? strtol(every, NULL, 10) : 1;
-    nsp_timing_every = n >= 1 && n <= 1000000 ? (unsigned)n : 1;
+    const char *gap = getenv("NCCLSPY_TIMING_GAP_US");
+    long n = gap && *gap ? strtol(gap, NULL, 10) : 50;
+    nsp_timing_gap_ns = n >= 0 && n <= 10000000 ? (uint64_t)n * 1000u : 50000u;
     if (!cu) nsp_track = 0;
     else nsp_track = NSP_TRACK_COMPLETION | (t && !strcmp(t, "0") ? 0 : NSP_TRACK_TIMING);
     pthread_atfork(NULL, NULL, nsp_done_forked);
@@ -203,9 +219,12 @@ static struct nsp_ctx_pool *stream_pool(CUstream s, int *captured) {
     *captured = 1;
     return NULL;
   }
+  if (s == nsp_last_stream && nsp_last_pool) return nsp_last_pool;
   CUcontext ctx = NULL;
   if (cu->StreamGetCtx(s, &ctx) != NSP_CUDA_SUCCESS || !ctx) return NULL;
-  return pool_of(ctx);
+  nsp_last_stream = s;
+  nsp_last_pool = pool_of(ctx);
+  return nsp_last_pool;
 }
 
 static void poller_start(void);
@@ -253,10 +272,11 @@ void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group, int
   t->pool = stream_pool(stream, &captured);
   t->captured = (uint8_t)captured;
   if (!t->pool) return;
-  t->timed = !untimed && (nsp_track & NSP_TRACK_TIMING) && nsp_timing_tick++ % nsp_timing_every == 0;
+  t->timed = !untimed && want_timing();
   if (t->timed) {
     t->start = event_get(t->pool, 1);
     if (!t->start || cu->EventRecord(t->start, stream) != NSP_CUDA_SUCCESS) {
+      nsp_last_stream = NULL; /* a handle reused in another context, say */
       event_put(t->pool, t->start, 1);
       t->start = NULL;
       t->timed = 0;
@@ -278,6 +298,7 @@ void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int
   if (result == ncclSuccess || result == ncclInProgress) {
     end = event_get(t->pool, t->timed);
     if (end && cu->EventRecord(end, stream) != NSP_CUDA_SUCCESS) {
+      nsp_last_stream = NULL;
       event_put(t->pool, end, t->timed);
       end = NULL;
     }
@@ -302,7 +323,7 @@ void nsp_done_group_before(struct nsp_track_group *g) {
   }
   unsigned n = nsp_group_nstreams;
   nsp_group_nstreams = 0;
-  g->timed = (nsp_track & NSP_TRACK_TIMING) && nsp_timing_tick++ % nsp_timing_every == 0;
+  g->timed = want_timing();
   for (unsigned i = 0; i < n; i++) {
     int captured;
     struct nsp_ctx_pool *p = stream_pool(nsp_group_stream[i], &captured);
@@ -428,40 +449,114 @@ static void release(struct nsp_pending *w) {
   atomic_fetch_sub_explicit(&nsp_npending, 1, memory_order_relaxed);
 }
 
-/* One pass: in each stream, only the oldest pending call can be the next
- * to finish, so a stream that is still busy is not asked again. */
+/* Events of one stream complete in the order they were recorded, so the
+ * calls of a stream that have finished are a prefix of its queue: a binary
+ * search finds where it ends with a few queries, however many calls the
+ * stream holds (the driver's lock is shared with the program's launches:
+ * every query the poller saves is time the program keeps).  A call of a
+ * group spans several streams and is done when it is done in each. */
+#define NSP_POLL_STREAMS 64
+
+struct stream_queue {
+  CUstream stream;
+  CUcontext ctx;
+  size_t n, done; /* calls queued on it; how many of them are finished */
+  size_t *item;   /* indices into nsp_work */
+  unsigned *slot; /* which of the item's streams this is */
+};
+
+static CUresult query_at(struct stream_queue *q, size_t k) {
+  struct nsp_pending *w = &nsp_work[q->item[k]];
+  return cu->EventQuery(w->end[q->slot[k]]);
+}
+
+/* Sets q->done: the length of the finished prefix.  A query error counts
+ * as finished (flagged later), so a broken event cannot hold a queue. */
+static void find_done(struct stream_queue *q) {
+  q->done = 0;
+  if (!q->n || use_ctx(q->ctx) < 0) return;
+  if (query_at(q, q->n - 1) != NSP_CUDA_ERROR_NOT_READY) {
+    q->done = q->n;
+    return;
+  }
+  size_t lo = 0, hi = q->n - 1; /* the answer is in [lo, hi]; hi is not done */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (query_at(q, mid) != NSP_CUDA_ERROR_NOT_READY) lo = mid + 1;
+    else hi = mid;
+  }
+  q->done = lo;
+}
+
+static size_t *nsp_idx;
+static unsigned *nsp_slot;
+static size_t nsp_idx_cap;
+
 static void poll_once(void) {
   take_incoming();
   pthread_mutex_lock(&nsp_work_lock);
-  CUstream busy[64];
-  unsigned nbusy = 0;
+  size_t need = nsp_nwork * NSP_GROUP_STREAMS;
+  if (need > nsp_idx_cap) {
+    size_t *i = realloc(nsp_idx, need * sizeof *i);
+    if (i) nsp_idx = i;
+    unsigned *sl = realloc(nsp_slot, need * sizeof *sl);
+    if (sl) nsp_slot = sl;
+    if (i && sl) nsp_idx_cap = need;
+  }
+  if (need > nsp_idx_cap) {
+    pthread_mutex_unlock(&nsp_work_lock);
+    return;
+  }
+  struct stream_queue q[NSP_POLL_STREAMS];
+  unsigned nq = 0;
+  /* Count per stream, then lay the queues out in one index array. */
+  for (size_t i = 0; i < nsp_nwork; i++)
+    for (unsigned s = 0; s < nsp_work[i].nstreams; s++) {
+      unsigned k = 0;
+      while (k < nq && q[k].stream != nsp_work[i].stream[s]) k++;
+      if (k == nq) {
+        if (nq == NSP_POLL_STREAMS) continue; /* looked at in a later pass */
+        q[nq++] = (struct stream_queue){.stream = nsp_work[i].stream[s], .ctx = nsp_work[i].pool->ctx};
+      }
+      q[k].n++;
+    }
+  size_t off = 0;
+  for (unsigned k = 0; k < nq; k++) {
+    q[k].item = nsp_idx + off;
+    q[k].slot = nsp_slot + off;
+    off += q[k].n;
+    q[k].n = 0;
+  }
+  for (size_t i = 0; i < nsp_nwork; i++)
+    for (unsigned s = 0; s < nsp_work[i].nstreams; s++)
+      for (unsigned k = 0; k < nq; k++)
+        if (q[k].stream == nsp_work[i].stream[s]) {
+          q[k].item[q[k].n] = i;
+          q[k].slot[q[k].n++] = s;
+          break;
+        }
+  for (unsigned k = 0; k < nq; k++) find_done(&q[k]);
+
+  /* A call is finished when it lies in the finished prefix of each of its
+   * streams; count per call in a scratch array. */
+  unsigned char *left = calloc(nsp_nwork ? nsp_nwork : 1, 1);
+  if (!left) {
+    pthread_mutex_unlock(&nsp_work_lock);
+    return;
+  }
+  for (size_t i = 0; i < nsp_nwork; i++) left[i] = nsp_work[i].nstreams;
+  for (unsigned k = 0; k < nq; k++)
+    for (size_t j = 0; j < q[k].done; j++) left[q[k].item[j]]--;
   size_t keep = 0;
   for (size_t i = 0; i < nsp_nwork; i++) {
     struct nsp_pending *w = &nsp_work[i];
-    int blocked = 0;
-    for (unsigned b = 0; b < nbusy && !blocked; b++)
-      for (unsigned s = 0; s < w->nstreams; s++)
-        if (busy[b] == w->stream[s]) blocked = 1;
-    int done = 0, failed = 0;
-    if (!blocked && use_ctx(w->pool->ctx) == 0) {
-      done = 1;
-      for (unsigned s = 0; s < w->nstreams; s++) {
-        CUresult q = cu->EventQuery(w->end[s]);
-        if (q == NSP_CUDA_ERROR_NOT_READY) {
-          done = 0;
-          if (nbusy < 64) busy[nbusy++] = w->stream[s];
-        } else if (q != NSP_CUDA_SUCCESS) {
-          failed = 1;
-        }
-      }
-    }
-    if (!done) {
+    if (left[i]) {
       nsp_work[keep++] = *w;
       continue;
     }
-    uint32_t flags = failed ? NSP_DONE_ERROR : NSP_DONE_OK;
+    uint32_t flags = NSP_DONE_OK;
     uint64_t start = 0, end = 0;
-    if (w->timed && !failed) {
+    if (w->timed && flags == NSP_DONE_OK) {
       anchor(w->pool);
       for (unsigned s = 0; s < w->nstreams; s++) {
         uint64_t a = host_time(w->pool, w->start[s]), b = host_time(w->pool, w->end[s]);
@@ -477,6 +572,7 @@ static void poll_once(void) {
     emit(w, flags, start, end);
     release(w);
   }
+  free(left);
   nsp_nwork = keep;
   pthread_mutex_unlock(&nsp_work_lock);
 }

@@ -30,7 +30,16 @@ static void *nsp_lib_handle; /* the libnccl found by step 2 or 3 */
 static char nsp_lib_path[512];
 static _Atomic int nsp_warned_missing[NSP_API_COUNT];
 
-const char *nsp_nccl_path(void) { return nsp_lib_path; }
+static _Atomic int nsp_lib_path_set; /* nsp_lib_path is written once, then this is set */
+
+const char *nsp_nccl_path(void) {
+  return atomic_load_explicit(&nsp_lib_path_set, memory_order_acquire) ? nsp_lib_path : "";
+}
+
+void nsp_resolve_atfork(int phase) {
+  if (phase == 0) pthread_mutex_lock(&nsp_resolve_lock);
+  else pthread_mutex_unlock(&nsp_resolve_lock);
+}
 
 static const char nsp_self_marker = 0;
 
@@ -43,8 +52,10 @@ static int is_self(void *f) {
 
 static void note_path(void *f) {
   Dl_info it;
-  if (!nsp_lib_path[0] && dladdr(f, &it) && it.dli_fname)
+  if (!atomic_load_explicit(&nsp_lib_path_set, memory_order_relaxed) && dladdr(f, &it) && it.dli_fname) {
     snprintf(nsp_lib_path, sizeof nsp_lib_path, "%s", it.dli_fname);
+    atomic_store_explicit(&nsp_lib_path_set, 1, memory_order_release);
+  }
 }
 
 /* pnccl<Name> first, then nccl<Name>, from one library handle. */

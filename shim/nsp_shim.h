@@ -10,6 +10,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "nsp_cuda.h"
@@ -69,6 +70,7 @@ struct nsp_comm {
   _Atomic uint32_t split_count; /* splits and shrinks made from this comm */
   _Atomic int async_result; /* last ncclCommGetAsyncError answer seen */
   int untimed;             /* NCCLSPY_TIMING=0 when it was made: completion only */
+  int untracked;           /* NCCLSPY_TRACK=0 when it was made: no CUDA events */
   _Atomic(_Atomic uint64_t *) p2p_seq; /* [nranks][2]: send, recv */
 };
 
@@ -155,6 +157,55 @@ NSP_HIDDEN void nsp_done_group_discard(void);
 NSP_HIDDEN void nsp_done_abandon(uint32_t comm);
 /* At exit, before the writer's last flush: a last poll, then the poller ends. */
 NSP_HIDDEN void nsp_done_stop(void);
+
+/* One ring slot: Vyukov's sequence word, then the record (nsp_writer.c).
+ * Its layout is described to readers by the crash ring's field table. */
+struct nsp_slot {
+  _Atomic uint64_t seq;
+  struct nsp_rec rec;
+} __attribute__((aligned(128)));
+
+/* ---- files: directory, trace, crash ring (nsp_files.c) ---- */
+enum { NSP_RING_FILE_OFF, NSP_RING_FILE_AUTO, NSP_RING_FILE_ON };
+struct nsp_files {
+  int dirfd;           /* NCCLSPY_DIR (O_PATH), -1 none */
+  int fd;              /* the trace, -1 none */
+  unsigned mode;       /* file mode (NCCLSPY_MODE, default 0600) */
+  int has_ring;        /* "<name>.ring" holds the ring */
+  int renamed;         /* the rank is in the name */
+  char host[NSP_HOST_MAX];
+  char name[256];      /* the trace's name in the directory */
+  char dir[4096];      /* NCCLSPY_DIR as given, for messages */
+};
+extern NSP_HIDDEN struct nsp_files nsp_files;
+/* Set once a warning about the trace's disk was printed (one per process). */
+extern NSP_HIDDEN _Atomic int nsp_disk_warned;
+/* Opens (making what is missing) the directory and creates the trace with
+ * its header.  0, or -1 after one warning (tracing off). */
+NSP_HIDDEN int nsp_files_open(const char *dir, mode_t fmode, const char *host, const void *header,
+                              size_t hlen);
+/* Creates and maps "<trace>.ring" for nslots slots; returns slot 0, or
+ * NULL (warned once) when the ring must stay in anonymous memory. */
+NSP_HIDDEN struct nsp_slot *nsp_ring_file_map(size_t nslots, uint64_t trace_realtime, int policy);
+NSP_HIDDEN int nsp_ring_file_active(void);
+/* Keeps a record's strings (ext or last_error) for recovery; called by
+ * nsp_ring_commit just before it publishes the slot of ring position pos. */
+NSP_HIDDEN void nsp_ring_file_blob(uint64_t pos, const struct nsp_rec *rec);
+/* Ring positions below `written` are in the trace: frees their blobs. */
+NSP_HIDDEN void nsp_ring_file_written(uint64_t written);
+NSP_HIDDEN void nsp_ring_file_dropped(int reason, uint64_t n);
+/* "<host>.<pid>.rank<R>.ncclspy", the ring renamed in step. */
+NSP_HIDDEN void nsp_files_rename_rank(int rank);
+/* Closes the trace; removes the ring when remove_ring. */
+NSP_HIDDEN void nsp_files_close(int remove_ring);
+/* In a forked child: lets go of the parent's files and ring mapping. */
+NSP_HIDDEN void nsp_files_forget(void);
+/* fork: 0 prepare (takes the locks), 1 parent / child (releases them). */
+NSP_HIDDEN void nsp_files_atfork(int phase);
+NSP_HIDDEN void nsp_comm_atfork(int phase);
+NSP_HIDDEN void nsp_resolve_atfork(int phase);
+/* NCCLSPY_FLUSH_MS as read. */
+NSP_HIDDEN unsigned nsp_flush_ms(void);
 
 /* ---- environment (nsp_env.c) ---- */
 /* The launcher that started this process, from its variables: "torchrun",

@@ -4,14 +4,30 @@
  * ring (Vyukov's bounded MPMC queue, used here with one consumer) and
  * return.  When the ring is full the record is dropped and counted.  A
  * background thread drains the ring, encodes records, and writes one zstd
- * frame at least every NCCLSPY_FLUSH_MS and at exit.
+ * frame at least every NCCLSPY_FLUSH_MS, whenever a quarter of the ring
+ * waits, and at exit.
+ *
+ * Durability.  The ring lives in a MAP_SHARED mapping of "<trace>.ring"
+ * (nsp_files.c), so a record committed by a wrapper is in the page cache
+ * before the wrapper returns, and survives any death of the process.  The
+ * writer frees a slot only after the frame holding its record was written
+ * and the ring header's `written` position moved past it; each frame ends
+ * with a RINGPOS record naming the ring positions it holds.  So after a
+ * crash every record of a call that returned is either in a whole frame of
+ * the trace or in a slot at or after max(written, last RINGPOS end), where
+ * nsp_reader_open finds it.  No signal handler is needed, and none is
+ * installed: the program's own handlers and default actions stay as they
+ * are.  On a clean exit the writer drains the ring, writes the last frame
+ * and removes the ring file.
  *
  * Settings (read once, at the first NCCL call):
  *   NCCLSPY_DIR        where traces go; default ./ncclspy-trace, made if missing
- *   NCCLSPY_FLUSH_MS   longest time a record waits in memory; default 1000
+ *   NCCLSPY_FLUSH_MS   longest time a record waits before it is written; default 1000
  *   NCCLSPY_RING       ring slots (power of two, 128 bytes each); default 65536
  *   NCCLSPY_LEVEL      zstd level; default 3
  *   NCCLSPY_MAX_MB     stop writing past this file size (0: no cap); default 0
+ *   NCCLSPY_MODE       mode of the files (octal, at most 0666); default 0600
+ *   NCCLSPY_RING_FILE  auto (default: on ext2/3/4, xfs, tmpfs), on, off
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,19 +47,16 @@
 
 extern char **environ;
 
-struct nsp_slot {
-  _Atomic uint64_t seq;
-  struct nsp_rec rec;
-} __attribute__((aligned(128)));
-
 _Static_assert(sizeof(struct nsp_slot) == 128, "ring slots are 128 bytes");
 
 _Atomic int nsp_started;
 static pthread_mutex_t nsp_start_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nsp_slot *nsp_ring;
 static size_t nsp_ring_size;
+static int nsp_ring_in_file;   /* nsp_ring is in the ring file's mapping */
 static _Atomic uint64_t nsp_ring_head;
-static uint64_t nsp_ring_tail; /* writer thread only */
+static uint64_t nsp_ring_tail;  /* writer thread only: next position to encode */
+static uint64_t nsp_ring_freed; /* writer thread only: next position to free */
 static _Atomic uint64_t nsp_ring_dropped;
 static _Atomic int nsp_ring_full_warned;
 
@@ -53,11 +66,16 @@ static pid_t nsp_writer_pid;
 static _Atomic int nsp_writer_stop;
 
 static struct {
+  int read;
   char dir[PATH_MAX];
   uint64_t flush_ns;
   int level;
   uint64_t max_bytes;
+  unsigned mode;
+  int ring_file;
 } nsp_cfg;
+
+unsigned nsp_flush_ms(void) { return (unsigned)(nsp_cfg.flush_ns / 1000000u); }
 
 /* ---- ring ---- */
 
@@ -78,6 +96,7 @@ struct nsp_rec *nsp_ring_reserve(void) {
       }
     } else if (dif < 0) {
       atomic_fetch_add_explicit(&nsp_ring_dropped, 1, memory_order_relaxed);
+      nsp_ring_file_dropped(NSP_DROP_RING_FULL, 1);
       nsp_warn_once(&nsp_ring_full_warned,
                     "the trace writer fell behind; records are being dropped and counted "
                     "(raise NCCLSPY_RING)");
@@ -91,6 +110,9 @@ struct nsp_rec *nsp_ring_reserve(void) {
 void nsp_ring_commit(struct nsp_rec *rec) {
   struct nsp_slot *s = (struct nsp_slot *)((char *)rec - offsetof(struct nsp_slot, rec));
   uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+  /* Strings live on the heap, which dies with the process: keep a copy in
+   * the ring file (rare records: init, errors, call sites). */
+  if (NSP_UNLIKELY(rec->ext || rec->last_error) && nsp_ring_in_file) nsp_ring_file_blob(seq, rec);
   atomic_store_explicit(&s->seq, seq + 1, memory_order_release);
 }
 
@@ -115,6 +137,7 @@ static void ring_init(void) {
   for (size_t i = 0; i < nsp_ring_size; i++) atomic_store_explicit(&nsp_ring[i].seq, i, memory_order_relaxed);
   atomic_store(&nsp_ring_head, 0);
   nsp_ring_tail = 0;
+  nsp_ring_freed = 0;
 }
 
 /* ---- settings ---- */
@@ -142,6 +165,24 @@ static void read_settings(void) {
   uint64_t ring = env_u64("NCCLSPY_RING", 65536, 64, 1u << 24);
   nsp_ring_size = 64;
   while (nsp_ring_size < ring) nsp_ring_size <<= 1;
+  nsp_cfg.mode = 0600;
+  const char *mode = getenv("NCCLSPY_MODE");
+  if (mode && *mode) {
+    char *end;
+    errno = 0;
+    unsigned long m = strtoul(mode, &end, 8);
+    if (errno || *end || (m & ~0666ul) || (m & 0600) != 0600)
+      nsp_warn("NCCLSPY_MODE=%s is not an octal file mode between 0600 and 0666; using 0600", mode);
+    else
+      nsp_cfg.mode = (unsigned)m;
+  }
+  nsp_cfg.ring_file = NSP_RING_FILE_AUTO;
+  const char *rf = getenv("NCCLSPY_RING_FILE");
+  if (rf && (!strcmp(rf, "on") || !strcmp(rf, "1"))) nsp_cfg.ring_file = NSP_RING_FILE_ON;
+  else if (rf && (!strcmp(rf, "off") || !strcmp(rf, "0"))) nsp_cfg.ring_file = NSP_RING_FILE_OFF;
+  else if (rf && *rf && strcmp(rf, "auto") != 0)
+    nsp_warn("NCCLSPY_RING_FILE=%s is not auto, on or off; using auto", rf);
+  nsp_cfg.read = 1;
 }
 
 /* ---- process snapshot (taken on the caller's thread at the first call,
@@ -204,82 +245,30 @@ static struct nsp_rec_ext *process_snapshot(void) {
 
 /* ---- the trace file ---- */
 
+/* Room kept under NCCLSPY_MAX_MB for the drop summary. */
+#define NSP_SUMMARY_ROOM 256
+
 struct nsp_file {
-  int fd;
-  char path[PATH_MAX + 128]; /* room for dir + name; open() refuses what is too long */
-  char host[NSP_HOST_MAX];
-  uint64_t size;
-  int renamed;
-  int failed; /* writes stopped: records are counted, not written */
+  int fd;               /* nsp_files.fd; -1: tracing is off */
+  uint64_t size;        /* header and whole data frames */
+  uint64_t summary;     /* bytes of the drop summary frame after them; 0 none */
+  uint64_t summary_of;  /* losses the summary reports */
+  int capped;           /* NCCLSPY_MAX_MB reached: records are counted, not written */
   ZSTD_CCtx *cctx;
   struct nsp_buf frame, out;
   struct nsp_codec codec;
-  uint64_t frame_records;
+  uint64_t frame_first; /* ring position of the frame's first record */
   uint64_t last_flush;
-  uint64_t dropped_written; /* ring drops already reported */
-  uint64_t lost;            /* records lost to write errors or the cap, not yet reported */
-  uint32_t lost_reason;
-  _Atomic int warned;
+  uint64_t lost[4];     /* records lost by NSP_DROP_* reason, since the start */
+  uint64_t reported[4]; /* of those, in DROPPED records of written frames */
 };
-
-/* mkdir -p with mode 0700 for what we create. */
-static int make_dir(const char *dir) {
-  char tmp[PATH_MAX];
-  snprintf(tmp, sizeof tmp, "%s", dir);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(tmp, 0700) < 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(tmp, 0700) < 0 && errno != EEXIST) return -1;
-  struct stat st;
-  if (lstat(tmp, &st) < 0) return -1;
-  if (!S_ISDIR(st.st_mode)) {
-    errno = ENOTDIR;
-    return -1;
-  }
-  return 0;
-}
-
-static int write_all(int fd, const void *buf, size_t len) {
-  const char *p = buf;
-  while (len) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
 
 static void put_le(uint8_t *p, uint64_t v, int n) {
   for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static int file_open(struct nsp_file *f, const struct nsp_rec_ext *proc) {
-  f->fd = -1;
-  snprintf(f->host, sizeof f->host, "%s", proc && proc->host[0] ? proc->host : "unknown");
-  if (make_dir(nsp_cfg.dir) < 0) {
-    nsp_warn("cannot create trace directory %s: %s; tracing is off for this process", nsp_cfg.dir,
-             strerror(errno));
-    return -1;
-  }
-  for (int attempt = 0; attempt < 100 && f->fd < 0; attempt++) {
-    if (attempt)
-      snprintf(f->path, sizeof f->path, "%s/%s.%d.%d.ncclspy", nsp_cfg.dir, f->host, (int)getpid(), attempt);
-    else
-      snprintf(f->path, sizeof f->path, "%s/%s.%d.ncclspy", nsp_cfg.dir, f->host, (int)getpid());
-    f->fd = open(f->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (f->fd < 0 && errno != EEXIST) break;
-  }
-  if (f->fd < 0) {
-    nsp_warn("cannot create a trace file in %s: %s; tracing is off for this process", nsp_cfg.dir,
-             strerror(errno));
-    return -1;
-  }
-  uint8_t h[NSP_HEADER_SIZE] = {0};
+static void make_header(uint8_t h[NSP_HEADER_SIZE], const struct nsp_rec_ext *proc, const char *host) {
+  memset(h, 0, NSP_HEADER_SIZE);
   memcpy(h, NSP_MAGIC, 8);
   put_le(h + 8, NSP_FORMAT_MAJOR, 2);
   put_le(h + 10, NSP_FORMAT_MINOR, 2);
@@ -289,108 +278,160 @@ static int file_open(struct nsp_file *f, const struct nsp_rec_ext *proc) {
   put_le(h + 32, (uint64_t)getpid(), 4);
   put_le(h + 36, (uint32_t)nsp_nccl_version, 4);
   put_le(h + 40, proc && (proc->tracking & NSP_TRACK_TIMING) ? 0 : NSP_HDR_NO_TIMING, 4);
-  memcpy(h + 48, f->host, strnlen(f->host, NSP_HOST_MAX - 1));
-  if (write_all(f->fd, h, sizeof h) < 0) {
-    nsp_warn("cannot write %s: %s; tracing is off for this process", f->path, strerror(errno));
-    close(f->fd);
-    unlink(f->path);
-    f->fd = -1;
-    return -1;
+  memcpy(h + 48, host, strnlen(host, NSP_HOST_MAX - 1));
+}
+
+static int write_all(int fd, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      if (w == 0) errno = EIO;
+      return -1;
+    }
+    p += w;
+    len -= (size_t)w;
   }
-  f->size = sizeof h;
-  f->cctx = ZSTD_createCCtx();
-  if (f->cctx) ZSTD_CCtx_setParameter(f->cctx, ZSTD_c_compressionLevel, nsp_cfg.level);
-  if (f->cctx) ZSTD_CCtx_setParameter(f->cctx, ZSTD_c_checksumFlag, 1);
-  return f->cctx ? 0 : -1;
+  return 0;
 }
 
-/* Renames the file once its rank is known, so a directory of traces reads
- * like the job: host.pid.rank3.ncclspy. */
-static void file_name_rank(struct nsp_file *f, int rank) {
-  if (f->renamed || f->fd < 0 || rank < 0) return;
-  f->renamed = 1;
-  char to[PATH_MAX + 128];
-  snprintf(to, sizeof to, "%s/%s.%d.rank%d.ncclspy", nsp_cfg.dir, f->host, (int)getpid(), rank);
-  if (renameat2(AT_FDCWD, f->path, AT_FDCWD, to, RENAME_NOREPLACE) == 0) snprintf(f->path, sizeof f->path, "%s", to);
+static void note_lost(struct nsp_file *f, uint64_t n, int reason) {
+  if (!n) return;
+  f->lost[reason] += n;
+  nsp_ring_file_dropped(reason, n);
 }
 
-static void note_lost(struct nsp_file *f, uint64_t n, uint32_t reason) {
-  f->lost += n;
-  f->lost_reason = reason;
+static uint64_t unreported(const struct nsp_file *f) {
+  uint64_t n = 0;
+  for (int r = 1; r < 4; r++) n += f->lost[r] - f->reported[r];
+  return n;
 }
 
-/* Compresses and writes the frame being built.  On failure the file is cut
- * back to its last whole frame and the frame's records are counted lost. */
+/* Cuts the file back to its data frames (dropping the summary). */
+static void cut_to_data(struct nsp_file *f) {
+  if (ftruncate(f->fd, (off_t)f->size) == 0) lseek(f->fd, (off_t)f->size, SEEK_SET);
+  f->summary = 0;
+}
+
+/* While frames cannot be written (cap, disk full), one small frame after
+ * the data says how many records were lost and why; it is replaced as the
+ * count grows. */
+static void write_summary(struct nsp_file *f) {
+  uint64_t n = unreported(f);
+  if (f->fd < 0 || !n || n == f->summary_of) return;
+  struct nsp_buf b = {0}, z = {0};
+  struct nsp_codec c = {0};
+  for (int r = 1; r < 4; r++) {
+    struct nsp_rec d = {.kind = NSP_REC_DROPPED, .count = f->lost[r] - f->reported[r], .aux = (uint32_t)r,
+                        .t_enter = nsp_now_ns()};
+    if (d.count && nsp_encode(&b, &c, &d) < 0) goto out;
+  }
+  if (nsp_buf_reserve(&z, ZSTD_compressBound(b.len)) < 0) goto out;
+  size_t zl = ZSTD_compress2(f->cctx, z.data, z.cap, b.data, b.len);
+  if (ZSTD_isError(zl)) goto out;
+  cut_to_data(f);
+  if (write_all(f->fd, z.data, zl) == 0) {
+    f->summary = zl;
+    f->summary_of = n;
+  } else {
+    cut_to_data(f);
+  }
+out:
+  nsp_buf_free(&b);
+  nsp_buf_free(&z);
+  nsp_codec_free(&c);
+}
+
+/* Frees the slots of positions [nsp_ring_freed, end): their records are in
+ * the trace (or counted lost). */
+static void ring_release(uint64_t end) {
+  nsp_ring_file_written(end); /* the ring header first: then the slots may be reused */
+  size_t mask = nsp_ring_size - 1;
+  for (; nsp_ring_freed < end; nsp_ring_freed++) {
+    struct nsp_slot *s = &nsp_ring[nsp_ring_freed & mask];
+    nsp_rec_release(&s->rec);
+    atomic_store_explicit(&s->seq, nsp_ring_freed + nsp_ring_size, memory_order_release);
+  }
+}
+
+static void add_rec(struct nsp_file *f, const struct nsp_rec *r) {
+  if (nsp_encode(&f->frame, &f->codec, r) < 0) note_lost(f, 1, NSP_DROP_WRITE_ERROR);
+}
+
+/* Writes the frame being built (DROPPED counts and RINGPOS added), then
+ * frees its ring slots.  On failure the file is cut back to its last whole
+ * frame and the frame's ring records are counted lost. */
 static void file_flush(struct nsp_file *f) {
+  uint64_t end = nsp_ring_tail, nring = end - f->frame_first;
   f->last_flush = nsp_now_ns();
-  if (!f->frame.len) return;
-  uint64_t nrec = f->frame_records;
-  size_t bound = ZSTD_compressBound(f->frame.len);
-  if (f->fd < 0 || f->failed || nsp_buf_reserve(&f->out, bound) < 0) {
-    note_lost(f, nrec, NSP_DROP_WRITE_ERROR);
-    goto reset;
+  f->lost[NSP_DROP_RING_FULL] = atomic_load_explicit(&nsp_ring_dropped, memory_order_relaxed);
+  if (f->fd < 0) goto release; /* tracing is off: records are only passed along */
+  if (f->capped) {
+    note_lost(f, nring, NSP_DROP_SIZE_CAP);
+    goto release;
   }
-  size_t c = ZSTD_compress2(f->cctx, f->out.data, f->out.cap, f->frame.data, f->frame.len);
-  if (ZSTD_isError(c)) {
-    note_lost(f, nrec, NSP_DROP_WRITE_ERROR);
-    goto reset;
+  uint64_t pending[4] = {0};
+  for (int r = 1; r < 4; r++) {
+    pending[r] = f->lost[r] - f->reported[r];
+    if (pending[r]) {
+      struct nsp_rec d = {.kind = NSP_REC_DROPPED, .count = pending[r], .aux = (uint32_t)r,
+                          .t_enter = nsp_now_ns()};
+      add_rec(f, &d);
+    }
   }
-  if (nsp_cfg.max_bytes && f->size + c > nsp_cfg.max_bytes) {
-    nsp_warn_once(&f->warned, "%s reached NCCLSPY_MAX_MB; further records are counted, not written",
-                  f->path);
-    note_lost(f, nrec, NSP_DROP_SIZE_CAP);
-    goto reset;
+  if (nring) {
+    struct nsp_rec rp = {.kind = NSP_REC_RINGPOS, .seq = f->frame_first, .count = end};
+    add_rec(f, &rp);
   }
+  if (!f->frame.len) goto release;
+  size_t c = 0;
+  if (nsp_buf_reserve(&f->out, ZSTD_compressBound(f->frame.len)) < 0 ||
+      ZSTD_isError(c = ZSTD_compress2(f->cctx, f->out.data, f->out.cap, f->frame.data, f->frame.len))) {
+    note_lost(f, nring, NSP_DROP_WRITE_ERROR);
+    goto release;
+  }
+  if (nsp_cfg.max_bytes && f->size + c + NSP_SUMMARY_ROOM > nsp_cfg.max_bytes) {
+    nsp_warn_once(&nsp_disk_warned,
+                  "%s/%s reached NCCLSPY_MAX_MB=%llu; further records are counted, not written",
+                  nsp_files.dir, nsp_files.name, (unsigned long long)(nsp_cfg.max_bytes >> 20));
+    f->capped = 1;
+    note_lost(f, nring, NSP_DROP_SIZE_CAP);
+    goto release;
+  }
+  if (f->summary) cut_to_data(f);
   if (write_all(f->fd, f->out.data, c) < 0) {
     int err = errno;
-    if (ftruncate(f->fd, (off_t)f->size) == 0) lseek(f->fd, (off_t)f->size, SEEK_SET);
-    nsp_warn_once(&f->warned, "cannot write %s: %s; records are counted, not written", f->path,
-                  strerror(err));
-    note_lost(f, nrec, NSP_DROP_WRITE_ERROR);
-    goto reset;
+    cut_to_data(f);
+    nsp_warn_once(&nsp_disk_warned, "cannot write %s/%s: %s; records are counted, not written",
+                  nsp_files.dir, nsp_files.name, strerror(err));
+    note_lost(f, nring, NSP_DROP_WRITE_ERROR);
+    goto release;
   }
   f->size += c;
-reset:
+  for (int r = 1; r < 4; r++) f->reported[r] += pending[r];
+release:
+  if (f->fd >= 0 && unreported(f)) write_summary(f);
   f->frame.len = 0;
-  f->frame_records = 0;
   nsp_codec_reset(&f->codec);
+  f->frame_first = end;
+  ring_release(end);
 }
 
-static void file_add(struct nsp_file *f, const struct nsp_rec *r) {
-  if (r->kind == NSP_REC_COMM && r->ext && (r->result == ncclSuccess || r->result == ncclInProgress))
-    file_name_rank(f, r->ext->rank);
-  if (nsp_encode(&f->frame, &f->codec, r) == 0) f->frame_records++;
-  else note_lost(f, 1, NSP_DROP_WRITE_ERROR);
-}
-
-/* Reports drops in the frame being built, so the count survives with it. */
-static void file_add_drops(struct nsp_file *f) {
-  uint64_t d = atomic_load_explicit(&nsp_ring_dropped, memory_order_relaxed);
-  if (d != f->dropped_written) {
-    struct nsp_rec r = {.kind = NSP_REC_DROPPED, .count = d - f->dropped_written,
-                        .aux = NSP_DROP_RING_FULL, .t_enter = nsp_now_ns()};
-    f->dropped_written = d;
-    file_add(f, &r);
-  }
-  if (f->lost && !f->failed) {
-    struct nsp_rec r = {.kind = NSP_REC_DROPPED, .count = f->lost, .aux = f->lost_reason,
-                        .t_enter = nsp_now_ns()};
-    f->lost = 0;
-    file_add(f, &r);
-  }
-}
-
-/* Moves every committed record from the ring into the frame.  Returns the
- * number taken. */
+/* Moves committed records from the ring into the frame (their slots stay
+ * taken until the frame is written).  Returns the number taken. */
 static size_t drain(struct nsp_file *f) {
   size_t n = 0, mask = nsp_ring_size - 1;
   for (;;) {
+    /* Slots are freed only once their frame is written: keep most free. */
+    if (nsp_ring_tail - nsp_ring_freed >= nsp_ring_size / 4) file_flush(f);
     struct nsp_slot *s = &nsp_ring[nsp_ring_tail & mask];
     uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
     if (seq != nsp_ring_tail + 1) break;
-    if (f->fd >= 0) file_add(f, &s->rec);
-    nsp_rec_release(&s->rec);
-    atomic_store_explicit(&s->seq, nsp_ring_tail + nsp_ring_size, memory_order_release);
+    const struct nsp_rec *r = &s->rec;
+    if (r->kind == NSP_REC_COMM && r->ext && (r->result == ncclSuccess || r->result == ncclInProgress))
+      nsp_files_rename_rank(r->ext->rank);
+    if (f->fd >= 0 && !f->capped) add_rec(f, r);
     nsp_ring_tail++;
     n++;
     if (f->frame.len >= (1u << 20)) file_flush(f);
@@ -399,26 +440,39 @@ static size_t drain(struct nsp_file *f) {
 }
 
 static void *writer_main(void *arg) {
-  struct nsp_rec_ext *proc = arg;
+  (void)arg;
   sigset_t all;
   sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals belong to the program */
+  /* Signals belong to the program.  This also keeps a SIGXFSZ that our own
+   * write past RLIMIT_FSIZE raises at this thread from killing the
+   * process: it stays pending here and write() fails with EFBIG. */
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
 
   struct nsp_file f;
   memset(&f, 0, sizeof f);
-  if (file_open(&f, proc) < 0) {
-    if (f.fd >= 0) close(f.fd);
-    f.fd = -1;
+  f.fd = nsp_files.fd;
+  f.size = NSP_HEADER_SIZE;
+  if (f.fd >= 0) {
+    f.cctx = ZSTD_createCCtx();
+    if (f.cctx) {
+      ZSTD_CCtx_setParameter(f.cctx, ZSTD_c_compressionLevel, nsp_cfg.level);
+      ZSTD_CCtx_setParameter(f.cctx, ZSTD_c_checksumFlag, 1);
+    } else {
+      nsp_warn("out of memory for the trace compressor; tracing is off for this process");
+      f.fd = -1;
+    }
   }
-  free(proc); /* the ring holds its own copy in the PROCESS record */
+  f.frame_first = nsp_ring_tail;
   f.last_flush = nsp_now_ns();
   for (;;) {
     int stop = atomic_load_explicit(&nsp_writer_stop, memory_order_acquire);
     size_t n = drain(&f);
-    if (n || f.lost) file_add_drops(&f);
-    if (stop || (f.frame.len && nsp_now_ns() - f.last_flush >= nsp_cfg.flush_ns)) {
-      file_add_drops(&f);
+    if (stop || (nsp_ring_tail != f.frame_first && nsp_now_ns() - f.last_flush >= nsp_cfg.flush_ns)) {
       file_flush(&f);
+    } else if (f.fd >= 0 && atomic_load_explicit(&nsp_ring_dropped, memory_order_relaxed) !=
+                                f.lost[NSP_DROP_RING_FULL] &&
+               nsp_now_ns() - f.last_flush >= nsp_cfg.flush_ns) {
+      file_flush(&f); /* drops to report, no records */
     }
     if (stop) break;
     if (!n) {
@@ -426,7 +480,9 @@ static void *writer_main(void *arg) {
       nanosleep(&ts, NULL);
     }
   }
-  if (f.fd >= 0) close(f.fd);
+  /* Every reserved record is written: the ring file has nothing to add. */
+  int all_written = atomic_load_explicit(&nsp_ring_head, memory_order_acquire) == nsp_ring_tail;
+  nsp_files_close(all_written);
   ZSTD_freeCCtx(f.cctx);
   nsp_buf_free(&f.frame);
   nsp_buf_free(&f.out);
@@ -436,13 +492,36 @@ static void *writer_main(void *arg) {
 
 /* ---- start, exit, fork ---- */
 
-static void at_fork_prepare(void) { pthread_mutex_lock(&nsp_start_lock); }
-static void at_fork_parent(void) { pthread_mutex_unlock(&nsp_start_lock); }
+static void ring_drop(void) {
+  if (nsp_ring && !nsp_ring_in_file) munmap(nsp_ring, nsp_ring_size * sizeof(struct nsp_slot));
+  nsp_ring = NULL;
+  nsp_ring_in_file = 0;
+}
+
+/* Lock order: start, resolve, comm, files (the ring file's blob lock). */
+static void at_fork_prepare(void) {
+  pthread_mutex_lock(&nsp_start_lock);
+  nsp_resolve_atfork(0);
+  nsp_comm_atfork(0);
+  nsp_files_atfork(0);
+}
+static void at_fork_parent(void) {
+  nsp_files_atfork(1);
+  nsp_comm_atfork(1);
+  nsp_resolve_atfork(1);
+  pthread_mutex_unlock(&nsp_start_lock);
+}
 static void at_fork_child(void) {
-  /* The writer thread did not come along: the child starts its own, with
-   * its own file, at its first NCCL call; the parent's pending records
-   * stay the parent's. */
-  if (nsp_ring) ring_init(); /* records owned by the parent leak here, once */
+  nsp_files_atfork(1);
+  nsp_comm_atfork(1);
+  nsp_resolve_atfork(1);
+  /* The writer thread did not come along, and the parent's ring and files
+   * stay the parent's: the child lets go of them (never writing into the
+   * parent's ring file) and, at its first NCCL call, starts its own writer
+   * with its own trace and ring.  Records owned by the parent leak here,
+   * once. */
+  ring_drop();
+  nsp_files_forget();
   nsp_writer_running = 0;
   atomic_store(&nsp_writer_stop, 0);
   atomic_store(&nsp_ring_dropped, 0);
@@ -450,12 +529,18 @@ static void at_fork_child(void) {
   pthread_mutex_unlock(&nsp_start_lock);
 }
 
+/* Registered at load, before any thread can hold the locks. */
+__attribute__((constructor)) static void nsp_init(void) {
+  pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
+}
+
 static void writer_stop(void) {
   if (!nsp_writer_running || nsp_writer_pid != getpid()) return;
   nsp_done_stop(); /* its last completions go in the last frame */
   nsp_writer_running = 0;
   atomic_store_explicit(&nsp_writer_stop, 1, memory_order_release);
-  /* Bounded: a writer stuck on a dead filesystem must not hold up exit. */
+  /* Bounded: a writer stuck on a dead filesystem must not hold up exit
+   * (what it had not written stays in the ring file). */
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += 5;
@@ -466,44 +551,43 @@ static void writer_stop(void) {
 __attribute__((destructor)) static void nsp_fini(void) { writer_stop(); }
 
 void nsp_start(void) {
-  static int atfork_done;
   pthread_mutex_lock(&nsp_start_lock);
   if (atomic_load_explicit(&nsp_started, memory_order_relaxed)) {
     pthread_mutex_unlock(&nsp_start_lock);
     return;
   }
-  if (!atfork_done) {
-    atfork_done = 1;
-    pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
-  }
   int saved = errno;
+  if (!nsp_cfg.read) read_settings();
+  /* The NCCL version goes in the header; ask before the first record. */
+  ncclResult_t (*get_version)(int *) = (ncclResult_t(*)(int *))nsp_real(NSP_API_GetVersion);
+  int v = 0;
+  nsp_depth++;
+  if (get_version && get_version(&v) == 0) nsp_nccl_version = v;
+  nsp_depth--;
+  struct nsp_rec_ext *proc = process_snapshot();
+  /* The files are made here, once, on the first caller's thread: then the
+   * ring exists in its file before the first record. */
+  char host[NSP_HOST_MAX] = "";
+  if (proc && proc->host) snprintf(host, sizeof host, "%s", proc->host);
+  uint8_t header[NSP_HEADER_SIZE];
+  make_header(header, proc, host[0] ? host : "unknown");
+  if (nsp_files_open(nsp_cfg.dir, nsp_cfg.mode, host, header, sizeof header) == 0) {
+    nsp_ring = nsp_ring_file_map(nsp_ring_size, proc ? proc->realtime_ns : 0, nsp_cfg.ring_file);
+    nsp_ring_in_file = nsp_ring != NULL;
+  }
   if (!nsp_ring) {
-    read_settings();
     void *m = mmap(NULL, nsp_ring_size * sizeof(struct nsp_slot), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
       nsp_warn("cannot allocate the record ring (%zu slots): %s; tracing is off", nsp_ring_size,
                strerror(errno));
     } else {
+      madvise(m, nsp_ring_size * sizeof(struct nsp_slot), MADV_POPULATE_WRITE); /* faults in one go */
       nsp_ring = m;
-      ring_init();
     }
   }
   if (nsp_ring) {
-    /* The NCCL version goes in the header; ask before the first record. */
-    ncclResult_t (*get_version)(int *) = (ncclResult_t(*)(int *))nsp_real(NSP_API_GetVersion);
-    int v = 0;
-    nsp_depth++;
-    if (get_version && get_version(&v) == 0) nsp_nccl_version = v;
-    nsp_depth--;
-    struct nsp_rec_ext *proc = process_snapshot();
-    struct nsp_rec_ext *copy = NULL;
-    if (proc) {
-      /* The header needs the clock pair; the ring keeps the record. */
-      copy = malloc(sizeof *copy);
-      if (copy) *copy = *proc;
-    }
-    nsp_ring_tail = 0;
+    ring_init();
     atomic_store(&nsp_writer_stop, 0);
     nsp_writer_pid = getpid();
     pthread_attr_t attr;
@@ -512,18 +596,18 @@ void nsp_start(void) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    int err = pthread_create(&nsp_writer_thread, &attr, writer_main, copy);
+    int err = pthread_create(&nsp_writer_thread, &attr, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (err) {
       nsp_warn("cannot start the trace writer thread: %s; tracing is off", strerror(err));
-      free(copy);
       free(proc);
-      munmap(nsp_ring, nsp_ring_size * sizeof(struct nsp_slot));
-      nsp_ring = NULL;
+      proc = NULL;
+      nsp_files_close(1);
+      ring_drop();
+      nsp_files_forget();
     } else {
       nsp_writer_running = 1;
-      atomic_store_explicit(&nsp_started, 1, memory_order_release);
       struct nsp_rec *r = proc ? nsp_ring_reserve() : NULL;
       if (r) {
         r->kind = NSP_REC_PROCESS;
@@ -533,6 +617,10 @@ void nsp_start(void) {
         free(proc);
       }
     }
+  } else {
+    free(proc);
+    nsp_files_close(1);
+    nsp_files_forget();
   }
   atomic_store_explicit(&nsp_started, 1, memory_order_release);
   errno = saved;

@@ -24,6 +24,9 @@ import torch.distributed as dist
 NCCL_FLOAT32, NCCL_SUM = 7, 0
 
 
+GLOO = [None]
+
+
 class UniqueId(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_char * 128)]
 
@@ -35,14 +38,15 @@ def real_nccl_path():
     raise SystemExit("libnccl is not loaded")
 
 
-def make_comm(shim, rank, world, timing):
+def make_comm(shim, rank, world, timing, track="1"):
     os.environ["NCCLSPY_TIMING"] = timing  # read by the shim at comm init
+    os.environ["NCCLSPY_TRACK"] = track
     uid = UniqueId()
     if rank == 0:
         assert shim.ncclGetUniqueId(ctypes.byref(uid)) == 0
     raw = ctypes.string_at(ctypes.addressof(uid), 128)  # .internal would stop at a NUL byte
     buf = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
-    dist.broadcast(buf, 0)
+    dist.broadcast(buf, 0, group=GLOO[0])
     uid = UniqueId.from_buffer_copy(bytes(buf.tolist()))
     comm = ctypes.c_void_p()
     assert shim.ncclCommInitRank(ctypes.byref(comm), world, uid, rank) == 0
@@ -53,7 +57,9 @@ def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 11
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
-    dist.init_process_group("gloo")
+    dist.init_process_group("cpu:gloo,cuda:nccl")
+    gloo = dist.new_group(backend="gloo")
+    GLOO[0] = gloo
     shim = ctypes.CDLL(os.environ["NCCLSPY_LIB"])
     real = ctypes.CDLL(real_nccl_path())
     for lib in (shim, real):
@@ -61,7 +67,10 @@ def main():
                                       ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
     comm_off = make_comm(shim, rank, world, "0")
     comm_on = make_comm(shim, rank, world, "1")
-    modes = {"no shim": (real, comm_off), "timing off": (shim, comm_off), "timing on": (shim, comm_on)}
+    comm_rec = make_comm(shim, rank, world, "0", track="0")
+    os.environ["NCCLSPY_TIMING"], os.environ["NCCLSPY_TRACK"] = "1", "1"
+    modes = {"no shim": (real, comm_off), "records only": (shim, comm_rec),
+             "timing off": (shim, comm_off), "timing on": (shim, comm_on)}
     results = {}
     for nbytes, iters in ((4096, 2000), (64 << 20, 100)):
         x = torch.ones(nbytes // 4, device="cuda")
@@ -72,7 +81,7 @@ def main():
             order = list(modes) if r % 2 == 0 else list(reversed(modes))
             for m in order:
                 lib, comm = modes[m]
-                dist.barrier()
+                dist.barrier(group=gloo)
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 for _ in range(iters):
@@ -81,15 +90,33 @@ def main():
                 if r:  # round 0 warms up
                     rates[m].append(iters / (time.perf_counter() - t0))
         results[nbytes] = {m: statistics.median(v) for m, v in rates.items()}
+        # For scale: the same all-reduce through torch.distributed (shim on,
+        # timing on), whose per-call overhead is what real jobs pay.
+        tl = []
+        for _ in range(rounds):
+            dist.barrier(group=gloo)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                dist.all_reduce(x)
+            torch.cuda.synchronize()
+            tl.append(iters / (time.perf_counter() - t0))
+        results[nbytes]["torch loop"] = statistics.median(tl)
     if rank == 0:
-        print(f"all-reduce loop, {world} ranks, median of {rounds} interleaved rounds (one process)")
+        print(f"all-reduce loop, {world} ranks, median of {rounds} interleaved rounds in one process")
+        print("(cost = extra time per iteration against 'no shim'; 'of torch' = that time as a share")
+        print(" of one dist.all_reduce iteration of the same size in the same process)")
         for nbytes, res in results.items():
             base = res["no shim"]
             size = f"{nbytes // 1024} KiB" if nbytes < (1 << 20) else f"{nbytes >> 20} MiB"
-            print(f"  {size:>7}: no shim {base:10.1f} it/s | timing off {res['timing off']:10.1f} it/s "
-                  f"({100 * (1 - res['timing off'] / base):+.2f}% cost) | timing on {res['timing on']:10.1f} it/s "
-                  f"({100 * (1 - res['timing on'] / base):+.2f}% cost)", flush=True)
-    dist.barrier()
+            line = f"  {size:>7}: no shim {base:9.1f} it/s"
+            for m in ("records only", "timing off", "timing on"):
+                extra_us = 1e6 / res[m] - 1e6 / base
+                line += (f" | {m} {res[m]:9.1f} it/s ({100 * (1 - res[m] / base):+.2f}%, "
+                         f"{extra_us:+.2f} us, {100 * extra_us * res['torch loop'] / 1e6:+.2f}% of torch)")
+            line += f" | torch loop {res['torch loop']:.1f} it/s"
+            print(line, flush=True)
+    dist.barrier(group=gloo)
 
 
 if __name__ == "__main__":
