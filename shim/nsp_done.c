@@ -20,11 +20,16 @@
  *                          communicator is made, so it can differ between
  *                          communicators of one process.
  *   NCCLSPY_TIMING_GAP_US=N  time a call only when N us have passed since the
- *                          thread's last timed call (default 50; 0: time every
- *                          call); the others get one untimed event.  Large
- *                          collectives are all timed; a burst of small ones
- *                          is sampled, which keeps the cost of timed events
- *                          (a timestamp write each) off the fast path.
+ *                          thread's last timed call (default 500; 0: time
+ *                          every call); the others get one untimed event.
+ *                          On 2xH200 a timed cuEventRecord costs 2.8 us of
+ *                          host time and an untimed one 0.14 us
+ *                          (bench/nsp_gpu_micro.c), so timing every 4 KiB
+ *                          all-reduce would cost more than the call: at one
+ *                          timed call (two events) per 500 us, timing stays
+ *                          near 1% of host time, collectives longer than
+ *                          500 us are all timed, and bursts of small ones
+ *                          are sampled.
  * Costs measured on 2xH200 are in bench/README.md. */
 #include <errno.h>
 #include <pthread.h>
@@ -70,7 +75,7 @@ struct nsp_pending {
 static int nsp_track = -1; /* -1 not yet decided, 0 off, else NSP_TRACK_* bits */
 static pthread_mutex_t nsp_track_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct nsp_cuda *cu;
-static uint64_t nsp_timing_gap_ns = 50000;
+static uint64_t nsp_timing_gap_ns = 500000;
 
 static struct nsp_ctx_pool nsp_pools[NSP_MAX_CTX];
 static _Atomic int nsp_npools;
@@ -117,8 +122,8 @@ static void init_tracking(void) {
     cu = nsp_cuda_get();
     const char *t = getenv("NCCLSPY_TIMING");
     const char *gap = getenv("NCCLSPY_TIMING_GAP_US");
-    long n = gap && *gap ? strtol(gap, NULL, 10) : 50;
-    nsp_timing_gap_ns = n >= 0 && n <= 10000000 ? (uint64_t)n * 1000u : 50000u;
+    long n = gap && *gap ? strtol(gap, NULL, 10) : 500;
+    nsp_timing_gap_ns = n >= 0 && n <= 10000000 ? (uint64_t)n * 1000u : 500000u;
     if (!cu) nsp_track = 0;
     else nsp_track = NSP_TRACK_COMPLETION | (t && !strcmp(t, "0") ? 0 : NSP_TRACK_TIMING);
     pthread_atfork(NULL, NULL, nsp_done_forked);
@@ -582,8 +587,11 @@ static void *poller_main(void *arg) {
   unsigned tick = 0;
   while (!atomic_load_explicit(&nsp_poller_stop, memory_order_acquire)) {
     if (nsp_track > 0) poll_once();
-    if (++tick % 10 == 0) nsp_follow_pending_comms(); /* every 10 ms */
-    struct timespec ts = {0, 1000000}; /* 1 ms */
+    if (++tick % 5 == 0) nsp_follow_pending_comms(); /* every 10 ms */
+    /* 2 ms: a query costs 1.3 us of driver time on 2xH200 and shares the
+     * driver's lock with the program's launches; completion times come
+     * from the events, not from when we look. */
+    struct timespec ts = {0, 2000000};
     nanosleep(&ts, NULL);
   }
   return NULL;
