@@ -158,11 +158,38 @@ static struct nsp_ctx_pool *pool_of(CUcontext ctx) {
   return p;
 }
 
+/* Untimed events taken from a pool in batches, so the wrapper rarely
+ * takes the pool's lock (which the poller takes to give events back). */
+#define NSP_STASH 32
+static NSP_TLS struct nsp_ctx_pool *nsp_stash_pool;
+static NSP_TLS CUevent nsp_stash[NSP_STASH];
+static NSP_TLS unsigned nsp_nstash;
+
+static CUevent stash_get(struct nsp_ctx_pool *p) {
+  if (nsp_stash_pool != p) {
+    if (nsp_stash_pool && nsp_nstash) {
+      pthread_mutex_lock(&nsp_stash_pool->lock);
+      while (nsp_nstash && nsp_stash_pool->nplain < nsp_stash_pool->cap_plain)
+        nsp_stash_pool->plain[nsp_stash_pool->nplain++] = nsp_stash[--nsp_nstash];
+      pthread_mutex_unlock(&nsp_stash_pool->lock);
+    }
+    nsp_nstash = 0; /* any left over had no room: let them go */
+    nsp_stash_pool = p;
+  }
+  if (!nsp_nstash) {
+    pthread_mutex_lock(&p->lock);
+    while (p->nplain && nsp_nstash < NSP_STASH) nsp_stash[nsp_nstash++] = p->plain[--p->nplain];
+    pthread_mutex_unlock(&p->lock);
+  }
+  return nsp_nstash ? nsp_stash[--nsp_nstash] : NULL;
+}
+
 /* An event of the pool's context, timed or not; NULL on failure.  New
  * events are made in the calling thread's current context, which must be
  * the pool's. */
 static CUevent event_get(struct nsp_ctx_pool *p, int timed) {
-  CUevent e = NULL;
+  CUevent e = timed ? NULL : stash_get(p);
+  if (e) return e;
   pthread_mutex_lock(&p->lock);
   if (timed && p->ntimed) e = p->timed[--p->ntimed];
   else if (!timed && p->nplain) e = p->plain[--p->nplain];
@@ -385,25 +412,34 @@ void nsp_done_group_after(struct nsp_track_group *g, uint64_t group_id, int resu
 
 /* ---- poller ---- */
 
+/* Moves what wrappers queued onto the poller's list.  The wrappers' list
+ * is swapped for an empty one, so they wait on the lock for no copy. */
+static struct nsp_pending *nsp_spare;
+static size_t nsp_cap_spare;
+
 static void take_incoming(void) {
   pthread_mutex_lock(&nsp_in_lock);
-  if (nsp_nin) {
-    if (nsp_nwork + nsp_nin > nsp_cap_work) {
-      size_t nc = nsp_cap_work ? nsp_cap_work : 256;
-      while (nc < nsp_nwork + nsp_nin) nc *= 2;
-      struct nsp_pending *l = realloc(nsp_work, nc * sizeof *l);
-      if (l) {
-        nsp_work = l;
-        nsp_cap_work = nc;
-      }
-    }
-    size_t n = nsp_cap_work - nsp_nwork < nsp_nin ? nsp_cap_work - nsp_nwork : nsp_nin;
-    memcpy(nsp_work + nsp_nwork, nsp_in, n * sizeof *nsp_in);
-    nsp_nwork += n;
-    memmove(nsp_in, nsp_in + n, (nsp_nin - n) * sizeof *nsp_in);
-    nsp_nin -= n;
-  }
+  struct nsp_pending *in = nsp_in;
+  size_t n = nsp_nin, cap = nsp_cap_in;
+  nsp_in = nsp_spare;
+  nsp_cap_in = nsp_cap_spare;
+  nsp_nin = 0;
   pthread_mutex_unlock(&nsp_in_lock);
+  if (n && nsp_nwork + n > nsp_cap_work) {
+    size_t nc = nsp_cap_work ? nsp_cap_work : 256;
+    while (nc < nsp_nwork + n) nc *= 2;
+    struct nsp_pending *l = realloc(nsp_work, nc * sizeof *l);
+    if (l) {
+      nsp_work = l;
+      nsp_cap_work = nc;
+    }
+  }
+  size_t take = nsp_cap_work - nsp_nwork < n ? nsp_cap_work - nsp_nwork : n;
+  if (take) memcpy(nsp_work + nsp_nwork, in, take * sizeof *in);
+  nsp_nwork += take;
+  for (size_t i = take; i < n; i++) atomic_fetch_sub(&nsp_npending, 1); /* no memory: dropped */
+  nsp_spare = in;
+  nsp_cap_spare = cap;
 }
 
 static CUcontext nsp_poller_ctx;
@@ -446,10 +482,51 @@ static uint64_t host_time(struct nsp_ctx_pool *p, CUevent e) {
   return (uint64_t)((int64_t)p->anchor_host_ns + (int64_t)((double)ms * 1e6));
 }
 
+/* Events a pass gives back, returned under one lock per pool at its end. */
+static struct nsp_ctx_pool *nsp_ret_pool;
+static CUevent *nsp_ret;
+static size_t nsp_nret, nsp_cap_ret;
+
+static void flush_returns(void) {
+  if (!nsp_nret) return;
+  struct nsp_ctx_pool *p = nsp_ret_pool;
+  pthread_mutex_lock(&p->lock);
+  if (p->nplain + nsp_nret > p->cap_plain) {
+    size_t nc = p->cap_plain ? p->cap_plain : 64;
+    while (nc < p->nplain + nsp_nret) nc *= 2;
+    CUevent *l = realloc(p->plain, nc * sizeof *l);
+    if (l) {
+      p->plain = l;
+      p->cap_plain = nc;
+    }
+  }
+  for (size_t i = 0; i < nsp_nret && p->nplain < p->cap_plain; i++) p->plain[p->nplain++] = nsp_ret[i];
+  pthread_mutex_unlock(&p->lock);
+  nsp_nret = 0;
+}
+
 static void release(struct nsp_pending *w) {
   for (unsigned i = 0; i < w->nstreams; i++) {
     event_put(w->pool, w->start[i], 1);
-    event_put(w->pool, w->end[i], w->timed);
+    if (w->timed) {
+      event_put(w->pool, w->end[i], 1);
+      continue;
+    }
+    if (nsp_ret_pool != w->pool) {
+      flush_returns();
+      nsp_ret_pool = w->pool;
+    }
+    if (nsp_nret == nsp_cap_ret) {
+      size_t nc = nsp_cap_ret ? nsp_cap_ret * 2 : 256;
+      CUevent *l = realloc(nsp_ret, nc * sizeof *l);
+      if (!l) {
+        event_put(w->pool, w->end[i], 0);
+        continue;
+      }
+      nsp_ret = l;
+      nsp_cap_ret = nc;
+    }
+    nsp_ret[nsp_nret++] = w->end[i];
   }
   atomic_fetch_sub_explicit(&nsp_npending, 1, memory_order_relaxed);
 }
@@ -578,6 +655,7 @@ static void poll_once(void) {
     release(w);
   }
   free(left);
+  flush_returns();
   nsp_nwork = keep;
   pthread_mutex_unlock(&nsp_work_lock);
 }
