@@ -301,6 +301,7 @@ void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group, int
     return;
   }
   int captured;
+  t->tried = 1;
   t->pool = stream_pool(stream, &captured);
   t->captured = (uint8_t)captured;
   if (!t->pool) return;
@@ -323,7 +324,12 @@ void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int
     emit(&w, NSP_DONE_CAPTURED, 0, 0);
     return;
   }
-  if (!t->pool) return;
+  if (!t->pool) {
+    /* Tracking is on but this call could not be followed (a driver call
+     * failed): say so, or the call would read as never completed. */
+    if (t->tried && (result == ncclSuccess || result == ncclInProgress)) emit(&w, NSP_DONE_UNTRACKED, 0, 0);
+    return;
+  }
   w.pool = t->pool;
   w.timed = t->timed;
   CUevent end = NULL;
@@ -337,6 +343,7 @@ void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int
   }
   if (!end) {
     event_put(t->pool, t->start, 1);
+    if (result == ncclSuccess || result == ncclInProgress) emit(&w, NSP_DONE_UNTRACKED, 0, 0);
     return;
   }
   w.nstreams = 1;
@@ -574,9 +581,11 @@ static size_t *nsp_idx;
 static unsigned *nsp_slot;
 static size_t nsp_idx_cap;
 
+static _Atomic uint64_t nsp_passes; /* poll passes completed */
+
 static void poll_once(void) {
-  take_incoming();
   pthread_mutex_lock(&nsp_work_lock);
+  take_incoming();
   size_t need = nsp_nwork * NSP_GROUP_STREAMS;
   if (need > nsp_idx_cap) {
     size_t *i = realloc(nsp_idx, need * sizeof *i);
@@ -658,6 +667,7 @@ static void poll_once(void) {
   flush_returns();
   nsp_nwork = keep;
   pthread_mutex_unlock(&nsp_work_lock);
+  atomic_fetch_add(&nsp_passes, 1);
 }
 
 static void *poller_main(void *arg) {
@@ -691,8 +701,15 @@ static void poller_start(void) {
 
 void nsp_done_abandon(uint32_t comm) {
   if (nsp_track <= 0 || !comm) return;
-  take_incoming();
+  /* What already finished is not abandoned: let the poller look first
+   * (it owns the CUDA context switching; an abort can wait a few ms). */
+  uint64_t seen = atomic_load(&nsp_passes);
+  for (int i = 0; i < 20 && nsp_poller_running && atomic_load(&nsp_passes) < seen + 2; i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
   pthread_mutex_lock(&nsp_work_lock);
+  take_incoming();
   size_t keep = 0;
   for (size_t i = 0; i < nsp_nwork; i++) {
     struct nsp_pending *w = &nsp_work[i];

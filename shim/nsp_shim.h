@@ -126,6 +126,7 @@ struct nsp_track {
   struct nsp_ctx_pool *pool; /* NULL: not tracked */
   CUevent start;             /* timed start event, or NULL */
   uint8_t timed, captured;
+  uint8_t tried;             /* tracking was attempted (on, not in a group) */
 };
 /* A group's events, between nsp_done_group_before and _after. */
 struct nsp_track_group {

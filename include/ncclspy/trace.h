@@ -39,7 +39,7 @@
 
 #define NSP_MAGIC "NCCLSPY\0" /* 8 bytes at offset 0 */
 #define NSP_FORMAT_MAJOR 1    /* bumped on incompatible change */
-#define NSP_FORMAT_MINOR 1    /* bumped when fields or kinds are added */
+#define NSP_FORMAT_MINOR 2    /* bumped when fields or kinds are added */
 #define NSP_HEADER_SIZE 128
 #define NSP_HOST_MAX 64
 
@@ -157,6 +157,21 @@ enum nsp_rec_kind {
    *   times (str module path, varint offset in module, str symbol).
    * Frames are innermost first. */
   NSP_REC_CALLSITE = 9,
+
+  /* Ring positions of the records in this frame (1.2).  The shim's
+   * records pass through a ring (see "The crash ring" below) in which each
+   * record has a position, counted from 0 over the life of the process.
+   * The shim writes one RINGPOS as the last record of every frame that
+   * holds ring records:
+   *   varint first, varint end
+   * meaning the records of ring positions [first, end) are in this frame,
+   * in position order.  Records the writer makes itself (DROPPED,
+   * RINGPOS) have no position.  A reader that recovers records from a
+   * <trace>.ring file starts after the largest `end` of the frames it
+   * read (or the ring header's `written`, whichever is larger), so a
+   * crash between writing a frame and updating the ring header never
+   * duplicates records. */
+  NSP_REC_RINGPOS = 10,
 };
 
 /* Bits of the PROCESS record's `tracking` field (1.1). */
@@ -173,6 +188,7 @@ enum nsp_done_flags {
   NSP_DONE_TIMED = 1u << 2,     /* gpu_start and gpu_end are valid */
   NSP_DONE_ERROR = 1u << 3,     /* the event query failed (a CUDA error) */
   NSP_DONE_ABANDONED = 1u << 4, /* its communicator was aborted or revoked first */
+  NSP_DONE_UNTRACKED = 1u << 5, /* no event could be recorded: completion unknown */
 };
 
 /* Flags of a CALLSITE record. */
@@ -216,6 +232,110 @@ enum nsp_drop_reason {
   NSP_DROP_RING_FULL = 1, /* the writer fell behind; the wrapper never waits */
   NSP_DROP_WRITE_ERROR = 2, /* write(2) failed (disk full, EIO, ...) */
   NSP_DROP_SIZE_CAP = 3,  /* NCCLSPY_MAX_MB reached */
+};
+
+/* ---- The crash ring: <trace>.ring (1.2) -----------------------------------
+ *
+ * While a process runs, its records pass from the NCCL wrappers to the
+ * writer thread through a ring of fixed-size slots.  The ring lives in a
+ * MAP_SHARED mapping of a file next to the trace, named like the trace
+ * plus ".ring" (renamed with it), created mode 0600 and preallocated, so a
+ * record is in the kernel's page cache the moment the wrapper returns and
+ * survives any death of the process: SIGKILL, a fatal signal, _exit, exec.
+ * On a clean exit the writer drains the ring into the trace and removes
+ * the file.  A ring file left behind holds the records the trace's frames
+ * may lack; nsp_reader_open reads them after the last whole frame.
+ *
+ * Layout (host byte order, which byte_order identifies; all writers so far
+ * are little-endian):
+ *   [0, header_size)                  struct nsp_ring_header
+ *   [ring_offset, + nslots*slot_size) the slots
+ *   [blob_offset, + nblob_slots*blob_slot_size) the blob area
+ *
+ * A slot is a 64-bit `seq` at offset 0, then one record in memory form
+ * (the shim's struct nsp_rec) whose fields the header's field table
+ * locates.  The slot of ring position p is slot p % nslots; it holds the
+ * committed record of position p exactly when seq == p + 1.  A reader
+ * takes, for every p in [start, start + nslots), the slot of p when its
+ * seq == p + 1, where start = max(written, the largest RINGPOS end in the
+ * trace); other slots are free, being filled (a call that never
+ * returned), or hold records already in the trace.
+ *
+ * Records with strings: the memory form holds pointers, useless after
+ * death.  So when a record with `ext` (PROCESS, COMM, CALLSITE) or with a
+ * last_error text is committed, the shim first stores a blob in the blob
+ * area: the whole record encoded as in a frame (NSP_BLOB_RECORD, encoded
+ * with a fresh prediction state) or the last_error text
+ * (NSP_BLOB_TEXT).  A blob takes one or more consecutive blob slots; the
+ * first holds struct nsp_ring_blob then data, each further one a 64-bit
+ * state then data.  The field table's NSP_RF_LAST_ERROR and NSP_RF_EXT
+ * are nonzero in a slot whose record had them; such a record whose blob
+ * is missing (blob area full: blobs_lost) is recovered without its text,
+ * or not at all when it needed ext. */
+#define NSP_RING_MAGIC "NSPRING\0" /* 8 bytes at offset 0 */
+#define NSP_RING_MAJOR 1
+#define NSP_RING_MINOR 0
+#define NSP_RING_BYTE_ORDER 0x01020304u
+#define NSP_RING_MAX_FIELDS 32
+
+/* One entry of the field table: where a record field sits in a slot. */
+struct nsp_ring_field {
+  uint16_t id;        /* enum nsp_ring_field_id; readers skip ids they do not know */
+  uint16_t offset;    /* bytes from the start of the slot */
+  uint8_t size;       /* 1, 2, 4 or 8 */
+  uint8_t is_signed;  /* sign-extend when widening */
+  uint16_t reserved;
+};
+
+enum nsp_ring_field_id {
+  NSP_RF_KIND = 1, NSP_RF_API, NSP_RF_FLAGS, NSP_RF_COMM, NSP_RF_RESULT, NSP_RF_PEER,
+  NSP_RF_DTYPE, NSP_RF_REDOP, NSP_RF_GROUP_DEPTH, NSP_RF_AUX, NSP_RF_SEQ, NSP_RF_COUNT,
+  NSP_RF_STREAM, NSP_RF_SENDBUFF, NSP_RF_RECVBUFF, NSP_RF_GROUP_ID, NSP_RF_T_ENTER,
+  NSP_RF_T_EXIT, NSP_RF_LAST_ERROR, NSP_RF_EXT, NSP_RF_SITE,
+};
+
+/* The ring file's header.  `written`, `dropped` and `blobs_lost` change
+ * while the process runs; the rest is set once, before the first record. */
+struct nsp_ring_header {
+  char magic[8];              /* NSP_RING_MAGIC */
+  uint16_t major, minor;      /* NSP_RING_MAJOR (readers refuse others), NSP_RING_MINOR */
+  uint32_t header_size;       /* 4096 */
+  uint32_t byte_order;        /* NSP_RING_BYTE_ORDER as the writing host stores it */
+  uint32_t slot_size;         /* 128 */
+  uint64_t nslots;            /* a power of two */
+  uint64_t ring_offset;       /* file offset of slot 0 */
+  uint64_t blob_offset;       /* file offset of blob slot 0 */
+  uint32_t blob_slot_size;    /* 512 */
+  uint32_t nblob_slots;
+  uint32_t pid;
+  uint32_t nfields;           /* entries of fields[] used */
+  uint64_t trace_realtime_ns; /* the trace header's realtime_ns: the trace this ring belongs to */
+  uint64_t written;           /* ring positions below this are in the trace (or counted in dropped) */
+  uint64_t dropped[4];        /* records dropped so far, by NSP_DROP_* reason (index 0 unused) */
+  uint64_t blobs_lost;        /* records whose blob found no room */
+  uint8_t reserved[136];
+  struct nsp_ring_field fields[NSP_RING_MAX_FIELDS]; /* at offset 256 */
+};
+
+/* The first blob slot of a blob. */
+struct nsp_ring_blob {
+  uint64_t state;  /* NSP_BLOB_* state; a reader takes only NSP_BLOB_READY */
+  uint64_t pos;    /* ring position of the record it belongs to */
+  uint32_t type;   /* NSP_BLOB_RECORD or NSP_BLOB_TEXT */
+  uint32_t len;    /* data bytes, in this slot and the following ones */
+  uint32_t nslots; /* blob slots taken, this one included */
+  uint32_t reserved;
+};
+
+enum nsp_ring_blob_state {
+  NSP_BLOB_FREE = 0,
+  NSP_BLOB_READY = 2, /* first slot of a complete blob */
+  NSP_BLOB_CONT = 3,  /* a further slot of a blob */
+};
+
+enum nsp_ring_blob_type {
+  NSP_BLOB_RECORD = 1, /* one record, encoded as in a frame, fresh prediction state */
+  NSP_BLOB_TEXT = 2,   /* the record's last_error text, no NUL */
 };
 
 #endif /* NCCLSPY_TRACE_H */

@@ -18,41 +18,198 @@
  * (the calls NCCL makes inside itself are not counted), so tests can
  * compare it with the trace.
  *
+ * Stream mode (env NSP_CASES_STREAM=1, and always for the GPU-only cases
+ * c11 and killed-hang): the program uses the CUDA stand-in as a GPU program
+ * would: cuInit, the device LOCAL_RANK (cuDevicePrimaryCtxRetain +
+ * cuCtxSetCurrent, as torch's cudaSetDevice), one stream made with
+ * cuStreamCreate and passed to every NCCL call, and cuStreamSynchronize
+ * before it reads results (where torch's .item() would), followed by
+ * ncclCommGetAsyncError (its watchdog): an asynchronous error ends the
+ * rank as an NCCL error does.  Each rank says "rank R: stream mode
+ * (device D)" on stderr at start.  The driver is loaded then, with
+ * dlopen(NSP_CASES_LIBCUDA, default: the CUDA stand-in of this build;
+ * RTLD_LOCAL, as the CUDA runtime loads it), never in the default mode: a
+ * CPU job must not look like a GPU job whose CUDA was never initialized.
+ *
+ * The GPU-only cases, 2 ranks each, print on stderr where each rank is:
+ *   c11 straggler   all-reduces #1-4; then rank 1 sleeps NSP_C11_SLEEP_S
+ *                   seconds (default 30) before #5 while rank 0 enqueues #5
+ *                   and waits in cuStreamSynchronize; meant to be ended by
+ *                   the launcher's timeout (nsp_launch -t shorter than the
+ *                   sleep; NSP_STANDIN_TIMEOUT_MS longer).  If rank 1 wakes
+ *                   first, #5 completes and the job exits 0.
+ *   killed-hang     all-reduces #1-2; rank 1 never arrives at #3 (sleeps
+ *                   until killed), rank 0 waits in #3: meant to be killed
+ *                   (e.g. SIGTERM to nsp_launch) before the stand-in's
+ *                   timeout, after which rank 0 would fail.
+ *
  * Exit status: 0 healthy, 1 wrong values or an NCCL error, 2 usage. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "nsp_nccl.h"
+#include "nsp_standin_cuda.h"
 #include "nsp_standin_fp.h"
 
 NSP_NCCL_DECLARE(nccl)
+
+/* The stream every NCCL call gets: NULL unless in stream mode. */
+static cudaStream_t nsp_cases_stream;
+
+#ifndef NSP_CASES_LIBCUDA_DEFAULT
+#define NSP_CASES_LIBCUDA_DEFAULT "libcuda.so.1"
+#endif
+
+/* The driver functions stream mode uses, from the dlopen'ed libcuda. */
+static struct {
+  CUresult (*Init)(unsigned int);
+  CUresult (*DeviceGetCount)(int *);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*StreamCreate)(CUstream *, unsigned int);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*GetErrorName)(CUresult, const char **);
+} nsp_cu;
 
 /* ---- counting NCCL calls ------------------------------------------------ */
 
 static unsigned long nsp_cases_calls;
 
-/* Counts a call once it has returned: the argument is evaluated first. */
-static ncclResult_t nsp_cases_counted(ncclResult_t r)
+/* ---- the call log and planned deaths (tests/integration/test_durability.c)
+ *
+ * NSP_CASES_LOG_FD=FD  before and after every NCCL call that libncclspy
+ *     records (queries such as ncclCommCount and ncclGetLastError are not
+ *     recorded), one unbuffered write(2) of struct nsp_cases_log_entry to FD
+ *     (a pipe: each write is atomic): phase 0 "calling call #n", phase 1
+ *     "call #n returned", n counting the recorded calls of this process.
+ *     A rank killed at any moment has thus logged how many calls returned.
+ * NSP_CASES_DIE=HOW@N  once recorded call #N has returned (and been
+ *     logged), end the process by HOW: exit (exit(3)), _exit (_exit(4)),
+ *     return (return 5 from main), abort, segv (a real invalid access), bus
+ *     (a real SIGBUS: a load from a mapped page past the end of its file),
+ *     kill, term, int (raise that signal). */
+struct nsp_cases_log_entry {
+  uint32_t rank, phase;
+  uint64_t n;
+};
+
+static unsigned long nsp_cases_recorded; /* recorded calls that returned */
+static int nsp_cases_log_fd = -2;        /* -2: not looked at yet; -1 none */
+static int nsp_cases_log_rank;
+static unsigned long nsp_cases_die_at;
+static char nsp_cases_die_how[16];
+static jmp_buf nsp_cases_return_jmp;
+
+/* Calls libncclspy passes through without a record. */
+static int nsp_cases_is_query(const char *call)
+{
+  static const char *const q[] = {"ncclCommUserRank(", "ncclCommCount(", "ncclCommCuDevice(",
+                                  "ncclGetVersion(", "ncclCommGetAsyncError(",
+                                  "ncclGetErrorString(", "ncclGetLastError("};
+  size_t i;
+  for (i = 0; i < sizeof q / sizeof q[0]; i++)
+    if (!strncmp(call, q[i], strlen(q[i])))
+      return 1;
+  return 0;
+}
+
+static void nsp_cases_log(uint32_t phase, uint64_t n)
+{
+  struct nsp_cases_log_entry e;
+  if (nsp_cases_log_fd == -2) {
+    const char *fd = getenv("NSP_CASES_LOG_FD"), *die = getenv("NSP_CASES_DIE"), *at;
+    const char *rank = getenv("RANK");
+    nsp_cases_log_fd = fd && *fd ? atoi(fd) : -1;
+    nsp_cases_log_rank = rank ? atoi(rank) : 0;
+    if (die && (at = strchr(die, '@')) && (size_t)(at - die) < sizeof nsp_cases_die_how) {
+      memcpy(nsp_cases_die_how, die, (size_t)(at - die));
+      nsp_cases_die_at = strtoul(at + 1, NULL, 10);
+    }
+  }
+  if (nsp_cases_log_fd < 0)
+    return;
+  e.rank = (uint32_t)nsp_cases_log_rank;
+  e.phase = phase;
+  e.n = n;
+  while (write(nsp_cases_log_fd, &e, sizeof e) < 0 && errno == EINTR)
+    ;
+}
+
+static void nsp_cases_die_now(void)
+{
+  const char *how = nsp_cases_die_how;
+  if (!strcmp(how, "exit"))
+    exit(3);
+  if (!strcmp(how, "_exit"))
+    _exit(4);
+  if (!strcmp(how, "return"))
+    longjmp(nsp_cases_return_jmp, 1);
+  if (!strcmp(how, "abort"))
+    abort();
+  if (!strcmp(how, "segv")) {
+    volatile int *volatile p = NULL;
+    *p = 1;
+  }
+  if (!strcmp(how, "bus")) {
+    FILE *f = tmpfile();
+    volatile char *m = f ? mmap(NULL, 4096, PROT_READ, MAP_SHARED, fileno(f), 0) : MAP_FAILED;
+    if (m != MAP_FAILED)
+      (void)m[0]; /* the file is empty: SIGBUS */
+  }
+  if (!strcmp(how, "kill"))
+    raise(SIGKILL);
+  if (!strcmp(how, "term"))
+    raise(SIGTERM);
+  if (!strcmp(how, "int"))
+    raise(SIGINT);
+  fprintf(stderr, "nsp_cases: NSP_CASES_DIE=%s@%lu did not end the process\n", how, nsp_cases_die_at);
+  _exit(99);
+}
+
+static void nsp_cases_before(const char *call)
+{
+  if (!nsp_cases_is_query(call))
+    nsp_cases_log(0, nsp_cases_recorded + 1);
+}
+
+static void nsp_cases_after(const char *call)
 {
   nsp_cases_calls++;
+  if (nsp_cases_is_query(call))
+    return;
+  nsp_cases_log(1, ++nsp_cases_recorded);
+  if (nsp_cases_die_at && nsp_cases_recorded == nsp_cases_die_at)
+    nsp_cases_die_now();
+}
+
+/* Counts a call once it has returned: the argument is evaluated first. */
+static ncclResult_t nsp_cases_counted(const char *call, ncclResult_t r)
+{
+  nsp_cases_after(call);
   return r;
 }
 
-static const char *nsp_cases_counted_str(const char *s)
+static const char *nsp_cases_counted_str(const char *call, const char *s)
 {
-  nsp_cases_calls++;
+  nsp_cases_after(call);
   return s;
 }
 
-#define NC(call) nsp_cases_counted(call)
-#define NCS(call) nsp_cases_counted_str(call)
+#define NC(call) (nsp_cases_before(#call), nsp_cases_counted(#call, call))
+#define NCS(call) (nsp_cases_before(#call), nsp_cases_counted_str(#call, call))
 
 /* ---- job state ------------------------------------------------------------ */
 
@@ -222,6 +379,38 @@ static void nsp_cases_check(struct nsp_cases_job *job, struct nsp_cases_comm *cc
   }
 }
 
+/* Stream mode: waits for the stream (where a program reads a result) and
+ * asks for an asynchronous error (as a watchdog does).  Returns the
+ * asynchronous error, ncclSuccess if none; without a stream, at once. */
+static ncclResult_t nsp_cases_sync_result(struct nsp_cases_job *job, struct nsp_cases_comm *cc)
+{
+  ncclResult_t async = ncclSuccess;
+  CUresult cr;
+  if (!nsp_cases_stream)
+    return ncclSuccess;
+  cr = nsp_cu.StreamSynchronize(nsp_cases_stream);
+  if (cr != CUDA_SUCCESS)
+    nsp_cases_die(job, "cuStreamSynchronize returned %d", (int)cr);
+  if (NC(ncclCommGetAsyncError(cc->comm, &async)) != ncclSuccess)
+    nsp_cases_die(job, "ncclCommGetAsyncError on %s failed", cc->label);
+  return async;
+}
+
+/* nsp_cases_sync_result; an asynchronous error ends the rank, naming the
+ * call the way a watchdog's log would. */
+static void nsp_cases_sync(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                           enum nsp_cases_kind kind, ncclDataType_t t, size_t count)
+{
+  ncclResult_t async = nsp_cases_sync_result(job, cc);
+  if (async != ncclSuccess) {
+    const char *es = NCS(ncclGetErrorString(async));
+    const char *le = NCS(ncclGetLastError(cc->comm));
+    nsp_cases_die(job, "watchdog: %s #%d (%s x%zu) on %s: asynchronous error %d (%s): %s",
+                  nsp_cases_kind_names[kind], kind == K_P2P ? cc->p2p_seq : cc->seq,
+                  nsp_cases_dtype_name(t), count, cc->label, (int)async, es, le);
+  }
+}
+
 static void nsp_cases_verify(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
                              enum nsp_cases_kind kind, ncclDataType_t t, const void *buf,
                              size_t i, double want)
@@ -242,9 +431,31 @@ static void nsp_cases_allreduce(struct nsp_cases_job *job, struct nsp_cases_comm
   size_t i;
   int seq = ++cc->seq;
   nsp_cases_fill(buf, t, count, K_AR, seq, cc->rank, op);
-  nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, count, t, op, cc->comm, NULL)), K_AR, t, count);
+  nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, count, t, op, cc->comm, nsp_cases_stream)), K_AR, t, count);
+  nsp_cases_sync(job, cc, K_AR, t, count);
   for (i = 0; i < count; i++)
     nsp_cases_verify(job, cc, K_AR, t, buf, i, nsp_cases_reduced(K_AR, seq, cc->nranks, i, op, t));
+  nsp_cases_free(job, buf);
+}
+
+/* An all-reduce that says on stderr when it is enqueued and when it has
+ * completed, so that a test can tell where a killed rank was. */
+static void nsp_cases_allreduce_told(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                                     ncclDataType_t t, size_t count)
+{
+  void *buf = nsp_cases_alloc(job, count, t);
+  size_t i;
+  int seq = ++cc->seq;
+  nsp_cases_fill(buf, t, count, K_AR, seq, cc->rank, ncclSum);
+  nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, count, t, ncclSum, cc->comm, nsp_cases_stream)),
+                  K_AR, t, count);
+  fprintf(stderr, "rank %d: all-reduce #%d on %s enqueued, waiting for it (cuStreamSynchronize)\n",
+          job->rank, seq, cc->label);
+  nsp_cases_sync(job, cc, K_AR, t, count);
+  for (i = 0; i < count; i++)
+    nsp_cases_verify(job, cc, K_AR, t, buf, i,
+                     nsp_cases_reduced(K_AR, seq, cc->nranks, i, ncclSum, t));
+  fprintf(stderr, "rank %d: all-reduce #%d on %s completed\n", job->rank, seq, cc->label);
   nsp_cases_free(job, buf);
 }
 
@@ -256,7 +467,8 @@ static void nsp_cases_allgather(struct nsp_cases_job *job, struct nsp_cases_comm
   size_t i;
   int seq = ++cc->seq, p;
   nsp_cases_fill(send, t, count, K_AG, seq, cc->rank, ncclSum);
-  nsp_cases_check(job, cc, NC(ncclAllGather(send, recv, count, t, cc->comm, NULL)), K_AG, t, count);
+  nsp_cases_check(job, cc, NC(ncclAllGather(send, recv, count, t, cc->comm, nsp_cases_stream)), K_AG, t, count);
+  nsp_cases_sync(job, cc, K_AG, t, count);
   for (p = 0; p < cc->nranks; p++)
     for (i = 0; i < count; i++)
       nsp_cases_verify(job, cc, K_AG, t, recv, (size_t)p * count + i,
@@ -272,8 +484,9 @@ static void nsp_cases_reducescatter(struct nsp_cases_job *job, struct nsp_cases_
   void *send = nsp_cases_alloc(job, count * n, t), *recv = nsp_cases_alloc(job, count, t);
   int seq = ++cc->seq;
   nsp_cases_fill(send, t, count * n, K_RS, seq, cc->rank, op);
-  nsp_cases_check(job, cc, NC(ncclReduceScatter(send, recv, count, t, op, cc->comm, NULL)), K_RS,
+  nsp_cases_check(job, cc, NC(ncclReduceScatter(send, recv, count, t, op, cc->comm, nsp_cases_stream)), K_RS,
                   t, count);
+  nsp_cases_sync(job, cc, K_RS, t, count);
   for (i = 0; i < count; i++)
     nsp_cases_verify(job, cc, K_RS, t, recv, i,
                      nsp_cases_reduced(K_RS, seq, cc->nranks, base + i, op, t));
@@ -293,10 +506,11 @@ static void nsp_cases_broadcast(struct nsp_cases_job *job, struct nsp_cases_comm
   if (cc->rank == root)
     nsp_cases_fill(bcast ? recv : send, t, count, K_BC, seq, root, ncclSum);
   if (bcast)
-    r = NC(ncclBcast(recv, count, t, root, cc->comm, NULL));
+    r = NC(ncclBcast(recv, count, t, root, cc->comm, nsp_cases_stream));
   else
-    r = NC(ncclBroadcast(send, recv, count, t, root, cc->comm, NULL));
+    r = NC(ncclBroadcast(send, recv, count, t, root, cc->comm, nsp_cases_stream));
   nsp_cases_check(job, cc, r, K_BC, t, count);
+  nsp_cases_sync(job, cc, K_BC, t, count);
   for (i = 0; i < count; i++)
     nsp_cases_verify(job, cc, K_BC, t, recv, i, nsp_cases_val(K_BC, seq, root, i, ncclSum));
   nsp_cases_free(job, send);
@@ -310,8 +524,9 @@ static void nsp_cases_reduce(struct nsp_cases_job *job, struct nsp_cases_comm *c
   size_t i;
   int seq = ++cc->seq;
   nsp_cases_fill(send, t, count, K_RD, seq, cc->rank, op);
-  nsp_cases_check(job, cc, NC(ncclReduce(send, recv, count, t, op, root, cc->comm, NULL)), K_RD,
+  nsp_cases_check(job, cc, NC(ncclReduce(send, recv, count, t, op, root, cc->comm, nsp_cases_stream)), K_RD,
                   t, count);
+  nsp_cases_sync(job, cc, K_RD, t, count);
   for (i = 0; i < count && cc->rank == root; i++)
     nsp_cases_verify(job, cc, K_RD, t, recv, i, nsp_cases_reduced(K_RD, seq, cc->nranks, i, op, t));
   nsp_cases_free(job, send);
@@ -325,7 +540,8 @@ static void nsp_cases_alltoall(struct nsp_cases_job *job, struct nsp_cases_comm 
   void *send = nsp_cases_alloc(job, count * n, t), *recv = nsp_cases_alloc(job, count * n, t);
   int seq = ++cc->seq, p;
   nsp_cases_fill(send, t, count * n, K_A2A, seq, cc->rank, ncclSum);
-  nsp_cases_check(job, cc, NC(ncclAlltoAll(send, recv, count, t, cc->comm, NULL)), K_A2A, t, count);
+  nsp_cases_check(job, cc, NC(ncclAlltoAll(send, recv, count, t, cc->comm, nsp_cases_stream)), K_A2A, t, count);
+  nsp_cases_sync(job, cc, K_A2A, t, count);
   for (p = 0; p < cc->nranks; p++)
     for (i = 0; i < count; i++)
       nsp_cases_verify(job, cc, K_A2A, t, recv, (size_t)p * count + i,
@@ -341,8 +557,9 @@ static void nsp_cases_gather(struct nsp_cases_job *job, struct nsp_cases_comm *c
   void *send = nsp_cases_alloc(job, count, t), *recv = nsp_cases_alloc(job, count * n, t);
   int seq = ++cc->seq, p;
   nsp_cases_fill(send, t, count, K_GA, seq, cc->rank, ncclSum);
-  nsp_cases_check(job, cc, NC(ncclGather(send, recv, count, t, root, cc->comm, NULL)), K_GA, t,
+  nsp_cases_check(job, cc, NC(ncclGather(send, recv, count, t, root, cc->comm, nsp_cases_stream)), K_GA, t,
                   count);
+  nsp_cases_sync(job, cc, K_GA, t, count);
   for (p = 0; p < cc->nranks && cc->rank == root; p++)
     for (i = 0; i < count; i++)
       nsp_cases_verify(job, cc, K_GA, t, recv, (size_t)p * count + i,
@@ -359,8 +576,9 @@ static void nsp_cases_scatter(struct nsp_cases_job *job, struct nsp_cases_comm *
   int seq = ++cc->seq;
   if (cc->rank == root)
     nsp_cases_fill(send, t, count * n, K_SC, seq, root, ncclSum);
-  nsp_cases_check(job, cc, NC(ncclScatter(send, recv, count, t, root, cc->comm, NULL)), K_SC, t,
+  nsp_cases_check(job, cc, NC(ncclScatter(send, recv, count, t, root, cc->comm, nsp_cases_stream)), K_SC, t,
                   count);
+  nsp_cases_sync(job, cc, K_SC, t, count);
   for (i = 0; i < count; i++)
     nsp_cases_verify(job, cc, K_SC, t, recv, i,
                      nsp_cases_val(K_SC, seq, root, (size_t)cc->rank * count + i, ncclSum));
@@ -382,7 +600,8 @@ static void nsp_cases_premulsum(struct nsp_cases_job *job, struct nsp_cases_comm
                                                        cc->comm)), K_PM, t, count);
   seq = ++cc->seq;
   nsp_cases_fill(buf, t, count, K_PM, seq, cc->rank, ncclSum);
-  nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, count, t, op, cc->comm, NULL)), K_PM, t, count);
+  nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, count, t, op, cc->comm, nsp_cases_stream)), K_PM, t, count);
+  nsp_cases_sync(job, cc, K_PM, t, count);
   for (i = 0; i < count; i++) {
     double want = 0;
     for (p = 0; p < cc->nranks; p++)
@@ -404,9 +623,10 @@ static void nsp_cases_ring(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
   size_t i;
   nsp_cases_fill(send, t, count, K_P2P, seq, cc->rank, ncclSum);
   nsp_cases_check(job, cc, NC(ncclGroupStart()), K_P2P, t, count);
-  nsp_cases_check(job, cc, NC(ncclSend(send, count, t, next, cc->comm, NULL)), K_P2P, t, count);
-  nsp_cases_check(job, cc, NC(ncclRecv(recv, count, t, prev, cc->comm, NULL)), K_P2P, t, count);
+  nsp_cases_check(job, cc, NC(ncclSend(send, count, t, next, cc->comm, nsp_cases_stream)), K_P2P, t, count);
+  nsp_cases_check(job, cc, NC(ncclRecv(recv, count, t, prev, cc->comm, nsp_cases_stream)), K_P2P, t, count);
   nsp_cases_check(job, cc, NC(ncclGroupEnd()), K_P2P, t, count);
+  nsp_cases_sync(job, cc, K_P2P, t, count);
   for (i = 0; i < count; i++)
     nsp_cases_verify(job, cc, K_P2P, t, recv, i, nsp_cases_val(K_P2P, seq, prev, i, ncclSum));
   nsp_cases_free(job, send);
@@ -502,10 +722,13 @@ static void nsp_cases_c07(struct nsp_cases_job *job)
     size_t i;
     int seq = ++w->seq;
     nsp_cases_fill(buf, ncclFloat32, count, K_AR, seq, w->rank, ncclSum);
-    r = NC(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, w->comm, NULL));
+    r = NC(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, w->comm, nsp_cases_stream));
+    /* Stream mode: the error of an enqueued call shows asynchronously. */
+    if (r == ncclSuccess && !first_seq)
+      r = nsp_cases_sync_result(job, w);
     if (r != ncclSuccess) {
       const char *le = NCS(ncclGetLastError(w->comm));
-      fprintf(stderr, "rank %d: all-reduce #%d returned %d (%s): %s\n", job->rank, seq, (int)r,
+      fprintf(stderr, "rank %d: all-reduce #%d failed with %d (%s): %s\n", job->rank, seq, (int)r,
               NCS(ncclGetErrorString(r)), le);
       if (!first_seq) {
         first_seq = seq;
@@ -544,12 +767,13 @@ static void nsp_cases_c08(struct nsp_cases_job *job)
       nsp_cases_fill(buf, ncclFloat32, count, K_P2P, seq, 0, ncclSum);
     nsp_cases_check(job, w, NC(ncclGroupStart()), K_P2P, ncclFloat32, count);
     if (job->rank == 0)
-      nsp_cases_check(job, w, NC(ncclSend(buf, count, ncclFloat32, 1, w->comm, NULL)), K_P2P,
-                      ncclFloat32, count);
+      nsp_cases_check(job, w, NC(ncclSend(buf, count, ncclFloat32, 1, w->comm, nsp_cases_stream)),
+                      K_P2P, ncclFloat32, count);
     else
-      nsp_cases_check(job, w, NC(ncclRecv(buf, count, ncclFloat32, 0, w->comm, NULL)), K_P2P,
-                      ncclFloat32, count);
+      nsp_cases_check(job, w, NC(ncclRecv(buf, count, ncclFloat32, 0, w->comm, nsp_cases_stream)),
+                      K_P2P, ncclFloat32, count);
     nsp_cases_check(job, w, NC(ncclGroupEnd()), K_P2P, ncclFloat32, count);
+    nsp_cases_sync(job, w, K_P2P, ncclFloat32, count);
     for (i = 0; i < count && job->rank == 1; i++)
       nsp_cases_verify(job, w, K_P2P, ncclFloat32, buf, i, nsp_cases_val(K_P2P, seq, 0, i, ncclSum));
   }
@@ -601,28 +825,66 @@ static void nsp_cases_c10(struct nsp_cases_job *job)
   }
 }
 
+static int nsp_cases_env_int(const char *name, int dflt);
+
+/* c11: rank 1 straggles before #5 while rank 0 waits inside it. */
+static void nsp_cases_c11(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  int sleep_s = nsp_cases_env_int("NSP_C11_SLEEP_S", 30), seq;
+  for (seq = 1; seq <= 4; seq++)
+    nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  if (job->rank == 1) {
+    struct timespec ts = {sleep_s > 0 ? sleep_s : 0, 0};
+    fprintf(stderr, "rank 1: straggling: sleeps %d s before all-reduce #5\n", sleep_s);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+      ;
+  }
+  nsp_cases_allreduce_told(job, w, ncclFloat32, 1024);
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+}
+
+/* killed-hang: rank 1 never arrives at #3; rank 0 waits in it. */
+static void nsp_cases_killed_hang(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  if (job->rank == 1) {
+    fprintf(stderr, "rank 1: stops before all-reduce #3 and sleeps until killed\n");
+    for (;;)
+      pause();
+  }
+  nsp_cases_allreduce_told(job, w, ncclFloat32, 1024);
+}
+
 /* ---- table and main --------------------------------------------------------- */
 
 struct nsp_cases_case {
   const char *id, *name;
   int nranks; /* 0: any even number >= 2 */
+  int gpu;    /* always in stream mode */
   void (*setup)(struct nsp_cases_job *job);
   void (*run)(struct nsp_cases_job *job);
   const char *what;
 };
 
 static const struct nsp_cases_case nsp_cases_table[] = {
-  {"c01", "amp-dtype", 2, NULL, nsp_cases_c01, "seq 2: rank 0 float16, rank 1 float32"},
-  {"c02", "even-odd", 4, NULL, nsp_cases_c02, "1M elements: even ranks bfloat16, odd float32"},
-  {"c03", "main-only", 4, NULL, nsp_cases_c03, "seq 11: rank 0 all-gather, ranks 1-3 all-reduce"},
-  {"c04", "different-op", 4, NULL, nsp_cases_c04, "seq 33: rank 2 broadcast, others all-reduce"},
-  {"c05", "count", 2, NULL, nsp_cases_c05, "all-reduce 409600 vs 409598 float32"},
-  {"c06", "root", 3, NULL, nsp_cases_c06, "broadcast with roots 0, 0, 1"},
-  {"c07", "first-error", 4, nsp_cases_c07_setup, nsp_cases_c07,
+  {"c01", "amp-dtype", 2, 0, NULL, nsp_cases_c01, "seq 2: rank 0 float16, rank 1 float32"},
+  {"c02", "even-odd", 4, 0, NULL, nsp_cases_c02, "1M elements: even ranks bfloat16, odd float32"},
+  {"c03", "main-only", 4, 0, NULL, nsp_cases_c03, "seq 11: rank 0 all-gather, ranks 1-3 all-reduce"},
+  {"c04", "different-op", 4, 0, NULL, nsp_cases_c04, "seq 33: rank 2 broadcast, others all-reduce"},
+  {"c05", "count", 2, 0, NULL, nsp_cases_c05, "all-reduce 409600 vs 409598 float32"},
+  {"c06", "root", 3, 0, NULL, nsp_cases_c06, "broadcast with roots 0, 0, 1"},
+  {"c07", "first-error", 4, 0, nsp_cases_c07_setup, nsp_cases_c07,
    "rank 3 fails at seq 50 (NSP_STANDIN_FAIL), the others see ncclRemoteError"},
-  {"c08", "p2p-count", 2, NULL, nsp_cases_c08, "rank 0 sends 3 times, rank 1 receives twice"},
-  {"c09", "split", 4, NULL, nsp_cases_c09, "child {2,3} seq 3: rank 3 float16, rank 2 float32"},
-  {"c10", "healthy", 0, NULL, nsp_cases_c10, "1000 steps of every collective, checked"},
+  {"c08", "p2p-count", 2, 0, NULL, nsp_cases_c08, "rank 0 sends 3 times, rank 1 receives twice"},
+  {"c09", "split", 4, 0, NULL, nsp_cases_c09, "child {2,3} seq 3: rank 3 float16, rank 2 float32"},
+  {"c10", "healthy", 0, 0, NULL, nsp_cases_c10, "1000 steps of every collective, checked"},
+  {"c11", "straggler", 2, 1, NULL, nsp_cases_c11,
+   "GPU: rank 1 sleeps NSP_C11_SLEEP_S (30) s before #5, rank 0 waits in it"},
+  {"killed-hang", "killed-hang", 2, 1, NULL, nsp_cases_killed_hang,
+   "GPU: rank 1 never arrives at #3, rank 0 waits in it until killed"},
 };
 
 static int nsp_cases_env_int(const char *name, int dflt)
@@ -681,10 +943,72 @@ static void nsp_cases_exchange_id(struct nsp_cases_job *job, ncclUniqueId *id)
   }
 }
 
+/* Loads the driver; 0 when every function stream mode uses was found. */
+static int nsp_cases_load_cuda(struct nsp_cases_job *job)
+{
+  const char *path = getenv("NSP_CASES_LIBCUDA");
+  void *lib = dlopen(path && *path ? path : NSP_CASES_LIBCUDA_DEFAULT, RTLD_NOW | RTLD_LOCAL);
+  void *f;
+  if (!lib) {
+    fprintf(stderr, "rank %d: stream mode: %s\n", job->rank, dlerror());
+    return -1;
+  }
+#define NSP_CASES_CU(member, name)                                                 \
+  do {                                                                             \
+    if (!(f = dlsym(lib, name))) {                                                 \
+      fprintf(stderr, "rank %d: stream mode: no %s in the CUDA driver\n", job->rank, name); \
+      return -1;                                                                   \
+    }                                                                              \
+    memcpy(&nsp_cu.member, &f, sizeof f);                                          \
+  } while (0)
+  NSP_CASES_CU(Init, "cuInit");
+  NSP_CASES_CU(DeviceGetCount, "cuDeviceGetCount");
+  NSP_CASES_CU(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  NSP_CASES_CU(CtxSetCurrent, "cuCtxSetCurrent");
+  NSP_CASES_CU(StreamCreate, "cuStreamCreate");
+  NSP_CASES_CU(StreamSynchronize, "cuStreamSynchronize");
+  NSP_CASES_CU(StreamDestroy, "cuStreamDestroy_v2");
+  NSP_CASES_CU(GetErrorName, "cuGetErrorName");
+#undef NSP_CASES_CU
+  return 0;
+}
+
+/* Stream mode: the device LOCAL_RANK and one stream, as torch sets up. */
+static void nsp_cases_stream_setup(struct nsp_cases_job *job)
+{
+  int ndev = 0, local = nsp_cases_env_int("LOCAL_RANK", job->rank);
+  CUcontext ctx = NULL;
+  CUstream s = NULL;
+  CUresult r;
+  if (nsp_cases_load_cuda(job) != 0)
+    nsp_cases_exit(job, 1);
+  r = nsp_cu.Init(0);
+  if (r == CUDA_SUCCESS)
+    r = nsp_cu.DeviceGetCount(&ndev);
+  if (r == CUDA_SUCCESS && ndev < 1)
+    r = CUDA_ERROR_NO_DEVICE;
+  if (r == CUDA_SUCCESS)
+    r = nsp_cu.DevicePrimaryCtxRetain(&ctx, local % ndev);
+  if (r == CUDA_SUCCESS)
+    r = nsp_cu.CtxSetCurrent(ctx);
+  if (r == CUDA_SUCCESS)
+    r = nsp_cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    const char *es = NULL;
+    nsp_cu.GetErrorName(r, &es);
+    fprintf(stderr, "rank %d: stream mode: CUDA stand-in error %d (%s)\n", job->rank, (int)r,
+            es ? es : "?");
+    nsp_cases_exit(job, 1);
+  }
+  nsp_cases_stream = s;
+  fprintf(stderr, "rank %d: stream mode (device %d)\n", job->rank, local % ndev);
+}
+
 static void nsp_cases_usage(FILE *f)
 {
   size_t i;
   fprintf(f, "usage: nsp_cases CASE   (one process per rank; env RANK, WORLD_SIZE, NSP_UID_FILE)\n");
+  fprintf(f, "  env NSP_CASES_STREAM=1: stream mode (CUDA stand-in), always for GPU cases\n");
   for (i = 0; i < sizeof nsp_cases_table / sizeof nsp_cases_table[0]; i++) {
     const struct nsp_cases_case *k = &nsp_cases_table[i];
     if (k->nranks)
@@ -704,6 +1028,8 @@ int main(int argc, char **argv)
   size_t i;
 
   memset(&job, 0, sizeof job);
+  if (setjmp(nsp_cases_return_jmp))
+    return 5; /* NSP_CASES_DIE=return@N */
   if (argc != 2) {
     nsp_cases_usage(stderr);
     return 2;
@@ -729,6 +1055,8 @@ int main(int argc, char **argv)
   }
   if (kase->setup)
     kase->setup(&job);
+  if (kase->gpu || nsp_cases_env_int("NSP_CASES_STREAM", 0))
+    nsp_cases_stream_setup(&job);
   nsp_cases_exchange_id(&job, &id);
   r = NC(ncclCommInitRank(&world, job.nranks, id, job.rank));
   if (r != ncclSuccess)
@@ -737,5 +1065,7 @@ int main(int argc, char **argv)
   kase->run(&job);
   for (i = (size_t)job.ncomms; i-- > 0;)
     NC(ncclCommDestroy(job.comms[i].comm));
+  if (nsp_cases_stream && nsp_cu.StreamDestroy(nsp_cases_stream) != CUDA_SUCCESS)
+    nsp_cases_die(&job, "cuStreamDestroy failed");
   nsp_cases_exit(&job, 0);
 }

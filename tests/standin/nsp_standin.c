@@ -8,10 +8,39 @@
  * - NCCL's own self-calls are kept, through the public (interposable)
  *   names, so that a preloaded shim sees them as nested calls:
  *   ncclBcast calls ncclBroadcast, ncclCommInitAll calls ncclGetUniqueId.
- * - Buffers are host memory; streams are ignored; every call returns once
- *   its data has moved.  Calls between ncclGroupStart and the outermost
- *   ncclGroupEnd are queued and run together at that GroupEnd (so a ring
- *   of sends and receives inside one group completes).
+ * - Buffers are host memory.  Calls between ncclGroupStart and the
+ *   outermost ncclGroupEnd are queued and run together at that GroupEnd (so
+ *   a ring of sends and receives inside one group completes).
+ * - With a NULL stream, or when the CUDA stand-in (tests/standin/
+ *   nsp_standin_cuda.c) is not loaded, a call (or group) runs on the
+ *   calling thread and returns once its data has moved.
+ * - With a non-NULL stream and the CUDA stand-in loaded (its hook
+ *   nsp_standin_stream_enqueue is found in global scope, or in the
+ *   libcuda.so.1 already loaded, even RTLD_LOCAL), a call only enqueues,
+ *   as NCCL does: it checks its arguments, returns ncclSuccess, and the
+ *   data moves later on the stream's worker thread, in stream order
+ *   (cuStreamSynchronize, or an event recorded after it, waits for it).
+ *   A group is enqueued at its ncclGroupEnd, on the stream of its first
+ *   call that has one; every other stream it used gets a task that waits
+ *   for it.  The buffers are read and written when the work runs.
+ *   A call on a stream that is capturing a CUDA graph returns ncclSuccess
+ *   and does nothing (the graph is never replayed; it does not count as a
+ *   collective).  A stream the CUDA stand-in refuses: ncclUnhandledCudaError.
+ * - Whatever the streams, the work of one communicator runs in the order
+ *   it was issued: a call with a NULL stream first waits for the work of
+ *   that communicator still queued on streams.
+ * - Work on a stream that fails (a peer that never comes, after
+ *   NSP_STANDIN_TIMEOUT_MS: ncclSystemError; a failed peer:
+ *   ncclRemoteError; an injected failure) is reported, as NCCL reports
+ *   asynchronous errors, by ncclCommGetAsyncError; from then on every call
+ *   on that communicator returns that error at once ("...: communicator
+ *   has an asynchronous error: <the failure's last-error text>").
+ * - ncclCommFinalize and ncclCommDestroy wait for the communicator's work
+ *   to end (each piece ends, at the latest, after NSP_STANDIN_TIMEOUT_MS).
+ *   ncclCommAbort returns at once: that work, queued or waiting for peers,
+ *   gives up promptly (ncclSystemError, nothing moved, nothing reported);
+ *   the communicator's memory goes when the last of it has ended.
+ *   ncclCommAbort may be called from another thread while a call waits.
  * - Ranks are processes.  The ranks of one communicator meet in a POSIX
  *   shared-memory file named after the ncclUniqueId; the name is unlinked
  *   as soon as the last rank has joined, so nothing stays in /dev/shm once
@@ -79,6 +108,7 @@
  *                         is sparse, so only bytes actually moved use RAM.
  * NSP_STANDIN_DEBUG       when set, every error is also printed on stderr.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -99,6 +129,7 @@
 #include <unistd.h>
 
 #include "nsp_nccl.h"
+#include "nsp_standin_cuda.h" /* the hook's contract only: nothing is linked */
 #include "nsp_standin_reduce.h"
 
 #pragma GCC visibility push(default)
@@ -195,10 +226,19 @@ struct ncclComm {
   uint64_t coll_seq; /* collectives, as users count them */
   uint64_t split_count, shrink_count;
   uint64_t *send_msgs, *send_stream, *recv_msgs; /* per peer */
-  ncclResult_t local_error; /* this rank's injected failure */
-  int wedged;               /* a call timed out: its peers' state is unknown */
+  _Atomic int local_error; /* this rank's injected failure (an ncclResult_t) */
+  _Atomic int wedged;      /* a call timed out: its peers' state is unknown */
   int finalized, revoked;
   const struct nsp_standin_rule *fail;
+  /* Work on streams.  Batches (a call, or a group) on a communicator run
+   * in the order they were issued: each takes a ticket when issued and
+   * runs when done_tickets reaches it. */
+  _Atomic uint64_t tickets;      /* batches issued (by the one host thread) */
+  _Atomic uint64_t done_tickets; /* batches finished */
+  _Atomic int refs;              /* the handle, and each batch issued */
+  _Atomic int aborted;           /* ncclCommAbort: waiting work gives up */
+  _Atomic int async_error;       /* first failure of work run on a stream */
+  char async_msg[512];           /* its last-error text (under nsp_standin_err_lock) */
 };
 
 struct ncclWindow_vidmem {
@@ -243,6 +283,7 @@ struct nsp_standin_op {
   int premul;
   unsigned char scalar[8];
   int root, peer;
+  cudaStream_t stream;
   /* run state */
   enum nsp_standin_state state;
   ncclResult_t result;
@@ -569,6 +610,7 @@ static ncclComm_t nsp_standin_comm_alloc(const struct nsp_standin_token *tok, in
   c->send_stream = c->send_msgs + nranks;
   c->recv_msgs = c->send_stream + nranks;
   c->magic = NSP_STANDIN_COMM_MAGIC;
+  atomic_init(&c->refs, 1);
   c->token = *tok;
   c->nranks = nranks;
   c->rank = rank;
@@ -576,6 +618,18 @@ static ncclComm_t nsp_standin_comm_alloc(const struct nsp_standin_token *tok, in
   return c;
 }
 
+static void nsp_standin_comm_unref(ncclComm_t c)
+{
+  if (atomic_fetch_sub(&c->refs, 1) != 1)
+    return;
+  if (c->map)
+    munmap(c->map, c->lay.total);
+  free(c->send_msgs);
+  free(c);
+}
+
+/* Drops the handle.  Batches still queued on a stream hold their own
+ * references: the memory goes when the last of them has run. */
 static void nsp_standin_comm_free(ncclComm_t c)
 {
   size_t i, j;
@@ -586,11 +640,8 @@ static void nsp_standin_comm_free(ncclComm_t c)
     if (nsp_standin_group.ops[i].comm != c)
       nsp_standin_group.ops[j++] = nsp_standin_group.ops[i];
   nsp_standin_group.n = j;
-  if (c->map)
-    munmap(c->map, c->lay.total);
-  free(c->send_msgs);
   c->magic = 0;
-  free(c);
+  nsp_standin_comm_unref(c);
 }
 
 static int nsp_standin_default_device(void)
@@ -880,7 +931,9 @@ static void nsp_standin_op_begin(struct nsp_standin_op *o)
   } else {
     o->seq = c->recv_msgs[o->peer]++;
   }
-  if (c->local_error) {
+  if (atomic_load(&c->aborted)) {
+    nsp_standin_fail_op(o, ncclSystemError);
+  } else if (c->local_error) {
     nsp_standin_fail_op(o, c->local_error);
   } else if (nsp_standin_remote_visible(c)) {
     nsp_standin_set_error(NSP_STANDIN_REMOTE_MSG);
@@ -1067,6 +1120,11 @@ static int nsp_standin_step(struct nsp_standin_op *o)
 {
   ncclComm_t c = o->comm;
   int progressed;
+  /* ncclCommAbort from another thread: give up at once, move nothing. */
+  if (atomic_load_explicit(&c->aborted, memory_order_relaxed)) {
+    nsp_standin_fail_op(o, ncclSystemError);
+    return 1;
+  }
   switch (o->kind) {
   case NSP_STANDIN_SEND:
     progressed = nsp_standin_step_send(o);
@@ -1187,6 +1245,300 @@ static ncclResult_t nsp_standin_run(struct nsp_standin_op *ops, size_t n)
   return ncclSuccess;
 }
 
+/* ---- order, streams ----------------------------------------------------------
+ * A batch (one call, or the calls of a group) takes, when it is issued, a
+ * ticket and a reference on each communicator it uses, and runs when each
+ * of them has finished its earlier batches: whether it runs on the calling
+ * thread (NULL stream) or later on a stream's worker, batches of one
+ * communicator run in the order they were issued, as NCCL's kernels do. */
+
+struct nsp_standin_turn {
+  ncclComm_t comm;
+  uint64_t ticket;
+};
+
+static pthread_mutex_t nsp_standin_turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t nsp_standin_turn_cond = PTHREAD_COND_INITIALIZER;
+static atomic_int nsp_standin_turn_waiters;
+
+/* Takes a ticket on every communicator of ops; returns how many. */
+static size_t nsp_standin_take_turns(const struct nsp_standin_op *ops, size_t n,
+                                     struct nsp_standin_turn *turns)
+{
+  size_t nt = 0, i, j;
+  for (i = 0; i < n; i++) {
+    ncclComm_t c = ops[i].comm;
+    for (j = 0; j < nt && turns[j].comm != c; j++)
+      ;
+    if (j < nt)
+      continue;
+    turns[nt].comm = c;
+    turns[nt].ticket = atomic_fetch_add(&c->tickets, 1);
+    atomic_fetch_add(&c->refs, 1);
+    nt++;
+  }
+  return nt;
+}
+
+/* Gives back tickets taken a moment ago by this thread, unused. */
+static void nsp_standin_untake_turns(const struct nsp_standin_turn *turns, size_t nt)
+{
+  size_t i;
+  for (i = 0; i < nt; i++) {
+    atomic_fetch_sub(&turns[i].comm->tickets, 1);
+    nsp_standin_comm_unref(turns[i].comm);
+  }
+}
+
+static void nsp_standin_turn_wake(void)
+{
+  pthread_mutex_lock(&nsp_standin_turn_lock);
+  pthread_cond_broadcast(&nsp_standin_turn_cond);
+  pthread_mutex_unlock(&nsp_standin_turn_lock);
+}
+
+/* Waits until `done` says the batch may run (or the comm is aborted). */
+#define NSP_STANDIN_TURN_WAIT(c, done)                                               \
+  do {                                                                               \
+    if (!(done) && !atomic_load(&(c)->aborted)) {                                    \
+      pthread_mutex_lock(&nsp_standin_turn_lock);                                    \
+      atomic_fetch_add(&nsp_standin_turn_waiters, 1);                                \
+      while (!(done) && !atomic_load(&(c)->aborted))                                 \
+        pthread_cond_wait(&nsp_standin_turn_cond, &nsp_standin_turn_lock);           \
+      atomic_fetch_sub(&nsp_standin_turn_waiters, 1);                                \
+      pthread_mutex_unlock(&nsp_standin_turn_lock);                                  \
+    }                                                                                \
+  } while (0)
+
+static void nsp_standin_wait_turns(const struct nsp_standin_turn *turns, size_t nt)
+{
+  size_t i;
+  for (i = 0; i < nt; i++)
+    NSP_STANDIN_TURN_WAIT(turns[i].comm, atomic_load(&turns[i].comm->done_tickets) == turns[i].ticket);
+}
+
+/* Waits until no batch of c is queued or running. */
+static void nsp_standin_wait_idle(ncclComm_t c)
+{
+  NSP_STANDIN_TURN_WAIT(c, atomic_load(&c->done_tickets) == atomic_load(&c->tickets));
+}
+
+static void nsp_standin_release_turns(const struct nsp_standin_turn *turns, size_t nt)
+{
+  size_t i;
+  for (i = 0; i < nt; i++)
+    atomic_fetch_add(&turns[i].comm->done_tickets, 1);
+  /* A waiter counts itself before it checks: either it sees the new
+   * count, or we see it and wake it. */
+  if (atomic_load(&nsp_standin_turn_waiters))
+    nsp_standin_turn_wake();
+  for (i = 0; i < nt; i++)
+    nsp_standin_comm_unref(turns[i].comm);
+}
+
+/* Runs a batch now, on this thread, in its turn. */
+static ncclResult_t nsp_standin_run_sync(struct nsp_standin_op *ops, size_t n)
+{
+  struct nsp_standin_turn one, *turns = &one;
+  ncclResult_t r;
+  size_t nt;
+  if (n > 1) {
+    turns = malloc(n * sizeof *turns);
+    if (!turns) {
+      nsp_standin_set_error("stand-in: out of memory running a group");
+      return ncclSystemError;
+    }
+  }
+  nt = nsp_standin_take_turns(ops, n, turns);
+  nsp_standin_wait_turns(turns, nt);
+  r = nsp_standin_run(ops, n);
+  nsp_standin_release_turns(turns, nt);
+  if (turns != &one)
+    free(turns);
+  return r;
+}
+
+/* The CUDA stand-in's nsp_standin_stream_enqueue, if it is loaded (in
+ * global scope, or in local scope as libcuda.so.1); else NULL.  Looked up
+ * again at most every 100 ms while absent. */
+static nsp_standin_stream_enqueue_fn nsp_standin_hook(void)
+{
+  static _Atomic(nsp_standin_stream_enqueue_fn) found;
+  static _Atomic int64_t next_try;
+  nsp_standin_stream_enqueue_fn f = atomic_load_explicit(&found, memory_order_acquire);
+  int64_t now;
+  void *p;
+  if (f)
+    return f;
+  now = nsp_standin_now_ns();
+  if (now < atomic_load(&next_try))
+    return NULL;
+  p = dlsym(RTLD_DEFAULT, "nsp_standin_stream_enqueue");
+  if (!p) {
+    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (lib) {
+      p = dlsym(lib, "nsp_standin_stream_enqueue");
+      dlclose(lib); /* it stays loaded: it was before, and is -z nodelete */
+    }
+  }
+  if (!p) {
+    atomic_store(&next_try, now + 100000000);
+    return NULL;
+  }
+  memcpy(&f, &p, sizeof f);
+  atomic_store_explicit(&found, f, memory_order_release);
+  return f;
+}
+
+/* Records the first failure of work run on a stream: what
+ * ncclCommGetAsyncError reports and later calls return. */
+static void nsp_standin_note_async(ncclComm_t c, ncclResult_t r)
+{
+  pthread_mutex_lock(&nsp_standin_err_lock);
+  if (!atomic_load(&c->async_error)) {
+    memcpy(c->async_msg, nsp_standin_err, sizeof c->async_msg - 1);
+    c->async_msg[sizeof c->async_msg - 1] = 0;
+    atomic_store(&c->async_error, (int)r);
+  }
+  pthread_mutex_unlock(&nsp_standin_err_lock);
+}
+
+/* A batch handed to a stream's worker.  When a group uses several
+ * streams it runs on the first; each other stream gets a task that waits
+ * for it, so that later work there is ordered after the group, as NCCL
+ * orders the streams of a group. */
+struct nsp_standin_job {
+  size_t n, nturns;
+  struct nsp_standin_op *ops;
+  struct nsp_standin_turn *turns;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int done;
+  atomic_int refs; /* the job's task, each waiting task, the issuer */
+};
+
+static void nsp_standin_job_unref(struct nsp_standin_job *job)
+{
+  if (atomic_fetch_sub(&job->refs, 1) != 1)
+    return;
+  pthread_mutex_destroy(&job->lock);
+  pthread_cond_destroy(&job->cond);
+  free(job->ops);
+  free(job->turns);
+  free(job);
+}
+
+/* Runs on the stream's worker (NSP_STANDIN_TASK_RUN), or is dropped
+ * unstarted at exit (NSP_STANDIN_TASK_CANCEL). */
+static void nsp_standin_job_task(void *arg, int why)
+{
+  struct nsp_standin_job *job = arg;
+  size_t i;
+  if (why == NSP_STANDIN_TASK_RUN) {
+    nsp_standin_wait_turns(job->turns, job->nturns);
+    if (nsp_standin_run(job->ops, job->n) != ncclSuccess) {
+      for (i = 0; i < job->n; i++) {
+        struct nsp_standin_op *o = &job->ops[i];
+        if (o->result != ncclSuccess && !atomic_load(&o->comm->aborted))
+          nsp_standin_note_async(o->comm, o->result);
+      }
+    }
+  }
+  nsp_standin_release_turns(job->turns, job->nturns);
+  pthread_mutex_lock(&job->lock);
+  job->done = 1;
+  pthread_cond_broadcast(&job->cond);
+  pthread_mutex_unlock(&job->lock);
+  nsp_standin_job_unref(job);
+}
+
+static void nsp_standin_job_wait_task(void *arg, int why)
+{
+  struct nsp_standin_job *job = arg;
+  if (why == NSP_STANDIN_TASK_RUN) {
+    pthread_mutex_lock(&job->lock);
+    while (!job->done)
+      pthread_cond_wait(&job->cond, &job->lock);
+    pthread_mutex_unlock(&job->lock);
+  }
+  nsp_standin_job_unref(job);
+}
+
+/* Queues a batch on its stream(s) and returns at once, as NCCL does. */
+static ncclResult_t nsp_standin_run_async(const struct nsp_standin_op *ops, size_t n,
+                                          nsp_standin_stream_enqueue_fn hook)
+{
+  struct nsp_standin_job *job = calloc(1, sizeof *job);
+  cudaStream_t stream = NULL;
+  size_t i, j;
+  int rc;
+
+  if (job) {
+    job->ops = malloc(n * sizeof *job->ops);
+    job->turns = malloc(n * sizeof *job->turns);
+  }
+  if (!job || !job->ops || !job->turns) {
+    if (job) {
+      free(job->ops);
+      free(job->turns);
+    }
+    free(job);
+    nsp_standin_set_error("stand-in: out of memory queueing work on a stream");
+    return ncclSystemError;
+  }
+  memcpy(job->ops, ops, n * sizeof *ops);
+  job->n = n;
+  pthread_mutex_init(&job->lock, NULL);
+  pthread_cond_init(&job->cond, NULL);
+  atomic_init(&job->refs, 2); /* the task, and us until the end */
+  for (i = 0; i < n && !stream; i++)
+    stream = ops[i].stream;
+  job->nturns = nsp_standin_take_turns(job->ops, n, job->turns);
+  rc = hook(stream, nsp_standin_job_task, job);
+  if (rc != NSP_STANDIN_ENQ_QUEUED) {
+    nsp_standin_untake_turns(job->turns, job->nturns);
+    job->nturns = 0;
+    atomic_store(&job->refs, 1);
+    nsp_standin_job_unref(job);
+    if (rc == NSP_STANDIN_ENQ_CAPTURED)
+      return ncclSuccess; /* part of a CUDA graph, which the stand-in never replays */
+    nsp_standin_set_error("stand-in: the CUDA stand-in refused stream %p (not a stream, or "
+                          "no cuInit)", (void *)stream);
+    return ncclUnhandledCudaError;
+  }
+  for (i = 0; i < n; i++) {
+    cudaStream_t s = ops[i].stream;
+    if (!s || s == stream)
+      continue;
+    for (j = 0; j < i && ops[j].stream != s; j++)
+      ;
+    if (j < i)
+      continue; /* that stream has its waiter already */
+    atomic_fetch_add(&job->refs, 1);
+    if (hook(s, nsp_standin_job_wait_task, job) != NSP_STANDIN_ENQ_QUEUED)
+      nsp_standin_job_unref(job);
+  }
+  nsp_standin_job_unref(job);
+  return ncclSuccess;
+}
+
+/* Runs a batch: on a stream's worker when one of its calls was given a
+ * stream and the CUDA stand-in is loaded, else here and now. */
+static ncclResult_t nsp_standin_issue(struct nsp_standin_op *ops, size_t n)
+{
+  nsp_standin_stream_enqueue_fn hook;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    if (ops[i].stream) {
+      hook = nsp_standin_hook();
+      if (hook)
+        return nsp_standin_run_async(ops, n, hook);
+      break;
+    }
+  }
+  return nsp_standin_run_sync(ops, n);
+}
+
 /* The whole collective when the communicator has one rank: a copy (scaled
  * by `scalar` for PreMulSum), with no system call, since benchmarks
  * measure the shim's cost on top of it.  Returns 0 when the op must take
@@ -1194,6 +1546,11 @@ static ncclResult_t nsp_standin_run(struct nsp_standin_op *ops, size_t n)
 static int nsp_standin_local(ncclComm_t c, const void *sendbuff, void *recvbuff, size_t bytes,
                              const void *scalar, ncclDataType_t dtype)
 {
+  /* Work still queued on a stream goes first: then take the general path.
+   * (Only this thread issues batches, so none can appear meanwhile.) */
+  if (atomic_load_explicit(&c->done_tickets, memory_order_acquire) !=
+      atomic_load_explicit(&c->tickets, memory_order_relaxed))
+    return 0;
   if (c->local_error || c->wedged || (c->fail && c->fail->seq == c->coll_seq + 1) ||
       atomic_load_explicit(&c->hdr->broken, memory_order_relaxed))
     return 0;
@@ -1224,12 +1581,12 @@ static ncclResult_t nsp_standin_submit(struct nsp_standin_op *o)
     nsp_standin_group.ops[nsp_standin_group.n++] = *o;
     return ncclSuccess;
   }
-  if (o->comm->nranks == 1 && nsp_standin_is_coll(o->kind) &&
+  if (o->comm->nranks == 1 && nsp_standin_is_coll(o->kind) && !o->stream &&
       nsp_standin_local(o->comm, o->sendbuff, o->recvbuff,
                         o->count * nsp_standin_dtype_size(o->dtype), o->premul ? o->scalar : NULL,
                         o->dtype))
     return ncclSuccess;
-  return nsp_standin_run(o, 1);
+  return nsp_standin_issue(o, 1);
 }
 
 static ncclResult_t nsp_standin_check_usable(ncclComm_t c, const char *fn)
@@ -1243,6 +1600,15 @@ static ncclResult_t nsp_standin_check_usable(ncclComm_t c, const char *fn)
   if (c->revoked || c->finalized) {
     nsp_standin_set_error("%s: communicator was %s", fn, c->revoked ? "revoked" : "finalized");
     return ncclInvalidUsage;
+  }
+  if (atomic_load(&c->async_error)) {
+    /* As NCCL: a communicator with an asynchronous error takes no more work. */
+    char msg[sizeof c->async_msg];
+    pthread_mutex_lock(&nsp_standin_err_lock);
+    memcpy(msg, c->async_msg, sizeof msg);
+    pthread_mutex_unlock(&nsp_standin_err_lock);
+    nsp_standin_set_error("%s: communicator has an asynchronous error: %s", fn, msg);
+    return (ncclResult_t)atomic_load(&c->async_error);
   }
   return ncclSuccess;
 }
@@ -1275,7 +1641,8 @@ static ncclResult_t nsp_standin_resolve_op(struct nsp_standin_op *o, const char 
 
 static ncclResult_t nsp_standin_coll(enum nsp_standin_kind kind, const void *sendbuff,
                                      void *recvbuff, size_t count, ncclDataType_t dtype,
-                                     ncclRedOp_t op, int root, ncclComm_t comm, const char *fn)
+                                     ncclRedOp_t op, int root, ncclComm_t comm,
+                                     cudaStream_t stream, const char *fn)
 {
   struct nsp_standin_op o;
   size_t es = nsp_standin_dtype_size(dtype), per_rank;
@@ -1289,7 +1656,7 @@ static ncclResult_t nsp_standin_coll(enum nsp_standin_kind kind, const void *sen
   }
   /* One rank, built-in op, no group: skip building an op (benchmarks
    * time this path). */
-  if (comm->nranks == 1 && root == 0 && (unsigned)op < (unsigned)ncclNumOps &&
+  if (comm->nranks == 1 && root == 0 && (unsigned)op < (unsigned)ncclNumOps && !stream &&
       nsp_standin_group.depth == 0 && count <= comm->lay.slot_bytes / es &&
       (!count || (sendbuff && recvbuff)) &&
       nsp_standin_local(comm, sendbuff, recvbuff, count * es, NULL, dtype))
@@ -1303,6 +1670,7 @@ static ncclResult_t nsp_standin_coll(enum nsp_standin_kind kind, const void *sen
   o.dtype = dtype;
   o.op = op;
   o.root = root;
+  o.stream = stream;
   if (root < 0 || root >= comm->nranks) {
     nsp_standin_set_error("%s: invalid root %d (nranks %d)", fn, root, comm->nranks);
     return ncclInvalidArgument;
@@ -1326,7 +1694,7 @@ static ncclResult_t nsp_standin_coll(enum nsp_standin_kind kind, const void *sen
 
 static ncclResult_t nsp_standin_p2p(enum nsp_standin_kind kind, const void *sendbuff,
                                     void *recvbuff, size_t count, ncclDataType_t dtype, int peer,
-                                    ncclComm_t comm, const char *fn)
+                                    ncclComm_t comm, cudaStream_t stream, const char *fn)
 {
   struct nsp_standin_op o;
   ncclResult_t r = nsp_standin_check_usable(comm, fn);
@@ -1352,6 +1720,7 @@ static ncclResult_t nsp_standin_p2p(enum nsp_standin_kind kind, const void *send
   o.count = count;
   o.dtype = dtype;
   o.peer = peer;
+  o.stream = stream;
   return nsp_standin_submit(&o);
 }
 
@@ -1499,7 +1868,7 @@ NSP_STANDIN_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, 
   o.count = sizeof mine;
   o.dtype = ncclUint8;
   /* Not queued in an open group: the child is needed on return. */
-  r = nsp_standin_run(&o, 1);
+  r = nsp_standin_run_sync(&o, 1);
   split_no = comm->split_count++;
   if (r != ncclSuccess || color == NCCL_SPLIT_NOCOLOR) {
     free(all);
@@ -1576,27 +1945,40 @@ NSP_STANDIN_API ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksLi
   return nsp_standin_comm_create(&tok, child_n, child_rank, comm->device, newcomm);
 }
 
+/* Like NCCL's, flushes the work issued on the communicator: waits until
+ * it has run (each batch ends, at the latest, after the stand-in's
+ * timeout). */
 NSP_STANDIN_API ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
   NSP_STANDIN_CHECK_COMM(comm, "ncclCommFinalize");
+  nsp_standin_wait_idle(comm);
   comm->finalized = 1;
   return ncclSuccess;
 }
 
+/* Finalizes (waits for the work issued), then frees. */
 NSP_STANDIN_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
   if (!comm)
     return ncclSuccess;
   NSP_STANDIN_CHECK_COMM(comm, "ncclCommDestroy");
+  nsp_standin_wait_idle(comm);
   nsp_standin_comm_free(comm);
   return ncclSuccess;
 }
 
+/* Returns at once.  Work of the communicator still queued or waiting on a
+ * stream gives up promptly without moving data (as killed kernels); its
+ * memory goes when the last such batch has ended. */
 NSP_STANDIN_API ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
   if (!comm)
     return ncclSuccess;
   NSP_STANDIN_CHECK_COMM(comm, "ncclCommAbort");
+  atomic_store(&comm->aborted, 1);
+  nsp_standin_turn_wake();
+  if (comm->hdr)
+    nsp_standin_notify(comm->hdr);
   nsp_standin_comm_free(comm);
   return ncclSuccess;
 }
@@ -1655,6 +2037,8 @@ NSP_STANDIN_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t
   NSP_STANDIN_CHECK_PTR(asyncError, "ncclCommGetAsyncError");
   if (comm->local_error)
     *asyncError = comm->local_error;
+  else if (atomic_load(&comm->async_error))
+    *asyncError = (ncclResult_t)atomic_load(&comm->async_error);
   else if (comm->hdr && nsp_standin_remote_visible(comm))
     *asyncError = ncclRemoteError;
   else
@@ -1808,12 +2192,11 @@ NSP_STANDIN_API ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, si
                                         ncclDataType_t datatype, ncclRedOp_t op, int root,
                                         ncclComm_t comm, cudaStream_t stream)
 {
-  (void)stream;
   /* Only the root writes recvbuff; NCCL allows NULL elsewhere. */
   if (nsp_standin_comm_ok(comm) && comm->rank != root && !recvbuff)
     recvbuff = (void *)(uintptr_t)sendbuff;
   return nsp_standin_coll(NSP_STANDIN_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm,
-                          "ncclReduce");
+                          stream, "ncclReduce");
 }
 
 NSP_STANDIN_API ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
@@ -1828,21 +2211,19 @@ NSP_STANDIN_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff,
                                            ncclDataType_t datatype, int root, ncclComm_t comm,
                                            cudaStream_t stream)
 {
-  (void)stream;
   /* Only the root reads sendbuff. */
   if (nsp_standin_comm_ok(comm) && comm->rank != root && !sendbuff)
     sendbuff = recvbuff;
   return nsp_standin_coll(NSP_STANDIN_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum,
-                          root, comm, "ncclBroadcast");
+                          root, comm, stream, "ncclBroadcast");
 }
 
 NSP_STANDIN_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                                            ncclDataType_t datatype, ncclRedOp_t op,
                                            ncclComm_t comm, cudaStream_t stream)
 {
-  (void)stream;
   return nsp_standin_coll(NSP_STANDIN_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm,
-                          "ncclAllReduce");
+                          stream, "ncclAllReduce");
 }
 
 NSP_STANDIN_API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff,
@@ -1850,63 +2231,58 @@ NSP_STANDIN_API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvb
                                                ncclRedOp_t op, ncclComm_t comm,
                                                cudaStream_t stream)
 {
-  (void)stream;
   return nsp_standin_coll(NSP_STANDIN_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op,
-                          0, comm, "ncclReduceScatter");
+                          0, comm, stream, "ncclReduceScatter");
 }
 
 NSP_STANDIN_API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                            ncclDataType_t datatype, ncclComm_t comm,
                                            cudaStream_t stream)
 {
-  (void)stream;
   return nsp_standin_coll(NSP_STANDIN_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum,
-                          0, comm, "ncclAllGather");
+                          0, comm, stream, "ncclAllGather");
 }
 
 NSP_STANDIN_API ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                                           ncclDataType_t datatype, ncclComm_t comm,
                                           cudaStream_t stream)
 {
-  (void)stream;
   return nsp_standin_coll(NSP_STANDIN_ALLTOALL, sendbuff, recvbuff, count, datatype, ncclSum, 0,
-                          comm, "ncclAlltoAll");
+                          comm, stream, "ncclAlltoAll");
 }
 
 NSP_STANDIN_API ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
                                         ncclDataType_t datatype, int root, ncclComm_t comm,
                                         cudaStream_t stream)
 {
-  (void)stream;
   if (nsp_standin_comm_ok(comm) && comm->rank != root && !recvbuff)
     recvbuff = (void *)(uintptr_t)sendbuff;
   return nsp_standin_coll(NSP_STANDIN_GATHER, sendbuff, recvbuff, count, datatype, ncclSum, root,
-                          comm, "ncclGather");
+                          comm, stream, "ncclGather");
 }
 
 NSP_STANDIN_API ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
                                          ncclDataType_t datatype, int root, ncclComm_t comm,
                                          cudaStream_t stream)
 {
-  (void)stream;
   if (nsp_standin_comm_ok(comm) && comm->rank != root && !sendbuff)
     sendbuff = recvbuff;
   return nsp_standin_coll(NSP_STANDIN_SCATTER, sendbuff, recvbuff, count, datatype, ncclSum, root,
-                          comm, "ncclScatter");
+                          comm, stream, "ncclScatter");
 }
 
 NSP_STANDIN_API ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
                                       int peer, ncclComm_t comm, cudaStream_t stream)
 {
-  (void)stream;
-  return nsp_standin_p2p(NSP_STANDIN_SEND, sendbuff, NULL, count, datatype, peer, comm, "ncclSend");
+  return nsp_standin_p2p(NSP_STANDIN_SEND, sendbuff, NULL, count, datatype, peer, comm, stream,
+                         "ncclSend");
 }
 
 NSP_STANDIN_API ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype,
                                       int peer, ncclComm_t comm, cudaStream_t stream)
 {
-  (void)stream;
-  return nsp_standin_p2p(NSP_STANDIN_RECV, NULL, recvbuff, count, datatype, peer, comm, "ncclRecv");
+  return nsp_standin_p2p(NSP_STANDIN_RECV, NULL, recvbuff, count, datatype, peer, comm, stream,
+                         "ncclRecv");
 }
 
 NSP_STANDIN_API ncclResult_t ncclGroupStart(void)
@@ -1931,7 +2307,7 @@ static ncclResult_t nsp_standin_group_close(int run, ncclSimInfo_t *sim, const c
   n = nsp_standin_group.n;
   nsp_standin_group.n = 0;
   if (run && n)
-    r = nsp_standin_run(ops, n);
+    r = nsp_standin_issue(ops, n);
   if (sim && sim->size >= sizeof *sim) {
     /* A rough model is enough: callers only compare estimates. */
     float us = 0;
