@@ -22,6 +22,7 @@ static const char nsp_usage_main[] =
     "\n"
     "commands:\n"
     "  analyze [--json] [-o FILE] DIR|FILE...  merge the traces, check them, report\n"
+    "  perf [--json] [-o FILE] DIR|FILE...     GPU times, bandwidths, arrival spread, stragglers\n"
     "  dump [--json] FILE...                   print every record of trace files\n"
     "  help [COMMAND]                          this text, or a command's\n"
     "\n"
@@ -40,7 +41,12 @@ static const char nsp_usage_analyze[] =
     "    (the first mismatching seq per communicator);\n"
     "  - the k-th send against the k-th recv of every rank pair (bytes, unmatched);\n"
     "  - ranks that stopped making collectives before the others (the wavefront);\n"
-    "  - non-success results: the first per rank, and the earliest overall.\n"
+    "  - non-success results: the first per rank, and the earliest overall (with a\n"
+    "    hint: likely cause, what to check, the relevant settings of each rank);\n"
+    "  - with completion tracking: the first seq that did not complete, the ranks\n"
+    "    that never arrived and those waiting, linked across communicators;\n"
+    "  - environment: NCCL/CUDA versions, NCCL_* settings, GPUs, ranks and world\n"
+    "    sizes that differ or do not add up.\n"
     "Findings are listed likely cause first.  Damaged or cut files are read up to\n"
     "the damage and named under \"Notes\" with the byte offset.\n"
     "\n"
@@ -50,6 +56,22 @@ static const char nsp_usage_analyze[] =
     "  -h, --help       this text\n"
     "\n"
     "exit status: 0 no findings, 1 findings, 2 usage error or no readable trace.\n";
+
+static const char nsp_usage_perf[] =
+    "usage: ncclspy perf [--json] [-o FILE] DIR|FILE...\n"
+    "\n"
+    "Per communicator, op and size bucket (powers of two of nccl-tests' size S):\n"
+    "calls, GPU duration p50/p99 from completion records with GPU timing, and\n"
+    "algbw/busbw as nccl-tests computes them.  Per communicator: the spread of\n"
+    "arrival times per collective (wall clock, aligned by each trace's clock\n"
+    "pair) and the ranks that arrive last most often.\n"
+    "\n"
+    "options:\n"
+    "  --json           one JSON object (schema: docs/REPORT.md)\n"
+    "  -o, --output FILE  write to FILE instead of standard output\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "exit status: 0 figures written, 2 usage error or no readable trace.\n";
 
 static const char nsp_usage_dump[] =
     "usage: ncclspy dump [--json] FILE...\n"
@@ -72,6 +94,82 @@ static int no_json(void) {
   fprintf(stderr, "ncclspy: --json is not available: this ncclspy was built without json-c "
                   "(install json-c and reconfigure with -Djson=enabled)\n");
   return NSP_EXIT_USAGE;
+}
+
+/* Loads the paths of argv[optind..] into job: warnings for unreadable
+ * ones.  Returns 0 when some trace was read, else an exit status. */
+static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
+  for (int i = first; i < argc; i++) {
+    int r = nsp_job_add_path(job, argv[i]);
+    if (r == NSP_AN_ENOMEM) {
+      fprintf(stderr, "ncclspy: out of memory\n");
+      return NSP_EXIT_USAGE;
+    }
+    if (r == NSP_AN_EREAD) fprintf(stderr, "ncclspy: warning: %s\n", nsp_job_error(job));
+    else if (r == 0) fprintf(stderr, "ncclspy: warning: %s: no *.ncclspy trace in it\n", argv[i]);
+  }
+  if (!nsp_job_ntraces(job)) {
+    fprintf(stderr, "ncclspy: no readable trace");
+    for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "%s %s", i ? ";" : ":", nsp_job_note(job, i));
+    fprintf(stderr, "\n");
+    return NSP_EXIT_USAGE;
+  }
+  return 0;
+}
+
+static int cmd_perf(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"output", required_argument, NULL, 'o'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  int json = 0, c;
+  const char *output = NULL;
+  optind = 0;
+  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'j': json = 1; break;
+      case 'o': output = optarg; break;
+      case 'h': fputs(nsp_usage_perf, stdout); return NSP_EXIT_CLEAN;
+      default: return usage_error("perf", "bad option", NULL);
+    }
+  }
+  if (optind >= argc) return usage_error("perf", "perf needs a directory or trace file", NULL);
+  if (json && !NSP_HAVE_JSON) return no_json();
+  struct nsp_job *job = nsp_job_create();
+  if (!job) {
+    fprintf(stderr, "ncclspy: out of memory\n");
+    return NSP_EXIT_USAGE;
+  }
+  int status = load_paths(job, argc, argv, optind);
+  if (status) goto out;
+  status = NSP_EXIT_USAGE;
+  int r = nsp_job_analyze(job);
+  if (r == 0) r = nsp_job_perf(job);
+  if (r < 0) {
+    fprintf(stderr, "ncclspy: analysis failed: %s\n", nsp_an_strerror(r));
+    goto out;
+  }
+  FILE *out = stdout;
+  if (output && !(out = fopen(output, "w"))) {
+    perror(output);
+    goto out;
+  }
+  r = json ? nsp_report_perf_json(job, out) : nsp_report_perf_text(job, out);
+  if (out != stdout && fclose(out) != 0) r = -1;
+  if (r == NSP_REPORT_NOJSON) {
+    status = no_json();
+    goto out;
+  }
+  if (r < 0) {
+    fprintf(stderr, "ncclspy: could not write to %s\n", output ? output : "standard output");
+    goto out;
+  }
+  status = NSP_EXIT_CLEAN;
+out:
+  nsp_job_destroy(job);
+  return status;
 }
 
 static int cmd_analyze(int argc, char **argv) {
@@ -101,22 +199,9 @@ static int cmd_analyze(int argc, char **argv) {
     fprintf(stderr, "ncclspy: out of memory\n");
     return NSP_EXIT_USAGE;
   }
-  int status = NSP_EXIT_USAGE;
-  for (int i = optind; i < argc; i++) {
-    int r = nsp_job_add_path(job, argv[i]);
-    if (r == NSP_AN_ENOMEM) {
-      fprintf(stderr, "ncclspy: out of memory\n");
-      goto out;
-    }
-    if (r == NSP_AN_EREAD) fprintf(stderr, "ncclspy: warning: %s\n", nsp_job_error(job));
-    else if (r == 0) fprintf(stderr, "ncclspy: warning: %s: no *.ncclspy trace in it\n", argv[i]);
-  }
-  if (!nsp_job_ntraces(job)) {
-    fprintf(stderr, "ncclspy: no readable trace");
-    for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "%s %s", i ? ";" : ":", nsp_job_note(job, i));
-    fprintf(stderr, "\n");
-    goto out;
-  }
+  int status = load_paths(job, argc, argv, optind);
+  if (status) goto out;
+  status = NSP_EXIT_USAGE;
   int r = nsp_job_analyze(job);
   if (r < 0) {
     fprintf(stderr, "ncclspy: analysis failed: %s\n", nsp_an_strerror(r));
@@ -180,6 +265,7 @@ static int cmd_help(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "analyze")) fputs(nsp_usage_analyze, stdout);
   else if (!strcmp(argv[1], "dump")) fputs(nsp_usage_dump, stdout);
+  else if (!strcmp(argv[1], "perf")) fputs(nsp_usage_perf, stdout);
   else if (!strcmp(argv[1], "help")) fputs(nsp_usage_main, stdout);
   else return usage_error(NULL, "no such command: ", argv[1]);
   return NSP_EXIT_CLEAN;
@@ -209,6 +295,7 @@ int main(int argc, char **argv) {
   char **sub_argv = argv + optind;
   if (!strcmp(cmd, "analyze")) return cmd_analyze(sub_argc, sub_argv);
   if (!strcmp(cmd, "dump")) return cmd_dump(sub_argc, sub_argv);
+  if (!strcmp(cmd, "perf")) return cmd_perf(sub_argc, sub_argv);
   if (!strcmp(cmd, "help")) return cmd_help(sub_argc, sub_argv);
   return usage_error(NULL, "no such command: ", cmd);
 }

@@ -49,6 +49,8 @@ struct nsp_u64map {
 };
 /* Sets key -> val.  Returns 0 or NSP_AN_ENOMEM. */
 int nsp_u64map_put(struct nsp_u64map *m, uint64_t key, size_t val);
+/* Removes key; returns 1 when it was there. */
+int nsp_u64map_del(struct nsp_u64map *m, uint64_t key);
 /* The value slot of key, or NULL. */
 size_t *nsp_u64map_get(const struct nsp_u64map *m, uint64_t key);
 void nsp_u64map_free(struct nsp_u64map *m);
@@ -68,6 +70,45 @@ struct nsp_sbuf {
 void nsp_sbuf_printf(struct nsp_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Returns the string (caller frees) or NULL when out of memory. */
 char *nsp_sbuf_take(struct nsp_sbuf *b);
+
+/* ---- calls awaiting completion (nsp_an_pend.c) ------------------------- */
+
+enum { NSP_PEND_FREE, NSP_PEND_WAIT, NSP_PEND_EARLY, NSP_PEND_ABANDONED, NSP_PEND_FAILED };
+
+/* One call enqueued and not (yet) completed, keyed by (local comm, api,
+ * seq, peer) as its COMPLETION names it. */
+struct nsp_pend {
+  uint64_t seq, group_id, count, t_enter; /* t_enter: monotonic ns */
+  uint64_t stream;
+  uint32_t local, site;
+  int32_t api, peer, dtype, redop;
+  uint8_t state;        /* NSP_PEND_* */
+  size_t gprev, gnext;  /* calls of the same group; SIZE_MAX ends */
+};
+struct nsp_pend_tab {
+  struct nsp_pend *v;
+  size_t n, cap, free_head;
+  size_t *slot;         /* open addressing: entry index + 1, 0 empty */
+  size_t nslot, used;
+  struct nsp_u64map group;      /* group id -> first waiting call */
+  struct nsp_u64map done_group; /* group completions seen before their calls */
+  size_t live;
+  int overflow;         /* stopped growing: later calls count as completed */
+};
+void nsp_pend_init(struct nsp_pend_tab *t);
+void nsp_pend_free(struct nsp_pend_tab *t);
+/* A call was enqueued.  Returns 1 when it now waits, 0 when it is already
+ * complete (its completion came first) or not tracked, NSP_AN_ENOMEM. */
+int nsp_pend_call(struct nsp_pend_tab *t, const struct nsp_pend *e);
+/* cb sees each call a COMPLETION record completes, before it leaves the table. */
+typedef void (*nsp_pend_cb)(void *ctx, const struct nsp_pend *e, const struct nsp_rec *done);
+/* A COMPLETION record (kind NSP_REC_COMPLETION): completes the call it
+ * names, or every waiting call of its group; NSP_DONE_ERROR/ABANDONED
+ * without NSP_DONE_OK leave the calls as never completed, with that state.
+ * Returns 0 or NSP_AN_ENOMEM. */
+int nsp_pend_done(struct nsp_pend_tab *t, const struct nsp_rec *rec, nsp_pend_cb cb, void *ctx);
+/* True when the call with this key is in the table and not complete. */
+int nsp_pend_waiting(const struct nsp_pend_tab *t, uint32_t local, int32_t api, uint64_t seq, int32_t peer);
 
 /* ---- the model -------------------------------------------------------- */
 
@@ -121,7 +162,17 @@ struct nsp_member {
   struct nsp_sig diff_sig;
   int ended, end_api, end_result;
   int has_error;        /* some event on this comm returned an error */
+  uint64_t first_err_seq; /* lowest collective seq whose call returned an error; 0 */
   uint64_t calls;       /* any CALL on this comm (rebinding is refused after) */
+  /* completion (traces with NSP_TRACK_COMPLETION), set at the trace's end */
+  uint64_t first_pending; /* lowest collective seq that never completed; 0 none */
+  struct nsp_sig pend_sig;
+  int64_t pend_t;       /* its entry, wall clock */
+  uint64_t pend_mono;   /* its entry, monotonic */
+  uint32_t pend_site;
+  uint8_t pend_state;   /* NSP_PEND_WAIT, _ABANDONED or _FAILED */
+  uint64_t npending;    /* collectives that never completed */
+  char *gpu_uuid, *gpu_pci, *gpu_name; /* "" unknown */
   /* send/recv per peer */
   struct nsp_p2p *p2p;
   size_t np2p, p2p_cap;
@@ -142,6 +193,10 @@ struct nsp_comm {
   size_t npages, pages_cap;
   uint64_t mismatch_seq; /* rule 1's finding seq; 0 none */
   int mismatch_kind;     /* and its kind */
+  size_t mismatch_id;    /* its finding id */
+  uint64_t hang_seq;     /* hang/never-completed finding's seq; 0 none */
+  size_t hang_id;        /* its finding id */
+  int64_t hang_t;        /* its time */
   int nranks_conflict;   /* members reported different nranks (noted once) */
 };
 
@@ -150,6 +205,10 @@ struct nsp_event {
   struct nsp_call call;
   char *last_error;     /* owned copy behind call.last_error */
   int valid;
+  uint32_t site;        /* call-site id of the call; 0 none */
+  uint32_t local;       /* comm index in the trace */
+  uint64_t mono;        /* entry, monotonic ns */
+  int32_t peer_key;     /* the peer field as the CALL had it (completion key) */
 };
 
 struct nsp_trace {
@@ -169,6 +228,17 @@ struct nsp_trace {
   uint64_t bad_seq;      /* collectives with seq 0 */
   uint64_t rebind_refused;
   int unattributed_error; /* an error on no communicator (ncclGroupEnd...) */
+  /* format 1.1 */
+  char *nccl_path, *launcher;
+  uint64_t t_last;       /* latest monotonic timestamp of any record */
+  struct nsp_pend_tab pend; /* while loading only */
+  struct nsp_u64map done_by_stream; /* while loading: stream -> latest entry of a completed call */
+  int load_oom;
+  struct nsp_event blocked; /* the earliest call that never completed */
+  struct nsp_callsite **sites; /* call sites, filtered (nsp_an_site.c) */
+  size_t sites_cap;
+  struct nsp_u64map site_by_id; /* site id -> index in sites */
+  int pend_overflow;
 };
 
 struct nsp_finding_priv {
@@ -177,10 +247,27 @@ struct nsp_finding_priv {
   int *odd;
   char *message;
   char *hint_owned;
+  char *setting_owned;
   /* p2p: what pass 2 must fetch */
   size_t p2p_member[2]; /* sender, receiver member (SIZE_MAX none) */
-  int order;            /* 0 mismatch/p2p, 1 error, 2 stopped-early */
+  int order;            /* 0 mismatch/p2p, 1 error and hangs, 2 stopped-early, 3 env */
+  size_t id;            /* creation index (findings are sorted later) */
+  size_t cause_id;      /* id of the finding this follows from; SIZE_MAX none */
+  size_t comm_index;    /* index in job->comms; SIZE_MAX none */
+  int cycle;            /* hang: part of a circular wait */
+  int64_t sort_time;    /* order key: the chain's root time */
+  int depth;            /* order key: steps from the root of its chain */
 };
+
+/* A call-site lookup pass 2 makes for a finding's process. */
+struct nsp_site_req {
+  size_t trace;
+  uint32_t local;
+  uint64_t seq;         /* collective seq */
+  const struct nsp_callsite **out;
+};
+
+struct nsp_perf; /* nsp_an_perf.c */
 
 struct nsp_job {
   struct nsp_trace **traces;
@@ -196,6 +283,11 @@ struct nsp_job {
   size_t nfindings, findings_cap;
   char *summary;
   int analyzed;
+  size_t error_id;       /* the error finding's id; SIZE_MAX none */
+  int version_skew;      /* traces show more than one NCCL version */
+  struct nsp_site_req *site_req;
+  size_t nsite_req, site_req_cap;
+  struct nsp_perf *perf;
   int64_t start_ns;
   char err[512];
 };
@@ -217,7 +309,56 @@ int nsp_an_run_rules(struct nsp_job *job);
  * memory (create == 1). */
 struct nsp_ref *nsp_comm_ref(struct nsp_comm *c, uint64_t seq, int create);
 
-/* Empty call: api -1, ints -1, numbers 0. */
+/* Empty call: api -1, ints -1 (done too), numbers 0. */
 void nsp_call_clear(struct nsp_call *c);
+
+/* ---- shared by the rule files -------------------------------------------- */
+
+/* A new finding (id set, hint of its kind, cause none). NULL when out of memory. */
+struct nsp_finding_priv *nsp_an_new_finding(struct nsp_job *job, int kind, const struct nsp_comm *c);
+/* n cleared sides. */
+int nsp_an_alloc_sides(struct nsp_finding_priv *f, size_t n);
+/* n cleared processes for side s (ranks and procs owned by the side). */
+int nsp_an_side_procs(struct nsp_side *s, size_t n, int **ranks, struct nsp_proc **procs);
+/* Fills one process from a trace. */
+void nsp_an_set_proc(struct nsp_job *job, struct nsp_proc *p, int *rank_slot, int rank, size_t trace);
+/* Side of the given members (comm ranks). */
+int nsp_an_side_from_members(struct nsp_job *job, struct nsp_side *s, const size_t *mi, size_t n);
+void nsp_an_call_from_sig(struct nsp_call *c, const struct nsp_sig *s, uint64_t comm_id, uint64_t seq);
+int nsp_an_set_side_text(struct nsp_side *s, const char *text);
+/* Side text = the side's call, formatted. */
+int nsp_an_side_text_call(struct nsp_side *s);
+/* Sets the finding's odd ranks (copied, sorted). */
+int nsp_an_set_odd(struct nsp_finding_priv *f, const int *ranks, size_t n);
+/* The member of comm c with this rank (first of duplicates), or NULL. */
+const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_comm *c, int rank);
+/* The finding with this id, or NULL. */
+struct nsp_finding_priv *nsp_an_finding_by_id(struct nsp_job *job, size_t id);
+int nsp_an_cmp_int(const void *a, const void *b);
+
+/* Call sites (nsp_an_site.c). */
+/* Stores a CALLSITE record in t (filtered); 0 or NSP_AN_ENOMEM. */
+int nsp_an_site_add(struct nsp_trace *t, const struct nsp_rec *rec);
+/* The site with this id in t, or NULL (id 0, unknown). */
+const struct nsp_callsite *nsp_an_site(const struct nsp_trace *t, uint32_t id);
+void nsp_an_sites_free(struct nsp_trace *t);
+/* True when a frame is NCCL's, ncclspy's or c10d's (left out of reports). */
+int nsp_an_frame_skipped(const char *module, const char *symbol);
+/* Asks pass 2 for the call site of a member's collective at seq. */
+int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t seq, const struct nsp_callsite **out);
+/* Pass 2 for call sites (re-reads only traces that have sites). */
+int nsp_an_fetch_sites(struct nsp_job *job);
+
+/* Rules in their own files. */
+int nsp_an_rule_hangs(struct nsp_job *job);      /* nsp_an_hang.c */
+int nsp_an_link_hangs(struct nsp_job *job);      /* nsp_an_hang.c: causes, after all rules */
+int nsp_an_rule_env(struct nsp_job *job);        /* nsp_an_env.c */
+/* The error finding's hint from the table (nsp_an_hints.c); 0 or ENOMEM. */
+int nsp_an_error_hint(struct nsp_job *job, struct nsp_finding_priv *f);
+void nsp_an_perf_free(struct nsp_perf *p);        /* nsp_an_perf.c */
+
+/* "rank 3 (node-b)" style list of a side's hosts: distinct hosts of its
+ * processes, up to 3, into b. */
+void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s);
 
 #endif /* NSP_AN_INTERNAL_H */

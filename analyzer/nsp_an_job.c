@@ -8,7 +8,11 @@
 
 #include "nsp_an_internal.h"
 
-struct nsp_job *nsp_job_create(void) { return calloc(1, sizeof(struct nsp_job)); }
+struct nsp_job *nsp_job_create(void) {
+  struct nsp_job *job = calloc(1, sizeof(struct nsp_job));
+  if (job) job->error_id = SIZE_MAX;
+  return job;
+}
 
 static void member_free(struct nsp_member *m) {
   for (size_t i = 0; i < m->np2p; i++) {
@@ -17,6 +21,9 @@ static void member_free(struct nsp_member *m) {
   }
   free(m->p2p);
   nsp_u64map_free(&m->p2p_index);
+  free(m->gpu_uuid);
+  free(m->gpu_pci);
+  free(m->gpu_name);
 }
 
 static void trace_free(struct nsp_trace *t) {
@@ -30,7 +37,13 @@ static void trace_free(struct nsp_trace *t) {
   free(t->mem);
   free(t->first_err.last_error);
   free(t->last_call.last_error);
+  free(t->blocked.last_error);
   free(t->local_member);
+  free(t->nccl_path);
+  free(t->launcher);
+  nsp_an_sites_free(t);
+  nsp_pend_free(&t->pend);
+  nsp_u64map_free(&t->done_by_stream);
   free(t);
 }
 
@@ -64,13 +77,17 @@ void nsp_job_destroy(struct nsp_job *job) {
       free((void *)f->sides[s].procs);
       free((void *)f->sides[s].call.last_error);
       free((void *)f->sides[s].text);
+      free((void *)f->sides[s].value);
     }
     free(f->sides);
     free(f->odd);
     free(f->message);
     free(f->hint_owned);
+    free(f->setting_owned);
   }
   free(job->findings);
+  free(job->site_req);
+  nsp_an_perf_free(job->perf);
   free(job->summary);
   free(job);
 }

@@ -105,6 +105,20 @@ static int note_error(struct nsp_trace *t, int source, int api, uint64_t comm_id
   c->time_ns = when;
   t->first_err.last_error = le;
   t->first_err.valid = 1;
+  t->first_err.site = source == NSP_SRC_CALL ? rec->site : 0;
+  return 0;
+}
+
+/* The latest timestamp of the trace: where "the end of its trace" is. */
+static void seen(struct nsp_trace *t, uint64_t mono) {
+  if (mono > t->t_last) t->t_last = mono;
+}
+
+static int dup_str(char **dst, const char *src) {
+  char *s = strdup(src ? src : "");
+  if (!s) return NSP_AN_ENOMEM;
+  free(*dst);
+  *dst = s;
   return 0;
 }
 
@@ -163,13 +177,15 @@ static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const st
   if (x->rank >= 0) m->rank = x->rank;
   if (x->nranks > 0) m->nranks = x->nranks;
   if (x->device >= 0) m->device = x->device;
+  /* GPU identity (1.1): a later record that knows it wins. */
+  if (!m->gpu_uuid || (x->gpu_uuid && x->gpu_uuid[0])) NSP_TRY(dup_str(&m->gpu_uuid, x->gpu_uuid));
+  if (!m->gpu_pci || (x->gpu_pci_bus_id && x->gpu_pci_bus_id[0])) NSP_TRY(dup_str(&m->gpu_pci, x->gpu_pci_bus_id));
+  if (!m->gpu_name || (x->gpu_name && x->gpu_name[0])) NSP_TRY(dup_str(&m->gpu_name, x->gpu_name));
   if (x->nranks > 0) {
     if (c->info.nranks <= 0) {
       c->info.nranks = x->nranks;
-    } else if (c->info.nranks != x->nranks && !c->nranks_conflict) {
-      c->nranks_conflict = 1;
-      NSP_TRY(nsp_job_notef(job, "communicator %016llx: %s says nranks %d, an earlier trace said %d",
-                            (unsigned long long)x->comm_id, t->info.path, x->nranks, c->info.nranks));
+    } else if (c->info.nranks != x->nranks) {
+      c->nranks_conflict = 1; /* an env-nranks finding says who said what */
     }
   }
   if (c->info.api < 0) c->info.api = rec->api;
@@ -203,6 +219,15 @@ static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *
   s.root = nsp_api_has_root(rec->api) ? rec->peer : -1;
   int64_t tw = wall(t, rec->t_enter);
 
+  /* Ranks number collectives densely; a trace that scatters seqs would
+   * open a page of NSP_SEQ_PAGE refs per call.  Past 1024 pages, a new
+   * page needs 16 collectives on the communicator per page. */
+  uint64_t page_no = rec->seq / NSP_SEQ_PAGE;
+  if (!(m->page && m->page_no == page_no) && c->npages >= 1024 && c->npages * 16 > c->info.ncoll &&
+      !nsp_u64map_get(&c->pages, page_no)) {
+    t->bad_seq++;
+    return 0;
+  }
   struct nsp_ref *ref = member_ref(m, c, rec->seq);
   if (!ref) return NSP_AN_ENOMEM;
   if (!ref->set) {
@@ -272,6 +297,24 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   if (is_error(rec->result)) {
     NSP_TRY(note_error(t, NSP_SRC_CALL, rec->api, comm_id, rec->seq, rec, err_time(t, rec)));
     if (m) m->has_error = 1;
+    if (m && kind == NSP_K_COLL && rec->seq && (!m->first_err_seq || rec->seq < m->first_err_seq))
+      m->first_err_seq = rec->seq;
+  } else if (m && (t->info.tracking & NSP_TRACK_COMPLETION) && (kind == NSP_K_COLL || kind == NSP_K_P2P)) {
+    /* Enqueued: it waits for its COMPLETION record. */
+    struct nsp_pend e;
+    memset(&e, 0, sizeof e);
+    e.seq = rec->seq;
+    e.group_id = rec->group_id;
+    e.count = rec->count;
+    e.t_enter = rec->t_enter;
+    e.local = rec->comm;
+    e.site = rec->site;
+    e.api = rec->api;
+    e.peer = rec->peer;
+    e.dtype = rec->dtype;
+    e.redop = rec->redop;
+    e.stream = rec->stream;
+    NSP_TRY(nsp_pend_call(&t->pend, &e));
   }
   if (!rec->comm) return 0; /* group start/end, memory: no communicator */
   if (!m) {
@@ -291,6 +334,10 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   lc->result = rec->result;
   lc->time_ns = wall(t, rec->t_enter);
   t->last_call.valid = 1;
+  t->last_call.site = rec->site;
+  t->last_call.local = rec->comm;
+  t->last_call.mono = rec->t_enter;
+  t->last_call.peer_key = rec->peer;
   if (kind == NSP_K_COLL) return on_coll(job, t, m, rec);
   if (kind == NSP_K_P2P) return on_p2p(job, m, rec);
   return 0;
@@ -314,6 +361,17 @@ static int on_process(struct nsp_trace *t, const struct nsp_rec *rec) {
     t->info.host = h;
   }
   if (!t->info.nccl_version) t->info.nccl_version = x->nccl_version;
+  if (x->nccl_path && x->nccl_path[0] && !t->nccl_path[0]) {
+    NSP_TRY(dup_str(&t->nccl_path, x->nccl_path));
+    t->info.nccl_path = t->nccl_path;
+  }
+  if (x->launcher && x->launcher[0] && !t->launcher[0]) {
+    NSP_TRY(dup_str(&t->launcher, x->launcher));
+    t->info.launcher = t->launcher;
+  }
+  if (!t->info.driver_version) t->info.driver_version = x->driver_version;
+  if (!t->info.runtime_version) t->info.runtime_version = x->runtime_version;
+  t->info.tracking |= x->tracking;
   if (t->env || !x->nenv) return 0; /* one snapshot per process */
   t->env = calloc((size_t)x->nenv * 2, sizeof *t->env);
   if (!t->env) return NSP_AN_ENOMEM;
@@ -353,17 +411,38 @@ struct nsp_reader *nsp_an_reopen(const struct nsp_trace *t, char *err, size_t er
   return t->mem ? nsp_reader_open_mem(t->mem, t->mem_len, err, errlen) : nsp_reader_open(t->path, err, errlen);
 }
 
+/* A stream runs its work in order: once a call on it completed, every call
+ * enqueued on it before has completed too, COMPLETION record or not (the
+ * shim tracks no call it could not get an event for). */
+static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *done) {
+  struct nsp_trace *t = ctx;
+  if (!(done->flags & (NSP_DONE_OK | NSP_DONE_CAPTURED))) return;
+  size_t *v = nsp_u64map_get(&t->done_by_stream, e->stream);
+  if (v) {
+    if (e->t_enter > *v) *v = (size_t)e->t_enter;
+  } else if (nsp_u64map_put(&t->done_by_stream, e->stream, (size_t)e->t_enter) < 0) {
+    t->load_oom = 1;
+  }
+}
+
 static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, struct nsp_reader *r) {
   struct nsp_rec rec;
   int ret;
   while ((ret = nsp_reader_next(r, &rec)) == 1) {
     t->info.records++;
     struct nsp_member *m;
+    if (rec.kind != NSP_REC_PROCESS && rec.kind != NSP_REC_CALLSITE && rec.kind != NSP_REC_COMM) {
+      seen(t, rec.t_enter);
+      if (rec.kind != NSP_REC_DROPPED && rec.kind != NSP_REC_ASYNC_ERROR) seen(t, rec.t_exit);
+    }
     switch (rec.kind) {
       case NSP_REC_PROCESS:
         NSP_TRY(on_process(t, &rec));
         break;
       case NSP_REC_COMM:
+        /* A pending init's first record may carry no times worth keeping. */
+        seen(t, rec.t_enter);
+        seen(t, rec.t_exit);
         NSP_TRY(on_comm(job, t, ti, &rec));
         break;
       case NSP_REC_COMM_END:
@@ -400,11 +479,77 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
       case NSP_REC_DROPPED:
         t->info.dropped += rec.count;
         break;
+      case NSP_REC_COMPLETION:
+        t->info.completions++;
+        seen(t, rec.count); /* t_seen */
+        if (t->info.tracking & NSP_TRACK_COMPLETION) NSP_TRY(nsp_pend_done(&t->pend, &rec, on_done, t));
+        if (t->load_oom) return NSP_AN_ENOMEM;
+        break;
+      case NSP_REC_CALLSITE:
+        NSP_TRY(nsp_an_site_add(t, &rec));
+        break;
       default:
         break;
     }
   }
   return 0;
+}
+
+/* At the end of a trace with completion tracking: what is still in the
+ * table never completed.  Per member, the lowest such collective seq; per
+ * process, the earliest such call (what it is stuck in) and whether its
+ * last call completed. */
+static void finish_pending(struct nsp_job *job, struct nsp_trace *t) {
+  if (!(t->info.tracking & NSP_TRACK_COMPLETION)) return;
+  struct nsp_pend_tab *tab = &t->pend;
+  const struct nsp_pend *first = NULL;
+  for (size_t i = 0; i < tab->n; i++) {
+    const struct nsp_pend *e = &tab->v[i];
+    if (e->state != NSP_PEND_WAIT && e->state != NSP_PEND_ABANDONED && e->state != NSP_PEND_FAILED) continue;
+    const size_t *later = nsp_u64map_get(&t->done_by_stream, e->stream);
+    if (e->state == NSP_PEND_WAIT && later && (uint64_t)*later > e->t_enter) continue; /* ran before a later one */
+    if (!first || e->t_enter < first->t_enter) first = e;
+    struct nsp_member *m = local_member(job, t, e->local);
+    if (!m || nsp_api_kind(e->api) != NSP_K_COLL || !e->seq) continue;
+    m->npending++;
+    if (m->first_pending && m->first_pending <= e->seq) continue;
+    m->first_pending = e->seq;
+    memset(&m->pend_sig, 0, sizeof m->pend_sig);
+    m->pend_sig.api = nsp_api_coll_class(e->api);
+    m->pend_sig.count = e->count;
+    m->pend_sig.dtype = e->dtype;
+    m->pend_sig.redop = nsp_api_has_redop(e->api) ? e->redop : -1;
+    m->pend_sig.root = nsp_api_has_root(e->api) ? e->peer : -1;
+    m->pend_t = wall(t, e->t_enter);
+    m->pend_mono = e->t_enter;
+    m->pend_site = e->site;
+    m->pend_state = e->state;
+  }
+  if (first) {
+    struct nsp_member *m = local_member(job, t, first->local);
+    struct nsp_call *c = &t->blocked.call;
+    nsp_call_clear(c);
+    c->api = first->api;
+    c->comm_id = m ? job->comms[m->comm]->info.id : 0;
+    c->seq = first->seq;
+    c->count = first->count;
+    c->dtype = first->dtype;
+    c->redop = first->redop;
+    c->peer = first->peer;
+    c->time_ns = wall(t, first->t_enter);
+    c->done = 0;
+    t->blocked.valid = 1;
+    t->blocked.site = first->site;
+    t->blocked.local = first->local;
+    t->blocked.mono = first->t_enter;
+  }
+  struct nsp_event *lc = &t->last_call;
+  int lk = lc->valid ? nsp_api_kind(lc->call.api) : -1;
+  if (lk == NSP_K_COLL || lk == NSP_K_P2P)
+    lc->call.done = lc->call.result && lc->call.result != ncclInProgress
+                        ? 0
+                        : !nsp_pend_waiting(tab, lc->local, lc->call.api, lc->call.seq, lc->peer_key);
+  t->pend_overflow = tab->overflow;
 }
 
 int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len) {
@@ -434,13 +579,19 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   t->path = strdup(path);
   t->host = strndup(h->host, sizeof h->host);
   t->shim_version = strdup("");
-  if (!t->path || !t->host || !t->shim_version) {
+  t->nccl_path = strdup("");
+  t->launcher = strdup("");
+  nsp_pend_init(&t->pend);
+  nsp_call_clear(&t->blocked.call);
+  if (!t->path || !t->host || !t->shim_version || !t->nccl_path || !t->launcher) {
     nsp_reader_destroy(r);
     return NSP_AN_ENOMEM;
   }
   t->info.path = t->path;
   t->info.host = t->host;
   t->info.shim_version = t->shim_version;
+  t->info.nccl_path = t->nccl_path;
+  t->info.launcher = t->launcher;
   t->info.pid = h->pid;
   t->info.rank = -1;
   t->info.nccl_version = h->nccl_version;
@@ -452,6 +603,10 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
 
   int ret = load_records(job, t, ti, r);
   t->info.frames = nsp_reader_frames(r);
+  if (ret == 0) finish_pending(job, t);
+  nsp_pend_free(&t->pend);
+  nsp_u64map_free(&t->done_by_stream);
+  if (t->t_last) t->info.end_ns = wall(t, t->t_last);
   /* Indices are done with once the file is read; a hostile index near
    * NSP_MAX_COMMS must not cost memory for the job's life. */
   free(t->local_member);
@@ -463,9 +618,18 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     if (!t->problem) ret = NSP_AN_ENOMEM;
     t->info.problem = t->problem;
     if (!ret)
-      ret = nsp_job_notef(job, "%s: %s; the %llu records before it were analysed", path, problem,
+      ret = nsp_job_notef(job, "%s: %s; the %llu readable records were analysed", path, problem,
                           (unsigned long long)t->info.records);
   }
+  t->info.recovered = nsp_reader_recovered(r);
+  if (ret == 0 && t->info.recovered)
+    ret = nsp_job_notef(job, "%s: %llu records recovered from %s.ring (its process ended before writing them)",
+                        path, (unsigned long long)t->info.recovered, path);
+  if (ret == 0 && nsp_reader_unrecovered(r))
+    ret = nsp_job_notef(job, "%s: %llu records in %s.ring could not be recovered (their strings were lost)",
+                        path, (unsigned long long)nsp_reader_unrecovered(r), path);
+  if (ret == 0 && nsp_reader_ring_note(r))
+    ret = nsp_job_notef(job, "%s: %s", path, nsp_reader_ring_note(r));
   nsp_reader_destroy(r);
   NSP_TRY(ret);
   if (t->info.dropped)
@@ -475,10 +639,13 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     NSP_TRY(nsp_job_notef(job, "%s: %llu calls on communicators without a usable COMM record were skipped",
                           path, (unsigned long long)t->orphan_calls));
   if (t->bad_seq)
-    NSP_TRY(nsp_job_notef(job, "%s: %llu collectives without a sequence number were skipped", path,
+    NSP_TRY(nsp_job_notef(job, "%s: %llu collectives without a usable sequence number were skipped", path,
                           (unsigned long long)t->bad_seq));
   if (t->rebind_refused)
     NSP_TRY(nsp_job_notef(job, "%s: %llu COMM records changed a communicator's id after calls on it; ignored",
                           path, (unsigned long long)t->rebind_refused));
+  if (t->pend_overflow)
+    NSP_TRY(nsp_job_notef(job, "%s: more than a million calls awaited completion at once; later ones were taken "
+                               "as completed", path));
   return 1;
 }

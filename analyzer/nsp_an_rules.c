@@ -1,8 +1,11 @@
 /* nsp_an_rules.c - from the loaded model to findings.
  *
  * Rule 1 (alignment), 2 (send/recv pairing), 3 (wavefront) and 4 (errors)
- * of docs/REPORT.md, then pass 2 (re-reading the few send/recv calls a
- * finding names, for their times), ordering, messages and the summary.
+ * of docs/REPORT.md, the helpers every rule file uses to build findings,
+ * then pass 2 (re-reading the few send/recv calls a finding names, for
+ * their times), ordering (causes kept together), messages and the
+ * summary.  Rule 5 (hangs) is in nsp_an_hang.c, 6 (environment) in
+ * nsp_an_env.c, the error hints in nsp_an_hints.c.
  * Every rule is linear in members, seq pages and send/recv runs, plus a
  * sort per communicator: no rank x rank or seq x rank loops. */
 #include <stdlib.h>
@@ -64,23 +67,14 @@ static int prepare_comms(struct nsp_job *job) {
     c->ranks = malloc(c->nmembers * sizeof *c->ranks);
     if (!c->ranks) return NSP_AN_ENOMEM;
     size_t nr = 0, unknown = 0;
-    int dup_noted = 0;
     for (size_t k = 0; k < c->nmembers; k++) {
       const struct nsp_member *m = &job->members[c->members[k]];
       if (m->rank < 0) {
         unknown++;
         continue;
       }
-      if (nr && c->ranks[nr - 1] == m->rank) {
-        if (!dup_noted) {
-          const struct nsp_member *prev = &job->members[c->members[k - 1]];
-          NSP_TRY(nsp_job_notef(job, "communicator %016llx: rank %d appears in two traces (%s and %s); both are compared",
-                                (unsigned long long)c->info.id, m->rank, job->traces[prev->trace]->info.path,
-                                job->traces[m->trace]->info.path));
-          dup_noted = 1;
-        }
-        continue;
-      }
+      /* A rank traced twice: an env-duplicate-rank finding says so. */
+      if (nr && c->ranks[nr - 1] == m->rank) continue;
       c->ranks[nr++] = m->rank;
     }
     c->info.ranks = c->ranks;
@@ -89,12 +83,7 @@ static int prepare_comms(struct nsp_job *job) {
       NSP_TRY(nsp_job_notef(job, "communicator %016llx: %zu members never learnt their rank (non-blocking init "
                                  "that did not complete?); they are left out of the findings",
                             (unsigned long long)c->info.id, unknown));
-    if (c->info.nranks > 0 && nr < (size_t)c->info.nranks) {
-      char buf[128];
-      nsp_format_ranks(buf, sizeof buf, c->ranks, nr);
-      NSP_TRY(nsp_job_notef(job, "communicator %016llx: %d ranks, traces for %zu (%s); the others are not compared",
-                            (unsigned long long)c->info.id, c->info.nranks, nr, nr ? buf : "none"));
-    }
+    /* Untraced ranks: an env-missing-ranks finding names them. */
   }
   return 0;
 }
@@ -124,7 +113,7 @@ static void assign_job_ranks(struct nsp_job *job) {
 
 /* ---- building findings ------------------------------------------------ */
 
-static struct nsp_finding_priv *new_finding(struct nsp_job *job, int kind, const struct nsp_comm *c) {
+struct nsp_finding_priv *nsp_an_new_finding(struct nsp_job *job, int kind, const struct nsp_comm *c) {
   if (nsp_an_grow(&job->findings, &job->findings_cap, job->nfindings + 1, sizeof *job->findings) < 0) return NULL;
   struct nsp_finding_priv *f = &job->findings[job->nfindings++];
   memset(f, 0, sizeof *f);
@@ -132,15 +121,40 @@ static struct nsp_finding_priv *new_finding(struct nsp_job *job, int kind, const
   f->pub.api = -1;
   f->pub.src = f->pub.dst = -1;
   f->p2p_member[0] = f->p2p_member[1] = SIZE_MAX;
+  f->id = job->nfindings - 1;
+  f->cause_id = SIZE_MAX;
+  f->pub.cause = SIZE_MAX;
+  f->comm_index = SIZE_MAX;
   if (c) {
     f->pub.comm_id = c->info.id;
     f->pub.comm = &c->info;
+    const size_t *ci = nsp_u64map_get(&job->comm_by_id, c->info.id);
+    if (ci) f->comm_index = *ci;
   }
+  f->order = nsp_finding_kind_is_env(kind) ? 3 : 0;
   f->pub.hint = nsp_finding_kind_hint(kind);
   return f;
 }
 
-static int alloc_sides(struct nsp_finding_priv *f, size_t n) {
+struct nsp_finding_priv *nsp_an_finding_by_id(struct nsp_job *job, size_t id) {
+  if (id < job->nfindings && job->findings[id].id == id) return &job->findings[id];
+  for (size_t i = 0; i < job->nfindings; i++)
+    if (job->findings[i].id == id) return &job->findings[i];
+  return NULL;
+}
+
+int nsp_an_set_odd(struct nsp_finding_priv *f, const int *ranks, size_t n) {
+  free(f->odd);
+  f->odd = malloc((n ? n : 1) * sizeof *f->odd);
+  if (!f->odd) return NSP_AN_ENOMEM;
+  if (n) memcpy(f->odd, ranks, n * sizeof *f->odd);
+  qsort(f->odd, n, sizeof *f->odd, nsp_an_cmp_int);
+  f->pub.odd_ranks = f->odd;
+  f->pub.nodd = n;
+  return 0;
+}
+
+int nsp_an_alloc_sides(struct nsp_finding_priv *f, size_t n) {
   f->sides = calloc(n, sizeof *f->sides);
   if (!f->sides) return NSP_AN_ENOMEM;
   f->pub.sides = f->sides;
@@ -150,18 +164,21 @@ static int alloc_sides(struct nsp_finding_priv *f, size_t n) {
 }
 
 /* Fills side s with n processes; rank_of/trace_of come from the caller. */
-static int side_procs(struct nsp_side *s, size_t n, int **ranks, struct nsp_proc **procs) {
+int nsp_an_side_procs(struct nsp_side *s, size_t n, int **ranks, struct nsp_proc **procs) {
   *ranks = calloc(n ? n : 1, sizeof **ranks);
   *procs = calloc(n ? n : 1, sizeof **procs);
   s->ranks = *ranks;
   s->procs = *procs;
   if (!*ranks || !*procs) return NSP_AN_ENOMEM; /* nranks stays 0: destroy walks no procs */
   s->nranks = n;
-  for (size_t i = 0; i < n; i++) nsp_call_clear(&(*procs)[i].call);
+  for (size_t i = 0; i < n; i++) {
+    nsp_call_clear(&(*procs)[i].call);
+    nsp_call_clear(&(*procs)[i].blocked);
+  }
   return 0;
 }
 
-static void set_proc(struct nsp_job *job, struct nsp_proc *p, int *rank_slot, int rank, size_t trace) {
+void nsp_an_set_proc(struct nsp_job *job, struct nsp_proc *p, int *rank_slot, int rank, size_t trace) {
   const struct nsp_trace *t = job->traces[trace];
   p->rank = rank;
   *rank_slot = rank;
@@ -170,18 +187,18 @@ static void set_proc(struct nsp_job *job, struct nsp_proc *p, int *rank_slot, in
   p->pid = t->info.pid;
 }
 
-static int side_from_members(struct nsp_job *job, struct nsp_side *s, const size_t *mi, size_t n) {
+int nsp_an_side_from_members(struct nsp_job *job, struct nsp_side *s, const size_t *mi, size_t n) {
   int *ranks;
   struct nsp_proc *procs;
-  NSP_TRY(side_procs(s, n, &ranks, &procs));
+  NSP_TRY(nsp_an_side_procs(s, n, &ranks, &procs));
   for (size_t i = 0; i < n; i++) {
     const struct nsp_member *m = &job->members[mi[i]];
-    set_proc(job, &procs[i], &ranks[i], m->rank, m->trace);
+    nsp_an_set_proc(job, &procs[i], &ranks[i], m->rank, m->trace);
   }
   return 0;
 }
 
-static void call_from_sig(struct nsp_call *c, const struct nsp_sig *s, uint64_t comm_id, uint64_t seq) {
+void nsp_an_call_from_sig(struct nsp_call *c, const struct nsp_sig *s, uint64_t comm_id, uint64_t seq) {
   nsp_call_clear(c);
   c->api = s->api;
   c->comm_id = comm_id;
@@ -192,7 +209,7 @@ static void call_from_sig(struct nsp_call *c, const struct nsp_sig *s, uint64_t 
   c->peer = s->root;
 }
 
-static int set_side_text(struct nsp_side *s, const char *text) {
+int nsp_an_set_side_text(struct nsp_side *s, const char *text) {
   char *t = strdup(text);
   if (!t) return NSP_AN_ENOMEM;
   free((void *)s->text);
@@ -200,13 +217,13 @@ static int set_side_text(struct nsp_side *s, const char *text) {
   return 0;
 }
 
-static int side_text_call(struct nsp_side *s) {
+int nsp_an_side_text_call(struct nsp_side *s) {
   char buf[256];
   nsp_format_call(buf, sizeof buf, &s->call);
-  return set_side_text(s, buf);
+  return nsp_an_set_side_text(s, buf);
 }
 
-static int cmp_int(const void *pa, const void *pb) {
+int nsp_an_cmp_int(const void *pa, const void *pb) {
   int a = *(const int *)pa, b = *(const int *)pb;
   return a < b ? -1 : a > b;
 }
@@ -227,7 +244,7 @@ static int mark_odd(struct nsp_finding_priv *f) {
     for (size_t k = 0; i != big && k < f->sides[i].nranks; k++) f->odd[n++] = f->sides[i].ranks[k];
   /* Sides are ordered by their lowest rank; the odd ranks should read in
    * order too. */
-  qsort(f->odd, n, sizeof *f->odd, cmp_int);
+  qsort(f->odd, n, sizeof *f->odd, nsp_an_cmp_int);
   f->pub.odd_ranks = f->odd;
   f->pub.nodd = n;
   return 0;
@@ -310,8 +327,8 @@ static int rule_alignment_comm(struct nsp_job *job, struct nsp_comm *c) {
     free(parts);
     return 0;
   }
-  struct nsp_finding_priv *f = new_finding(job, NSP_FIND_KIND_MISMATCH, c);
-  int ret = f ? alloc_sides(f, nsides) : NSP_AN_ENOMEM;
+  struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_KIND_MISMATCH, c);
+  int ret = f ? nsp_an_alloc_sides(f, nsides) : NSP_AN_ENOMEM;
   size_t *mi = malloc(np * sizeof *mi);
   if (!mi) ret = NSP_AN_ENOMEM;
   for (size_t i = 0, s = 0; i < np && !ret; s++) {
@@ -321,15 +338,20 @@ static int rule_alignment_comm(struct nsp_job *job, struct nsp_comm *c) {
       j++;
     }
     struct nsp_side *side = &f->sides[s];
-    ret = side_from_members(job, side, mi, j - i);
-    call_from_sig(&side->call, &parts[i].sig, c->info.id, s_min);
+    ret = nsp_an_side_from_members(job, side, mi, j - i);
+    nsp_an_call_from_sig(&side->call, &parts[i].sig, c->info.id, s_min);
+    /* Where each rank made its call at s_min: pass 2 looks it up. */
+    for (size_t p = 0; p < j - i && !ret; p++) {
+      const struct nsp_member *m = &job->members[mi[p]];
+      ret = nsp_an_want_site(job, m->trace, m->local, s_min, &((struct nsp_proc *)side->procs)[p].site);
+    }
     i = j;
   }
   free(mi);
   free(parts);
   NSP_TRY(ret);
   qsort(f->sides, nsides, sizeof *f->sides, cmp_side_first_rank);
-  for (size_t s = 0; s < nsides; s++) NSP_TRY(side_text_call(&f->sides[s]));
+  for (size_t s = 0; s < nsides; s++) NSP_TRY(nsp_an_side_text_call(&f->sides[s]));
   f->pub.kind = mismatch_kind(f);
   f->pub.hint = nsp_finding_kind_hint(f->pub.kind);
   f->pub.seq = s_min;
@@ -352,12 +374,13 @@ static int rule_alignment_comm(struct nsp_job *job, struct nsp_comm *c) {
   f->pub.later = later;
   c->mismatch_seq = s_min;
   c->mismatch_kind = f->pub.kind;
+  c->mismatch_id = f->id;
   return 0;
 }
 
 /* ---- rule 2: send/recv pairing ------------------------------------------ */
 
-static const struct nsp_member *find_member(const struct nsp_job *job, const struct nsp_comm *c, int rank) {
+const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_comm *c, int rank) {
   size_t lo = 0, hi = c->nmembers;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -432,7 +455,7 @@ static int p2p_pair(struct nsp_job *job, struct nsp_comm *c, const struct nsp_me
   if (!first_bad && !un_s && !un_r) return 0;
 
   int kind = first_bad ? NSP_FIND_P2P_SIZE_MISMATCH : NSP_FIND_P2P_UNMATCHED;
-  struct nsp_finding_priv *f = new_finding(job, kind, c);
+  struct nsp_finding_priv *f = nsp_an_new_finding(job, kind, c);
   if (!f) return NSP_AN_ENOMEM;
   uint64_t k = first_bad ? first_bad : un_s ? first_us : first_ur;
   f->pub.seq = k;
@@ -442,13 +465,13 @@ static int p2p_pair(struct nsp_job *job, struct nsp_comm *c, const struct nsp_me
   f->pub.later = first_bad ? nbad - 1 + un_s + un_r : un_s + un_r - 1;
   f->p2p_member[0] = (size_t)(snd - job->members);
   f->p2p_member[1] = (size_t)(rcv - job->members);
-  NSP_TRY(alloc_sides(f, 2));
+  NSP_TRY(nsp_an_alloc_sides(f, 2));
   const struct nsp_member *who[2] = {snd, rcv};
   const struct nsp_runs *runs[2] = {sends, recvs};
   for (int s = 0; s < 2; s++) {
     struct nsp_side *side = &f->sides[s];
     size_t mi = (size_t)(who[s] - job->members);
-    NSP_TRY(side_from_members(job, side, &mi, 1));
+    NSP_TRY(nsp_an_side_from_members(job, side, &mi, 1));
     side->posted = runs_total(runs[s]);
     const struct nsp_run *r = run_at(runs[s], k);
     if (r) {
@@ -471,7 +494,7 @@ static int rule_p2p_comm(struct nsp_job *job, struct nsp_comm *c) {
     if (k && job->members[c->members[k - 1]].rank == a->rank) continue;
     for (size_t p = 0; p < a->np2p; p++) {
       const struct nsp_p2p *s = &a->p2p[p];
-      const struct nsp_member *b = find_member(job, c, s->peer);
+      const struct nsp_member *b = nsp_an_find_member(job, c, s->peer);
       if (!b) continue; /* peer not traced: nothing to pair with */
       if (s->dir[0].n) NSP_TRY(p2p_pair(job, c, a, b, &s->dir[0], member_runs(b, a->rank, 1)));
       /* Recvs from a peer that never sent to us at all: the loop above
@@ -502,30 +525,6 @@ static int cmp_rank_trace(const void *pa, const void *pb, void *ctx) {
   return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
 }
 
-static const char *result_hint(int result) {
-  switch (result) {
-    case ncclUnhandledCudaError:
-      return "a CUDA call failed under NCCL: look for Xid errors in dmesg, out-of-memory, or an earlier "
-             "CUDA error on that GPU";
-    case ncclSystemError:
-      return "a system call or the network failed: a peer process died, a link dropped, or a socket "
-             "timed out (NCCL_DEBUG=INFO shows which)";
-    case ncclInternalError:
-      return "NCCL hit an internal error: check NCCL_DEBUG=INFO output on that rank and the NCCL version";
-    case ncclInvalidArgument:
-      return "NCCL rejected an argument (a bad pointer, count or a destroyed communicator)";
-    case ncclInvalidUsage:
-      return "NCCL reports invalid usage: calls in the wrong order, a communicator used after "
-             "finalize, or ranks that disagree on a call";
-    case ncclRemoteError:
-      return "a remote peer reported the failure: look at the other ranks' first errors";
-    case NSP_NCCL_TIMEOUT:
-      return "NCCL timed out waiting for peers: some rank did not arrive";
-    default:
-      return "";
-  }
-}
-
 static int rule_errors(struct nsp_job *job) {
   size_t *ti = malloc((job->ntraces ? job->ntraces : 1) * sizeof *ti);
   if (!ti) return NSP_AN_ENOMEM;
@@ -543,7 +542,7 @@ static int rule_errors(struct nsp_job *job) {
   const struct nsp_trace *origin = job->traces[ti[0]];
   const struct nsp_call *oc = &origin->first_err.call;
   size_t *oci = nsp_u64map_get(&job->comm_by_id, oc->comm_id);
-  struct nsp_finding_priv *f = new_finding(job, NSP_FIND_ERROR, oc->comm_id && oci ? job->comms[*oci] : NULL);
+  struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_ERROR, oc->comm_id && oci ? job->comms[*oci] : NULL);
   if (!f) {
     free(ti);
     return NSP_AN_ENOMEM;
@@ -569,7 +568,7 @@ static int rule_errors(struct nsp_job *job) {
     while (c < ncodes && codes[c] != r) c++;
     if (c == ncodes) codes[ncodes++] = r;
   }
-  int ret = alloc_sides(f, 1 + ncodes);
+  int ret = nsp_an_alloc_sides(f, 1 + ncodes);
   size_t *group = malloc(n * sizeof *group);
   if (!group) ret = NSP_AN_ENOMEM;
   for (size_t s = 0; s <= ncodes && !ret; s++) {
@@ -584,12 +583,13 @@ static int rule_errors(struct nsp_job *job) {
     struct nsp_side *side = &f->sides[s];
     int *ranks;
     struct nsp_proc *procs;
-    ret = side_procs(side, gn, &ranks, &procs);
+    ret = nsp_an_side_procs(side, gn, &ranks, &procs);
     for (size_t i = 0; i < gn && !ret; i++) {
       const struct nsp_trace *t = job->traces[group[i]];
-      set_proc(job, &procs[i], &ranks[i], t->info.rank, group[i]);
+      nsp_an_set_proc(job, &procs[i], &ranks[i], t->info.rank, group[i]);
       procs[i].call = t->first_err.call;
       procs[i].call.last_error = NULL;
+      procs[i].site = nsp_an_site(t, t->first_err.site);
       if (t->first_err.call.last_error && !(procs[i].call.last_error = strdup(t->first_err.call.last_error)))
         ret = NSP_AN_ENOMEM;
     }
@@ -599,7 +599,7 @@ static int rule_errors(struct nsp_job *job) {
     side->call.last_error = NULL;
     if (procs[0].call.last_error && !(side->call.last_error = strdup(procs[0].call.last_error))) ret = NSP_AN_ENOMEM;
     char rb[32];
-    if (!ret) ret = set_side_text(side, nsp_result_name(side->call.result, rb, sizeof rb));
+    if (!ret) ret = nsp_an_set_side_text(side, nsp_result_name(side->call.result, rb, sizeof rb));
   }
   free(group);
   free(codes);
@@ -610,13 +610,8 @@ static int rule_errors(struct nsp_job *job) {
   f->odd[0] = origin->info.rank;
   f->pub.odd_ranks = f->odd;
   f->pub.nodd = 1;
-  const char *rh = result_hint(oc->result);
-  if (*rh) {
-    f->hint_owned = nsp_an_asprintf("%s; %s", rh, nsp_finding_kind_hint(NSP_FIND_ERROR));
-    if (!f->hint_owned) return NSP_AN_ENOMEM;
-    f->pub.hint = f->hint_owned;
-  }
-  return 0;
+  job->error_id = f->id;
+  return nsp_an_error_hint(job, f);
 }
 
 /* ---- rule 3: the wavefront ---------------------------------------------- */
@@ -641,6 +636,9 @@ static int rule_wavefront_comm(struct nsp_job *job, struct nsp_comm *c) {
   /* A mismatch every rank reached explains why they went separate ways
    * afterwards: the wavefront would only repeat it. */
   if (!skip && c->mismatch_seq && low >= c->mismatch_seq) skip = 1;
+  /* With completion tracking the hang finding says all this and more
+   * (who never arrived, who waits, for how long). */
+  if (c->hang_seq) skip = 1;
   /* Ranks that stopped on a failed call or an async error are explained
    * by the "error" finding. */
   if (!skip) {
@@ -656,21 +654,24 @@ static int rule_wavefront_comm(struct nsp_job *job, struct nsp_comm *c) {
   size_t nsides = 0;
   for (size_t i = 0; i < n; i++)
     if (!i || job->members[mi[i]].last_seq != job->members[mi[i - 1]].last_seq) nsides++;
-  struct nsp_finding_priv *f = new_finding(job, NSP_FIND_STOPPED_EARLY, c);
-  int ret = f ? alloc_sides(f, nsides) : NSP_AN_ENOMEM;
+  struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_STOPPED_EARLY, c);
+  int ret = f ? nsp_an_alloc_sides(f, nsides) : NSP_AN_ENOMEM;
   for (size_t i = 0, s = 0; i < n && !ret; s++) {
     size_t j = i;
     while (j < n && job->members[mi[j]].last_seq == job->members[mi[i]].last_seq) j++;
     qsort_r(mi + i, j - i, sizeof *mi, cmp_member_rank, job);
     struct nsp_side *side = &f->sides[s];
-    ret = side_from_members(job, side, mi + i, j - i);
+    ret = nsp_an_side_from_members(job, side, mi + i, j - i);
     const struct nsp_member *m0 = &job->members[mi[i]];
-    if (m0->last_seq) call_from_sig(&side->call, &m0->last_sig, c->info.id, m0->last_seq);
+    if (m0->last_seq) nsp_an_call_from_sig(&side->call, &m0->last_sig, c->info.id, m0->last_seq);
     else side->call.comm_id = c->info.id;
     for (size_t p = 0; p < j - i && !ret; p++) {
       const struct nsp_trace *t = job->traces[job->members[mi[i + p]].trace];
       struct nsp_proc *pr = (struct nsp_proc *)&side->procs[p];
-      if (t->last_call.valid) pr->call = t->last_call.call;
+      if (t->last_call.valid) {
+        pr->call = t->last_call.call;
+        pr->site = nsp_an_site(t, t->last_call.site);
+      }
       pr->call.last_error = NULL;
     }
     if (s == 0) {
@@ -691,7 +692,7 @@ static int rule_wavefront_comm(struct nsp_job *job, struct nsp_comm *c) {
       nsp_format_call(cb, sizeof cb, &side->call);
       if (m0->last_seq) snprintf(buf, sizeof buf, "last seq %llu: %s", (unsigned long long)m0->last_seq, cb);
       else snprintf(buf, sizeof buf, "made no collective");
-      ret = set_side_text(side, buf);
+      ret = nsp_an_set_side_text(side, buf);
     }
     i = j;
   }
@@ -712,6 +713,7 @@ struct p2p_req {
   int api, peer;
   uint64_t seq;
   struct nsp_call *out;
+  const struct nsp_callsite **site_out;
 };
 
 static int cmp_req(const void *pa, const void *pb) {
@@ -734,7 +736,8 @@ static int fetch_p2p(struct nsp_job *job) {
       if (side->call.api < 0) continue;
       const struct nsp_member *m = &job->members[f->p2p_member[s]];
       NSP_TRY(nsp_an_grow(&req, &cap, n + 1, sizeof *req));
-      req[n++] = (struct p2p_req){m->trace, m->local, side->call.api, side->call.peer, side->call.seq, &side->call};
+      req[n++] = (struct p2p_req){m->trace,          m->local,   side->call.api, side->call.peer, side->call.seq,
+                                  &side->call, side->nranks ? &((struct nsp_proc *)side->procs)[0].site : NULL};
     }
   }
   if (!n) return 0;
@@ -755,11 +758,12 @@ static int fetch_p2p(struct nsp_job *job) {
     size_t found = 0;
     while (found < j - i && nsp_reader_next(r, &rec) == 1) {
       if (rec.kind != NSP_REC_CALL || nsp_api_kind(rec.api) != NSP_K_P2P) continue;
-      struct p2p_req key = {req[i].trace, rec.comm, rec.api, rec.peer, rec.seq, NULL};
+      struct p2p_req key = {req[i].trace, rec.comm, rec.api, rec.peer, rec.seq, NULL, NULL};
       struct p2p_req *hit = bsearch(&key, req + i, j - i, sizeof *req, cmp_req);
       if (!hit || hit->out->time_ns) continue;
       hit->out->time_ns = (int64_t)(rec.t_enter + (uint64_t)t->off_ns);
       hit->out->result = rec.result;
+      if (hit->site_out) *hit->site_out = nsp_an_site(t, rec.site);
       if (rec.last_error && !(hit->out->last_error = strdup(rec.last_error))) ret = NSP_AN_ENOMEM;
       found++;
     }
@@ -883,7 +887,7 @@ static void put_error_call(struct nsp_sbuf *b, const struct nsp_call *c, int wit
   if (with_text && c->last_error) nsp_sbuf_printf(b, " (\"%s\")", c->last_error);
 }
 
-static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, const struct nsp_job *job) {
+static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, struct nsp_job *job, size_t cause_id) {
   const struct nsp_proc *o = &f->sides[0].procs[0];
   nsp_sbuf_printf(b, "first error: rank %d", o->rank);
   put_error_call(b, &o->call, 1);
@@ -902,9 +906,11 @@ static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, const
         const struct nsp_proc *q = &f->sides[s].procs[p];
         if (!next || q->call.time_ns < next->call.time_ns) next = q;
       }
-    if (next && strcmp(next->host, o->host) && next->call.time_ns - o->call.time_ns < 5000000)
+    /* Times come from the traces: subtract without signed overflow. */
+    int64_t gap = next ? (int64_t)((uint64_t)next->call.time_ns - (uint64_t)o->call.time_ns) : 0;
+    if (next && strcmp(next->host, o->host) && gap < 5000000)
       nsp_sbuf_printf(b, " (the next error, on host %s, came %.3f ms later: clock skew between hosts could reorder them)",
-                      next->host, (double)(next->call.time_ns - o->call.time_ns) / 1e6);
+                      next->host, (double)gap / 1e6);
   }
   /* A rank that times out in a mismatched collective reports an error
    * there: say which finding it most likely follows from. */
@@ -914,12 +920,20 @@ static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, const
       o->call.seq >= c->mismatch_seq)
     nsp_sbuf_printf(b, "; this follows the %s at seq %llu on the same communicator and is probably its consequence",
                     nsp_finding_kind_name(c->mismatch_kind), (unsigned long long)c->mismatch_seq);
+  /* A rank that gave up waiting in a hang (a timeout, the watchdog). */
+  const struct nsp_finding_priv *h = cause_id != SIZE_MAX ? nsp_an_finding_by_id(job, cause_id) : NULL;
+  if (h && (h->pub.kind == NSP_FIND_HANG || h->pub.kind == NSP_FIND_NEVER_COMPLETED))
+    nsp_sbuf_printf(b, "; rank %d was waiting in the %s at seq %llu on communicator %016llx, which began earlier: the error "
+                       "is probably its consequence",
+                    o->rank, nsp_finding_kind_name(h->pub.kind), (unsigned long long)h->pub.seq,
+                    (unsigned long long)h->pub.comm_id);
 }
 
 static int build_messages(struct nsp_job *job) {
   for (size_t i = 0; i < job->nfindings; i++) {
     struct nsp_finding_priv *fp = &job->findings[i];
     const struct nsp_finding *f = &fp->pub;
+    if (fp->message) continue; /* hang and env findings come with theirs */
     struct nsp_sbuf b = {0};
     switch (f->kind) {
       case NSP_FIND_P2P_SIZE_MISMATCH:
@@ -928,16 +942,16 @@ static int build_messages(struct nsp_job *job) {
         for (int s = 0; s < 2; s++) {
           struct nsp_side *side = &fp->sides[s];
           if (side->call.api >= 0) {
-            NSP_TRY(side_text_call(side));
+            NSP_TRY(nsp_an_side_text_call(side));
           } else {
             char t[96];
             snprintf(t, sizeof t, "posted %llu %s", (unsigned long long)side->posted, s ? "recvs" : "sends");
-            NSP_TRY(set_side_text(side, t));
+            NSP_TRY(nsp_an_set_side_text(side, t));
           }
         }
         break;
       case NSP_FIND_STOPPED_EARLY: message_stopped(&b, f); break;
-      case NSP_FIND_ERROR: message_error(&b, f, job); break;
+      case NSP_FIND_ERROR: message_error(&b, f, job, fp->cause_id); break;
       default: message_mismatch(&b, f); break;
     }
     fp->message = nsp_sbuf_take(&b);
@@ -950,6 +964,9 @@ static int build_messages(struct nsp_job *job) {
 static int cmp_finding(const void *pa, const void *pb) {
   const struct nsp_finding_priv *a = pa, *b = pb;
   if (a->order != b->order) return a->order < b->order ? -1 : 1;
+  /* A chain of causes stays together, root first. */
+  if (a->sort_time != b->sort_time) return a->sort_time < b->sort_time ? -1 : 1;
+  if (a->depth != b->depth) return a->depth < b->depth ? -1 : 1;
   /* Unknown times (0) sort after known ones. */
   int64_t ta = a->pub.time_ns ? a->pub.time_ns : INT64_MAX, tb = b->pub.time_ns ? b->pub.time_ns : INT64_MAX;
   if (ta != tb) return ta < tb ? -1 : 1;
@@ -957,7 +974,9 @@ static int cmp_finding(const void *pa, const void *pb) {
   if (a->pub.seq != b->pub.seq) return a->pub.seq < b->pub.seq ? -1 : 1;
   if (a->pub.kind != b->pub.kind) return a->pub.kind < b->pub.kind ? -1 : 1;
   if (a->pub.src != b->pub.src) return a->pub.src < b->pub.src ? -1 : 1;
-  return a->pub.dst < b->pub.dst ? -1 : a->pub.dst > b->pub.dst;
+  if (a->pub.dst != b->pub.dst) return a->pub.dst < b->pub.dst ? -1 : 1;
+  /* qsort is not stable: creation order settles the rest. */
+  return a->id < b->id ? -1 : a->id > b->id;
 }
 
 static int build_summary(struct nsp_job *job) {
@@ -982,10 +1001,10 @@ static int build_summary(struct nsp_job *job) {
       nsp_sbuf_printf(&b, "%s%zu %s", first ? "" : ", ", counts[k], nsp_finding_kind_name(k));
       first = 0;
     }
-    nsp_sbuf_printf(&b, ") in %zu trace%s. The first problem (%s) is on ", job->ntraces, job->ntraces == 1 ? "" : "s",
+    nsp_sbuf_printf(&b, ") in %zu trace%s. The first problem (%s)", job->ntraces, job->ntraces == 1 ? "" : "s",
                     nsp_finding_kind_name(f->kind));
-    if (!f->comm_id) nsp_sbuf_printf(&b, "no communicator");
-    else nsp_sbuf_printf(&b, "communicator %016llx", (unsigned long long)f->comm_id);
+    if (f->comm_id) nsp_sbuf_printf(&b, " is on communicator %016llx", (unsigned long long)f->comm_id);
+    else if (!nsp_finding_kind_is_env(f->kind)) nsp_sbuf_printf(&b, " is on no communicator");
     if (f->comm) {
       nsp_sbuf_printf(&b, " (%d ranks", f->comm->nranks);
       if (f->comm->parent_id)
@@ -1002,15 +1021,71 @@ static int build_summary(struct nsp_job *job) {
   return job->summary ? 0 : NSP_AN_ENOMEM;
 }
 
+/* Order keys: a finding that follows from another sorts right after the
+ * root of its chain, in the root's class; then cause ids become indices. */
+static int order_findings(struct nsp_job *job) {
+  size_t n = job->nfindings;
+  for (size_t i = 0; i < n; i++) {
+    struct nsp_finding_priv *f = &job->findings[i];
+    f->sort_time = f->pub.time_ns ? f->pub.time_ns : INT64_MAX;
+    f->depth = 0;
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct nsp_finding_priv *f = &job->findings[i];
+    const struct nsp_finding_priv *r = f;
+    int depth = 0;
+    while (r->cause_id != SIZE_MAX && depth <= (int)n) {
+      const struct nsp_finding_priv *next = nsp_an_finding_by_id(job, r->cause_id);
+      if (!next) break;
+      r = next;
+      depth++;
+    }
+    if (depth > (int)n) continue; /* a loop of causes (never made): leave it */
+    if (r != f) {
+      f->order = r->order;
+      f->sort_time = r->pub.time_ns ? r->pub.time_ns : INT64_MAX;
+      f->depth = depth;
+    }
+  }
+  if (n) qsort(job->findings, n, sizeof *job->findings, cmp_finding);
+  size_t *pos = malloc((n ? n : 1) * sizeof *pos);
+  if (!pos) return NSP_AN_ENOMEM;
+  for (size_t i = 0; i < n; i++) pos[i] = SIZE_MAX;
+  for (size_t i = 0; i < n; i++)
+    if (job->findings[i].id < n) pos[job->findings[i].id] = i;
+  for (size_t i = 0; i < n; i++) {
+    struct nsp_finding_priv *f = &job->findings[i];
+    f->pub.cause = f->cause_id < n ? pos[f->cause_id] : SIZE_MAX;
+  }
+  free(pos);
+  return 0;
+}
+
+/* More than one known NCCL version among the traces. */
+static void find_version_skew(struct nsp_job *job) {
+  int32_t v = 0;
+  for (size_t i = 0; i < job->ntraces; i++) {
+    int32_t x = job->traces[i]->info.nccl_version;
+    if (x <= 0) continue;
+    if (v && x != v) job->version_skew = 1;
+    v = x;
+  }
+}
+
 int nsp_an_run_rules(struct nsp_job *job) {
   NSP_TRY(prepare_comms(job));
   assign_job_ranks(job);
+  find_version_skew(job);
   for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(rule_alignment_comm(job, job->comms[i]));
   for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(rule_p2p_comm(job, job->comms[i]));
   NSP_TRY(rule_errors(job));
+  NSP_TRY(nsp_an_rule_hangs(job));
   for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(rule_wavefront_comm(job, job->comms[i]));
+  NSP_TRY(nsp_an_rule_env(job));
+  NSP_TRY(nsp_an_link_hangs(job));
   NSP_TRY(fetch_p2p(job));
+  NSP_TRY(nsp_an_fetch_sites(job));
   NSP_TRY(build_messages(job));
-  if (job->nfindings) qsort(job->findings, job->nfindings, sizeof *job->findings, cmp_finding);
+  NSP_TRY(order_findings(job));
   return build_summary(job);
 }

@@ -89,6 +89,28 @@ int nsp_u64map_put(struct nsp_u64map *m, uint64_t key, size_t val) {
   return 0;
 }
 
+int nsp_u64map_del(struct nsp_u64map *m, uint64_t key) {
+  size_t *slot = nsp_u64map_get(m, key);
+  if (!slot) return 0;
+  size_t mask = m->cap - 1;
+  size_t i = (size_t)(slot - m->vals);
+  /* Backward-shift deletion: move later entries of the probe run into the
+   * hole when their home slot does not lie (cyclically) after it, so
+   * lookups never need tombstones. */
+  for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    if (!m->used[j]) break;
+    size_t home = mix64(m->keys[j]) & mask;
+    int stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays) continue;
+    m->keys[i] = m->keys[j];
+    m->vals[i] = m->vals[j];
+    i = j;
+  }
+  m->used[i] = 0;
+  m->len--;
+  return 1;
+}
+
 void nsp_u64map_free(struct nsp_u64map *m) {
   free(m->keys);
   free(m->vals);
@@ -152,6 +174,7 @@ void nsp_call_clear(struct nsp_call *c) {
   c->dtype = -1;
   c->redop = -1;
   c->peer = -1;
+  c->done = -1;
 }
 
 /* Appends to buf as snprintf would, tracking the full length in *len. */
@@ -174,7 +197,7 @@ size_t nsp_format_ranks(char *buf, size_t buflen, const int *ranks, size_t n) {
   while (i < n) {
     size_t j = i;
     /* Extend over duplicates and consecutive ranks. */
-    while (j + 1 < n && (ranks[j + 1] == ranks[j] || ranks[j + 1] == ranks[j] + 1)) j++;
+    while (j + 1 < n && (ranks[j + 1] == ranks[j] || (int64_t)ranks[j + 1] == (int64_t)ranks[j] + 1)) j++;
     if (ranks[j] != ranks[i])
       fmt_cat(buf, buflen, &len, "%s%d-%d", first ? "" : ",", ranks[i], ranks[j]);
     else
@@ -218,9 +241,27 @@ size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c) {
 }
 
 static const char *const nsp_kind_names[NSP_FIND_KIND_COUNT] = {
-    "kind-mismatch",     "dtype-mismatch", "count-mismatch", "redop-mismatch", "root-mismatch",
-    "p2p-size-mismatch", "p2p-unmatched",  "stopped-early",  "error",
+    "kind-mismatch",      "dtype-mismatch",     "count-mismatch",    "redop-mismatch",
+    "root-mismatch",      "p2p-size-mismatch",  "p2p-unmatched",     "stopped-early",
+    "error",              "hang",               "never-completed",   "env-nccl-version",
+    "env-nccl-path",      "env-driver-version", "env-cuda-runtime",  "env-nccl-setting",
+    "env-duplicate-gpu",  "env-duplicate-rank", "env-nranks",        "env-missing-ranks",
+    "env-world-size",
 };
+
+int nsp_finding_kind_is_env(int kind) { return kind >= NSP_FIND_ENV_NCCL_VERSION && kind < NSP_FIND_KIND_COUNT; }
+
+const char *nsp_side_role_name(int role) {
+  switch (role) {
+    case NSP_ROLE_NONE: return "";
+    case NSP_ROLE_NOT_ARRIVED: return "not-arrived";
+    case NSP_ROLE_WAITING: return "waiting";
+    case NSP_ROLE_COMPLETED: return "completed";
+    case NSP_ROLE_FAILED: return "failed";
+    case NSP_ROLE_UNTRACKED: return "untracked";
+    default: return "unknown";
+  }
+}
 
 const char *nsp_finding_kind_name(int kind) {
   return kind >= 0 && kind < NSP_FIND_KIND_COUNT ? nsp_kind_names[kind] : "unknown";
@@ -264,6 +305,42 @@ const char *nsp_finding_kind_hint(int kind) {
     case NSP_FIND_ERROR:
       return "the earliest error is the likely origin; errors on other ranks after it "
              "(ncclRemoteError, timeouts, aborts) are usually its consequences";
+    case NSP_FIND_HANG:
+      return "the ranks that did not arrive are the ones to look at: they are busy elsewhere (a "
+             "rank-dependent code path, data loading, a host-side hang) or dead - get their stacks "
+             "(py-spy dump --native) and logs; the waiting ranks only show where the others were expected";
+    case NSP_FIND_NEVER_COMPLETED:
+      return "every rank issued this collective but it did not complete on some: the ranks disagree "
+             "on its arguments (see a mismatch), a peer died, or the GPU or network is stuck - check "
+             "NCCL_DEBUG=INFO output, dmesg for Xid errors and the other ranks' errors";
+    case NSP_FIND_ENV_NCCL_VERSION:
+      return "ranks load different NCCL versions; mixed versions can fail with invalid usage or "
+             "hang - make every node use one NCCL (check LD_LIBRARY_PATH, pip wheels, containers)";
+    case NSP_FIND_ENV_NCCL_PATH:
+      return "ranks load libnccl from different paths; check LD_LIBRARY_PATH and which wheel or "
+             "container each node uses";
+    case NSP_FIND_ENV_DRIVER:
+      return "nodes run different CUDA driver versions; keep the fleet on one driver";
+    case NSP_FIND_ENV_RUNTIME:
+      return "ranks load different CUDA runtimes; check the environment (conda, containers) on each node";
+    case NSP_FIND_ENV_SETTING:
+      return "an NCCL setting differs across ranks (or is unset on some); NCCL expects one "
+             "configuration per job - set it the same way everywhere (launcher, job script, container env)";
+    case NSP_FIND_ENV_DUP_GPU:
+      return "two ranks of one communicator use the same GPU (NCCL fails with \"Duplicate GPU "
+             "detected\"); check CUDA_VISIBLE_DEVICES and the LOCAL_RANK -> device mapping";
+    case NSP_FIND_ENV_DUP_RANK:
+      return "two processes claim the same rank; two jobs share a rendezvous (MASTER_ADDR/PORT, "
+             "NCCL_COMM_ID) or the launcher gave out a rank twice";
+    case NSP_FIND_ENV_NRANKS:
+      return "members of one communicator disagree on its size; the ranks were launched with "
+             "different world sizes or joined the wrong communicator";
+    case NSP_FIND_ENV_MISSING_RANKS:
+      return "some ranks left no trace: copy their traces too (every node's NCCLSPY_DIR), or "
+             "they never started, were not preloaded, or died before writing";
+    case NSP_FIND_ENV_WORLD_SIZE:
+      return "the launcher's world size disagrees with what was traced; check the launch "
+             "command (nnodes, nproc_per_node, ntasks) and that every node's traces are here";
     default:
       return "";
   }

@@ -3,9 +3,12 @@
  * Loads the per-process traces of one job, unifies their communicators
  * (by the 64-bit communicator id every rank of a communicator shares),
  * aligns collectives by their per-communicator sequence number, and runs
- * the rules of docs/REPORT.md, producing findings as plain structs.  The
- * `ncclspy` command's text and JSON reports are front ends over this API
- * (analyzer/nsp_report.h); tests and other tools may use it directly.
+ * the rules of docs/REPORT.md (mismatches, send/recv pairing, wavefront,
+ * errors with hints, hangs from completion tracking, environment),
+ * producing findings as plain structs; nsp_job_perf adds performance
+ * figures (`ncclspy perf`).  The `ncclspy` command's text and JSON
+ * reports are front ends over this API (analyzer/nsp_report.h); tests and
+ * other tools may use it directly.
  *
  * Usage:
  *     struct nsp_job *job = nsp_job_create();
@@ -26,13 +29,15 @@
  * passed to NCCL; bytes are count x dtype size.
  *
  * Ranks: a finding about a communicator names ranks of that
- * communicator.  "error" findings name job ranks (nsp_trace_info.rank),
- * since errors of one job may come from different communicators.
+ * communicator.  "error" findings and the per-process env-* kinds (no
+ * communicator) name job ranks (nsp_trace_info.rank), since they span
+ * communicators.
  *
  * Memory: the loader streams records; it keeps O(1) state per
  * (communicator, rank), one reference signature per (communicator,
- * sequence number), and run-length encoded send/recv sizes per peer pair,
- * never a copy of every call.
+ * sequence number), run-length encoded send/recv sizes per peer pair, the
+ * calls awaiting completion per process (the GPU's queue) and the call
+ * sites, never a copy of every call.
  *
  * Thread safety: a job is used by one thread at a time; separate jobs are
  * independent.
@@ -71,8 +76,25 @@ enum nsp_finding_kind {
   NSP_FIND_P2P_UNMATCHED,     /* "p2p-unmatched": a send or recv with no partner */
   NSP_FIND_STOPPED_EARLY,     /* "stopped-early": the wavefront of a communicator */
   NSP_FIND_ERROR,             /* "error": non-success results, first one named */
+  /* With completion tracking (format 1.1): */
+  NSP_FIND_HANG,              /* "hang": first seq not complete on all ranks, some never issued it */
+  NSP_FIND_NEVER_COMPLETED,   /* "never-completed": every rank issued the seq, some never completed it */
+  /* Environment (docs/REPORT.md, "Environment"): */
+  NSP_FIND_ENV_NCCL_VERSION,  /* "env-nccl-version": NCCL versions differ across ranks */
+  NSP_FIND_ENV_NCCL_PATH,     /* "env-nccl-path": NCCL library paths differ */
+  NSP_FIND_ENV_DRIVER,        /* "env-driver-version": CUDA driver versions differ */
+  NSP_FIND_ENV_RUNTIME,       /* "env-cuda-runtime": CUDA runtime versions differ */
+  NSP_FIND_ENV_SETTING,       /* "env-nccl-setting": an NCCL_* variable differs (or is unset on some) */
+  NSP_FIND_ENV_DUP_GPU,       /* "env-duplicate-gpu": two ranks of a communicator on one GPU */
+  NSP_FIND_ENV_DUP_RANK,      /* "env-duplicate-rank": two processes claim one rank */
+  NSP_FIND_ENV_NRANKS,        /* "env-nranks": members disagree on nranks */
+  NSP_FIND_ENV_MISSING_RANKS, /* "env-missing-ranks": fewer ranks traced than nranks */
+  NSP_FIND_ENV_WORLD_SIZE,    /* "env-world-size": WORLD_SIZE & co. disagree with what was traced */
   NSP_FIND_KIND_COUNT
 };
+
+/* True for the env-* kinds (the report's Environment section). */
+int nsp_finding_kind_is_env(int kind);
 
 /* "kind-mismatch", ...; "unknown" for values out of range. */
 const char *nsp_finding_kind_name(int kind);
@@ -89,6 +111,40 @@ enum nsp_call_source {
 };
 /* "call", "comm-init", "comm-end", "async-error", "redop"; "unknown". */
 const char *nsp_call_source_name(int source);
+
+/* What the ranks of a side of a "hang" or "never-completed" finding did
+ * with the seq (struct nsp_side.role). */
+enum nsp_side_role {
+  NSP_ROLE_NONE = 0,    /* other kinds */
+  NSP_ROLE_NOT_ARRIVED, /* "not-arrived": never issued the seq (the ranks to look at) */
+  NSP_ROLE_WAITING,     /* "waiting": issued it and it never completed */
+  NSP_ROLE_COMPLETED,   /* "completed": issued it and it completed */
+  NSP_ROLE_FAILED,      /* "failed": the call itself returned an error */
+  NSP_ROLE_UNTRACKED,   /* "untracked": issued it; its trace does not track completion */
+};
+/* "not-arrived", ...; "" for NSP_ROLE_NONE, "unknown" out of range. */
+const char *nsp_side_role_name(int role);
+
+/* One native stack frame of a call site. */
+struct nsp_frame {
+  const char *module;   /* path of the object ("/usr/lib/libtorch_cuda.so"); "" unknown */
+  uint64_t offset;      /* pc - load address of the module */
+  const char *symbol;   /* "" when unknown */
+};
+
+/* Where a call was made (NSP_REC_CALLSITE), innermost frame first.
+ * Frames inside NCCL (libnccl*), ncclspy and PyTorch's c10d
+ * (ProcessGroupNCCL, c10d::) are left out, so the first frame is the
+ * first interesting one; when every frame is one of those, none is left
+ * out. */
+struct nsp_callsite {
+  uint32_t id;          /* the trace's site id */
+  uint32_t flags;       /* NSP_SITE_* */
+  size_t nframes;       /* frames kept (at most 16) */
+  const struct nsp_frame *frames;
+  size_t nskipped;      /* frames left out as NCCL/ncclspy/c10d */
+  size_t ntotal;        /* frames in the record */
+};
 
 /* One NCCL call or event as a trace recorded it.  Fields that do not
  * apply are -1 (ints), 0 (seq, count, time_ns, comm_id) or NULL. */
@@ -108,6 +164,8 @@ struct nsp_call {
   int64_t time_ns;      /* wall-clock ns of the call's entry (for errors:
                            when the call returned it, or when the async
                            error was seen); 0 unknown */
+  int done;             /* completion (format 1.1, where a finding says):
+                           1 completed, 0 never completed, -1 unknown */
 };
 
 /* One traced process (one trace file). */
@@ -126,11 +184,23 @@ struct nsp_trace_info {
   uint64_t frames;      /* zstd frames read */
   uint64_t calls;       /* CALL records read */
   uint64_t dropped;     /* records the shim reported as dropped */
+  uint64_t recovered;   /* records recovered from the crash ring "<path>.ring":
+                           the process died before writing them (included in
+                           records, calls, ...) */
   uint64_t errors;      /* events with a non-success result (ncclInProgress excluded) */
   const char *problem;  /* NULL when the file read cleanly; else the reader's
                            sentence with the byte offset where reading stopped */
   size_t nenv;          /* environment snapshot: nenv (name, value) pairs */
   const char *const *env; /* 2*nenv strings: name, value, name, value, ... */
+  /* Since format 1.1 (0 / "" when the trace does not say): */
+  const char *nccl_path;  /* the libnccl the shim resolved */
+  int32_t driver_version; /* cuDriverGetVersion, e.g. 12040 */
+  int32_t runtime_version; /* cudaRuntimeGetVersion */
+  const char *launcher;   /* "torchrun", "slurm", "openmpi", "pmi", "" */
+  uint32_t tracking;      /* NSP_TRACK_* bits */
+  int64_t end_ns;         /* wall clock of the latest timestamp in the trace */
+  uint64_t completions;   /* COMPLETION records read */
+  size_t nsites;          /* call sites read */
 };
 
 /* One communicator, unified across the traces of its ranks. */
@@ -154,9 +224,23 @@ struct nsp_proc {
   size_t trace;         /* index for nsp_job_trace() */
   const char *host;
   uint32_t pid;
-  /* Per-process detail: "stopped-early": the process's last call on any
-   * communicator; "error": its first error in time; otherwise api == -1. */
+  /* Per-process detail: "stopped-early" and not-arrived ranks of "hang":
+   * the process's last call on any communicator (call.done: whether it
+   * completed); waiting ranks of "hang"/"never-completed": the call that
+   * never completed; "error": its first error in time; otherwise api == -1. */
   struct nsp_call call;
+  /* The call site of the call the finding names for this process (its
+   * call at the seq for mismatches, the k-th send/recv, the error's call,
+   * the last or waiting call of a hang); NULL when the trace has none. */
+  const struct nsp_callsite *site;
+  int64_t wait_ns;      /* waiting ranks: enqueue to the end of the trace; 0 */
+  uint32_t done_flags;  /* waiting ranks: NSP_DONE_ABANDONED (its communicator
+                           was aborted first) or NSP_DONE_ERROR (the event
+                           query failed) when a COMPLETION record said it
+                           never completed; 0 when there was none */
+  /* Not-arrived ranks of "hang": the earliest call of the process that
+   * never completed (api -1 none): what it is stuck in. */
+  struct nsp_call blocked;
 };
 
 /* A group of ranks that agree with each other and differ from the other
@@ -172,10 +256,14 @@ struct nsp_side {
   struct nsp_call call;
   uint64_t posted;      /* p2p: sends/recvs this rank posted to/from the peer */
   const char *text;     /* one line, e.g. "all-reduce 1024 x float16 sum (2048 bytes)" */
+  int role;             /* hang, never-completed: enum nsp_side_role */
+  const char *value;    /* env-*: the side's value ("2.28.9", "eth0"); NULL: unset */
 };
 
 /* A finding.  Sides are ordered: mismatches by lowest rank, p2p sender
- * first, stopped-early by ascending seq, error origin first. */
+ * first, stopped-early by ascending seq, error origin first, hang and
+ * never-completed by role (not-arrived, waiting, failed, untracked,
+ * completed), env-* by lowest rank. */
 struct nsp_finding {
   int kind;             /* enum nsp_finding_kind */
   uint64_t comm_id;     /* 0 when the finding has no communicator */
@@ -188,14 +276,22 @@ struct nsp_finding {
   size_t nsides;
   const struct nsp_side *sides;
   size_t nodd;          /* ranks of the odd side(s) out, when one side holds */
-  const int *odd_ranks; /* a strict majority (mismatches); the ranks behind
-                           (stopped-early); the origin (error) */
+  const int *odd_ranks; /* a strict majority (mismatches, env-*); the ranks
+                           behind (stopped-early); the origin (error); the
+                           ranks that did not arrive (hang) or whose call
+                           never completed (never-completed); the ranks
+                           without a trace (env-missing-ranks) */
   uint64_t later;       /* consequences not reported separately: later seqs
                            that also differ; p2p ops after the first bad one;
                            error events after the origin */
-  int64_t time_ns;      /* earliest call involved (wall clock); 0 unknown */
+  int64_t time_ns;      /* earliest call involved (wall clock); 0 unknown;
+                           hang: when the first waiting rank enqueued */
   const char *hint;     /* what to check, one line */
   const char *message;  /* one line naming the sides and their values */
+  size_t cause;         /* index (nsp_job_finding) of the finding this one
+                           follows from ("caused by"); SIZE_MAX none */
+  const char *setting;  /* env-nccl-setting, env-world-size: the variable */
+  const char *hint_id;  /* error: the row of the hint table used; NULL */
 };
 
 struct nsp_job;
@@ -275,6 +371,91 @@ size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c);
 /* The one-line hint for a finding kind (same text as nsp_finding.hint for
  * every kind but "error", whose hint also depends on the result code). */
 const char *nsp_finding_kind_hint(int kind);
+
+/* --- hints for errors: one table, rows matched in order ---------------- */
+
+/* A row: the likely cause of an error and what to check.  A row matches
+ * when its result code matches (-1: any code) and, if it has patterns,
+ * one of them is a case-insensitive substring of the ncclGetLastError
+ * text; rows that need version skew match only when the traces show
+ * different NCCL versions. */
+struct nsp_hint {
+  const char *id;        /* stable name: "net-connection-reset", "result-system-error", ... */
+  int result;            /* ncclResult_t the row is about; -1 any */
+  const char *const *patterns; /* NULL-terminated; NULL: the code alone */
+  int needs_version_skew;
+  const char *cause;     /* likely cause, short */
+  const char *check;     /* what to check */
+  const char *settings;  /* space-separated variables whose values the hint
+                            shows per rank from the snapshot; NULL none */
+};
+size_t nsp_hint_count(void);
+const struct nsp_hint *nsp_hint_get(size_t i);
+/* Index of the first matching row (pattern rows come before the rows of
+ * bare result codes); SIZE_MAX when none (success, ncclInProgress). */
+size_t nsp_hint_match(int result, const char *last_error, int version_skew);
+
+/* --- performance figures (`ncclspy perf`) ------------------------------ */
+
+/* nccl-tests' size S of one call, bytes: count x dtype size, times nranks
+ * for all-gather (sendcount), reduce-scatter (recvcount), all-to-all,
+ * gather and scatter (count per rank).  0 for unknown dtypes. */
+uint64_t nsp_perf_size(int api, uint64_t count, int dtype, int nranks);
+/* nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n; all-gather,
+ * reduce-scatter, all-to-all, gather, scatter (n-1)/n; broadcast, reduce,
+ * send, recv 1. */
+double nsp_perf_busbw_factor(int api, int nranks);
+
+/* GPU time of one (communicator, op, size bucket). */
+struct nsp_perf_row {
+  int api;              /* op (Bcast counted as Broadcast) */
+  int log2;             /* bucket: S in [2^log2, 2^(log2+1)); -1 for S == 0 */
+  uint64_t calls;       /* calls in the bucket, all ranks */
+  uint64_t timed;       /* of those, with GPU times (NSP_DONE_TIMED) */
+  int64_t p50_ns, p99_ns; /* GPU duration percentiles (nearest rank); 0 untimed */
+  double algbw_gbs;     /* sum of S / sum of GPU time over timed calls (GB/s = 1e9 B/s) */
+  double busbw_gbs;     /* algbw x nsp_perf_busbw_factor */
+};
+
+/* A collective with a large arrival spread. */
+struct nsp_perf_spread {
+  uint64_t seq;
+  int api;
+  int64_t spread_ns;    /* last minus first entry, wall clock */
+  int last_rank;        /* the rank that arrived last; -1 on a tie */
+};
+
+/* A rank that arrived last. */
+struct nsp_perf_straggler {
+  int rank;             /* communicator rank */
+  size_t trace;
+  const char *host;
+  uint32_t pid;
+  uint64_t last;        /* collectives where it arrived strictly last */
+  double share;         /* last / nsp_perf_comm.with_last */
+};
+
+struct nsp_perf_comm {
+  uint64_t comm_id;
+  const struct nsp_comm_info *comm;
+  size_t nrows;
+  const struct nsp_perf_row *rows; /* by op, then bucket */
+  uint64_t collectives; /* seqs every traced rank (>= 2) reached */
+  uint64_t with_last;   /* of those, with one rank strictly last */
+  int64_t spread_p50_ns, spread_p99_ns, spread_max_ns;
+  size_t nworst;
+  const struct nsp_perf_spread *worst; /* largest spreads first (up to 5) */
+  size_t nstragglers;
+  const struct nsp_perf_straggler *stragglers; /* most often last first (up to 8) */
+};
+
+/* Computes the performance figures: re-reads every trace (after
+ * nsp_job_analyze, which unifies the communicators).  Returns 0,
+ * NSP_AN_ENOMEM, or NSP_AN_ESTATE (not analysed yet, or called twice). */
+int nsp_job_perf(struct nsp_job *job);
+/* Communicators with figures, in nsp_job_comm order. */
+size_t nsp_job_nperf(const struct nsp_job *job);
+const struct nsp_perf_comm *nsp_job_perf_comm(const struct nsp_job *job, size_t i);
 
 #ifdef __cplusplus
 }

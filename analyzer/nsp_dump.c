@@ -61,7 +61,13 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
         fprintf(out, "%s%s=", i ? " " : "", x->env[2 * i]);
         put_q(out, x->env[2 * i + 1]);
       }
-      fprintf(out, "}\n");
+      fprintf(out, "}");
+      if (x->driver_version || x->runtime_version || (x->launcher && x->launcher[0]) || x->tracking) {
+        fprintf(out, " driver_version=%d runtime_version=%d launcher=", x->driver_version, x->runtime_version);
+        put_q(out, x->launcher);
+        fprintf(out, " tracking=0x%" PRIx32, x->tracking);
+      }
+      fputc('\n', out);
       return;
     case NSP_REC_COMM:
       put_t(out, h, r->t_enter);
@@ -72,6 +78,15 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
       put_q(out, x->comm_name);
       fprintf(out, " handle=0x%" PRIx64 " result=%s dt=%.3fus flags=0x%x", x->handle,
               nsp_result_name(r->result, b1, sizeof b1), (double)(r->t_exit - r->t_enter) / 1e3, r->flags);
+      if ((x->gpu_uuid && x->gpu_uuid[0]) || (x->gpu_pci_bus_id && x->gpu_pci_bus_id[0]) ||
+          (x->gpu_name && x->gpu_name[0])) {
+        fprintf(out, " gpu_uuid=");
+        put_q(out, x->gpu_uuid);
+        fprintf(out, " gpu_pci_bus_id=");
+        put_q(out, x->gpu_pci_bus_id);
+        fprintf(out, " gpu_name=");
+        put_q(out, x->gpu_name);
+      }
       break;
     case NSP_REC_COMM_END:
       put_t(out, h, r->t_enter);
@@ -86,6 +101,29 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
               nsp_redop_name(r->redop, b2, sizeof b2), r->peer, r->stream, r->sendbuff, r->recvbuff, r->group_id,
               r->group_depth, (double)(r->t_exit - r->t_enter) / 1e3, nsp_result_name(r->result, b3, sizeof b3),
               r->flags);
+      if (r->site) fprintf(out, " site=%" PRIu32, r->site);
+      break;
+    case NSP_REC_COMPLETION:
+      put_t(out, h, r->count); /* when the shim saw it */
+      fprintf(out, "COMPLETION comm=%" PRIu32 " api=%s seq=%" PRIu64 " peer=%d group=%" PRIu64 " flags=0x%x%s%s%s%s%s",
+              r->comm, r->group_id ? "-" : nsp_api_name(r->api), r->seq, r->peer, r->group_id, r->flags,
+              r->flags & NSP_DONE_OK ? " ok" : "", r->flags & NSP_DONE_TIMED ? " timed" : "",
+              r->flags & NSP_DONE_CAPTURED ? " captured" : "", r->flags & NSP_DONE_ERROR ? " error" : "",
+              r->flags & NSP_DONE_ABANDONED ? " abandoned" : "");
+      if (r->flags & NSP_DONE_TIMED)
+        fprintf(out, " gpu_start=%s%.6fms gpu_dt=%.3fus", r->t_enter >= h->monotonic_ns ? "+" : "-",
+                (double)(r->t_enter >= h->monotonic_ns ? r->t_enter - h->monotonic_ns : h->monotonic_ns - r->t_enter) / 1e6,
+                (double)(r->t_exit - r->t_enter) / 1e3);
+      break;
+    case NSP_REC_CALLSITE:
+      fprintf(out, "CALLSITE site=%" PRIu32 " flags=0x%x frames=%" PRIu32 " [", r->site, r->flags, x ? x->nframes : 0);
+      for (uint32_t i = 0; x && i < x->nframes; i++) {
+        fprintf(out, "%s", i ? "; " : "");
+        put_q(out, x->frame_module[i]);
+        fprintf(out, "+0x%" PRIx64 " ", x->frame_offset[i]);
+        put_q(out, x->frame_symbol[i]);
+      }
+      fputc(']', out);
       break;
     case NSP_REC_REDOP:
       put_t(out, h, r->t_enter);
@@ -157,7 +195,40 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
                        : r->kind == NSP_REC_CALL      ? "call"
                        : r->kind == NSP_REC_REDOP     ? "redop"
                        : r->kind == NSP_REC_DROPPED   ? "dropped"
+                       : r->kind == NSP_REC_COMPLETION ? "completion"
+                       : r->kind == NSP_REC_CALLSITE  ? "callsite"
                                                       : "async_error"));
+  if (r->kind == NSP_REC_CALLSITE) {
+    jput(o, "site", ji(r->site));
+    jput(o, "flags", ji(r->flags));
+    json_object *fr = json_object_new_array();
+    for (uint32_t i = 0; fr && x && i < x->nframes; i++) {
+      json_object *f = json_object_new_object();
+      if (!f) continue;
+      jput(f, "module", js(x->frame_module[i]));
+      jput(f, "offset", ji((int64_t)x->frame_offset[i]));
+      jput(f, "symbol", js(x->frame_symbol[i]));
+      if (json_object_array_add(fr, f) != 0) json_object_put(f);
+    }
+    jput(o, "frames", fr);
+    json_line(out, o);
+    return;
+  }
+  if (r->kind == NSP_REC_COMPLETION) {
+    jput(o, "comm", ji(r->comm));
+    jput(o, "api", js(nsp_api_name(r->api)));
+    jput(o, "api_id", ji(r->api));
+    jput(o, "seq", ji((int64_t)r->seq));
+    jput(o, "peer", ji(r->peer));
+    jput(o, "group_id", ji((int64_t)r->group_id));
+    jput(o, "flags", ji(r->flags));
+    jput(o, "gpu_start_ns", ji((int64_t)r->t_enter));
+    jput(o, "gpu_end_ns", ji((int64_t)r->t_exit));
+    jput(o, "t_seen_ns", ji((int64_t)r->count));
+    jput(o, "t_rel_ns", ji((int64_t)(r->count - h->monotonic_ns)));
+    json_line(out, o);
+    return;
+  }
   if (r->kind == NSP_REC_PROCESS) {
     jput(o, "pid", ji(x->pid));
     jput(o, "ppid", ji(x->ppid));
@@ -167,6 +238,10 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
     jput(o, "host", js(x->host));
     jput(o, "shim_version", js(x->shim_version));
     jput(o, "nccl_path", js(x->nccl_path));
+    jput(o, "driver_version", ji(x->driver_version));
+    jput(o, "runtime_version", ji(x->runtime_version));
+    jput(o, "launcher", js(x->launcher));
+    jput(o, "tracking", ji(x->tracking));
     json_object *env = json_object_new_object();
     for (uint32_t i = 0; env && i < x->nenv; i++) jput(env, x->env[2 * i], js(x->env[2 * i + 1]));
     jput(o, "env", env);
@@ -195,6 +270,9 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
       jput(o, "comm_name", js(x->comm_name));
       jput(o, "handle", ji((int64_t)x->handle));
       jput(o, "flags", ji(r->flags));
+      jput(o, "gpu_uuid", js(x->gpu_uuid));
+      jput(o, "gpu_pci_bus_id", js(x->gpu_pci_bus_id));
+      jput(o, "gpu_name", js(x->gpu_name));
       break;
     case NSP_REC_CALL:
       jput(o, "op", js(nsp_op_name(r->api)));
@@ -211,6 +289,7 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
       jput(o, "group_id", ji((int64_t)r->group_id));
       jput(o, "group_depth", ji(r->group_depth));
       jput(o, "flags", ji(r->flags));
+      jput(o, "site", ji(r->site));
       break;
     case NSP_REC_REDOP:
       jput(o, "redop_id", ji(r->redop));

@@ -37,6 +37,18 @@ int nsp_report_json(const struct nsp_job *job, FILE *out);
 struct json_object *nsp_report_json_object(const struct nsp_job *job);
 #endif
 
+/* `ncclspy perf`: the figures of nsp_job_perf (call it first) as text,
+ * per communicator: a table of (op, size bucket) with calls, timed calls,
+ * GPU duration p50/p99, algbw and busbw; the arrival spread and the ranks
+ * that arrive last.  Returns 0 or -1 when writing failed. */
+int nsp_report_perf_text(const struct nsp_job *job, FILE *out);
+/* The same as one JSON object (schema in docs/REPORT.md).  Returns 0, -1,
+ * or NSP_REPORT_NOJSON. */
+int nsp_report_perf_json(const struct nsp_job *job, FILE *out);
+#if NSP_HAVE_JSON
+struct json_object *nsp_report_perf_json_object(const struct nsp_job *job);
+#endif
+
 /* Writes one line per record of the trace at path to out, header first:
  * text ("t=+12.345678ms CALL all-reduce comm=1 seq=2 ...", times relative
  * to the header's monotonic time) or, with json != 0, one JSON object per

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ncclspy/trace.h"
 #include "nsp_names.h"
 #include "nsp_report.h"
 
@@ -68,6 +69,29 @@ static void put_call(struct jctx *j, json_object *o, const struct nsp_call *c, i
   }
   if (c->last_error) put(j, o, "last_error", jstr(c->last_error));
   if (c->time_ns) put(j, o, "time_ns", jint(c->time_ns));
+  if (c->done >= 0) put(j, o, "completed", json_object_new_boolean(c->done > 0));
+}
+
+/* {"id", "flags", "frames": [{"module", "offset", "symbol"}], "skipped", "total"} */
+static json_object *site_json(struct jctx *j, const struct nsp_callsite *cs) {
+  json_object *o = json_object_new_object();
+  if (!o) return NULL;
+  put(j, o, "id", jint(cs->id));
+  put(j, o, "full", json_object_new_boolean((cs->flags & NSP_SITE_FULL) != 0));
+  json_object *fr = json_object_new_array();
+  for (size_t i = 0; fr && i < cs->nframes; i++) {
+    json_object *x = json_object_new_object();
+    if (x) {
+      put(j, x, "module", jstr(cs->frames[i].module));
+      put(j, x, "offset", jint((int64_t)cs->frames[i].offset));
+      put(j, x, "symbol", jstr(cs->frames[i].symbol));
+    }
+    push(j, fr, x);
+  }
+  put(j, o, "frames", fr);
+  put(j, o, "skipped", jint((int64_t)cs->nskipped));
+  put(j, o, "total", jint((int64_t)cs->ntotal));
+  return o;
 }
 
 static json_object *finding_json(struct jctx *j, const struct nsp_job *job, const struct nsp_finding *f) {
@@ -75,6 +99,8 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
   if (!o) return NULL;
   int p2p = f->kind == NSP_FIND_P2P_SIZE_MISMATCH || f->kind == NSP_FIND_P2P_UNMATCHED;
   int is_error = f->kind == NSP_FIND_ERROR;
+  int hang = f->kind == NSP_FIND_HANG || f->kind == NSP_FIND_NEVER_COMPLETED;
+  int env = nsp_finding_kind_is_env(f->kind);
   put(j, o, "kind", jstr(nsp_finding_kind_name(f->kind)));
   if (f->comm_id) put(j, o, "comm", jid(f->comm_id));
   else put_null(o, "comm");
@@ -87,7 +113,7 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
   }
   if (f->time_ns) {
     put(j, o, "time_ns", jint(f->time_ns));
-    put(j, o, "t_rel_ns", jint(f->time_ns - nsp_job_start_ns(job)));
+    put(j, o, "t_rel_ns", jint((int64_t)((uint64_t)f->time_ns - (uint64_t)nsp_job_start_ns(job))));
   }
   json_object *sides = json_object_new_array();
   for (size_t s = 0; sides && s < f->nsides; s++) {
@@ -98,13 +124,18 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
       break;
     }
     put(j, so, "ranks", jranks(j, sd->ranks, sd->nranks));
-    json_object *vals = json_object_new_object();
+    if (hang) put(j, so, "role", jstr(nsp_side_role_name(sd->role)));
+    if (env) {
+      if (sd->value) put(j, so, "value", jstr(sd->value));
+      else put_null(so, "value");
+    }
+    json_object *vals = env ? NULL : json_object_new_object();
     if (vals) {
       put_call(j, vals, &sd->call, is_error);
       if (p2p) put(j, vals, "posted", jint((int64_t)sd->posted));
       if (f->kind == NSP_FIND_STOPPED_EARLY) put(j, vals, "last_seq", jint((int64_t)sd->call.seq));
     }
-    put(j, so, "values", vals);
+    if (!env) put(j, so, "values", vals);
     put(j, so, "text", jstr(sd->text));
     json_object *procs = json_object_new_array();
     for (size_t p = 0; procs && p < sd->nranks; p++) {
@@ -121,8 +152,20 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
       if (pr->call.api >= 0 || is_error) {
         json_object *co = json_object_new_object();
         if (co) put_call(j, co, &pr->call, is_error);
-        put(j, po, is_error ? "error" : "last_call", co);
+        /* hang: the call at the seq, except for ranks that never arrived */
+        put(j, po, is_error ? "error" : hang && sd->role != NSP_ROLE_NOT_ARRIVED ? "call" : "last_call", co);
       }
+      if (hang && pr->blocked.api >= 0) {
+        json_object *bo = json_object_new_object();
+        if (bo) put_call(j, bo, &pr->blocked, 0);
+        put(j, po, "stuck_in", bo);
+      }
+      if (hang && sd->role == NSP_ROLE_WAITING) {
+        put(j, po, "wait_ns", jint(pr->wait_ns));
+        if (pr->done_flags & NSP_DONE_ABANDONED) put(j, po, "abandoned", json_object_new_boolean(1));
+        if (pr->done_flags & NSP_DONE_ERROR) put(j, po, "gpu_error", json_object_new_boolean(1));
+      }
+      if (pr->site) put(j, po, "site", site_json(j, pr->site));
       push(j, procs, po);
     }
     put(j, so, "procs", procs);
@@ -132,7 +175,11 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
   put(j, o, "odd_ranks", jranks(j, f->odd_ranks, f->nodd));
   put(j, o, "later", jint((int64_t)f->later));
   put(j, o, "hint", jstr(f->hint));
+  if (f->hint_id) put(j, o, "hint_id", jstr(f->hint_id));
   put(j, o, "message", jstr(f->message));
+  if (f->cause != SIZE_MAX) put(j, o, "caused_by", jint((int64_t)f->cause));
+  else put_null(o, "caused_by");
+  if (f->setting) put(j, o, "setting", jstr(f->setting));
   return o;
 }
 
@@ -167,6 +214,18 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
     put(&j, o, "calls", jint((int64_t)t->calls));
     put(&j, o, "dropped", jint((int64_t)t->dropped));
     put(&j, o, "errors", jint((int64_t)t->errors));
+    put(&j, o, "nccl_path", jstr(t->nccl_path));
+    put(&j, o, "driver_version", jint(t->driver_version));
+    put(&j, o, "runtime_version", jint(t->runtime_version));
+    put(&j, o, "launcher", jstr(t->launcher));
+    json_object *tr = json_object_new_array();
+    if (tr && (t->tracking & NSP_TRACK_COMPLETION)) push(&j, tr, jstr("completion"));
+    if (tr && (t->tracking & NSP_TRACK_TIMING)) push(&j, tr, jstr("timing"));
+    if (tr && (t->tracking & NSP_TRACK_CALLSITES)) push(&j, tr, jstr("call-sites"));
+    put(&j, o, "tracking", tr);
+    if (t->end_ns) put(&j, o, "end_time_ns", jint(t->end_ns));
+    put(&j, o, "completions", jint((int64_t)t->completions));
+    put(&j, o, "call_sites", jint((int64_t)t->nsites));
     json_object *pr = json_object_new_array();
     if (pr && t->problem) push(&j, pr, jstr(t->problem));
     put(&j, o, "problems", pr);

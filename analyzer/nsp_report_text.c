@@ -2,7 +2,10 @@
  * after a crash or hang.  Layout: docs/REPORT.md. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "ncclspy/trace.h"
 
 #include "nsp_names.h"
 #include "nsp_report.h"
@@ -46,7 +49,8 @@ static void put_wrapped(FILE *out, const char *text, int indent, int width) {
 
 static void put_rel(FILE *out, const struct nsp_job *job, int64_t t) {
   if (!t) return;
-  fprintf(out, ", at +%.6f s", (double)(t - nsp_job_start_ns(job)) / 1e9);
+  /* Times come from the traces: subtract without signed overflow. */
+  fprintf(out, ", at +%.6f s", (double)(int64_t)((uint64_t)t - (uint64_t)nsp_job_start_ns(job)) / 1e9);
 }
 
 static void put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id) {
@@ -67,6 +71,73 @@ static void put_ranks(FILE *out, const int *ranks, size_t n) {
   char buf[256];
   nsp_format_ranks(buf, sizeof buf, ranks, n);
   fprintf(out, "%s %s", n == 1 ? "rank" : "ranks", buf);
+}
+
+/* A module path's last component. */
+static const char *base_name(const char *path) {
+  const char *b = strrchr(path, '/');
+  return b ? b + 1 : path;
+}
+
+/* Up to NSP_TEXT_FRAMES frames of a call site, one per line. */
+#define NSP_TEXT_FRAMES 4
+static void put_site(FILE *out, const struct nsp_callsite *cs, int indent) {
+  if (!cs) return;
+  size_t n = cs->nframes < NSP_TEXT_FRAMES ? cs->nframes : NSP_TEXT_FRAMES;
+  for (size_t i = 0; i < n; i++) {
+    const struct nsp_frame *fr = &cs->frames[i];
+    fprintf(out, "%*sat ", indent, "");
+    if (fr->symbol[0]) fprintf(out, "%s (%s+0x%" PRIx64 ")\n", fr->symbol, base_name(fr->module), fr->offset);
+    else fprintf(out, "%s+0x%" PRIx64 "\n", fr->module[0] ? base_name(fr->module) : "?", fr->offset);
+  }
+  if (cs->nframes > n) fprintf(out, "%*s... %zu more frames\n", indent, "", cs->nframes - n);
+}
+
+static int same_site(const struct nsp_callsite *a, const struct nsp_callsite *b) {
+  if (a == b) return 1;
+  if (!a || !b || a->nframes != b->nframes) return 0;
+  for (size_t i = 0; i < a->nframes; i++)
+    if (a->frames[i].offset != b->frames[i].offset || strcmp(a->frames[i].module, b->frames[i].module) ||
+        strcmp(a->frames[i].symbol, b->frames[i].symbol))
+      return 0;
+  return 1;
+}
+
+static int is_hang_kind(int kind) { return kind == NSP_FIND_HANG || kind == NSP_FIND_NEVER_COMPLETED; }
+
+static void put_call_where(FILE *out, const struct nsp_call *c, uint64_t comm_id) {
+  char cb[256];
+  nsp_format_call(cb, sizeof cb, c);
+  fprintf(out, "%s", cb);
+  if (nsp_api_kind(c->api) == NSP_K_COLL || nsp_api_kind(c->api) == NSP_K_P2P) fprintf(out, " seq %" PRIu64, c->seq);
+  if (!c->comm_id) return;
+  if (c->comm_id == comm_id) fprintf(out, " on this communicator");
+  else fprintf(out, " on communicator %016" PRIx64, c->comm_id);
+}
+
+static void put_proc_hang(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, const struct nsp_side *s,
+                          const struct nsp_proc *p) {
+  const struct nsp_call *c = &p->call;
+  if (s->role == NSP_ROLE_NOT_ARRIVED) {
+    if (c->api < 0) {
+      fprintf(out, ": made no call");
+    } else {
+      fprintf(out, ": last call ");
+      put_call_where(out, c, f->comm_id);
+      if (c->done >= 0) fprintf(out, ", %s", c->done ? "completed" : "never completed");
+      put_rel(out, job, c->time_ns);
+    }
+    if (p->blocked.api >= 0 && (p->blocked.comm_id != c->comm_id || p->blocked.seq != c->seq || c->api != p->blocked.api)) {
+      fprintf(out, "; stuck in ");
+      put_call_where(out, &p->blocked, f->comm_id);
+      put_rel(out, job, p->blocked.time_ns);
+    }
+  } else if (s->role == NSP_ROLE_WAITING) {
+    fprintf(out, ": waited %.3f s (enqueue to the end of its trace)", (double)p->wait_ns / 1e9);
+    put_rel(out, job, c->time_ns);
+    if (p->done_flags & NSP_DONE_ABANDONED) fprintf(out, "; abandoned: its communicator was aborted");
+    if (p->done_flags & NSP_DONE_ERROR) fprintf(out, "; the GPU reported an error");
+  }
 }
 
 static void put_proc_call(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, const struct nsp_proc *p) {
@@ -101,16 +172,25 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
     put_rel(out, job, s->call.time_ns);
   }
   fputc('\n', out);
-  /* Per-process detail matters for the wavefront and errors; elsewhere
-   * host/pid pairs on one line do. */
-  int detail = f->kind == NSP_FIND_STOPPED_EARLY || f->kind == NSP_FIND_ERROR;
+  /* Per-process detail matters for the wavefront, errors and hangs;
+   * elsewhere host/pid pairs on one line do. */
+  int hang = is_hang_kind(f->kind);
+  int detail = f->kind == NSP_FIND_STOPPED_EARLY || f->kind == NSP_FIND_ERROR || hang;
   size_t shown = s->nranks < NSP_TEXT_PROCS ? s->nranks : NSP_TEXT_PROCS;
   for (size_t p = 0; p < shown; p++) {
     const struct nsp_proc *pr = &s->procs[p];
     if (detail) {
-      fprintf(out, "        rank %d on %s pid %" PRIu32, pr->rank, pr->host, pr->pid);
-      put_proc_call(out, job, f, pr);
+      fprintf(out, "        rank %d", pr->rank);
+      /* Ranks of a split communicator are not job ranks: say both. */
+      int jr = nsp_job_trace(job, pr->trace)->rank;
+      if (hang && jr >= 0 && jr != pr->rank) fprintf(out, " (job rank %d)", jr);
+      fprintf(out, " on %s pid %" PRIu32, pr->host, pr->pid);
+      if (hang) put_proc_hang(out, job, f, s, pr);
+      else put_proc_call(out, job, f, pr);
       fputc('\n', out);
+      /* Where the process made that call; the error's origin and the
+       * ranks of a hang matter most, so each gets its own. */
+      if (f->kind != NSP_FIND_ERROR || (si == 0 && p == 0)) put_site(out, pr->site, 12);
     } else {
       fprintf(out, "%s rank %d on %s pid %" PRIu32, p ? "," : "       ", pr->rank, pr->host, pr->pid);
     }
@@ -118,13 +198,37 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
   if (s->nranks > shown) {
     fprintf(out, detail ? "        ... and %zu more\n" : ", ... and %zu more", s->nranks - shown);
   }
-  if (!detail) fputc('\n', out);
+  if (detail) return;
+  fputc('\n', out);
+  /* The side's call sites, each once, with the ranks that share it. */
+  int shown_sites = 0;
+  for (size_t p = 0; p < s->nranks && shown_sites < 3; p++) {
+    const struct nsp_callsite *cs = s->procs[p].site;
+    int first = cs != NULL;
+    for (size_t q = 0; q < p && first; q++)
+      if (same_site(s->procs[q].site, cs)) first = 0;
+    if (!first) continue;
+    int *rk = malloc(s->nranks * sizeof *rk);
+    size_t nr = 0;
+    for (size_t q = p; rk && q < s->nranks; q++)
+      if (same_site(s->procs[q].site, cs)) rk[nr++] = s->ranks[q];
+    char rb[256];
+    nsp_format_ranks(rb, sizeof rb, rk, nr);
+    free(rk);
+    fprintf(out, "        call site of %s %s:\n", nr == 1 ? "rank" : "ranks", rb);
+    put_site(out, cs, 12);
+    shown_sites++;
+  }
 }
 
 static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
   const struct nsp_finding *f = nsp_job_finding(job, i);
-  fprintf(out, "[%zu] %s on ", i + 1, nsp_finding_kind_name(f->kind));
-  put_comm(out, f->comm, f->comm_id);
+  fprintf(out, "[%zu] %s", i + 1, nsp_finding_kind_name(f->kind));
+  if (f->setting) fprintf(out, " %s", f->setting);
+  if (!nsp_finding_kind_is_env(f->kind) || f->comm_id) {
+    fprintf(out, " on ");
+    put_comm(out, f->comm, f->comm_id);
+  }
   if (f->kind == NSP_FIND_P2P_SIZE_MISMATCH || f->kind == NSP_FIND_P2P_UNMATCHED)
     fprintf(out, ", rank %d -> rank %d, #%" PRIu64, f->src, f->dst, f->seq);
   else if (f->seq)
@@ -132,12 +236,17 @@ static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
   if (f->api >= 0 && f->kind != NSP_FIND_P2P_SIZE_MISMATCH && f->kind != NSP_FIND_P2P_UNMATCHED)
     fprintf(out, " (%s)", nsp_op_name(f->api));
   put_rel(out, job, f->time_ns);
+  if (f->cause != SIZE_MAX) fprintf(out, ", caused by [%zu]", f->cause + 1);
   fputc('\n', out);
   put_wrapped(out, f->message, 4, 100);
   for (size_t s = 0; s < f->nsides; s++) put_side(out, job, f, s);
-  char buf[512];
-  snprintf(buf, sizeof buf, "hint: %s", f->hint);
-  put_wrapped(out, buf, 4, 100);
+  size_t hl = strlen(f->hint) + 8;
+  char *buf = malloc(hl);
+  if (buf) {
+    snprintf(buf, hl, "hint: %s", f->hint);
+    put_wrapped(out, buf, 4, 100);
+    free(buf);
+  }
 }
 
 int nsp_report_text(const struct nsp_job *job, FILE *out) {
@@ -147,9 +256,17 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
   fprintf(out, "Summary\n");
   put_wrapped(out, nsp_job_summary(job), 2, 100);
 
-  if (nf) fprintf(out, "\nFindings (likely cause first)\n");
-  for (size_t i = 0; i < nf; i++) {
+  /* Environment findings sort last: their own section. */
+  size_t nmain = 0;
+  while (nmain < nf && !nsp_finding_kind_is_env(nsp_job_finding(job, nmain)->kind)) nmain++;
+  if (nmain) fprintf(out, "\nFindings (likely cause first)\n");
+  for (size_t i = 0; i < nmain; i++) {
     if (i) fputc('\n', out);
+    put_finding(out, job, i);
+  }
+  if (nf > nmain) fprintf(out, "\nEnvironment (differences between the ranks)\n");
+  for (size_t i = nmain; i < nf; i++) {
+    if (i > nmain) fputc('\n', out);
     put_finding(out, job, i);
   }
 
@@ -160,6 +277,16 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
     fprintf(out, "  rank %-4d %s pid %" PRIu32 ", NCCL %s, %" PRIu64 " record%s, %" PRIu64 " call%s: %s\n", t->rank,
             t->host, t->pid, nsp_nccl_version_str(t->nccl_version, vb, sizeof vb), t->records,
             t->records == 1 ? "" : "s", t->calls, t->calls == 1 ? "" : "s", t->path);
+    if (t->driver_version || t->runtime_version || t->tracking) {
+      fprintf(out, "           ");
+      if (t->driver_version)
+        fprintf(out, " CUDA driver %d.%d,", t->driver_version / 1000, t->driver_version % 1000 / 10);
+      if (t->runtime_version)
+        fprintf(out, " runtime %d.%d,", t->runtime_version / 1000, t->runtime_version % 1000 / 10);
+      fprintf(out, " tracking:%s%s%s%s\n", t->tracking & NSP_TRACK_COMPLETION ? " completion" : "",
+              t->tracking & NSP_TRACK_TIMING ? " timing" : "", t->tracking & NSP_TRACK_CALLSITES ? " call-sites" : "",
+              t->tracking ? "" : " none");
+    }
     if (t->problem) fprintf(out, "            damaged: %s\n", t->problem);
     if (t->dropped) fprintf(out, "            dropped: %" PRIu64 " records\n", t->dropped);
   }

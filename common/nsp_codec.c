@@ -60,29 +60,48 @@ static int64_t zz_dec(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1)
 static const struct nsp_pred nsp_pred_zero = {.dtype = 0, .redop = -1, .peer = -1};
 
 void nsp_codec_reset(struct nsp_codec *c) {
-  for (size_t i = 0; i < c->npred; i++) c->pred[i] = nsp_pred_zero;
   c->prev_t = 0;
+  if (++c->gen) return;
+  /* Wrapped after 2^32 frames: an old gen could look current again. */
+  for (size_t i = 0; i < c->npred; i++)
+    for (size_t k = 0; c->pred[i] && k < NSP_PRED_PAGE; k++) c->pred[i][k] = nsp_pred_zero;
 }
 
 void nsp_codec_free(struct nsp_codec *c) {
   if (!c) return;
+  for (size_t i = 0; i < c->npred; i++) free(c->pred[i]);
   free(c->pred);
   c->pred = NULL;
   c->npred = 0;
 }
 
 static struct nsp_pred *pred_for(struct nsp_codec *c, uint32_t comm) {
-  if (comm >= c->npred) {
-    if (comm >= NSP_MAX_COMMS) return NULL;
-    size_t n = c->npred ? c->npred : 16;
-    while (n <= comm) n *= 2;
-    struct nsp_pred *p = realloc(c->pred, n * sizeof *p);
-    if (!p) return NULL;
-    for (size_t i = c->npred; i < n; i++) p[i] = nsp_pred_zero;
-    c->pred = p;
+  if (comm >= NSP_MAX_COMMS) return NULL;
+  size_t pg = comm / NSP_PRED_PAGE;
+  if (pg >= c->npred) {
+    size_t n = c->npred ? c->npred : 4;
+    while (n <= pg) n *= 2;
+    struct nsp_pred **d = realloc(c->pred, n * sizeof *d);
+    if (!d) return NULL;
+    memset(d + c->npred, 0, (n - c->npred) * sizeof *d);
+    c->pred = d;
     c->npred = n;
   }
-  return &c->pred[comm];
+  if (!c->pred[pg]) {
+    struct nsp_pred *p = malloc(NSP_PRED_PAGE * sizeof *p);
+    if (!p) return NULL;
+    for (size_t i = 0; i < NSP_PRED_PAGE; i++) {
+      p[i] = nsp_pred_zero;
+      p[i].gen = c->gen;
+    }
+    c->pred[pg] = p;
+  }
+  struct nsp_pred *pr = &c->pred[pg][comm % NSP_PRED_PAGE];
+  if (pr->gen != c->gen) {
+    *pr = nsp_pred_zero;
+    pr->gen = c->gen;
+  }
+  return pr;
 }
 
 /* ---- encoder ---------------------------------------------------------- */
@@ -286,6 +305,10 @@ int nsp_encode(struct nsp_buf *out, struct nsp_codec *c, const struct nsp_rec *r
       }
       break;
     }
+    case NSP_REC_RINGPOS:
+      put_v(&e, r->seq);
+      put_v(&e, r->count);
+      break;
     default:
       return -1;
   }
@@ -430,7 +453,7 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
   r->redop = -1;
   r->kind = kind > 255 ? 0 : (uint8_t)kind;
   const uint8_t *next = p + len;
-  if (kind < NSP_REC_PROCESS || kind > NSP_REC_CALLSITE) {
+  if (kind < NSP_REC_PROCESS || kind > NSP_REC_RINGPOS) {
     r->kind = 0; /* unknown: skipped by length */
     *pp = next;
     return 1;
@@ -575,6 +598,10 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
       r->ext = x;
       break;
     }
+    case NSP_REC_RINGPOS:
+      r->seq = get_v(&d);
+      r->count = get_v(&d);
+      break;
   }
   if (d.bad || r->comm >= NSP_MAX_COMMS) return -1;
   if (r->last_error && !r->last_error[0]) r->last_error = NULL;

@@ -1,8 +1,18 @@
-/* nsp_reader.c - header check, zstd frame walk, record decode. */
+/* nsp_reader.c - header check, zstd frame walk, record decode.
+ *
+ * Damage in the middle of a file (a frame that does not decompress, a
+ * malformed record) costs the frame it is in: reading goes on at the next
+ * zstd frame magic, since every frame is self-contained.  Work and memory
+ * stay bounded whatever the file claims: no allocation is sized by a
+ * length read from the file, a frame's output is capped at NSP_MAX_FRAME,
+ * zstd's window at the same, and a file's total output at NSP_MAX_RATIO
+ * times its size plus 1 MiB (decompression bombs). */
 #include "nsp_reader.h"
+#include "nsp_ringread.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 struct nsp_reader {
   const uint8_t *data;
@@ -24,9 +35,28 @@ struct nsp_reader {
   struct nsp_codec codec;
   struct nsp_dec_store store;
   uint64_t frames;
+  uint64_t out_total;  /* bytes decompressed so far, damaged frames included */
+  unsigned damaged;    /* damaged regions skipped */
+  size_t skipped;      /* bytes skipped over them */
+  size_t resume;       /* where reading went on after the last damage */
   int done;
-  char problem[256];
+  char problem[320];
+  /* Recovery from "<path>.ring" after the last frame (nsp_ringread.h). */
+  struct nsp_ringread *ring;
+  uint64_t ring_end;        /* largest RINGPOS end read */
+  uint64_t dropped_seen[4]; /* DROPPED counts read, by reason */
+  char ring_note[160];
 };
+
+/* zstd's frame magic, 0xFD2FB528 little-endian. */
+static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+/* Damaged regions skipped before the reader gives up on a file. */
+#define NSP_MAX_DAMAGE 64
+/* A file may decompress to 1 MiB (a shim frame) plus this many times its
+ * bytes read so far; shim traces decompress to about 3 times their size. */
+#define NSP_MAX_RATIO 1024
+/* log2(NSP_MAX_FRAME): no frame needs a larger zstd window. */
+#define NSP_MAX_WINDOW_LOG 26
 
 static uint64_t le64(const uint8_t *p) {
   uint64_t v = 0;
@@ -40,7 +70,10 @@ static uint32_t le32(const uint8_t *p) {
 static struct nsp_reader *open_common(struct nsp_reader *r, char *err, size_t errlen) {
   const uint8_t *d = r->data;
   if (r->len < 112 || memcmp(d, NSP_MAGIC, 8) != 0) {
-    snprintf(err, errlen, "not an ncclspy trace (%s)", r->len < 112 ? "shorter than its header" : "bad magic");
+    if (r->len < 112)
+      snprintf(err, errlen, "not an ncclspy trace (shorter than its header): the file ends at byte %zu", r->len);
+    else
+      snprintf(err, errlen, "not an ncclspy trace (bad magic) at byte 0");
     return NULL;
   }
   struct nsp_file_header *h = &r->hdr;
@@ -56,7 +89,8 @@ static struct nsp_reader *open_common(struct nsp_reader *r, char *err, size_t er
   memcpy(h->host, d + 48, NSP_HOST_MAX);
   h->host[NSP_HOST_MAX - 1] = 0;
   if (h->major != NSP_FORMAT_MAJOR) {
-    snprintf(err, errlen, "trace format %u.%u, this reader knows %d.x", h->major, h->minor, NSP_FORMAT_MAJOR);
+    snprintf(err, errlen, "trace format %u.%u (byte 8), this reader knows %d.x", h->major, h->minor,
+             NSP_FORMAT_MAJOR);
     return NULL;
   }
   if (h->header_size < 112 || h->header_size > r->len) {
@@ -69,6 +103,9 @@ static struct nsp_reader *open_common(struct nsp_reader *r, char *err, size_t er
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
+  /* A frame header may claim a window of up to 2 GiB, which zstd would
+   * allocate before reading a byte of it. */
+  ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, NSP_MAX_WINDOW_LOG);
   return r;
 }
 
@@ -88,7 +125,9 @@ struct nsp_reader *nsp_reader_open_mem(const uint8_t *data, size_t len, char *er
 }
 
 struct nsp_reader *nsp_reader_open(const char *path, char *err, size_t errlen) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO named like a trace must not hang the open; it is
+   * refused below as not a regular file. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     snprintf(err, errlen, "cannot open: %s", strerror(errno));
     return NULL;
@@ -121,97 +160,190 @@ struct nsp_reader *nsp_reader_open(const char *path, char *err, size_t errlen) {
     nsp_reader_destroy(r);
     return NULL;
   }
+  r->ring = nsp_ringread_open(path, &r->hdr, r->ring_note, sizeof r->ring_note);
   return r;
 }
+
+uint64_t nsp_reader_recovered(const struct nsp_reader *r) { return nsp_ringread_recovered(r->ring); }
+uint64_t nsp_reader_unrecovered(const struct nsp_reader *r) { return nsp_ringread_lost(r->ring); }
+const char *nsp_reader_ring_note(const struct nsp_reader *r) { return r->ring_note[0] ? r->ring_note : NULL; }
 
 const struct nsp_file_header *nsp_reader_header(const struct nsp_reader *r) { return &r->hdr; }
 const char *nsp_reader_problem(const struct nsp_reader *r) { return r->problem[0] ? r->problem : NULL; }
 uint64_t nsp_reader_frames(const struct nsp_reader *r) { return r->frames; }
 
-/* Decompresses the frame at r->off into r->frame.  Returns 1, 0 at a clean
- * end, -1 at damage (problem set). */
+/* Appends to the problem sentence (the first damage's, plus a summary). */
+static void problem_cat(struct nsp_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem_cat(struct nsp_reader *r, const char *fmt, ...) {
+  size_t used = strlen(r->problem);
+  if (used + 1 >= sizeof r->problem) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->problem + used, sizeof r->problem - used, fmt, ap);
+  va_end(ap);
+}
+
+/* Byte offset of the next zstd frame magic after `from`; r->len when none. */
+static size_t next_magic(const struct nsp_reader *r, size_t from) {
+  if (from >= r->len) return r->len;
+  const uint8_t *m = memmem(r->data + from, r->len - from, zstd_magic, sizeof zstd_magic);
+  return m ? (size_t)(m - r->data) : r->len;
+}
+
+/* Damage at byte `at`: the first one is described (printf format), later
+ * ones counted.  Reading goes on at `resume` (the next frame magic, or
+ * r->len), or stops for good once NSP_MAX_DAMAGE regions were skipped. */
+static void damage(struct nsp_reader *r, size_t at, size_t resume, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void damage(struct nsp_reader *r, size_t at, size_t resume, const char *fmt, ...) {
+  if (!r->damaged++) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->problem, sizeof r->problem, fmt, ap);
+    va_end(ap);
+  }
+  if (resume < at) resume = at;
+  if (r->damaged >= NSP_MAX_DAMAGE) resume = r->len;
+  r->skipped += resume - at;
+  r->off = r->resume = resume;
+}
+
+/* Decompresses the frame at r->off (or, past damage, a later one) into
+ * r->frame.  Returns 1, or 0 at the end of the file. */
 static int next_frame(struct nsp_reader *r) {
-  const uint8_t *src;
-  size_t avail, csize;
-  /* A loop, not recursion, over skippable frames: a file of millions of
-   * them must not overflow the stack. */
   for (;;) {
     if (r->off >= r->len) return 0;
-    src = r->data + r->off;
-    avail = r->len - r->off;
-    csize = ZSTD_findFrameCompressedSize(src, avail);
+    const uint8_t *src = r->data + r->off;
+    size_t avail = r->len - r->off;
+    size_t csize = ZSTD_findFrameCompressedSize(src, avail);
     if (ZSTD_isError(csize)) {
-      /* A frame the process was writing when it died: expected, not damage. */
-      snprintf(r->problem, sizeof r->problem,
-               "incomplete frame at byte %zu (%zu bytes after the last whole frame; the process "
-               "probably died while writing)", r->off, avail);
-      return 0;
+      size_t next = next_magic(r, r->off + 1);
+      if (ZSTD_getErrorCode(csize) == ZSTD_error_srcSize_wrong && next == r->len) {
+        /* The file ends inside this frame, and no frame follows: the one
+         * the process was writing when it died.  Expected, not damage. */
+        if (r->damaged) {
+          problem_cat(r, "; the file ends inside the frame at byte %zu", r->off);
+        } else {
+          snprintf(r->problem, sizeof r->problem,
+                   "incomplete frame at byte %zu: the file ends %zu bytes into it (cut there; the process "
+                   "probably died while writing)", r->off, avail);
+        }
+        r->off = r->len;
+        return 0;
+      }
+      damage(r, r->off, next, "corrupt frame at byte %zu: %s", r->off,
+             ZSTD_getErrorCode(csize) == ZSTD_error_srcSize_wrong ? "its size runs past the end of the file"
+                                                                    : ZSTD_getErrorName(csize));
+      continue;
     }
-    if (avail < 4 || (le32(src) & 0xFFFFFFF0u) != 0x184D2A50u) break;
-    r->off += csize; /* skippable frame (RFC 8878 3.1.2) */
+    if (avail >= 4 && (le32(src) & 0xFFFFFFF0u) == 0x184D2A50u) {
+      r->off += csize; /* skippable frame (RFC 8878 3.1.2); a loop, not recursion */
+      continue;
+    }
+    ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+    r->frame.len = 0;
+    ZSTD_inBuffer in = {src, csize, 0};
+    /* Whole file's output budget, checked as output grows. */
+    uint64_t budget = (1u << 20) + (uint64_t)NSP_MAX_RATIO * (r->off + csize);
+    const char *bad = NULL;
+    char why[96];
+    for (;;) {
+      if (r->frame.cap - r->frame.len < (1u << 16) && r->frame.cap <= NSP_MAX_FRAME) {
+        /* Grows by what came out, never by what a header claims, and
+         * never past NSP_MAX_FRAME plus one block. */
+        size_t cap = r->frame.cap ? r->frame.cap * 2 : (1u << 16);
+        if (cap > NSP_MAX_FRAME + (1u << 16)) cap = NSP_MAX_FRAME + (1u << 16);
+        uint8_t *d = realloc(r->frame.data, cap);
+        if (!d) {
+          bad = "out of memory";
+          break;
+        }
+        r->frame.data = d;
+        r->frame.cap = cap;
+      }
+      ZSTD_outBuffer out = {r->frame.data, r->frame.cap, r->frame.len};
+      size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
+      r->frame.len = out.pos;
+      if (ZSTD_isError(ret)) {
+        bad = ZSTD_getErrorName(ret);
+        break;
+      }
+      if (r->frame.len > NSP_MAX_FRAME) {
+        snprintf(why, sizeof why, "decompresses past %u bytes", NSP_MAX_FRAME);
+        bad = why;
+        break;
+      }
+      if (r->out_total + r->frame.len > budget) {
+        r->out_total += r->frame.len;
+        damage(r, r->off, r->len,
+               "frame at byte %zu decompresses to over %d times the size of the file so far (a "
+               "decompression bomb?); not read further", r->off, NSP_MAX_RATIO);
+        return 0;
+      }
+      if (ret == 0) break;
+      if (in.pos == in.size && out.pos < out.size) {
+        bad = "the frame ends early";
+        break;
+      }
+    }
+    r->out_total += r->frame.len;
+    if (bad) {
+      damage(r, r->off, next_magic(r, r->off + 1), "corrupt zstd frame at byte %zu: %s", r->off, bad);
+      continue;
+    }
+    r->frame_off = r->off;
+    r->off += csize;
+    r->p = r->frame.data;
+    r->frames++;
+    nsp_codec_reset(&r->codec);
+    return 1;
   }
-  ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
-  r->frame.len = 0;
-  ZSTD_inBuffer in = {src, csize, 0};
-  for (;;) {
-    if (nsp_buf_reserve(&r->frame, 1 << 16) < 0) {
-      snprintf(r->problem, sizeof r->problem, "out of memory at frame at byte %zu", r->off);
-      return -1;
-    }
-    ZSTD_outBuffer out = {r->frame.data, r->frame.cap, r->frame.len};
-    size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
-    r->frame.len = out.pos;
-    if (ZSTD_isError(ret)) {
-      snprintf(r->problem, sizeof r->problem, "corrupt zstd frame at byte %zu: %s", r->off,
-               ZSTD_getErrorName(ret));
-      return -1;
-    }
-    if (r->frame.len > NSP_MAX_FRAME) {
-      snprintf(r->problem, sizeof r->problem, "frame at byte %zu decompresses past %u bytes", r->off,
-               NSP_MAX_FRAME);
-      return -1;
-    }
-    if (ret == 0) break;
-    if (in.pos == in.size && out.pos < out.size) {
-      snprintf(r->problem, sizeof r->problem, "truncated zstd frame at byte %zu", r->off);
-      return -1;
-    }
-  }
-  r->frame_off = r->off;
-  r->off += csize;
-  r->p = r->frame.data;
-  r->frames++;
-  nsp_codec_reset(&r->codec);
-  return 1;
 }
 
 int nsp_reader_next(struct nsp_reader *r, struct nsp_rec *rec) {
-  if (r->done) return r->problem[0] && r->done < 0 ? -1 : 0;
+  if (r->done) return r->done < 0 ? -1 : 0;
   for (;;) {
     if (r->p && r->p < r->frame.data + r->frame.len) {
       const uint8_t *start = r->p;
       int ret = nsp_decode(&r->p, r->frame.data + r->frame.len, &r->codec, rec, &r->store);
       if (ret == 1) {
         if (rec->kind == 0) continue; /* unknown kind, skipped */
+        if (rec->kind == NSP_REC_RINGPOS) { /* bookkeeping for recovery, not shown */
+          if (rec->count > r->ring_end) r->ring_end = rec->count;
+          continue;
+        }
+        if (rec->kind == NSP_REC_DROPPED && rec->aux < 4) r->dropped_seen[rec->aux] += rec->count;
         return 1;
       }
-      snprintf(r->problem, sizeof r->problem,
-               "malformed record at byte %zu of the frame at file byte %zu",
-               (size_t)(start - r->frame.data), r->frame_off);
-      r->done = -1;
-      return -1;
+      /* The rest of this frame cannot be framed into records: go on
+       * with the next frame, which starts where this one ended. */
+      size_t frame_end = r->off;
+      r->off = r->frame_off;
+      damage(r, r->frame_off, frame_end, "malformed record at byte %zu of the frame at file byte %zu",
+             (size_t)(start - r->frame.data), r->frame_off);
+      r->p = NULL;
+      continue;
     }
-    int f = next_frame(r);
-    if (f <= 0) {
-      r->done = f < 0 ? -1 : 1;
-      return f;
-    }
+    r->p = NULL;
+    if (next_frame(r)) continue;
+    /* After the last frame: what the process committed but never wrote. */
+    if (r->ring && nsp_ringread_next(r->ring, r->ring_end, r->dropped_seen, rec) == 1) return 1;
+    if (r->damaged == 1 && r->resume < r->len)
+      problem_cat(r, "; skipped %zu bytes, read on from byte %zu", r->skipped, r->resume);
+    else if (r->damaged == 1)
+      problem_cat(r, "; nothing readable after it");
+    else if (r->damaged > 1)
+      problem_cat(r, "; %u damaged regions (%zu bytes) skipped in all%s", r->damaged, r->skipped,
+                  r->damaged >= NSP_MAX_DAMAGE ? ", then gave up" : "");
+    r->done = r->damaged ? -1 : 1;
+    return r->done < 0 ? -1 : 0;
   }
 }
 
 void nsp_reader_destroy(struct nsp_reader *r) {
   if (!r) return;
   if (r->map_len) munmap((void *)r->data, r->map_len);
+  nsp_ringread_close(r->ring);
   ZSTD_freeDCtx(r->dctx);
   nsp_buf_free(&r->frame);
   nsp_codec_free(&r->codec);

@@ -1,9 +1,14 @@
 /* nsp_reader.h - reads one ncclspy trace file, record by record.
  *
- * The reader never trusts the file: a bad header, a frame that does not
- * decompress, or a malformed record stops reading at that point with a
- * message naming the byte offset; everything before it stays usable.  A
- * file cut inside its last frame reads up to the last whole frame. */
+ * The reader never trusts the file.  A bad header refuses the file.  A
+ * frame that does not decompress, or a malformed record, loses that frame
+ * (from the bad record on): frames are self-contained, so reading goes on
+ * at the next zstd frame, and the problem sentence names the byte offset
+ * of the first damage and what was skipped.  A file cut inside its last
+ * frame reads up to the last whole frame; that is reported as a cut
+ * ("incomplete frame at byte N"), not as damage ("corrupt frame at byte
+ * N", "malformed record at byte ...").  Memory and time are bounded
+ * whatever lengths or counts the file claims (see nsp_reader.c). */
 #ifndef NSP_READER_H
 #define NSP_READER_H
 
@@ -15,7 +20,7 @@
 struct nsp_reader;
 
 /* Largest decompressed frame accepted, bytes (the shim writes frames of
- * at most 4 MiB); a larger claim is treated as damage. */
+ * about 1 MiB); a larger frame is treated as damage. */
 #define NSP_MAX_FRAME (64u << 20)
 
 /* Opens path.  Returns NULL when the file cannot be opened or its header
@@ -31,15 +36,29 @@ struct nsp_reader *nsp_reader_open_mem(const uint8_t *data, size_t len, char *er
 const struct nsp_file_header *nsp_reader_header(const struct nsp_reader *r);
 
 /* Reads the next record into rec; its strings and ext stay valid until the
- * next call.  Returns 1 for a record, 0 at the end of what is readable,
- * -1 when reading stopped at damage (nsp_reader_problem says where; the
- * reader stays at its end afterwards). */
+ * next call.  Returns 1 for a record; at the end, 0 when the file read
+ * cleanly (or was only cut), -1 when damage was skipped on the way
+ * (nsp_reader_problem says where).  The reader stays at its end afterwards. */
 int nsp_reader_next(struct nsp_reader *r, struct nsp_rec *rec);
 
 /* NULL when the whole file read cleanly; otherwise a sentence with the
- * byte offset where reading stopped ("truncated frame at byte 4096 ...").
- * A cut last frame is reported here too, with nsp_reader_next returning 0. */
+ * byte offset of the first damage and what was skipped ("corrupt frame at
+ * byte 4096: ...; skipped 812 bytes, read on from byte 4908").  A cut last
+ * frame is reported here too ("incomplete frame at byte N: the file ends
+ * ..."), with nsp_reader_next returning 0. */
 const char *nsp_reader_problem(const struct nsp_reader *r);
+
+/* Records recovered so far from the trace's crash ring, "<path>.ring"
+ * (include/ncclspy/trace.h): those its process had committed but not yet
+ * written when it died.  nsp_reader_next returns them after the last frame,
+ * then one DROPPED record per reason for drops the frames did not report.
+ * Traces opened with nsp_reader_open_mem have no ring. */
+uint64_t nsp_reader_recovered(const struct nsp_reader *r);
+/* Records found in the ring that could not be recovered (their strings were
+ * lost: the ring's blob area was full). */
+uint64_t nsp_reader_unrecovered(const struct nsp_reader *r);
+/* NULL, or why a ring file next to the trace was not used. */
+const char *nsp_reader_ring_note(const struct nsp_reader *r);
 
 /* Frames read so far. */
 uint64_t nsp_reader_frames(const struct nsp_reader *r);

@@ -53,6 +53,8 @@ struct nsp_rec_ext {
  *  COMPLETION  comm, api, seq, peer, group_id, flags (NSP_DONE_*),
  *              t_enter = gpu_start, t_exit = gpu_end, count = t_seen.
  *  CALLSITE    site, flags (NSP_SITE_*), ext frames.
+ *  RINGPOS     seq = first ring position of the frame, count = end
+ *              (nsp_reader consumes these; callers never see them).
  * Fields are sized for the shim's ring (128-byte slots). */
 struct nsp_rec {
   uint8_t kind;          /* enum nsp_rec_kind */
@@ -92,14 +94,22 @@ struct nsp_pred {
   uint64_t seq, count, stream, sendbuff, recvbuff, group_id;
   int32_t dtype, redop, peer, result;
   uint32_t group_depth, flags, site;
+  uint32_t gen; /* the frame (nsp_codec.gen) this prediction belongs to */
 };
+/* Predictions live in pages of NSP_PRED_PAGE comms, made when a comm of
+ * the page is first used: a comm index near NSP_MAX_COMMS costs one page
+ * and the directory, not a prediction for every lower index. */
+#define NSP_PRED_PAGE 32
 struct nsp_codec {
-  struct nsp_pred *pred; /* indexed by comm; grows on demand */
-  size_t npred;
+  struct nsp_pred **pred; /* pages by comm / NSP_PRED_PAGE (NULL: none yet) */
+  size_t npred;           /* directory entries */
   uint64_t prev_t;
+  uint32_t gen; /* frames started; a pred of another gen is stale */
 };
 
-/* Starts a new frame: forgets every prediction (keeps the memory). */
+/* Starts a new frame: forgets every prediction (keeps the memory), in
+ * O(1): one comm index near NSP_MAX_COMMS must not make every later
+ * frame cost a pass over a million predictions. */
 void nsp_codec_reset(struct nsp_codec *c);
 /* Frees the state; c may be NULL. */
 void nsp_codec_free(struct nsp_codec *c);

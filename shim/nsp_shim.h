@@ -208,6 +208,16 @@ NSP_HIDDEN void nsp_resolve_atfork(int phase);
 /* NCCLSPY_FLUSH_MS as read. */
 NSP_HIDDEN unsigned nsp_flush_ms(void);
 
+/* ---- call sites (nsp_site.c) ---- */
+/* The id of the calling stack's call site (writing its CALLSITE record the
+ * first time), taken from inside a wrapper; `caller` is the wrapper's
+ * return address.  A deeper, separate site when `failed`.  0 when call
+ * sites are off or unknown. */
+NSP_HIDDEN uint32_t nsp_site_current(int failed, void *caller);
+/* True when call sites are recorded (built with libunwind, and
+ * NCCLSPY_CALLSITES is not 0). */
+NSP_HIDDEN int nsp_sites_enabled(void);
+
 /* ---- environment (nsp_env.c) ---- */
 /* The launcher that started this process, from its variables: "torchrun",
  * "slurm", "openmpi", "pmi", or "" (a static string). */

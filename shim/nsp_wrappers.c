@@ -160,12 +160,14 @@ static void comm_settle(struct nsp_comm *c) {
 static void record_call_c(int api, struct nsp_comm *c, ncclComm_t comm, const void *sendbuff,
                           const void *recvbuff, size_t count, int dtype, int redop, int peer,
                           cudaStream_t stream, int result, uint64_t t0, uint64_t t1,
-                          struct nsp_track *trk) {
+                          struct nsp_track *trk, void *caller) {
   if (c && NSP_UNLIKELY(atomic_load_explicit(&c->pending, memory_order_relaxed))) comm_settle(c);
   uint64_t seq = 0;
   int kind = nsp_api_kind(api);
   if (c && kind == NSP_K_COLL) seq = atomic_fetch_add_explicit(&c->coll_seq, 1, memory_order_relaxed) + 1;
   else if (c && kind == NSP_K_P2P) seq = nsp_comm_p2p_seq(c, peer, api == NSP_API_Recv);
+  /* Its call site's record, when new, goes in the ring before the call. */
+  uint32_t site = kind == NSP_K_COLL || kind == NSP_K_P2P ? nsp_site_current(result != ncclSuccess, caller) : 0;
   /* The call's record goes in the ring before its completion can. */
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) {
@@ -188,6 +190,7 @@ static void record_call_c(int api, struct nsp_comm *c, ncclComm_t comm, const vo
   r->recvbuff = (uint64_t)(uintptr_t)recvbuff;
   r->t_enter = t0;
   r->t_exit = t1;
+  r->site = site;
   if (sendbuff && sendbuff == recvbuff) r->flags = NSP_CALL_IN_PLACE;
   if (NSP_UNLIKELY(result != ncclSuccess)) r->last_error = last_error_text(comm, result);
   nsp_ring_commit(r);
@@ -198,7 +201,7 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
                         size_t count, int dtype, int redop, int peer, cudaStream_t stream,
                         int result, uint64_t t0, uint64_t t1, struct nsp_track *trk) {
   record_call_c(api, nsp_comm_find(comm), comm, sendbuff, recvbuff, count, dtype, redop, peer,
-                stream, result, t0, t1, trk);
+                stream, result, t0, t1, trk, NULL);
 }
 
 /* The common shape of a recorded call: resolve, pass through when nested,
@@ -249,7 +252,7 @@ NSP_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size
                                       cudaStream_t stream) {
   NSP_TRACKED_CALL(AllReduce, (sendbuff, recvbuff, count, datatype, op, comm, stream), stream,
            record_call_c(NSP_API_AllReduce, c, comm, sendbuff, recvbuff, count, datatype, op, -1, stream,
-                       res, t0, t1, trk));
+                       res, t0, t1, trk, __builtin_return_address(0)));
 }
 
 NSP_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
@@ -257,14 +260,14 @@ NSP_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t 
                                    ncclComm_t comm, cudaStream_t stream) {
   NSP_TRACKED_CALL(Reduce, (sendbuff, recvbuff, count, datatype, op, root, comm, stream), stream,
            record_call_c(NSP_API_Reduce, c, comm, sendbuff, recvbuff, count, datatype, op, root, stream,
-                       res, t0, t1, trk));
+                       res, t0, t1, trk, __builtin_return_address(0)));
 }
 
 NSP_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                                   ncclComm_t comm, cudaStream_t stream) {
   NSP_TRACKED_CALL(Bcast, (buff, count, datatype, root, comm, stream), stream,
            record_call_c(NSP_API_Bcast, c, comm, buff, buff, count, datatype, -1, root, stream, res, t0,
-                       t1, trk));
+                       t1, trk, __builtin_return_address(0)));
 }
 
 NSP_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
@@ -272,7 +275,7 @@ NSP_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size
                                       cudaStream_t stream) {
   NSP_TRACKED_CALL(Broadcast, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
            record_call_c(NSP_API_Broadcast, c, comm, sendbuff, recvbuff, count, datatype, -1, root,
-                       stream, res, t0, t1, trk));
+                       stream, res, t0, t1, trk, __builtin_return_address(0)));
 }
 
 NSP_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
@@ -280,7 +283,7 @@ NSP_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, 
                                           cudaStream_t stream) {
   NSP_TRACKED_CALL(ReduceScatter, (sendbuff, recvbuff, recvcount, datatype, op, comm, stream), stream,
            record_call_c(NSP_API_ReduceScatter, c, comm, sendbuff, recvbuff, recvcount, datatype, op, -1,
-                       stream, res, t0, t1, trk));
+                       stream, res, t0, t1, trk, __builtin_return_address(0)));
 }
 
 NSP_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
@@ -288,7 +291,7 @@ NSP_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size
                                       cudaStream_t stream) {
   NSP_TRACKED_CALL(AllGather, (sendbuff, recvbuff, sendcount, datatype, comm, stream), stream,
            record_call_c(NSP_API_AllGather, c, comm, sendbuff, recvbuff, sendcount, datatype, -1, -1,
-                       stream, res, t0, t1, trk));
+                       stream, res, t0, t1, trk, __builtin_return_address(0)));
 }
 
 NSP_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
@@ -296,7 +299,7 @@ NSP_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_
                                      cudaStream_t stream) {
   NSP_TRACKED_CALL(AlltoAll, (sendbuff, recvbuff, count, datatype, comm, stream), stream,
            record_call_c(NSP_API_AlltoAll, c, comm, sendbuff, recvbuff, count, datatype, -1, -1, stream,
-                       res, t0, t1, trk));
+                       res, t0, t1, trk, __builtin_return_address(0)));
 }
 
 NSP_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
@@ -304,7 +307,7 @@ NSP_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t 
                                    cudaStream_t stream) {
   NSP_TRACKED_CALL(Gather, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
            record_call_c(NSP_API_Gather, c, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
-                       res, t0, t1, trk));
+                       res, t0, t1, trk, __builtin_return_address(0)));
 }
 
 NSP_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
@@ -312,21 +315,21 @@ NSP_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t
                                     cudaStream_t stream) {
   NSP_TRACKED_CALL(Scatter, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
            record_call_c(NSP_API_Scatter, c, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
-                       res, t0, t1, trk));
+                       res, t0, t1, trk, __builtin_return_address(0)));
 }
 
 NSP_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
                                  int peer, ncclComm_t comm, cudaStream_t stream) {
   NSP_TRACKED_CALL(Send, (sendbuff, count, datatype, peer, comm, stream), stream,
            record_call_c(NSP_API_Send, c, comm, sendbuff, NULL, count, datatype, -1, peer, stream, res,
-                       t0, t1, trk));
+                       t0, t1, trk, __builtin_return_address(0)));
 }
 
 NSP_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                  ncclComm_t comm, cudaStream_t stream) {
   NSP_TRACKED_CALL(Recv, (recvbuff, count, datatype, peer, comm, stream), stream,
            record_call_c(NSP_API_Recv, c, comm, NULL, recvbuff, count, datatype, -1, peer, stream, res,
-                       t0, t1, trk));
+                       t0, t1, trk, __builtin_return_address(0)));
 }
 
 /* ---- groups ---- */

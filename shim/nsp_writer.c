@@ -232,7 +232,7 @@ static struct nsp_rec_ext *process_snapshot(void) {
   x->pid = (uint32_t)getpid();
   x->ppid = (uint32_t)getppid();
   x->nccl_version = nsp_nccl_version;
-  x->tracking = nsp_done_tracking();
+  x->tracking = nsp_done_tracking() | (nsp_sites_enabled() ? NSP_TRACK_CALLSITES : 0);
   nsp_process_versions(&x->driver_version, &x->runtime_version);
   x->launcher = nsp_launcher();
   struct timespec rt, mt;

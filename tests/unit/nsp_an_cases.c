@@ -9,8 +9,10 @@
 
 #include "nsp_names.h"
 
-/* Two ranks per host, pids from 1000 up: like a 2-GPU-per-node job. */
-static int make_ranks(struct nsp_tracegen **g, int n, uint32_t *world) {
+/* Two ranks per host, pids from 1000 up: like a 2-GPU-per-node job.
+ * tracked: the shim tracked completion (GPU runs: CUDA 12.4, timing, and
+ * call sites when `sites`); every call completes unless a case says not. */
+static int make_ranks_ex(struct nsp_tracegen **g, int n, uint32_t *world, int tracked, int sites) {
   for (int r = 0; r < n; r++) {
     char host[32];
     snprintf(host, sizeof host, "node-%c", 'a' + r / 2);
@@ -19,11 +21,45 @@ static int make_ranks(struct nsp_tracegen **g, int n, uint32_t *world) {
     char ws[16];
     snprintf(ws, sizeof ws, "%d", n);
     if (nsp_tracegen_env(g[r], "WORLD_SIZE", ws) < 0) return -1;
+    if (tracked) {
+      nsp_tracegen_set_versions(g[r], 12040, 12040);
+      nsp_tracegen_set_tracking(g[r], NSP_TRACK_COMPLETION | NSP_TRACK_TIMING | (sites ? NSP_TRACK_CALLSITES : 0));
+      nsp_tracegen_set_auto_complete(g[r], 1, 50000);
+      char uuid[64], pci[32];
+      snprintf(uuid, sizeof uuid, "GPU-%08x-0000-0000-0000-%012x", 0xa0 + r / 2, r % 2);
+      snprintf(pci, sizeof pci, "0000:%02x:00.0", 0x1b + r % 2);
+      if (nsp_tracegen_set_gpu(g[r], uuid, pci, "NVIDIA H200") < 0) return -1;
+    }
     nsp_tracegen_set_comm_name(g[r], "default_pg:0");
     world[r] = nsp_tracegen_comm(g[r], NSP_CASE_WORLD, r, n);
     if (!world[r]) return -1;
   }
   return 0;
+}
+
+static int make_ranks(struct nsp_tracegen **g, int n, uint32_t *world) { return make_ranks_ex(g, n, world, 0, 0); }
+
+/* The native stack of a PyTorch all-reduce: NCCL, ncclspy and c10d frames
+ * first (the report leaves them out), then the Python binding. */
+static uint32_t torch_site(struct nsp_tracegen *g, const char *py_frame) {
+  static const char *const mods[] = {
+      "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
+      "/opt/ncclspy/lib/libncclspy.so",
+      "/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so",
+      "/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so",
+      "/venv/lib/python3.11/site-packages/torch/lib/libtorch_python.so",
+      "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",
+      "/usr/bin/python3.11",
+  };
+  static const uint64_t offs[] = {0x5a1f0, 0x3c40, 0x11d2e80, 0x11c9a10, 0x8f1200, 0x1f3e22, 0x1140};
+  const char *syms[] = {"ncclAllReduce",
+                        "ncclAllReduce",
+                        "_ZN4c10d16ProcessGroupNCCL9allreduceERSt6vectorIN2at6TensorESaIS3_EERKNS_16AllreduceOptionsE",
+                        "c10d::ProcessGroupNCCL::collective",
+                        "torch::distributed::c10d::(anonymous namespace)::allreduce_",
+                        py_frame,
+                        "main"};
+  return nsp_tracegen_callsite(g, 0, 7, mods, offs, syms);
 }
 
 #define AR(g, c, n, dt) nsp_tracegen_coll(g, NSP_API_AllReduce, c, n, dt, ncclSum, -1)
@@ -158,11 +194,100 @@ static int c10(struct nsp_tracegen **g, uint32_t *w) {
   return 4;
 }
 
-static int c11(struct nsp_tracegen **g, uint32_t *w) {
+/* c11 without completion tracking (a CPU run): only the wavefront shows. */
+static int c11_notrack(struct nsp_tracegen **g, uint32_t *w) {
   if (make_ranks(g, 2, w) < 0) return -1;
   for (int i = 0; i < 5; i++) AR(g[0], w[0], 1000, ncclFloat32);
   for (int i = 0; i < 4; i++) AR(g[1], w[1], 1000, ncclFloat32); /* then sleeps 30 s */
   return 2;
+}
+
+/* c11 on GPU: rank 1 sleeps 30 s before seq 5 while rank 0 waits inside
+ * it; the watchdog (30 s timeout) aborts rank 0's communicator, then the
+ * job is killed. */
+static int c11(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks_ex(g, 2, w, 1, 1) < 0) return -1;
+  for (int r = 0; r < 2; r++) {
+    uint32_t site = torch_site(g[r], "_PyEval_EvalFrameDefault");
+    if (!site) return -1;
+    nsp_tracegen_set_site(g[r], site);
+    for (int i = 0; i < 4; i++) AR(g[r], w[r], 1000, ncclFloat32);
+  }
+  nsp_tracegen_set_auto_complete(g[0], 0, 0);
+  AR(g[0], w[0], 1000, ncclFloat32); /* seq 5: never completes */
+  uint64_t t5 = nsp_tracegen_now(g[0]) - 1000;
+  nsp_tracegen_set_time(g[0], t5 + 30000000000ull);
+  if (nsp_tracegen_completion(g[0], w[0], NSP_API_AllReduce, 5, -1, 0, NSP_DONE_ABANDONED, 0, 0,
+                              t5 + 30000000100ull) < 0 ||
+      nsp_tracegen_comm_end(g[0], w[0], NSP_API_CommAbort) < 0)
+    return -1;
+  return 2;
+}
+
+/* c01 on GPU (2 x H200): rank 0's float16 seq 2 completes with wrong
+ * values and it goes on to seq 3; rank 1's float32 seq 2 never completes. */
+static int c01_gpu(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks_ex(g, 2, w, 1, 1) < 0) return -1;
+  for (int r = 0; r < 2; r++) {
+    uint32_t site = torch_site(g[r], r ? "_PyEval_EvalFrameDefault" : "autocast_step");
+    if (!site) return -1;
+    nsp_tracegen_set_site(g[r], site);
+    AR(g[r], w[r], 1024, ncclFloat32);
+  }
+  AR(g[0], w[0], 1024, ncclFloat16);
+  nsp_tracegen_set_auto_complete(g[0], 0, 0);
+  AR(g[0], w[0], 1024, ncclFloat32); /* seq 3: rank 1 never joins it */
+  nsp_tracegen_set_auto_complete(g[1], 0, 0);
+  AR(g[1], w[1], 1024, ncclFloat32); /* seq 2: hangs */
+  return 2;
+}
+
+/* c12, a killed hang: 4 ranks, 1 s per step; rank 1 never arrives at
+ * seq 3 (stuck outside NCCL); ranks 0, 2, 3 wait inside it and queue seq 4
+ * behind it; the job is SIGTERMed. */
+static int c12(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks_ex(g, 4, w, 1, 0) < 0) return -1;
+  for (int r = 0; r < 4; r++) {
+    nsp_tracegen_set_step(g[r], 1000000000ull, 100);
+    AR(g[r], w[r], 1u << 20, ncclBfloat16);
+    AR(g[r], w[r], 1u << 20, ncclBfloat16);
+    if (r == 1) continue;
+    nsp_tracegen_set_auto_complete(g[r], 0, 0);
+    AR(g[r], w[r], 1u << 20, ncclBfloat16); /* seq 3 */
+    AR(g[r], w[r], 1u << 20, ncclBfloat16); /* seq 4, queued behind it */
+  }
+  return 4;
+}
+
+/* c13, a hang that causes another: 4 ranks, tensor-parallel pairs {0,1}
+ * {2,3} and data-parallel pairs {0,2} {1,3}; each step all-reduces on TP
+ * then on DP.  Rank 0 never reaches TP seq 3 (stuck in its data loader);
+ * rank 1 waits in TP seq 3 and so never reaches DP seq 3, where rank 3
+ * waits; rank 2 waits in DP seq 3 for rank 0. */
+static int c13(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks_ex(g, 4, w, 1, 0) < 0) return -1;
+  uint32_t tp[4], dp[4];
+  for (int r = 0; r < 4; r++) {
+    nsp_tracegen_set_comm_name(g[r], r / 2 ? "tp:2" : "tp:1");
+    tp[r] = nsp_tracegen_split(g[r], w[r], r / 2 ? NSP_CASE_CHILD1 : NSP_CASE_CHILD0, r / 2, r, r % 2, 2);
+    nsp_tracegen_set_comm_name(g[r], r % 2 ? "dp:2" : "dp:1");
+    dp[r] = nsp_tracegen_split(g[r], w[r], r % 2 ? NSP_CASE_DP1 : NSP_CASE_DP0, r % 2, r, r / 2, 2);
+    if (!tp[r] || !dp[r]) return -1;
+    nsp_tracegen_set_step(g[r], 1000000ull, 100); /* 1 ms per call */
+    for (int step = 0; step < 2; step++) {
+      AR(g[r], tp[r], 4096, ncclBfloat16);
+      AR(g[r], dp[r], 1u << 16, ncclFloat32);
+    }
+  }
+  /* step 3 */
+  for (int r = 1; r < 4; r++) {
+    if (r == 1) nsp_tracegen_set_auto_complete(g[r], 0, 0); /* its TP partner never comes */
+    AR(g[r], tp[r], 4096, ncclBfloat16);
+    if (r == 1) continue; /* blocked: never reaches DP seq 3 */
+    nsp_tracegen_set_auto_complete(g[r], 0, 0);
+    AR(g[r], dp[r], 1u << 16, ncclFloat32); /* rank 2 waits for rank 0, rank 3 for rank 1 */
+  }
+  return 4;
 }
 
 int nsp_case_build(const char *name, struct nsp_tracegen **g) {
@@ -170,7 +295,8 @@ int nsp_case_build(const char *name, struct nsp_tracegen **g) {
     const char *name;
     int (*fn)(struct nsp_tracegen **, uint32_t *);
   } cases[] = {{"c01", c01}, {"c02", c02}, {"c03", c03}, {"c04", c04}, {"c05", c05}, {"c06", c06},
-               {"c07", c07}, {"c08", c08}, {"c09", c09}, {"c10", c10}, {"c11", c11}};
+               {"c07", c07}, {"c08", c08}, {"c09", c09}, {"c10", c10}, {"c11", c11},
+               {"c11-notrack", c11_notrack}, {"c01-gpu", c01_gpu}, {"c12", c12}, {"c13", c13}};
   for (int i = 0; i < NSP_CASE_MAX_RANKS; i++) g[i] = NULL;
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     if (strcmp(cases[i].name, name)) continue;

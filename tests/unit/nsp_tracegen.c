@@ -43,6 +43,18 @@ struct nsp_tracegen {
   uint64_t group_id, group_counter;
   uint32_t group_depth;
   int oom;
+  /* format 1.1 */
+  int32_t driver, runtime;
+  char *nccl_path, *launcher;
+  uint32_t tracking;
+  char *gpu_uuid, *gpu_pci, *gpu_name;
+  int auto_complete;
+  uint64_t gpu_ns;
+  uint32_t site, nsites;
+  /* the last call, for completions */
+  uint32_t last_comm;
+  int last_api, last_peer, last_kind; /* last_kind: 0 none, 1 call, 2 group */
+  uint64_t last_seq, last_exit, last_group;
 };
 
 struct nsp_tracegen *nsp_tracegen_create(const char *host, uint32_t pid, int rank) {
@@ -86,8 +98,38 @@ void nsp_tracegen_destroy(struct nsp_tracegen *g) {
   free(g->p2p);
   free(g->next_error);
   free(g->comm_name);
+  free(g->nccl_path);
+  free(g->launcher);
+  free(g->gpu_uuid);
+  free(g->gpu_pci);
+  free(g->gpu_name);
   free(g);
 }
+
+static int set_str(char **dst, const char *src) {
+  char *s = strdup(src ? src : "");
+  if (!s) return -1;
+  free(*dst);
+  *dst = s;
+  return 0;
+}
+
+void nsp_tracegen_set_versions(struct nsp_tracegen *g, int32_t driver, int32_t runtime) {
+  g->driver = driver;
+  g->runtime = runtime;
+}
+int nsp_tracegen_set_nccl_path(struct nsp_tracegen *g, const char *path) { return set_str(&g->nccl_path, path); }
+int nsp_tracegen_set_launcher(struct nsp_tracegen *g, const char *launcher) { return set_str(&g->launcher, launcher); }
+void nsp_tracegen_set_tracking(struct nsp_tracegen *g, uint32_t tracking) { g->tracking = tracking; }
+int nsp_tracegen_set_gpu(struct nsp_tracegen *g, const char *uuid, const char *pci_bus_id, const char *name) {
+  return set_str(&g->gpu_uuid, uuid) | set_str(&g->gpu_pci, pci_bus_id) | set_str(&g->gpu_name, name);
+}
+void nsp_tracegen_set_auto_complete(struct nsp_tracegen *g, int on, uint64_t gpu_ns) {
+  g->auto_complete = on;
+  g->gpu_ns = gpu_ns;
+}
+void nsp_tracegen_set_site(struct nsp_tracegen *g, uint32_t site) { g->site = site; }
+uint64_t nsp_tracegen_now(const struct nsp_tracegen *g) { return g->now; }
 
 void nsp_tracegen_set_clock(struct nsp_tracegen *g, uint64_t realtime_ns, uint64_t monotonic_ns) {
   g->realtime = realtime_ns;
@@ -173,9 +215,13 @@ static int ensure_process(struct nsp_tracegen *g) {
   x.monotonic_ns = g->monotonic;
   x.host = g->host;
   x.shim_version = "0.1.0-test";
-  x.nccl_path = "/usr/lib/libnccl.so.2";
+  x.nccl_path = g->nccl_path ? g->nccl_path : "/usr/lib/libnccl.so.2";
   x.nenv = (uint32_t)g->nenv;
   x.env = (const char *const *)g->env;
+  x.driver_version = g->driver;
+  x.runtime_version = g->runtime;
+  x.launcher = g->launcher ? g->launcher : "";
+  x.tracking = g->tracking;
   struct nsp_rec r;
   memset(&r, 0, sizeof r);
   r.kind = NSP_REC_PROCESS;
@@ -226,6 +272,9 @@ static uint32_t add_comm(struct nsp_tracegen *g, int api, uint64_t id, uint64_t 
   x.key = key;
   x.split_index = split_index;
   x.comm_name = g->comm_name ? g->comm_name : "";
+  x.gpu_uuid = g->gpu_uuid ? g->gpu_uuid : "";
+  x.gpu_pci_bus_id = g->gpu_pci ? g->gpu_pci : "";
+  x.gpu_name = g->gpu_name ? g->gpu_name : "";
   struct nsp_rec r;
   memset(&r, 0, sizeof r);
   r.kind = NSP_REC_COMM;
@@ -277,15 +326,79 @@ static void call_base(struct nsp_tracegen *g, struct nsp_rec *r, int api, uint32
   r->peer = -1;
   r->redop = -1;
   r->dtype = -1;
+  r->site = g->site;
   stamp(g, r);
   take_result(g, r);
 }
 
+int nsp_tracegen_completion(struct nsp_tracegen *g, uint32_t comm, int api, uint64_t seq, int peer, uint64_t group_id,
+                            uint32_t flags, uint64_t gpu_start, uint64_t gpu_end, uint64_t t_seen) {
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_COMPLETION;
+  r.comm = comm;
+  r.api = (uint8_t)api;
+  r.seq = seq;
+  r.peer = peer;
+  r.group_id = group_id;
+  r.flags = (uint16_t)flags;
+  r.t_enter = gpu_start;
+  r.t_exit = gpu_end;
+  r.count = t_seen;
+  r.redop = r.dtype = -1;
+  return emit(g, &r);
+}
+
+int nsp_tracegen_complete_last(struct nsp_tracegen *g, uint32_t flags, uint64_t gpu_ns) {
+  if (!g->last_kind) return -1;
+  uint64_t start = g->last_exit, end = start + gpu_ns;
+  if (!(flags & NSP_DONE_TIMED)) start = end = 0;
+  uint64_t seen = g->last_exit + gpu_ns + 1000;
+  if (g->last_kind == 2) return nsp_tracegen_completion(g, 0, 0, 0, -1, g->last_group, flags, start, end, seen);
+  return nsp_tracegen_completion(g, g->last_comm, g->last_api, g->last_seq, g->last_peer, 0, flags, start, end, seen);
+}
+
+static int auto_complete(struct nsp_tracegen *g) {
+  if (!g->auto_complete) return 0;
+  uint32_t flags = NSP_DONE_OK | (g->tracking & NSP_TRACK_TIMING ? NSP_DONE_TIMED : 0);
+  return nsp_tracegen_complete_last(g, flags, g->gpu_ns);
+}
+
 static int finish_call(struct nsp_tracegen *g, struct nsp_rec *r) {
+  int failed = r->result != 0 && r->result != ncclInProgress;
+  int kind = nsp_api_kind(r->api);
   int ret = emit(g, r);
   free(g->next_error);
   g->next_error = NULL;
+  if (ret < 0 || failed) return ret;
+  if (kind == NSP_K_COLL || kind == NSP_K_P2P) {
+    g->last_kind = 1;
+    g->last_comm = r->comm;
+    g->last_api = r->api;
+    g->last_seq = r->seq;
+    g->last_peer = r->peer;
+    g->last_exit = r->t_exit;
+    if (!r->group_depth) ret = auto_complete(g);
+  }
   return ret;
+}
+
+uint32_t nsp_tracegen_callsite(struct nsp_tracegen *g, uint32_t flags, size_t n, const char *const *modules,
+                               const uint64_t *offsets, const char *const *symbols) {
+  struct nsp_rec_ext x;
+  memset(&x, 0, sizeof x);
+  x.nframes = (uint32_t)n;
+  x.frame_module = modules;
+  x.frame_offset = offsets;
+  x.frame_symbol = symbols;
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_CALLSITE;
+  r.site = ++g->nsites;
+  r.flags = (uint16_t)flags;
+  r.peer = r.redop = -1;
+  r.ext = &x;
+  return emit(g, &r) < 0 ? 0 : r.site;
 }
 
 uint64_t nsp_tracegen_coll(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t count, int dtype, int redop,
@@ -334,8 +447,18 @@ int nsp_tracegen_group(struct nsp_tracegen *g, int start) {
   if (start && g->group_depth++ == 0) g->group_id = ++g->group_counter;
   struct nsp_rec r;
   call_base(g, &r, start ? NSP_API_GroupStart : NSP_API_GroupEnd, 0);
+  int failed = r.result != 0 && r.result != ncclInProgress;
   int ret = finish_call(g, &r);
-  if (!start && g->group_depth && --g->group_depth == 0) g->group_id = 0;
+  if (!start && g->group_depth && --g->group_depth == 0) {
+    /* The group's work is enqueued now: one completion for all of it. */
+    if (!failed && ret == 0) {
+      g->last_kind = 2;
+      g->last_group = g->group_id;
+      g->last_exit = r.t_exit;
+      ret = auto_complete(g);
+    }
+    g->group_id = 0;
+  }
   return ret;
 }
 

@@ -1,7 +1,8 @@
 /* nsp_tracegen.h - builds synthetic ncclspy trace files for tests.
  *
  * A generator plays one traced process: it writes the 128-byte header,
- * a PROCESS record, COMM records and CALL records through the common
+ * a PROCESS record, COMM records, CALL records and (format 1.1) COMPLETION
+ * and CALLSITE records through the common
  * codec (nsp_encode) and zstd frames, exactly as the shim's writer does,
  * so tests of the reader and the analyzer need no NCCL and no shim.
  * Sequence numbers are kept like the shim keeps them (per communicator for
@@ -82,6 +83,42 @@ int nsp_tracegen_comm_end(struct nsp_tracegen *g, uint32_t comm, int api);
 int nsp_tracegen_async_error(struct nsp_tracegen *g, uint32_t comm, int result, const char *last_error);
 /* A DROPPED record. */
 int nsp_tracegen_dropped(struct nsp_tracegen *g, uint64_t count, uint32_t reason);
+/* ---- format 1.1 ------------------------------------------------------- */
+
+/* PROCESS fields (call before the first record): cuDriverGetVersion and
+ * cudaRuntimeGetVersion codes (default 0, unknown), the libnccl path
+ * (default "/usr/lib/libnccl.so.2"), the launcher ("" default) and the
+ * NSP_TRACK_* bits (default 0: no completion tracking). */
+void nsp_tracegen_set_versions(struct nsp_tracegen *g, int32_t driver, int32_t runtime);
+int nsp_tracegen_set_nccl_path(struct nsp_tracegen *g, const char *path);
+int nsp_tracegen_set_launcher(struct nsp_tracegen *g, const char *launcher);
+void nsp_tracegen_set_tracking(struct nsp_tracegen *g, uint32_t tracking);
+/* GPU identity of the following COMM records (NULL: ""). */
+int nsp_tracegen_set_gpu(struct nsp_tracegen *g, const char *uuid, const char *pci_bus_id, const char *name);
+
+/* Auto-completion (off by default): every successful collective or
+ * send/recv outside a group is followed by its COMPLETION record, and
+ * every outermost ncclGroupEnd by its group's, with flags NSP_DONE_OK
+ * (| NSP_DONE_TIMED when the tracking has NSP_TRACK_TIMING), gpu_start =
+ * the call's exit, gpu_end = gpu_start + gpu_ns, t_seen = gpu_end + 1000.
+ * Turn it off before a call that must never complete. */
+void nsp_tracegen_set_auto_complete(struct nsp_tracegen *g, int on, uint64_t gpu_ns);
+/* A COMPLETION record for the last collective or send/recv call, or for
+ * the group the last ncclGroupEnd closed, with these NSP_DONE_* flags and
+ * GPU times as above. */
+int nsp_tracegen_complete_last(struct nsp_tracegen *g, uint32_t flags, uint64_t gpu_ns);
+/* A COMPLETION record as given: one call (group_id 0) or a group. */
+int nsp_tracegen_completion(struct nsp_tracegen *g, uint32_t comm, int api, uint64_t seq, int peer, uint64_t group_id,
+                            uint32_t flags, uint64_t gpu_start, uint64_t gpu_end, uint64_t t_seen);
+/* Writes a CALLSITE record of n frames (innermost first) and returns its
+ * id (from 1; 0 on failure).  The calls after nsp_tracegen_set_site(g, id)
+ * name it (0: none). */
+uint32_t nsp_tracegen_callsite(struct nsp_tracegen *g, uint32_t flags, size_t n, const char *const *modules,
+                               const uint64_t *offsets, const char *const *symbols);
+void nsp_tracegen_set_site(struct nsp_tracegen *g, uint32_t site);
+/* The monotonic time the next record gets (see nsp_tracegen_set_time). */
+uint64_t nsp_tracegen_now(const struct nsp_tracegen *g);
+
 /* Any record as given (times and all); for kinds the helpers above lack
  * and for hand-made oddities.  CALL records must carry their own seq. */
 int nsp_tracegen_record(struct nsp_tracegen *g, const struct nsp_rec *r);

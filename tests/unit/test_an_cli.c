@@ -96,7 +96,8 @@ static void case_dir(const char *name, char *dir, size_t len) {
 
 static int teardown_dirs(void **state) {
   (void)state;
-  static const char *const names[] = {"c01", "c05", "c07", "c08", "c09", "c10", "cut", "empty"};
+  static const char *const names[] = {"c01", "c05", "c07", "c08", "c09", "c10", "c11", "c01-gpu", "c12", "c13",
+                                      "cut", "empty"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     char d[300];
     snprintf(d, sizeof d, "%s/%s", tmpdir, names[i]);
@@ -182,8 +183,13 @@ static void test_exit_codes(void **state) {
   r = run((const char *[]){"analyze", f0, f1, NULL});
   assert_int_equal(r.status, 1);
   result_free(&r);
+  /* One rank alone has nothing to disagree with, but the other rank's
+   * trace is missing, and the report says so. */
   r = run((const char *[]){"analyze", f0, NULL});
-  assert_int_equal(r.status, 0); /* one rank alone has nothing to disagree with */
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "Environment (differences between the ranks)\n[1] env-missing-ranks on communicator "
+                         "57a1d0c0ffee0001");
+  assert_contains(r.out, "no trace for rank 1");
   result_free(&r);
   /* -o writes the report there and nothing to stdout. */
   char outf[400];
@@ -227,9 +233,12 @@ static void test_damaged_inputs(void **state) {
   fclose(f);
 
   struct result r = run((const char *[]){"analyze", dir, NULL});
-  assert_int_equal(r.status, 0); /* rank 1's call was lost with its frame */
-  /* the cut trace, the junk file, and rank 1 missing from the communicator */
-  assert_contains(r.out, "Notes (3)");
+  /* rank 1's COMM and call were lost with its frame: rank 1 is missing
+   * from the communicator (a finding); the cut trace and the junk file
+   * are notes */
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "env-missing-ranks");
+  assert_contains(r.out, "Notes (2)");
   char want[600];
   snprintf(want, sizeof want, "%s: incomplete frame at byte 128", cut);
   assert_contains(r.out, want);
@@ -420,6 +429,95 @@ static void test_json_report(void **state) {
   json_object_put(root);
   result_free(&r);
 }
+
+/* Hangs in JSON: roles, waits, what the absent ranks are stuck in, the
+ * "caused by" link, call sites. */
+static void test_json_hangs(void **state) {
+  (void)state;
+  char dir[300];
+  case_dir("c13", dir, sizeof dir);
+  struct result r = run((const char *[]){"analyze", "--json", dir, NULL});
+  assert_int_equal(r.status, 1);
+  json_object *root = json_tokener_parse(r.out);
+  assert_non_null(root);
+  json_object *finds = get(root, "findings");
+  assert_int_equal(json_object_array_length(finds), 3);
+  json_object *f0 = json_object_array_get_idx(finds, 0), *f1 = json_object_array_get_idx(finds, 1);
+  assert_string_equal(get_str(f0, "kind"), "hang");
+  assert_string_equal(get_str(f0, "comm"), "57a1d0c0ffee0a00");
+  assert_true(json_object_is_type(get(f0, "caused_by"), json_type_null));
+  assert_string_equal(get_str(f1, "comm"), "57a1d0c0ffee0b01");
+  assert_int_equal(get_int(f1, "caused_by"), 0);
+  json_object *s0 = json_object_array_get_idx(get(f1, "sides"), 0), *s1 = json_object_array_get_idx(get(f1, "sides"), 1);
+  assert_string_equal(get_str(s0, "role"), "not-arrived");
+  assert_string_equal(get_str(s1, "role"), "waiting");
+  json_object *p0 = json_object_array_get_idx(get(s0, "procs"), 0);
+  json_object *stuck = get(p0, "stuck_in");
+  assert_string_equal(get_str(stuck, "comm"), "57a1d0c0ffee0a00");
+  assert_int_equal(get_int(stuck, "seq"), 3);
+  assert_false(json_object_get_boolean(get(stuck, "completed")));
+  json_object *p1 = json_object_array_get_idx(get(s1, "procs"), 0);
+  assert_int_equal(get_int(get(p1, "call"), "seq"), 3);
+  assert_true(get_int(p1, "wait_ns") >= 0);
+  json_object *t0 = json_object_array_get_idx(get(root, "traces"), 0);
+  assert_int_equal(get_int(t0, "driver_version"), 12040);
+  assert_int_equal(json_object_array_length(get(t0, "tracking")), 2);
+  json_object_put(root);
+  result_free(&r);
+
+  /* c11: the sites of the waiting rank, NCCL/c10d frames left out */
+  case_dir("c11", dir, sizeof dir);
+  r = run((const char *[]){"analyze", "--json", dir, NULL});
+  root = json_tokener_parse(r.out);
+  assert_non_null(root);
+  json_object *f = json_object_array_get_idx(get(root, "findings"), 0);
+  json_object *w = json_object_array_get_idx(get(json_object_array_get_idx(get(f, "sides"), 1), "procs"), 0);
+  assert_int_equal(get_int(w, "wait_ns"), 30000000100ll);
+  json_object *site = get(w, "site");
+  assert_int_equal(get_int(site, "skipped"), 5);
+  json_object *fr0 = json_object_array_get_idx(get(site, "frames"), 0);
+  assert_string_equal(get_str(fr0, "symbol"), "_PyEval_EvalFrameDefault");
+  assert_int_equal(get_int(fr0, "offset"), 0x1f3e22);
+  json_object_put(root);
+  result_free(&r);
+}
+
+/* `ncclspy perf`: text and JSON. */
+static void test_perf(void **state) {
+  (void)state;
+  char dir[300];
+  case_dir("c12", dir, sizeof dir);
+  struct result r = run((const char *[]){"perf", dir, NULL});
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "ncclspy perf: 4 traces, 1 communicator\n");
+  assert_contains(r.out, "  all-reduce       2 MiB-4 MiB               14         8     50.00 us     50.00 us       "
+                         "41.94       62.91\n");
+  assert_contains(r.out, "arrival spread over 2 collectives");
+  result_free(&r);
+  r = run((const char *[]){"perf", "--json", dir, NULL});
+  assert_int_equal(r.status, 0);
+  json_object *root = json_tokener_parse(r.out);
+  assert_non_null(root);
+  json_object *c = json_object_array_get_idx(get(root, "communicators"), 0);
+  assert_string_equal(get_str(c, "id"), "57a1d0c0ffee0001");
+  json_object *op = json_object_array_get_idx(get(c, "ops"), 0);
+  assert_string_equal(get_str(op, "op"), "all-reduce");
+  assert_int_equal(get_int(op, "bytes_min"), 2097152);
+  assert_int_equal(get_int(op, "bytes_max"), 4194303);
+  assert_int_equal(get_int(op, "timed"), 8);
+  assert_int_equal(get_int(op, "p50_ns"), 50000);
+  assert_true(json_object_get_double(get(op, "busbw_factor")) == 1.5);
+  assert_int_equal(get_int(get(c, "arrival"), "collectives"), 2);
+  json_object_put(root);
+  result_free(&r);
+  r = run((const char *[]){"perf", NULL});
+  assert_int_equal(r.status, 2);
+  result_free(&r);
+  r = run((const char *[]){"help", "perf", NULL});
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "usage: ncclspy perf");
+  result_free(&r);
+}
 #else
 static void test_json_unavailable(void **state) {
   (void)state;
@@ -482,7 +580,7 @@ static void check_golden(const char *name, const char *dir, int want_status) {
 
 static void test_golden(void **state) {
   (void)state;
-  static const char *const names[] = {"c01", "c05", "c07", "c08"};
+  static const char *const names[] = {"c01", "c05", "c07", "c08", "c11", "c01-gpu", "c13"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     char d[300];
     case_dir(names[i], d, sizeof d);
@@ -506,6 +604,8 @@ int main(void) {
 #if NSP_HAVE_JSON
       cmocka_unit_test(test_dump_json),
       cmocka_unit_test(test_json_report),
+      cmocka_unit_test(test_json_hangs),
+      cmocka_unit_test(test_perf),
 #else
       cmocka_unit_test(test_json_unavailable),
 #endif

@@ -25,11 +25,12 @@
 static void canon(const struct nsp_rec *r, char *buf, size_t len) {
   int n = snprintf(buf, len,
                    "kind=%u api=%u flags=%u comm=%u result=%d peer=%d dtype=%d redop=%d gdepth=%u aux=%u seq=%llu "
-                   "count=%llu stream=%llx send=%llx recv=%llx gid=%llu te=%llu tx=%llu err=%s",
+                   "count=%llu stream=%llx send=%llx recv=%llx gid=%llu te=%llu tx=%llu err=%s site=%u",
                    r->kind, r->api, r->flags, r->comm, r->result, r->peer, r->dtype, r->redop, r->group_depth, r->aux,
                    (unsigned long long)r->seq, (unsigned long long)r->count, (unsigned long long)r->stream,
                    (unsigned long long)r->sendbuff, (unsigned long long)r->recvbuff, (unsigned long long)r->group_id,
-                   (unsigned long long)r->t_enter, (unsigned long long)r->t_exit, r->last_error ? r->last_error : "-");
+                   (unsigned long long)r->t_enter, (unsigned long long)r->t_exit, r->last_error ? r->last_error : "-",
+                   r->site);
   const struct nsp_rec_ext *x = r->ext;
   if (!x || n < 0 || (size_t)n >= len) return;
   n += snprintf(buf + n, len - (size_t)n,
@@ -42,6 +43,15 @@ static void canon(const struct nsp_rec *r, char *buf, size_t len) {
                 x->nenv);
   for (uint32_t i = 0; x->env && i < x->nenv && n > 0 && (size_t)n < len; i++)
     n += snprintf(buf + n, len - (size_t)n, " %s=%s", x->env[2 * i], x->env[2 * i + 1]);
+  /* format 1.1: PROCESS versions and tracking, COMM GPU identity, CALLSITE frames */
+  if (n < 0 || (size_t)n >= len) return;
+  n += snprintf(buf + n, len - (size_t)n, " | drv=%d rt=%d launcher=%s tracking=%u uuid=%s pci=%s gpu=%s nframes=%u",
+                x->driver_version, x->runtime_version, x->launcher ? x->launcher : "-", x->tracking,
+                x->gpu_uuid ? x->gpu_uuid : "-", x->gpu_pci_bus_id ? x->gpu_pci_bus_id : "-",
+                x->gpu_name ? x->gpu_name : "-", x->nframes);
+  for (uint32_t i = 0; x->frame_module && i < x->nframes && n > 0 && (size_t)n < len; i++)
+    n += snprintf(buf + n, len - (size_t)n, " [%s+%llx %s]", x->frame_module[i] ? x->frame_module[i] : "",
+                  (unsigned long long)x->frame_offset[i], x->frame_symbol[i] ? x->frame_symbol[i] : "");
 }
 
 /* Encodes recs (one frame) and decodes them back; each decoded record
@@ -112,6 +122,10 @@ static void test_roundtrip_process(void **state) {
   x.nccl_path = "/opt/nccl/lib/libnccl.so.2";
   x.nenv = 3;
   x.env = env;
+  x.driver_version = 12040; /* 1.1 */
+  x.runtime_version = -12020;
+  x.launcher = "torchrun";
+  x.tracking = NSP_TRACK_COMPLETION | NSP_TRACK_TIMING | NSP_TRACK_CALLSITES;
   struct nsp_rec r;
   memset(&r, 0, sizeof r);
   r.kind = NSP_REC_PROCESS;
@@ -134,6 +148,9 @@ static void test_roundtrip_comm(void **state) {
   x.key = 9;
   x.split_index = 2;
   x.comm_name = "data_parallel:3";
+  x.gpu_uuid = "GPU-8a1e0f3c-5d2b-4c7e-9f10-0123456789ab"; /* 1.1 */
+  x.gpu_pci_bus_id = "0000:1b:00.0";
+  x.gpu_name = "NVIDIA H200";
   struct nsp_rec r;
   memset(&r, 0, sizeof r);
   r.kind = NSP_REC_COMM;
@@ -181,6 +198,68 @@ static void test_roundtrip_small_kinds(void **state) {
   r[3].t_enter = 31337;
   r[3].last_error = "NET/IB : Got completion with error 12";
   roundtrip(r, 4);
+}
+
+/* Format 1.1 kinds: COMPLETION of one call and of a group (every flag,
+ * untimed zeros, huge times), CALLSITE (frames with empty names, an
+ * offset of 2^64-1, zero frames), and CALL's site field, predicted and not. */
+static void test_roundtrip_completion_callsite(void **state) {
+  (void)state;
+  static const char *const mods[] = {"/usr/lib/libnccl.so.2", "", "/usr/bin/python3.11"};
+  static const uint64_t offs[] = {0x5a1f0, UINT64_MAX, 0};
+  static const char *const syms[] = {"ncclAllReduce", "", "main"};
+  struct nsp_rec_ext site;
+  memset(&site, 0, sizeof site);
+  site.nframes = 3;
+  site.frame_module = mods;
+  site.frame_offset = offs;
+  site.frame_symbol = syms;
+  struct nsp_rec_ext empty;
+  memset(&empty, 0, sizeof empty);
+  struct nsp_rec r[8];
+  memset(r, 0, sizeof r);
+  for (int i = 0; i < 8; i++) r[i].peer = r[i].redop = r[i].dtype = -1;
+  r[0].kind = NSP_REC_CALLSITE;
+  r[0].site = 1;
+  r[0].flags = NSP_SITE_FULL;
+  r[0].ext = &site;
+  r[1].kind = NSP_REC_CALLSITE;
+  r[1].site = 4000000000u;
+  r[1].ext = &empty;
+  /* calls naming sites: 1, then 1 again (predicted), then none */
+  for (int i = 2; i < 5; i++) {
+    r[i].kind = NSP_REC_CALL;
+    r[i].api = NSP_API_AllReduce;
+    r[i].comm = 1;
+    r[i].seq = (uint64_t)i - 1;
+    r[i].count = 8;
+    r[i].dtype = ncclFloat32;
+    r[i].redop = ncclSum;
+    r[i].site = i < 4 ? 1 : 0;
+    r[i].t_enter = 1000 * (uint64_t)i;
+    r[i].t_exit = 1000 * (uint64_t)i + 10;
+  }
+  r[5].kind = NSP_REC_COMPLETION; /* one call, timed */
+  r[5].comm = 1;
+  r[5].api = NSP_API_AllReduce;
+  r[5].seq = 3;
+  r[5].flags = NSP_DONE_OK | NSP_DONE_TIMED;
+  r[5].t_enter = 9000000000ull; /* gpu_start */
+  r[5].t_exit = 9000050000ull;  /* gpu_end */
+  r[5].count = 9000060000ull;   /* t_seen */
+  r[6].kind = NSP_REC_COMPLETION; /* a group, abandoned, untimed */
+  r[6].group_id = 77;
+  r[6].flags = NSP_DONE_ABANDONED | NSP_DONE_ERROR | NSP_DONE_CAPTURED;
+  r[6].count = UINT64_MAX;
+  r[7].kind = NSP_REC_COMPLETION; /* a send to a peer */
+  r[7].comm = 70000;
+  r[7].api = NSP_API_Send;
+  r[7].seq = 1ull << 40;
+  r[7].peer = 1023;
+  r[7].flags = NSP_DONE_OK;
+  /* dtype is a CALL field: other kinds decode it as 0 */
+  r[0].dtype = r[1].dtype = r[5].dtype = r[6].dtype = r[7].dtype = 0;
+  roundtrip(r, 8);
 }
 
 /* Calls: every mask field, predicted fields, negative deltas and wrapped
@@ -336,17 +415,30 @@ static struct nsp_tracegen *mixed_trace(void) {
   struct nsp_tracegen *g = nsp_tracegen_create("host-x", 777, 1);
   assert_non_null(g);
   assert_int_equal(nsp_tracegen_env(g, "LOCAL_RANK", "1"), 0);
+  nsp_tracegen_set_versions(g, 12040, 12020);
+  assert_int_equal(nsp_tracegen_set_launcher(g, "torchrun"), 0);
+  nsp_tracegen_set_tracking(g, NSP_TRACK_COMPLETION | NSP_TRACK_TIMING | NSP_TRACK_CALLSITES);
+  assert_int_equal(nsp_tracegen_set_gpu(g, "GPU-0001", "0000:1b:00.0", "NVIDIA H200"), 0);
   nsp_tracegen_set_frame_records(g, 3);
   nsp_tracegen_set_comm_name(g, "pg \"quoted\"");
   uint32_t w = nsp_tracegen_comm(g, 0xabcdef0123456789ull, 1, 2);
   assert_true(w > 0);
   uint32_t c = nsp_tracegen_split(g, w, 0x1234ull, 0, 1, 0, 1);
   assert_true(c > 0);
+  static const char *const mods[] = {"/usr/lib/libnccl.so.2", "/usr/bin/python3"};
+  static const uint64_t offs[] = {0x1234, 0x42};
+  static const char *const syms[] = {"ncclAllReduce", "main"};
+  uint32_t site = nsp_tracegen_callsite(g, 0, 2, mods, offs, syms);
+  assert_int_equal(site, 1);
+  nsp_tracegen_set_site(g, site);
   for (int i = 0; i < 4; i++) nsp_tracegen_coll(g, NSP_API_AllReduce, w, 100u + (uint64_t)i, ncclFloat32, ncclSum, -1);
+  assert_int_equal(nsp_tracegen_complete_last(g, NSP_DONE_OK | NSP_DONE_TIMED, 500), 0);
+  nsp_tracegen_set_site(g, 0);
   nsp_tracegen_group(g, 1);
   nsp_tracegen_p2p(g, NSP_API_Send, w, 8, ncclInt32, 0);
   nsp_tracegen_p2p(g, NSP_API_Recv, w, 8, ncclInt32, 0);
   nsp_tracegen_group(g, 0);
+  assert_int_equal(nsp_tracegen_complete_last(g, NSP_DONE_OK, 0), 0); /* the group's */
   struct nsp_rec r;
   memset(&r, 0, sizeof r);
   r.kind = NSP_REC_REDOP;
@@ -398,6 +490,8 @@ static size_t read_all(const uint8_t *data, size_t len, char (*lines)[4096], siz
 }
 
 #define MAXREC 64
+/* Records of mixed_trace. */
+#define MIXED_N 21
 
 static void test_reader_whole(void **state) {
   (void)state;
@@ -412,13 +506,28 @@ static void test_reader_whole(void **state) {
   size_t n = read_all(data, len, lines, MAXREC, &last, NULL, &problem, pb, sizeof pb);
   assert_int_equal(last, 0);
   assert_null(problem);
-  /* PROCESS, 2 COMM, 4+1+1 collectives, 2 group calls, 2 p2p, REDOP,
-   * DROPPED, ASYNC_ERROR, 2 COMM_END */
-  assert_int_equal(n, 18);
+  /* PROCESS, 2 COMM, CALLSITE, 4 collectives, COMPLETION, 2 group calls,
+   * 2 p2p, the group's COMPLETION, REDOP, 1 collective, DROPPED, 1
+   * collective, ASYNC_ERROR, 2 COMM_END */
+  assert_int_equal(n, MIXED_N);
   assert_non_null(strstr(lines[0], "kind=1 "));
   assert_non_null(strstr(lines[0], "RANK=1 LOCAL_RANK=1"));
+  assert_non_null(strstr(lines[0], "drv=12040 rt=12020 launcher=torchrun tracking=7"));
   assert_non_null(strstr(lines[1], "name=pg \"quoted\""));
+  assert_non_null(strstr(lines[1], "uuid=GPU-0001 pci=0000:1b:00.0 gpu=NVIDIA H200"));
   assert_non_null(strstr(lines[2], "parent=abcdef0123456789"));
+  assert_non_null(strstr(lines[3], "kind=9 "));
+  assert_non_null(strstr(lines[3], "site=1"));
+  assert_non_null(strstr(lines[3], "nframes=2 [/usr/lib/libnccl.so.2+1234 ncclAllReduce] [/usr/bin/python3+42 main]"));
+  assert_non_null(strstr(lines[4], "kind=4 "));
+  assert_non_null(strstr(lines[4], "site=1"));
+  char want[64];
+  snprintf(want, sizeof want, "kind=8 api=%d flags=5 comm=1 ", NSP_API_AllReduce);
+  assert_non_null(strstr(lines[8], want));
+  assert_non_null(strstr(lines[8], "te=1000006100 tx=1000006600")); /* gpu_start = exit, + 500 */
+  assert_non_null(strstr(lines[8], "seq=4 "));
+  assert_non_null(strstr(lines[13], "kind=8 "));
+  assert_non_null(strstr(lines[13], "gid=1 "));
   nsp_tracegen_destroy(g);
 }
 
@@ -507,7 +616,8 @@ static void test_reader_damage_everywhere(void **state) {
   nsp_tracegen_destroy(g);
 }
 
-/* A damaged second frame: the first frame's records survive and the
+/* A damaged second frame: the records of every other frame survive
+ * (frames are self-contained, so reading goes on at the next one) and the
  * problem names the damaged frame's offset. */
 static void test_reader_bad_frame(void **state) {
   (void)state;
@@ -525,8 +635,10 @@ static void test_reader_bad_frame(void **state) {
   const char *problem;
   char pb[256];
   size_t n = read_all(copy, len, lines, MAXREC, &last, NULL, &problem, pb, sizeof pb);
-  assert_int_equal(n, 3); /* frames hold 3 records each */
+  assert_int_equal(n, MIXED_N - 3); /* frames hold 3 records each */
+  assert_int_equal(last, -1);
   assert_non_null(problem);
+  assert_non_null(strstr(problem, "corrupt frame"));
   char want[64];
   snprintf(want, sizeof want, "at byte %zu", offs[1]);
   assert_non_null(strstr(problem, want));
@@ -560,7 +672,7 @@ static void test_reader_skippable(void **state) {
   int last;
   const char *problem;
   char pb[256];
-  assert_int_equal(read_all(buf, tot, lines, MAXREC, &last, NULL, &problem, pb, sizeof pb), 18);
+  assert_int_equal(read_all(buf, tot, lines, MAXREC, &last, NULL, &problem, pb, sizeof pb), MIXED_N);
   assert_int_equal(last, 0);
   assert_null(problem);
   free(buf);
@@ -595,6 +707,7 @@ int main(void) {
       cmocka_unit_test(test_roundtrip_process),
       cmocka_unit_test(test_roundtrip_comm),
       cmocka_unit_test(test_roundtrip_small_kinds),
+      cmocka_unit_test(test_roundtrip_completion_callsite),
       cmocka_unit_test(test_roundtrip_calls),
       cmocka_unit_test(test_forward_compat),
       cmocka_unit_test(test_reader_whole),

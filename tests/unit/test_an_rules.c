@@ -293,9 +293,11 @@ static void test_c10_healthy(void **state) {
   nsp_job_destroy(job);
 }
 
+/* c11 on the CPU stand-in, without completion tracking: only the
+ * wavefront can say who is behind (test_an_hang.c has the GPU run). */
 static void test_c11_straggler(void **state) {
   (void)state;
-  struct nsp_job *job = analyse_case("c11", 2);
+  struct nsp_job *job = analyse_case("c11-notrack", 2);
   assert_int_equal(nsp_job_nfindings(job), 1);
   const struct nsp_finding *f = nsp_job_finding(job, 0);
   assert_int_equal(f->kind, NSP_FIND_STOPPED_EARLY);
@@ -629,11 +631,12 @@ static void test_truncated_file(void **state) {
 }
 
 /* Damage anywhere in one rank's trace: whatever values the damaged bytes
- * decode to (huge seqs, comm indices, peers, counts), the analysis
- * completes with consistent findings and frees everything. */
+ * decode to (huge seqs, comm indices, peers, counts, completions, call
+ * sites), the analysis and the perf figures complete with consistent
+ * findings and free everything. */
 static void test_damaged_traces_analyse(void **state) {
   (void)state;
-  const char *cases[] = {"c07", "c08", "c09"};
+  const char *cases[] = {"c07", "c08", "c09", "c11", "c13"};
   for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
     struct nsp_tracegen *g[NSP_CASE_MAX_RANKS];
     int n = nsp_case_build(cases[ci], g);
@@ -654,9 +657,11 @@ static void test_damaged_traces_analyse(void **state) {
           assert_true(ret == 1 || ret == NSP_AN_EREAD);
         }
         assert_int_equal(nsp_job_analyze(job), 0);
+        assert_int_equal(nsp_job_perf(job), 0);
         for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
           const struct nsp_finding *f = nsp_job_finding(job, i);
           assert_true(f->nsides >= 1 && f->message && f->hint);
+          assert_true(f->cause == SIZE_MAX || f->cause < nsp_job_nfindings(job));
           for (size_t s = 0; s < f->nsides; s++) assert_true(f->sides[s].nranks >= 1 && f->sides[s].text);
         }
         nsp_job_destroy(job);
@@ -699,7 +704,8 @@ static void test_bad_inputs(void **state) {
   nsp_case_rmdir(dir);
 }
 
-/* Records the shim dropped, ranks never traced: notes, not findings. */
+/* Records the shim dropped: a note, not a finding; ranks never traced:
+ * an env-missing-ranks finding naming them. */
 static void test_notes(void **state) {
   (void)state;
   struct nsp_tracegen *g[2];
@@ -710,11 +716,17 @@ static void test_notes(void **state) {
   }
   nsp_tracegen_dropped(g[1], 77, NSP_DROP_RING_FULL);
   struct nsp_job *job = analyse_gens(g, 2);
-  assert_int_equal(nsp_job_nfindings(job), 0);
   assert_int_equal(nsp_job_trace(job, 1)->dropped, 77);
-  assert_int_equal(nsp_job_nnotes(job), 2);
+  assert_int_equal(nsp_job_nnotes(job), 1);
   assert_contains(nsp_job_note(job, 0), "t1.ncclspy: the shim dropped 77 records");
-  assert_contains(nsp_job_note(job, 1), "4 ranks, traces for 2 (0-1)");
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_ENV_MISSING_RANKS);
+  assert_true(f->comm_id == 0xaaaa);
+  assert_ranks(f->odd_ranks, f->nodd, "2-3");
+  assert_int_equal(f->nsides, 1);
+  assert_side(&f->sides[0], "0-1");
+  assert_string_equal(f->message, "communicator has 4 ranks but 2 have a trace; no trace for ranks 2-3");
   nsp_job_destroy(job);
 }
 

@@ -1,0 +1,405 @@
+/* nsp_an_hang.c - hangs, from completion tracking (format 1.1).
+ *
+ * Per communicator: the first seq that did not complete on every rank.
+ * The ranks that never issued it are the ones to look at ("hang"); when
+ * every rank issued it, the ones on which it never completed are named
+ * ("never-completed").  Across communicators, a rank that never arrived
+ * because it is stuck in another communicator's hang links the two
+ * ("caused by"), so the report names the root hang first. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_internal.h"
+#include "nsp_names.h"
+
+static const int role_order[] = {NSP_ROLE_NOT_ARRIVED, NSP_ROLE_WAITING, NSP_ROLE_FAILED, NSP_ROLE_UNTRACKED,
+                                 NSP_ROLE_COMPLETED};
+#define NROLES (sizeof role_order / sizeof *role_order)
+
+static int tracked(const struct nsp_trace *t) { return (t->info.tracking & NSP_TRACK_COMPLETION) != 0; }
+
+static int role_of(const struct nsp_job *job, const struct nsp_member *m, uint64_t h) {
+  if (m->last_seq < h) return NSP_ROLE_NOT_ARRIVED;
+  if (m->first_err_seq == h) return NSP_ROLE_FAILED;
+  if (!tracked(job->traces[m->trace])) return NSP_ROLE_UNTRACKED;
+  if (m->first_pending == h) return NSP_ROLE_WAITING;
+  return NSP_ROLE_COMPLETED;
+}
+
+static int side_text(struct nsp_side *s, int role, uint64_t h) {
+  char cb[256], buf[400];
+  nsp_format_call(cb, sizeof cb, &s->call);
+  switch (role) {
+    case NSP_ROLE_NOT_ARRIVED: snprintf(buf, sizeof buf, "did not arrive at seq %llu", (unsigned long long)h); break;
+    case NSP_ROLE_WAITING: snprintf(buf, sizeof buf, "waiting in %s", cb); break;
+    case NSP_ROLE_FAILED: snprintf(buf, sizeof buf, "failed in %s", cb); break;
+    case NSP_ROLE_UNTRACKED: snprintf(buf, sizeof buf, "issued %s (completion not tracked)", cb); break;
+    default: snprintf(buf, sizeof buf, "completed %s", cb); break;
+  }
+  return nsp_an_set_side_text(s, buf);
+}
+
+static int hang_comm(struct nsp_job *job, struct nsp_comm *c) {
+  uint64_t h = 0;
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank < 0 || !tracked(job->traces[m->trace]) || !m->first_pending) continue;
+    if (!h || m->first_pending < h) h = m->first_pending;
+  }
+  if (!h) return 0;
+  const struct nsp_ref *ref = nsp_comm_ref(c, h, 0);
+  if (!ref || !ref->set) return 0;
+
+  size_t *by_role[NROLES];
+  size_t n_role[NROLES];
+  memset(n_role, 0, sizeof n_role);
+  size_t *mi = malloc((c->nmembers ? c->nmembers : 1) * NROLES * sizeof *mi);
+  if (!mi) return NSP_AN_ENOMEM;
+  for (size_t r = 0; r < NROLES; r++) by_role[r] = mi + r * (c->nmembers ? c->nmembers : 1);
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank < 0) continue;
+    int role = role_of(job, m, h);
+    for (size_t r = 0; r < NROLES; r++)
+      if (role_order[r] == role) by_role[r][n_role[r]++] = c->members[k];
+  }
+  size_t nsides = 0;
+  for (size_t r = 0; r < NROLES; r++) nsides += n_role[r] > 0;
+  int kind = n_role[0] ? NSP_FIND_HANG : NSP_FIND_NEVER_COMPLETED;
+  struct nsp_finding_priv *f = nsp_an_new_finding(job, kind, c);
+  int ret = f ? nsp_an_alloc_sides(f, nsides) : NSP_AN_ENOMEM;
+  int64_t t0 = 0;
+  for (size_t r = 0, s = 0; r < NROLES && !ret; r++) {
+    if (!n_role[r]) continue;
+    struct nsp_side *side = &f->sides[s++];
+    int role = role_order[r];
+    side->role = role;
+    ret = nsp_an_side_from_members(job, side, by_role[r], n_role[r]);
+    if (ret) break;
+    /* The side's call: its first rank's own call at h (a rank that
+     * differed from the first one to get there made diff_sig). */
+    const struct nsp_member *m0 = &job->members[by_role[r][0]];
+    const struct nsp_sig *sig0 = role == NSP_ROLE_WAITING ? &m0->pend_sig
+                                 : m0->first_diff == h     ? &m0->diff_sig
+                                                           : &ref->sig;
+    nsp_an_call_from_sig(&side->call, sig0, c->info.id, h);
+    if (role == NSP_ROLE_NOT_ARRIVED) {
+      nsp_call_clear(&side->call);
+      side->call.comm_id = c->info.id;
+      side->call.seq = h;
+    }
+    for (size_t p = 0; p < n_role[r] && !ret; p++) {
+      const struct nsp_member *m = &job->members[by_role[r][p]];
+      const struct nsp_trace *t = job->traces[m->trace];
+      struct nsp_proc *pr = (struct nsp_proc *)&side->procs[p];
+      switch (role) {
+        case NSP_ROLE_NOT_ARRIVED:
+          if (t->last_call.valid) {
+            pr->call = t->last_call.call;
+            pr->call.last_error = NULL;
+            pr->site = nsp_an_site(t, t->last_call.site);
+          }
+          if (t->blocked.valid) {
+            pr->blocked = t->blocked.call;
+            pr->blocked.last_error = NULL;
+          }
+          break;
+        case NSP_ROLE_WAITING:
+          nsp_an_call_from_sig(&pr->call, &m->pend_sig, c->info.id, h);
+          pr->call.time_ns = m->pend_t;
+          pr->call.done = 0;
+          pr->site = nsp_an_site(t, m->pend_site);
+          pr->wait_ns = t->t_last > m->pend_mono ? (int64_t)(t->t_last - m->pend_mono) : 0;
+          pr->done_flags = m->pend_state == NSP_PEND_ABANDONED ? NSP_DONE_ABANDONED
+                           : m->pend_state == NSP_PEND_FAILED  ? NSP_DONE_ERROR
+                                                               : 0;
+          if (m->pend_t && (!t0 || m->pend_t < t0)) t0 = m->pend_t;
+          break;
+        default:
+          nsp_an_call_from_sig(&pr->call, m->first_diff == h ? &m->diff_sig : &ref->sig, c->info.id, h);
+          pr->call.done = role == NSP_ROLE_COMPLETED ? 1 : role == NSP_ROLE_FAILED ? 0 : -1;
+          ret = nsp_an_want_site(job, m->trace, m->local, h, &pr->site);
+          break;
+      }
+    }
+    if (!ret) ret = side_text(side, role, h);
+  }
+  if (!ret) {
+    f->pub.seq = h;
+    f->pub.api = ref->sig.api;
+    f->pub.time_ns = t0 ? t0 : ref->t_min;
+    f->order = 1;
+    /* The ranks to look at: those that never arrived; when all arrived,
+     * those on which it never completed. */
+    const struct nsp_side *odd = &f->sides[0];
+    ret = nsp_an_set_odd(f, odd->ranks, odd->nranks);
+    c->hang_seq = h;
+    c->hang_id = f->id;
+    c->hang_t = f->pub.time_ns;
+  }
+  free(mi);
+  return ret;
+}
+
+int nsp_an_rule_hangs(struct nsp_job *job) {
+  for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(hang_comm(job, job->comms[i]));
+  return 0;
+}
+
+/* ---- links and messages --------------------------------------------------- */
+
+static const struct nsp_comm *comm_of(const struct nsp_job *job, uint64_t id) {
+  const size_t *ci = id ? nsp_u64map_get(&job->comm_by_id, id) : NULL;
+  return ci ? job->comms[*ci] : NULL;
+}
+
+static int is_hang(const struct nsp_finding_priv *f) {
+  return f->pub.kind == NSP_FIND_HANG || f->pub.kind == NSP_FIND_NEVER_COMPLETED;
+}
+
+static const struct nsp_side *side_with_role(const struct nsp_finding_priv *f, int role) {
+  for (size_t s = 0; s < f->pub.nsides; s++)
+    if (f->sides[s].role == role) return &f->sides[s];
+  return NULL;
+}
+
+/* The hang a not-arrived process is stuck in: its earliest call that never
+ * completed, when that is on another communicator with a hang. */
+static const struct nsp_comm *blocked_in(const struct nsp_job *job, const struct nsp_finding_priv *f,
+                                         const struct nsp_proc *p) {
+  if (p->blocked.api < 0 || p->blocked.comm_id == f->pub.comm_id) return NULL;
+  const struct nsp_comm *c = comm_of(job, p->blocked.comm_id);
+  return c && c->hang_seq ? c : NULL;
+}
+
+static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
+  const struct nsp_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
+  if (c && c->mismatch_seq && c->mismatch_seq <= f->pub.seq) {
+    f->cause_id = c->mismatch_id;
+    return;
+  }
+  if (side_with_role(f, NSP_ROLE_FAILED) && job->error_id != SIZE_MAX) {
+    f->cause_id = job->error_id;
+    return;
+  }
+  const struct nsp_side *na = side_with_role(f, NSP_ROLE_NOT_ARRIVED);
+  if (!na) return;
+  const struct nsp_comm *best = NULL;
+  int errored = 0;
+  for (size_t p = 0; p < na->nranks; p++) {
+    const struct nsp_comm *b = blocked_in(job, f, &na->procs[p]);
+    if (b) {
+      if (!best || b->hang_t < best->hang_t) best = b;
+    } else if (job->traces[na->procs[p].trace]->first_err.valid) {
+      errored = 1;
+    } else {
+      return; /* free to arrive and did not: this hang is a root */
+    }
+  }
+  if (best) f->cause_id = best->hang_id;
+  else if (errored && job->error_id != SIZE_MAX) f->cause_id = job->error_id;
+}
+
+static void put_ranks(struct nsp_sbuf *b, const int *ranks, size_t n) {
+  char rb[160];
+  nsp_format_ranks(rb, sizeof rb, ranks, n);
+  nsp_sbuf_printf(b, "%s %s", n == 1 ? "rank" : "ranks", rb);
+}
+
+/* "rank 1" or, when its job rank differs, "rank 1 (job rank 3)". */
+static void put_rank(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_proc *p) {
+  int jr = job->traces[p->trace]->info.rank;
+  nsp_sbuf_printf(b, "rank %d", p->rank);
+  if (jr >= 0 && jr != p->rank) nsp_sbuf_printf(b, " (job rank %d)", jr);
+}
+
+static void put_call_where(struct nsp_sbuf *b, const struct nsp_call *c, uint64_t comm_id) {
+  char cb[256];
+  nsp_format_call(cb, sizeof cb, c);
+  nsp_sbuf_printf(b, "%s", cb);
+  int k = nsp_api_kind(c->api);
+  if (k == NSP_K_COLL || k == NSP_K_P2P) nsp_sbuf_printf(b, " seq %llu", (unsigned long long)c->seq);
+  if (!c->comm_id) return;
+  if (c->comm_id == comm_id) nsp_sbuf_printf(b, " on this communicator");
+  else nsp_sbuf_printf(b, " on communicator %016llx", (unsigned long long)c->comm_id);
+}
+
+static const char *done_word(int done) {
+  return done > 0 ? "completed" : done == 0 ? "never completed" : "completion unknown";
+}
+
+static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
+  const struct nsp_finding *f = &fp->pub;
+  struct nsp_sbuf b = {0};
+  char cb[256];
+  const struct nsp_side *na = side_with_role(fp, NSP_ROLE_NOT_ARRIVED);
+  const struct nsp_side *wt = side_with_role(fp, NSP_ROLE_WAITING);
+  const struct nsp_side *ref = wt ? wt : f->nsides > (na ? 1u : 0u) ? &f->sides[na ? 1 : 0] : NULL;
+  if (ref) nsp_format_call(cb, sizeof cb, &ref->call);
+  else snprintf(cb, sizeof cb, "%s", nsp_op_name(f->api));
+  if (f->kind == NSP_FIND_HANG) {
+    nsp_sbuf_printf(&b, "seq %llu (%s) did not complete: ", (unsigned long long)f->seq, cb);
+    put_ranks(&b, na->ranks, na->nranks);
+    if (na->nranks <= 4) {
+      nsp_sbuf_printf(&b, " (");
+      for (size_t p = 0; p < na->nranks; p++)
+        nsp_sbuf_printf(&b, "%s%s pid %u", p ? ", " : "", na->procs[p].host, na->procs[p].pid);
+      nsp_sbuf_printf(&b, ")");
+    }
+    nsp_sbuf_printf(&b, " did not arrive");
+    if (fp->cause_id == SIZE_MAX && !fp->cycle)
+      nsp_sbuf_printf(&b, na->nranks == 1 ? " (the rank to look at)" : " (the ranks to look at)");
+  } else {
+    put_ranks(&b, wt ? wt->ranks : f->odd_ranks, wt ? wt->nranks : f->nodd);
+    nsp_sbuf_printf(&b, "'s seq %llu (%s) never completed although every traced rank issued it",
+                    (unsigned long long)f->seq, cb);
+  }
+  for (size_t s = 0; s < f->nsides; s++) {
+    const struct nsp_side *sd = &f->sides[s];
+    if (sd == na || (f->kind == NSP_FIND_NEVER_COMPLETED && sd == wt)) continue;
+    nsp_sbuf_printf(&b, "; ");
+    put_ranks(&b, sd->ranks, sd->nranks);
+    switch (sd->role) {
+      case NSP_ROLE_WAITING: nsp_sbuf_printf(&b, " %s inside it", sd->nranks == 1 ? "waits" : "wait"); break;
+      case NSP_ROLE_FAILED: nsp_sbuf_printf(&b, " failed it"); break;
+      case NSP_ROLE_UNTRACKED: nsp_sbuf_printf(&b, " issued it (completion not tracked)"); break;
+      default: nsp_sbuf_printf(&b, " completed it"); break;
+    }
+  }
+  /* What the ranks that never arrived did last. */
+  size_t shown = na ? (na->nranks < 4 ? na->nranks : 4) : 0;
+  for (size_t p = 0; p < shown; p++) {
+    const struct nsp_proc *pr = &na->procs[p];
+    const struct nsp_comm *in = blocked_in(job, fp, pr);
+    nsp_sbuf_printf(&b, "; ");
+    put_rank(&b, job, pr);
+    if (in) {
+      nsp_sbuf_printf(&b, " is stuck in ");
+      put_call_where(&b, &pr->blocked, f->comm_id);
+      nsp_sbuf_printf(&b, ", which never completed");
+      continue;
+    }
+    if (pr->call.api < 0) {
+      nsp_sbuf_printf(&b, " made no call");
+      continue;
+    }
+    nsp_sbuf_printf(&b, "'s last call: ");
+    put_call_where(&b, &pr->call, f->comm_id);
+    nsp_sbuf_printf(&b, " (%s)", done_word(pr->call.done));
+    if (pr->blocked.api >= 0 && (pr->blocked.comm_id != pr->call.comm_id || pr->blocked.seq != pr->call.seq)) {
+      nsp_sbuf_printf(&b, ", stuck behind ");
+      put_call_where(&b, &pr->blocked, f->comm_id);
+    }
+  }
+  if (na && na->nranks > shown) nsp_sbuf_printf(&b, "; ...");
+  /* Waiting calls the shim gave up on: the communicator was aborted
+   * (the watchdog, or the program on an error) or the GPU failed. */
+  size_t nab = 0, ner = 0;
+  for (size_t p = 0; wt && p < wt->nranks; p++) {
+    nab += (wt->procs[p].done_flags & NSP_DONE_ABANDONED) != 0;
+    ner += (wt->procs[p].done_flags & NSP_DONE_ERROR) != 0;
+  }
+  if (nab && nab == wt->nranks)
+    nsp_sbuf_printf(&b, "; the waiting %s abandoned when the communicator was aborted",
+                    nab == 1 ? "call was" : "calls were");
+  else if (nab)
+    nsp_sbuf_printf(&b, "; %zu of the waiting calls were abandoned when the communicator was aborted", nab);
+  if (ner) nsp_sbuf_printf(&b, "; %zu of the waiting calls failed on the GPU (the event query returned an error)", ner);
+  /* How long the waiting ranks waited, as far as their traces go. */
+  if (wt) {
+    int64_t lo = INT64_MAX, hi = 0;
+    for (size_t p = 0; p < wt->nranks; p++) {
+      if (wt->procs[p].wait_ns < lo) lo = wt->procs[p].wait_ns;
+      if (wt->procs[p].wait_ns > hi) hi = wt->procs[p].wait_ns;
+    }
+    if (hi < 1000000) {
+      /* Nothing was recorded after the enqueue: the trace cannot say. */
+      nsp_sbuf_printf(&b, "; %s end%s right after the enqueue, so how long %s waited is unknown",
+                      wt->nranks == 1 ? "its trace" : "their traces", wt->nranks == 1 ? "s" : "",
+                      wt->nranks == 1 ? "it" : "they");
+    } else if (hi - lo < 1000000) {
+      nsp_sbuf_printf(&b, "; ");
+      put_ranks(&b, wt->ranks, wt->nranks);
+      nsp_sbuf_printf(&b, " waited %.3f s (enqueue to the end of %s trace)", (double)hi / 1e9,
+                      wt->nranks == 1 ? "its" : "each");
+    } else {
+      size_t ws = wt->nranks < 4 ? wt->nranks : 4;
+      for (size_t p = 0; p < ws; p++) {
+        const struct nsp_proc *pr = &wt->procs[p];
+        nsp_sbuf_printf(&b, "%s rank %d waited %.3f s", p ? "," : ";", pr->rank, (double)pr->wait_ns / 1e9);
+      }
+      nsp_sbuf_printf(&b, "%s (enqueue to the end of each trace)", wt->nranks > ws ? ", ..." : "");
+    }
+  }
+  const struct nsp_finding_priv *cause = fp->cause_id != SIZE_MAX ? nsp_an_finding_by_id(job, fp->cause_id) : NULL;
+  if (cause && is_hang(cause)) {
+    fp->pub.hint = "the ranks that did not arrive here are stuck in an earlier hang on another communicator "
+                   "(the finding this one is caused by): look at that hang's ranks first";
+    nsp_sbuf_printf(&b, "; this follows the %s at seq %llu on communicator %016llx, where the ranks that did not "
+                        "arrive here are stuck",
+                    nsp_finding_kind_name(cause->pub.kind), (unsigned long long)cause->pub.seq,
+                    (unsigned long long)cause->pub.comm_id);
+  } else if (cause && cause->pub.kind == NSP_FIND_ERROR) {
+    nsp_sbuf_printf(&b, "; this follows the error of rank %d", cause->pub.nodd ? cause->pub.odd_ranks[0] : -1);
+  } else if (cause) {
+    nsp_sbuf_printf(&b, "; this follows the %s at seq %llu on the same communicator",
+                    nsp_finding_kind_name(cause->pub.kind), (unsigned long long)cause->pub.seq);
+  }
+  if (fp->cycle)
+    nsp_sbuf_printf(&b, "; circular wait with another communicator's hang: ranks call collectives on these "
+                        "communicators in different orders (a deadlock)");
+  fp->message = nsp_sbuf_take(&b);
+  if (!fp->message) return NSP_AN_ENOMEM;
+  fp->pub.message = fp->message;
+  return 0;
+}
+
+int nsp_an_link_hangs(struct nsp_job *job) {
+  size_t n = job->nfindings;
+  for (size_t i = 0; i < n; i++)
+    if (is_hang(&job->findings[i])) link_one(job, &job->findings[i]);
+  /* Circular waits (A's absent ranks stuck in B, B's in A): both are
+   * roots, flagged. */
+  for (size_t i = 0; i < n; i++) {
+    struct nsp_finding_priv *f = &job->findings[i];
+    if (!is_hang(f) || f->cause_id == SIZE_MAX) continue;
+    struct nsp_finding_priv *r = f;
+    size_t steps = 0;
+    while (r && is_hang(r) && r->cause_id != SIZE_MAX && steps <= n) {
+      r = nsp_an_finding_by_id(job, r->cause_id);
+      steps++;
+      if (r == f) break;
+    }
+    if (r != f) continue;
+    r = f;
+    do {
+      struct nsp_finding_priv *next = nsp_an_finding_by_id(job, r->cause_id);
+      r->cause_id = SIZE_MAX;
+      r->cycle = 1;
+      r = next;
+    } while (r && r != f && r->cause_id != SIZE_MAX);
+  }
+  /* An error on a rank that was waiting in a root hang that began before
+   * it (a timeout, the watchdog) follows from that hang; an error after a
+   * mismatch on its communicator, from the mismatch. */
+  struct nsp_finding_priv *e = job->error_id != SIZE_MAX ? nsp_an_finding_by_id(job, job->error_id) : NULL;
+  if (e && e->pub.nsides && e->sides[0].nranks) {
+    const struct nsp_proc *o = &e->sides[0].procs[0];
+    const struct nsp_comm *c = comm_of(job, e->pub.comm_id);
+    if (c && c->mismatch_seq && o->call.source == NSP_SRC_CALL && nsp_api_kind(o->call.api) == NSP_K_COLL &&
+        o->call.seq >= c->mismatch_seq) {
+      e->cause_id = c->mismatch_id;
+    } else {
+      for (size_t i = 0; i < n && e->cause_id == SIZE_MAX; i++) {
+        const struct nsp_finding_priv *h = &job->findings[i];
+        if (!is_hang(h) || h->cause_id != SIZE_MAX || !h->pub.time_ns || h->pub.time_ns > o->call.time_ns) continue;
+        const struct nsp_side *wt = side_with_role(h, NSP_ROLE_WAITING);
+        for (size_t p = 0; wt && p < wt->nranks; p++)
+          if (wt->procs[p].trace == o->trace) e->cause_id = h->id;
+      }
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (is_hang(&job->findings[i])) NSP_TRY(message_hang(job, &job->findings[i]));
+  return 0;
+}

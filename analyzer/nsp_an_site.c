@@ -1,0 +1,147 @@
+/* nsp_an_site.c - call sites (NSP_REC_CALLSITE): stored per trace with
+ * the frames of NCCL, ncclspy and PyTorch's c10d left out, and pass 2,
+ * which finds the site of the collectives findings name. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_internal.h"
+#include "nsp_names.h"
+#include "nsp_reader.h"
+
+/* Frames kept per site; reports show fewer. */
+#define NSP_SITE_KEEP 16
+/* Sites kept per trace (the shim writes one per distinct stack). */
+#define NSP_SITES_MAX (1u << 16)
+
+int nsp_an_frame_skipped(const char *module, const char *symbol) {
+  const char *base = module ? strrchr(module, '/') : NULL;
+  base = base ? base + 1 : module ? module : "";
+  /* libnccl.so.2, libnccl-net*.so, libncclspy.so */
+  if (!strncmp(base, "libnccl", 7)) return 1;
+  /* c10d::ProcessGroupNCCL::... in libtorch_cuda, mangled or not. */
+  if (symbol && (strstr(symbol, "c10d") || strstr(symbol, "ProcessGroupNCCL"))) return 1;
+  return 0;
+}
+
+int nsp_an_site_add(struct nsp_trace *t, const struct nsp_rec *rec) {
+  const struct nsp_rec_ext *x = rec->ext;
+  if (!rec->site || !x || t->info.nsites >= NSP_SITES_MAX) return 0;
+  if (nsp_u64map_get(&t->site_by_id, rec->site)) return 0; /* the first record of an id wins */
+  size_t n = x->nframes, keep = 0, skipped = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (nsp_an_frame_skipped(x->frame_module[i], x->frame_symbol[i])) skipped++;
+    else keep++;
+  }
+  int filter = keep > 0; /* all frames NCCL's: show them rather than nothing */
+  if (!filter) {
+    keep = n;
+    skipped = 0;
+  }
+  if (keep > NSP_SITE_KEEP) keep = NSP_SITE_KEEP;
+  size_t bytes = sizeof(struct nsp_callsite) + keep * sizeof(struct nsp_frame);
+  size_t kept = 0;
+  for (size_t i = 0; i < n && kept < keep; i++) {
+    if (filter && nsp_an_frame_skipped(x->frame_module[i], x->frame_symbol[i])) continue;
+    bytes += strlen(x->frame_module[i] ? x->frame_module[i] : "") + strlen(x->frame_symbol[i] ? x->frame_symbol[i] : "") + 2;
+    kept++;
+  }
+  struct nsp_callsite *cs = malloc(bytes);
+  if (!cs) return NSP_AN_ENOMEM;
+  struct nsp_frame *fr = (struct nsp_frame *)(cs + 1);
+  char *str = (char *)(fr + keep);
+  kept = 0;
+  for (size_t i = 0; i < n && kept < keep; i++) {
+    if (filter && nsp_an_frame_skipped(x->frame_module[i], x->frame_symbol[i])) continue;
+    const char *mod = x->frame_module[i] ? x->frame_module[i] : "";
+    const char *sym = x->frame_symbol[i] ? x->frame_symbol[i] : "";
+    size_t ml = strlen(mod) + 1, sl = strlen(sym) + 1;
+    memcpy(str, mod, ml);
+    fr[kept].module = str;
+    str += ml;
+    memcpy(str, sym, sl);
+    fr[kept].symbol = str;
+    str += sl;
+    fr[kept].offset = x->frame_offset[i];
+    kept++;
+  }
+  cs->id = rec->site;
+  cs->flags = rec->flags;
+  cs->nframes = keep;
+  cs->frames = fr;
+  cs->nskipped = skipped;
+  cs->ntotal = n;
+  if (nsp_an_grow(&t->sites, &t->sites_cap, t->info.nsites + 1, sizeof *t->sites) < 0 ||
+      nsp_u64map_put(&t->site_by_id, rec->site, t->info.nsites) < 0) {
+    free(cs);
+    return NSP_AN_ENOMEM;
+  }
+  t->sites[t->info.nsites++] = cs;
+  return 0;
+}
+
+const struct nsp_callsite *nsp_an_site(const struct nsp_trace *t, uint32_t id) {
+  if (!id) return NULL;
+  const size_t *i = nsp_u64map_get(&t->site_by_id, id);
+  return i ? t->sites[*i] : NULL;
+}
+
+void nsp_an_sites_free(struct nsp_trace *t) {
+  for (size_t i = 0; i < t->info.nsites; i++) free(t->sites[i]);
+  free(t->sites);
+  t->sites = NULL;
+  t->info.nsites = 0;
+  nsp_u64map_free(&t->site_by_id);
+}
+
+int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t seq,
+                     const struct nsp_callsite **out) {
+  if (!job->traces[trace]->info.nsites) return 0; /* no call sites in that trace */
+  NSP_TRY(nsp_an_grow(&job->site_req, &job->site_req_cap, job->nsite_req + 1, sizeof *job->site_req));
+  job->site_req[job->nsite_req++] = (struct nsp_site_req){trace, local, seq, out};
+  return 0;
+}
+
+static int cmp_site_req(const void *pa, const void *pb) {
+  const struct nsp_site_req *a = pa, *b = pb;
+  if (a->trace != b->trace) return a->trace < b->trace ? -1 : 1;
+  if (a->local != b->local) return a->local < b->local ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+int nsp_an_fetch_sites(struct nsp_job *job) {
+  size_t n = job->nsite_req;
+  if (!n) return 0;
+  struct nsp_site_req *req = job->site_req;
+  qsort(req, n, sizeof *req, cmp_site_req);
+  int ret = 0;
+  for (size_t i = 0; i < n && !ret;) {
+    size_t j = i;
+    while (j < n && req[j].trace == req[i].trace) j++;
+    const struct nsp_trace *t = job->traces[req[i].trace];
+    char err[256];
+    struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
+    if (!r) {
+      ret = nsp_job_notef(job, "%s: could not be read again for call sites: %s", t->info.path, err);
+      i = j;
+      continue;
+    }
+    struct nsp_rec rec;
+    size_t found = 0;
+    while (found < j - i && nsp_reader_next(r, &rec) == 1) {
+      if (rec.kind != NSP_REC_CALL || nsp_api_kind(rec.api) != NSP_K_COLL) continue;
+      struct nsp_site_req key = {req[i].trace, rec.comm, rec.seq, NULL};
+      struct nsp_site_req *hit = bsearch(&key, req + i, j - i, sizeof *req, cmp_site_req);
+      if (!hit) continue;
+      /* Requests for the same call sit next to each other. */
+      while (hit > req + i && !cmp_site_req(hit - 1, &key)) hit--;
+      for (; hit < req + j && !cmp_site_req(hit, &key); hit++) {
+        if (*hit->out) continue;
+        *hit->out = nsp_an_site(t, rec.site);
+        found++;
+      }
+    }
+    nsp_reader_destroy(r);
+    i = j;
+  }
+  return ret;
+}

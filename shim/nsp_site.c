@@ -1,0 +1,218 @@
+/* nsp_site.c - where in the program an NCCL call came from.
+ *
+ * For each recorded collective and send/recv the shim takes the return
+ * addresses of the calling stack (libunwind's unw_backtrace, with its
+ * per-thread cache), hashes them, and looks the hash up in a table of
+ * known call sites.  A new site is resolved once -- module path, offset in
+ * the module and symbol name, via dladdr -- and written as a CALLSITE
+ * record; calls carry its id.  On a non-success result a deeper stack is
+ * taken and recorded as its own site (NSP_SITE_FULL).
+ *
+ * Settings: NCCLSPY_CALLSITES=0 turns call sites off (their cost per call
+ * is in bench/README.md).  Built without libunwind, call sites are off and
+ * the PROCESS record's tracking bits say so. */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_config.h"
+#include "nsp_shim.h"
+
+#if NSP_HAVE_LIBUNWIND
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#define NSP_SITE_DEPTH_MAX 32
+static int nsp_site_depth = 6; /* frames that key a site (NCCLSPY_CALLSITE_DEPTH) */
+#define NSP_SITE_FULL_DEPTH 64
+#define NSP_SITE_SLOTS 8192 /* power of two; at most 6144 sites kept */
+
+static struct {
+  _Atomic uint64_t key;
+  _Atomic uint32_t id;
+} nsp_sites[NSP_SITE_SLOTS];
+static pthread_mutex_t nsp_site_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t nsp_nsites;
+static int nsp_sites_on = -1;
+static uintptr_t nsp_self_lo, nsp_self_hi; /* the shim's own code: skipped */
+
+static const char nsp_site_marker = 0;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  (void)arg;
+  uintptr_t me = (uintptr_t)&nsp_site_marker;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (me < lo || me >= hi) continue;
+    /* The whole object: from its first to its last loaded segment. */
+    nsp_self_lo = UINTPTR_MAX;
+    nsp_self_hi = 0;
+    for (int j = 0; j < info->dlpi_phnum; j++) {
+      const ElfW(Phdr) *q = &info->dlpi_phdr[j];
+      if (q->p_type != PT_LOAD) continue;
+      uintptr_t a = info->dlpi_addr + q->p_vaddr, b = a + q->p_memsz;
+      if (a < nsp_self_lo) nsp_self_lo = a;
+      if (b > nsp_self_hi) nsp_self_hi = b;
+    }
+    return 1;
+  }
+  return 0;
+}
+
+static void init_sites(void) {
+  pthread_mutex_lock(&nsp_site_lock);
+  if (nsp_sites_on < 0) {
+    const char *v = getenv("NCCLSPY_CALLSITES");
+    nsp_sites_on = !(v && !strcmp(v, "0"));
+    const char *d = getenv("NCCLSPY_CALLSITE_DEPTH");
+    long n = d && *d ? strtol(d, NULL, 10) : 6;
+    nsp_site_depth = n >= 1 && n <= NSP_SITE_DEPTH_MAX ? (int)n : 6;
+    dl_iterate_phdr(find_self, NULL);
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  }
+  pthread_mutex_unlock(&nsp_site_lock);
+}
+
+/* Return addresses of the caller's stack, the shim's own frames left out. */
+static int take_stack(void **ips, int max) {
+  void *raw[NSP_SITE_FULL_DEPTH + 8];
+  int n = unw_backtrace(raw, max + 8 < (int)(sizeof raw / sizeof *raw) ? max + 8 : (int)(sizeof raw / sizeof *raw));
+  int k = 0, i = 0;
+  while (i < n && (uintptr_t)raw[i] >= nsp_self_lo && (uintptr_t)raw[i] < nsp_self_hi) i++;
+  for (; i < n && k < max; i++) ips[k++] = raw[i];
+  return k;
+}
+
+/* Writes a CALLSITE record for a new site: frames resolved now, while the
+ * modules are loaded. */
+static void record_site(uint32_t id, void **ips, int n, int full) {
+  size_t bytes = sizeof(struct nsp_rec_ext) + (size_t)n * (2 * sizeof(char *) + sizeof(uint64_t));
+  Dl_info info[NSP_SITE_FULL_DEPTH];
+  for (int i = 0; i < n; i++) {
+    /* A return address points after the call: look up the call itself. */
+    if (!dladdr((char *)ips[i] - 1, &info[i])) memset(&info[i], 0, sizeof info[i]);
+    bytes += (info[i].dli_fname ? strnlen(info[i].dli_fname, 1024) : 0) + 1 +
+             (info[i].dli_sname ? strnlen(info[i].dli_sname, 1024) : 0) + 1;
+  }
+  struct nsp_rec_ext *x = calloc(1, bytes);
+  if (!x) return;
+  const char **mod = (const char **)(x + 1);
+  const char **sym = mod + n;
+  uint64_t *off = (uint64_t *)(sym + n);
+  char *s = (char *)(off + n);
+  for (int i = 0; i < n; i++) {
+    size_t ml = info[i].dli_fname ? strnlen(info[i].dli_fname, 1024) : 0;
+    size_t sl = info[i].dli_sname ? strnlen(info[i].dli_sname, 1024) : 0;
+    mod[i] = s;
+    if (ml) memcpy(s, info[i].dli_fname, ml);
+    s[ml] = 0;
+    s += ml + 1;
+    sym[i] = s;
+    if (sl) memcpy(s, info[i].dli_sname, sl);
+    s[sl] = 0;
+    s += sl + 1;
+    off[i] = info[i].dli_fbase ? (uint64_t)((uintptr_t)ips[i] - (uintptr_t)info[i].dli_fbase) : (uint64_t)(uintptr_t)ips[i];
+  }
+  x->nframes = (uint32_t)n;
+  x->frame_module = mod;
+  x->frame_symbol = sym;
+  x->frame_offset = off;
+  struct nsp_rec *r = nsp_ring_reserve();
+  if (!r) {
+    free(x);
+    return;
+  }
+  r->kind = NSP_REC_CALLSITE;
+  r->site = id;
+  r->flags = full ? NSP_SITE_FULL : 0;
+  r->ext = x;
+  nsp_ring_commit(r);
+}
+
+static uint32_t site_of(void **ips, int n, int full) {
+  uint64_t key = nsp_fnv1a(NSP_FNV_INIT, ips, (size_t)n * sizeof *ips);
+  key = nsp_fnv1a(key, &full, sizeof full);
+  if (!key) key = 1;
+  size_t i = (size_t)key & (NSP_SITE_SLOTS - 1);
+  for (size_t probe = 0; probe < NSP_SITE_SLOTS; probe++, i = (i + 1) & (NSP_SITE_SLOTS - 1)) {
+    uint64_t k = atomic_load_explicit(&nsp_sites[i].key, memory_order_acquire);
+    if (k == key) {
+      uint32_t id = atomic_load_explicit(&nsp_sites[i].id, memory_order_acquire);
+      if (id) return id;
+      break; /* being added by another thread: take the slow path */
+    }
+    if (!k) break;
+  }
+  pthread_mutex_lock(&nsp_site_lock);
+  uint32_t id = 0;
+  for (size_t probe = 0; probe < NSP_SITE_SLOTS; probe++, i = (i + 1) & (NSP_SITE_SLOTS - 1)) {
+    uint64_t k = atomic_load_explicit(&nsp_sites[i].key, memory_order_relaxed);
+    if (k == key) {
+      id = atomic_load_explicit(&nsp_sites[i].id, memory_order_relaxed);
+      break;
+    }
+    if (!k) {
+      if (nsp_nsites >= NSP_SITE_SLOTS / 4 * 3) break; /* full: no site */
+      id = ++nsp_nsites;
+      /* The record goes in the ring before any call can name the id. */
+      record_site(id, ips, n, full);
+      atomic_store_explicit(&nsp_sites[i].key, key, memory_order_release);
+      atomic_store_explicit(&nsp_sites[i].id, id, memory_order_release);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&nsp_site_lock);
+  return id;
+}
+
+/* Taking a stack costs about 180 ns (unw_backtrace's set-up, whatever the
+ * depth), more than the rest of a wrapper.  So each thread remembers the
+ * site last seen behind each immediate caller (the return address into
+ * the program, which costs nothing to get) and takes the stack again only
+ * on every 64th call through that caller: a new deeper path behind a known
+ * caller is found within 64 calls, and most calls pay a few ns. */
+#define NSP_SITE_CACHE 8
+#define NSP_SITE_RESAMPLE 63 /* mask: one call in 64 */
+static NSP_TLS struct {
+  void *caller;
+  uint32_t site, calls;
+} nsp_site_cache[NSP_SITE_CACHE];
+
+uint32_t nsp_site_current(int failed, void *caller) {
+  if (NSP_UNLIKELY(nsp_sites_on < 0)) init_sites();
+  if (!nsp_sites_on) return 0;
+  unsigned slot = (unsigned)(((uintptr_t)caller >> 4) % NSP_SITE_CACHE);
+  if (!failed && caller && nsp_site_cache[slot].caller == caller &&
+      (++nsp_site_cache[slot].calls & NSP_SITE_RESAMPLE))
+    return nsp_site_cache[slot].site;
+  void *ips[NSP_SITE_FULL_DEPTH];
+  int n = take_stack(ips, failed ? NSP_SITE_FULL_DEPTH : nsp_site_depth);
+  uint32_t site = n > 0 ? site_of(ips, n, failed) : 0;
+  if (!failed && caller) {
+    nsp_site_cache[slot].caller = caller;
+    nsp_site_cache[slot].site = site;
+  }
+  return site;
+}
+
+int nsp_sites_enabled(void) {
+  if (nsp_sites_on < 0) init_sites();
+  return nsp_sites_on;
+}
+
+#else /* no libunwind at build time */
+
+uint32_t nsp_site_current(int failed, void *caller) {
+  (void)failed;
+  (void)caller;
+  return 0;
+}
+
+int nsp_sites_enabled(void) { return 0; }
+
+#endif

@@ -1,0 +1,399 @@
+/* test_an_env.c - the environment section (versions, NCCL_* settings,
+ * GPUs, ranks, world sizes that differ or do not add up) and the hint
+ * table for errors: every row matched by a test, and the settings a hint
+ * shows per rank. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_cases.h"
+#include "nsp_analyze.h"
+#include "nsp_names.h"
+#include "nsp_tracegen.h"
+
+static struct nsp_job *analyse_gens(struct nsp_tracegen **g, int n) {
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  for (int r = 0; r < n; r++) {
+    const uint8_t *data;
+    size_t len;
+    char name[32];
+    snprintf(name, sizeof name, "t%d.ncclspy", r);
+    assert_int_equal(nsp_tracegen_bytes(g[r], &data, &len), 0);
+    assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
+    nsp_tracegen_destroy(g[r]);
+  }
+  assert_int_equal(nsp_job_analyze(job), 0);
+  return job;
+}
+
+static void assert_ranks(const int *ranks, size_t n, const char *want) {
+  char buf[256];
+  nsp_format_ranks(buf, sizeof buf, ranks, n);
+  assert_string_equal(buf, want);
+}
+#define assert_side(s, want) assert_ranks((s)->ranks, (s)->nranks, want)
+
+static void assert_contains(const char *hay, const char *needle) {
+  if (!hay || !strstr(hay, needle)) fail_msg("\"%s\"\n  does not contain \"%s\"", hay ? hay : "(null)", needle);
+}
+
+/* The only finding of a kind (fails when there is not exactly one). */
+static const struct nsp_finding *only(const struct nsp_job *job, int kind) {
+  const struct nsp_finding *f = NULL;
+  size_t n = 0;
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+    if (nsp_job_finding(job, i)->kind == kind) {
+      f = nsp_job_finding(job, i);
+      n++;
+    }
+  if (n != 1) fail_msg("%zu findings of kind %s", n, nsp_finding_kind_name(kind));
+  return f;
+}
+
+static size_t count_kind(const struct nsp_job *job, int kind) {
+  size_t n = 0;
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) n += nsp_job_finding(job, i)->kind == kind;
+  return n;
+}
+
+/* Rank r on host node-{a,b} (two per host), not yet written. */
+static struct nsp_tracegen *gen(int r) {
+  char host[16];
+  snprintf(host, sizeof host, "node-%c", 'a' + r / 2);
+  struct nsp_tracegen *g = nsp_tracegen_create(host, 1000u + (uint32_t)r, r);
+  assert_non_null(g);
+  return g;
+}
+
+static void world(struct nsp_tracegen *g, int r, int n) {
+  uint32_t w = nsp_tracegen_comm(g, 0xaaaa, r, n);
+  assert_true(w > 0);
+  nsp_tracegen_coll(g, NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
+}
+
+/* ---- versions and settings ---------------------------------------------- */
+
+static void test_versions(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  for (int r = 0; r < 4; r++) {
+    g[r] = gen(r);
+    nsp_tracegen_set_nccl_version(g[r], r < 2 ? 22809 : 22703);
+    assert_int_equal(nsp_tracegen_set_nccl_path(g[r], r < 2 ? "/usr/lib/libnccl.so.2" : "/opt/nccl/lib/libnccl.so.2"),
+                     0);
+    nsp_tracegen_set_versions(g[r], r == 3 ? 12020 : 12040, 12040); /* one odd driver, same runtime */
+    world(g[r], r, 4);
+  }
+  struct nsp_job *job = analyse_gens(g, 4);
+  assert_int_equal(nsp_job_nfindings(job), 3);
+  const struct nsp_finding *v = only(job, NSP_FIND_ENV_NCCL_VERSION);
+  assert_string_equal(nsp_finding_kind_name(v->kind), "env-nccl-version");
+  assert_true(nsp_finding_kind_is_env(v->kind));
+  assert_true(v->comm_id == 0);
+  assert_int_equal(v->nsides, 2);
+  assert_side(&v->sides[0], "0-1");
+  assert_string_equal(v->sides[0].value, "2.28.9");
+  assert_string_equal(v->sides[0].procs[1].host, "node-a");
+  assert_side(&v->sides[1], "2-3");
+  assert_string_equal(v->sides[1].value, "2.27.3");
+  assert_int_equal(v->nodd, 0); /* two against two */
+  assert_string_equal(v->message, "NCCL version differs across ranks: ranks 0-1 (node-a): 2.28.9; ranks 2-3 "
+                                  "(node-b): 2.27.3");
+  const struct nsp_finding *p = only(job, NSP_FIND_ENV_NCCL_PATH);
+  assert_string_equal(p->sides[1].value, "/opt/nccl/lib/libnccl.so.2");
+  const struct nsp_finding *d = only(job, NSP_FIND_ENV_DRIVER);
+  assert_side(&d->sides[0], "0-2");
+  assert_string_equal(d->sides[0].value, "12.4");
+  assert_side(&d->sides[1], "3");
+  assert_string_equal(d->sides[1].value, "12.2");
+  assert_ranks(d->odd_ranks, d->nodd, "3");
+  assert_int_equal(count_kind(job, NSP_FIND_ENV_RUNTIME), 0);
+  /* Environment findings come after the others, in their own section. */
+  assert_contains(nsp_job_summary(job), "3 findings (1 env-nccl-version, 1 env-nccl-path, 1 env-driver-version)");
+  nsp_job_destroy(job);
+}
+
+/* NCCL_* variables: set on some ranks and not others counts; per-rank
+ * ones (NCCL_COMM_ID, NCCL_HOSTID, *RANK*, NCCL_DEBUG_FILE) are left out. */
+static void test_settings(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  for (int r = 0; r < 4; r++) {
+    g[r] = gen(r);
+    char v[32];
+    if (r < 3) assert_int_equal(nsp_tracegen_env(g[r], "NCCL_SOCKET_IFNAME", "eth0"), 0);
+    assert_int_equal(nsp_tracegen_env(g[r], "NCCL_IB_DISABLE", "1"), 0);
+    snprintf(v, sizeof v, "10.0.0.%d:29500", r);
+    assert_int_equal(nsp_tracegen_env(g[r], "NCCL_COMM_ID", v), 0);
+    snprintf(v, sizeof v, "host%d", r);
+    assert_int_equal(nsp_tracegen_env(g[r], "NCCL_HOSTID", v), 0);
+    snprintf(v, sizeof v, "%d", r);
+    assert_int_equal(nsp_tracegen_env(g[r], "NCCL_LOCAL_RANK", v), 0);
+    snprintf(v, sizeof v, "/logs/nccl.%d.log", r);
+    assert_int_equal(nsp_tracegen_env(g[r], "NCCL_DEBUG_FILE", v), 0);
+    assert_int_equal(nsp_tracegen_env(g[r], "NCCL_ALGO", r == 2 ? "Tree" : "Ring"), 0);
+    world(g[r], r, 4);
+  }
+  struct nsp_job *job = analyse_gens(g, 4);
+  assert_int_equal(nsp_job_nfindings(job), 2);
+  const struct nsp_finding *a = nsp_job_finding(job, 0), *s = nsp_job_finding(job, 1);
+  assert_int_equal(a->kind, NSP_FIND_ENV_SETTING);
+  assert_string_equal(a->setting, "NCCL_ALGO");
+  assert_side(&a->sides[0], "0-1,3");
+  assert_string_equal(a->sides[0].text, "NCCL_ALGO=Ring");
+  assert_side(&a->sides[1], "2");
+  assert_ranks(a->odd_ranks, a->nodd, "2");
+  assert_int_equal(s->kind, NSP_FIND_ENV_SETTING);
+  assert_string_equal(s->setting, "NCCL_SOCKET_IFNAME");
+  assert_side(&s->sides[0], "0-2");
+  assert_string_equal(s->sides[0].value, "eth0");
+  assert_side(&s->sides[1], "3");
+  assert_null(s->sides[1].value);
+  assert_string_equal(s->sides[1].text, "NCCL_SOCKET_IFNAME unset");
+  assert_string_equal(s->message, "NCCL_SOCKET_IFNAME differs across ranks: ranks 0-2 (node-a, node-b): eth0; "
+                                  "rank 3 (node-b): unset");
+  assert_contains(s->hint, "set it the same way everywhere");
+  nsp_job_destroy(job);
+}
+
+static void test_world_size(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  /* WORLD_SIZE=8 on a job of 4 traced ranks in a 4-rank world; SLURM_NTASKS
+   * differs between the ranks. */
+  for (int r = 0; r < 4; r++) {
+    g[r] = gen(r);
+    assert_int_equal(nsp_tracegen_env(g[r], "WORLD_SIZE", "8"), 0);
+    assert_int_equal(nsp_tracegen_env(g[r], "SLURM_NTASKS", r < 2 ? "4" : "2"), 0);
+    assert_int_equal(nsp_tracegen_env(g[r], "PMI_SIZE", "4"), 0); /* agrees: no finding */
+    world(g[r], r, 4);
+  }
+  struct nsp_job *job = analyse_gens(g, 4);
+  assert_int_equal(count_kind(job, NSP_FIND_ENV_WORLD_SIZE), 2);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
+    const struct nsp_finding *f = nsp_job_finding(job, i);
+    assert_int_equal(f->kind, NSP_FIND_ENV_WORLD_SIZE);
+    if (!strcmp(f->setting, "WORLD_SIZE")) {
+      assert_int_equal(f->nsides, 1);
+      assert_side(&f->sides[0], "0-3");
+      assert_string_equal(f->message, "WORLD_SIZE=8 on ranks 0-3 (node-a, node-b) but 4 processes traced, largest "
+                                      "communicator 4 ranks");
+    } else {
+      assert_string_equal(f->setting, "SLURM_NTASKS");
+      assert_int_equal(f->nsides, 2);
+      assert_string_equal(f->sides[0].value, "4");
+      assert_side(&f->sides[1], "2-3");
+    }
+  }
+  nsp_job_destroy(job);
+}
+
+/* ---- communicators that do not add up ------------------------------------- */
+
+static void test_duplicate_gpu(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  for (int r = 0; r < 3; r++) {
+    g[r] = nsp_tracegen_create("node-a", 1000u + (uint32_t)r, r);
+    assert_non_null(g[r]);
+    /* ranks 0 and 1 report one uuid; rank 2 has no uuid but rank 1's bus id */
+    assert_int_equal(nsp_tracegen_set_gpu(g[r], r < 2 ? "GPU-1111" : "", r ? "0000:1b:00.0" : "0000:1c:00.0", "H200"),
+                     0);
+    world(g[r], r, 3);
+  }
+  struct nsp_job *job = analyse_gens(g, 3);
+  const struct nsp_finding *f = only(job, NSP_FIND_ENV_DUP_GPU);
+  assert_string_equal(nsp_finding_kind_name(f->kind), "env-duplicate-gpu");
+  assert_true(f->comm_id == 0xaaaa);
+  assert_int_equal(f->nsides, 1);
+  assert_side(&f->sides[0], "0-2");
+  assert_string_equal(f->sides[0].value, "GPU-1111");
+  assert_contains(f->message, "ranks 0-2 (node-a) share one GPU: GPU-1111");
+  nsp_job_destroy(job);
+}
+
+static void test_duplicate_rank_and_nranks(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  g[0] = gen(0);
+  world(g[0], 0, 2);
+  g[1] = gen(1);
+  world(g[1], 1, 2);
+  g[2] = nsp_tracegen_create("node-c", 2000, 1); /* a second rank 1, thinking nranks is 3 */
+  world(g[2], 1, 3);
+  struct nsp_job *job = analyse_gens(g, 3);
+  const struct nsp_finding *d = only(job, NSP_FIND_ENV_DUP_RANK);
+  assert_int_equal(d->nsides, 1);
+  assert_int_equal(d->sides[0].nranks, 2);
+  assert_int_equal(d->sides[0].procs[0].pid, 1001);
+  assert_int_equal(d->sides[0].procs[1].pid, 2000);
+  assert_contains(d->message, "rank 1 is claimed by 2 processes: node-a pid 1001 (t1.ncclspy), node-c pid 2000 "
+                              "(t2.ncclspy)");
+  const struct nsp_finding *n = only(job, NSP_FIND_ENV_NRANKS);
+  assert_int_equal(n->nsides, 2);
+  assert_string_equal(n->sides[0].value, "2");
+  assert_side(&n->sides[0], "0-1");
+  assert_string_equal(n->sides[1].value, "3");
+  assert_int_equal(n->sides[1].procs[0].pid, 2000);
+  /* No note says it any more: the findings do. */
+  assert_int_equal(nsp_job_nnotes(job), 0);
+  nsp_job_destroy(job);
+}
+
+static void test_missing_ranks(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  static const int ranks[3] = {0, 3, 4};
+  for (int i = 0; i < 3; i++) {
+    g[i] = gen(ranks[i]);
+    world(g[i], ranks[i], 10);
+  }
+  struct nsp_job *job = analyse_gens(g, 3);
+  const struct nsp_finding *f = only(job, NSP_FIND_ENV_MISSING_RANKS);
+  assert_ranks(f->odd_ranks, f->nodd, "1-2,5-9");
+  assert_side(&f->sides[0], "0,3-4");
+  assert_string_equal(f->sides[0].text, "traced (3 of 10)");
+  assert_string_equal(f->message, "communicator has 10 ranks but 3 have a trace; no trace for ranks 1-2,5-9");
+  nsp_job_destroy(job);
+}
+
+/* ---- the hint table ----------------------------------------------------------- */
+
+static void test_hint_table(void **state) {
+  (void)state;
+  static const struct {
+    int result;
+    const char *text;
+    int skew;
+    const char *want;
+  } cases[] = {
+      {ncclInvalidUsage, "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000", 0, "duplicate-gpu"},
+      {ncclUnhandledCudaError, "Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'", 0,
+       "cuda-driver-too-old"},
+      {ncclUnhandledCudaError, "Cuda failure 2 'out of memory'", 0, "out-of-memory"},
+      {ncclSystemError, "cudaErrorMemoryAllocation", 0, "out-of-memory"},
+      {ncclUnhandledCudaError, "Cuda failure 700 'an illegal memory access was encountered'", 0, "cuda-failure"},
+      {NSP_NCCL_TIMEOUT, "Watchdog caught collective operation timeout", 0, "timeout"},
+      {ncclSystemError, "socket timed out", 0, "timeout"},
+      {ncclSystemError, "NET/IB : Got completion from peer with error 12", 0, "net-ib"},
+      {ncclRemoteError, "ibv_poll_cq failed", 0, "net-ib"},
+      {ncclSystemError, "Connection Reset by peer", 0, "net-connection-lost"},
+      {ncclRemoteError, "remote process exited or there was a network error", 0, "net-connection-lost"},
+      {ncclSystemError, "Connection closed by remote peer", 0, "net-connection-lost"},
+      {ncclInternalError, "NCCL communicator was aborted on rank 2", 0, "comm-aborted"},
+      {ncclSystemError, "bootstrap : no socket interface found", 0, "bootstrap"},
+      {ncclSystemError, "Call to connect returned Connection refused", 0, "bootstrap"},
+      {ncclInvalidUsage, "invalid usage (run with NCCL_DEBUG=WARN for details)", 1, "version-skew"},
+      {ncclInvalidUsage, NULL, 1, "version-skew"},
+      {ncclUnhandledCudaError, NULL, 0, "result-cuda-error"},
+      {ncclSystemError, NULL, 0, "result-system-error"},
+      {ncclInternalError, "", 0, "result-internal-error"},
+      {ncclInvalidArgument, "invalid argument", 0, "result-invalid-argument"},
+      {ncclInvalidUsage, "invalid usage", 0, "result-invalid-usage"},
+      {ncclRemoteError, NULL, 0, "result-remote-error"},
+      {NSP_NCCL_TIMEOUT, NULL, 0, "result-timeout"},
+      {42, "something new", 0, "result-unknown"},
+  };
+  size_t nrows = nsp_hint_count();
+  int *hit = calloc(nrows, sizeof *hit);
+  assert_non_null(hit);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    size_t row = nsp_hint_match(cases[i].result, cases[i].text, cases[i].skew);
+    if (row == SIZE_MAX) fail_msg("no row for \"%s\"", cases[i].text ? cases[i].text : "(null)");
+    if (strcmp(nsp_hint_get(row)->id, cases[i].want))
+      fail_msg("\"%s\" (result %d): row %s, want %s", cases[i].text ? cases[i].text : "(null)", cases[i].result,
+               nsp_hint_get(row)->id, cases[i].want);
+    hit[row] = 1;
+  }
+  /* Every row is somebody's answer, and says something. */
+  for (size_t r = 0; r < nrows; r++) {
+    const struct nsp_hint *h = nsp_hint_get(r);
+    if (!hit[r]) fail_msg("hint row %s is not covered", h->id);
+    assert_true(strlen(h->cause) > 10 && strlen(h->check) > 10);
+  }
+  free(hit);
+  assert_null(nsp_hint_get(nrows));
+  assert_true(nsp_hint_match(0, "connection reset", 0) == SIZE_MAX);
+  assert_true(nsp_hint_match(ncclInProgress, NULL, 0) == SIZE_MAX);
+}
+
+/* An error's hint shows the settings its row names, each rank's value. */
+static void test_error_hint_settings(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  uint32_t w[4];
+  for (int r = 0; r < 4; r++) {
+    g[r] = gen(r);
+    if (r < 2) assert_int_equal(nsp_tracegen_env(g[r], "NCCL_SOCKET_IFNAME", "eth0"), 0);
+    w[r] = nsp_tracegen_comm(g[r], 0xaaaa, r, 4);
+  }
+  nsp_tracegen_fail_next(g[3], ncclSystemError, "connection reset by peer");
+  nsp_tracegen_coll(g[3], NSP_API_AllReduce, w[3], 8, ncclFloat32, ncclSum, -1);
+  for (int r = 0; r < 3; r++) nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 8, ncclFloat32, ncclSum, -1);
+  struct nsp_job *job = analyse_gens(g, 4);
+  const struct nsp_finding *e = only(job, NSP_FIND_ERROR);
+  assert_string_equal(e->hint_id, "net-connection-lost");
+  assert_contains(e->hint, "the connection to a peer was lost");
+  assert_contains(e->hint, "; NCCL_SOCKET_IFNAME: eth0 on ranks 0-1, unset on ranks 2-3; NCCL_IB_DISABLE: unset on "
+                           "ranks 0-3; the earliest error is the likely origin");
+  assert_int_equal(count_kind(job, NSP_FIND_ENV_SETTING), 1);
+  nsp_job_destroy(job);
+}
+
+/* Invalid usage with different NCCL versions: the version skew row. */
+static void test_error_hint_version_skew(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = gen(2 * r);
+    nsp_tracegen_set_nccl_version(g[r], r ? 22304 : 22809);
+    w[r] = nsp_tracegen_comm(g[r], 0xaaaa, r, 2);
+  }
+  nsp_tracegen_fail_next(g[1], ncclInvalidUsage, "invalid usage");
+  nsp_tracegen_coll(g[1], NSP_API_AllReduce, w[1], 8, ncclFloat32, ncclSum, -1);
+  struct nsp_job *job = analyse_gens(g, 2);
+  const struct nsp_finding *e = only(job, NSP_FIND_ERROR);
+  assert_string_equal(e->hint_id, "version-skew");
+  assert_contains(e->hint, "different NCCL versions");
+  only(job, NSP_FIND_ENV_NCCL_VERSION);
+  nsp_job_destroy(job);
+}
+
+/* Healthy jobs and the failure cases have no environment findings. */
+static void test_cases_clean(void **state) {
+  (void)state;
+  static const char *const names[] = {"c01", "c07", "c09", "c10", "c11", "c13"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    struct nsp_job *job = nsp_job_create();
+    assert_true(nsp_case_add(names[i], job) > 0);
+    assert_int_equal(nsp_job_analyze(job), 0);
+    for (size_t k = 0; k < nsp_job_nfindings(job); k++)
+      if (nsp_finding_kind_is_env(nsp_job_finding(job, k)->kind))
+        fail_msg("%s: %s", names[i], nsp_job_finding(job, k)->message);
+    nsp_job_destroy(job);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_versions),
+      cmocka_unit_test(test_settings),
+      cmocka_unit_test(test_world_size),
+      cmocka_unit_test(test_duplicate_gpu),
+      cmocka_unit_test(test_duplicate_rank_and_nranks),
+      cmocka_unit_test(test_missing_ranks),
+      cmocka_unit_test(test_hint_table),
+      cmocka_unit_test(test_error_hint_settings),
+      cmocka_unit_test(test_error_hint_version_skew),
+      cmocka_unit_test(test_cases_clean),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
