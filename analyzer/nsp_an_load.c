@@ -479,6 +479,9 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
       case NSP_REC_DROPPED:
         t->info.dropped += rec.count;
         break;
+      case NSP_REC_HEARTBEAT: /* alive and waiting: the trace ends later */
+        seen(t, rec.t_enter);
+        break;
       case NSP_REC_COMPLETION:
         t->info.completions++;
         seen(t, rec.count); /* t_seen */

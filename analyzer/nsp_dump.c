@@ -139,6 +139,14 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
       put_t(out, h, r->t_enter);
       fprintf(out, "ASYNC_ERROR comm=%" PRIu32 " result=%s", r->comm, nsp_result_name(r->result, b1, sizeof b1));
       break;
+    case NSP_REC_RINGPOS:
+      fprintf(out, "RINGPOS first=%" PRIu64 " end=%" PRIu64, r->seq, r->count);
+      break;
+    case NSP_REC_HEARTBEAT:
+      put_t(out, h, r->t_enter);
+      fprintf(out, "HEARTBEAT pending=%" PRIu64 " oldest_enqueued=%+.6fms", r->count,
+              ((double)r->t_exit - (double)r->t_enter) / 1e6);
+      break;
     default:
       return;
   }
@@ -197,6 +205,8 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
                        : r->kind == NSP_REC_DROPPED   ? "dropped"
                        : r->kind == NSP_REC_COMPLETION ? "completion"
                        : r->kind == NSP_REC_CALLSITE  ? "callsite"
+                       : r->kind == NSP_REC_RINGPOS   ? "ringpos"
+                       : r->kind == NSP_REC_HEARTBEAT ? "heartbeat"
                                                       : "async_error"));
   if (r->kind == NSP_REC_CALLSITE) {
     jput(o, "site", ji(r->site));
@@ -301,6 +311,15 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
       jput(o, "count", ji((int64_t)r->count));
       jput(o, "reason", js(drop_reason(r->aux)));
       jput(o, "reason_id", ji(r->aux));
+      break;
+    case NSP_REC_RINGPOS:
+      jput(o, "first", ji((int64_t)r->seq));
+      jput(o, "end", ji((int64_t)r->count));
+      break;
+    case NSP_REC_HEARTBEAT:
+      jput(o, "t_ns", ji((int64_t)r->t_enter));
+      jput(o, "pending", ji((int64_t)r->count));
+      jput(o, "oldest_enqueue_ns", ji((int64_t)r->t_exit));
       break;
     default:
       break;

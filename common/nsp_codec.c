@@ -309,6 +309,11 @@ int nsp_encode(struct nsp_buf *out, struct nsp_codec *c, const struct nsp_rec *r
       put_v(&e, r->seq);
       put_v(&e, r->count);
       break;
+    case NSP_REC_HEARTBEAT:
+      put_v(&e, r->t_enter);
+      put_v(&e, r->count);
+      put_v(&e, r->t_exit);
+      break;
     default:
       return -1;
   }
@@ -453,7 +458,7 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
   r->redop = -1;
   r->kind = kind > 255 ? 0 : (uint8_t)kind;
   const uint8_t *next = p + len;
-  if (kind < NSP_REC_PROCESS || kind > NSP_REC_RINGPOS) {
+  if (kind < NSP_REC_PROCESS || kind > NSP_REC_HEARTBEAT) {
     r->kind = 0; /* unknown: skipped by length */
     *pp = next;
     return 1;
@@ -601,6 +606,11 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
     case NSP_REC_RINGPOS:
       r->seq = get_v(&d);
       r->count = get_v(&d);
+      break;
+    case NSP_REC_HEARTBEAT:
+      r->t_enter = get_v(&d);
+      r->count = get_v(&d);
+      r->t_exit = get_v(&d);
       break;
   }
   if (d.bad || r->comm >= NSP_MAX_COMMS) return -1;

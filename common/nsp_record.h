@@ -53,6 +53,8 @@ struct nsp_rec_ext {
  *  COMPLETION  comm, api, seq, peer, group_id, flags (NSP_DONE_*),
  *              t_enter = gpu_start, t_exit = gpu_end, count = t_seen.
  *  CALLSITE    site, flags (NSP_SITE_*), ext frames.
+ *  HEARTBEAT   t_enter = now, count = calls pending, t_exit = the oldest
+ *              pending call's enqueue time.
  *  RINGPOS     seq = first ring position of the frame, count = end
  *              (nsp_reader consumes these; callers never see them).
  * Fields are sized for the shim's ring (128-byte slots). */

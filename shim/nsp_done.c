@@ -670,11 +670,29 @@ static void poll_once(void) {
   atomic_fetch_add(&nsp_passes, 1);
 }
 
+/* About once a second while calls are pending: a HEARTBEAT record, so a
+ * rank blocked in a hang shows how long it waited. */
+static void heartbeat(void) {
+  pthread_mutex_lock(&nsp_work_lock);
+  size_t n = nsp_nwork;
+  uint64_t oldest = n ? nsp_work[0].t_enq : 0;
+  pthread_mutex_unlock(&nsp_work_lock);
+  if (!n) return;
+  struct nsp_rec *r = nsp_ring_reserve();
+  if (!r) return;
+  r->kind = NSP_REC_HEARTBEAT;
+  r->t_enter = nsp_now_ns();
+  r->count = n;
+  r->t_exit = oldest;
+  nsp_ring_commit(r);
+}
+
 static void *poller_main(void *arg) {
   (void)arg;
   unsigned tick = 0;
   while (!atomic_load_explicit(&nsp_poller_stop, memory_order_acquire)) {
     if (nsp_track > 0) poll_once();
+    if (nsp_track > 0 && tick % 500 == 499) heartbeat(); /* every ~1 s */
     if (++tick % 5 == 0) nsp_follow_pending_comms(); /* every 10 ms */
     /* 2 ms: a query costs 1.3 us of driver time on 2xH200 and shares the
      * driver's lock with the program's launches; completion times come

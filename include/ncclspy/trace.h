@@ -172,6 +172,13 @@ enum nsp_rec_kind {
    * crash between writing a frame and updating the ring header never
    * duplicates records. */
   NSP_REC_RINGPOS = 10,
+
+  /* The process is alive and still waiting for the GPU (1.2): written by
+   * the completion poller about once a second while calls are pending, so
+   * a hung rank's trace says how long it waited, not only when it last
+   * enqueued.  varint t (now), varint pending (calls awaiting completion),
+   * varint oldest (t_enter of the oldest of them). */
+  NSP_REC_HEARTBEAT = 11,
 };
 
 /* Bits of the PROCESS record's `tracking` field (1.1). */
