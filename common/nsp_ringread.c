@@ -168,7 +168,10 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
     const uint8_t *slot = rr->map + rr->ring_offset + (p & (rr->nslots - 1)) * rr->slot_size;
     if (le(slot, 8) != p + 1) continue; /* free, being filled, or already in the trace */
     uint64_t kind = field(rr, slot, NSP_RF_KIND, 0);
-    if (kind < NSP_REC_PROCESS || kind > NSP_REC_CALLSITE || kind == NSP_REC_DROPPED) continue;
+    /* Kinds this reader knows and the shim puts in its ring. */
+    if (kind < NSP_REC_PROCESS || kind > NSP_REC_HEARTBEAT || kind == NSP_REC_DROPPED ||
+        kind == NSP_REC_RINGPOS)
+      continue;
     int has_ext = field(rr, slot, NSP_RF_EXT, 0) != 0 || kind == NSP_REC_PROCESS ||
                   kind == NSP_REC_COMM || kind == NSP_REC_CALLSITE;
     if (has_ext) {

@@ -23,7 +23,9 @@
  * Settings (read once, at the first NCCL call):
  *   NCCLSPY_DIR        where traces go; default ./ncclspy-trace, made if missing
  *   NCCLSPY_FLUSH_MS   longest time a record waits before it is written; default 1000
- *   NCCLSPY_RING       ring slots (power of two, 128 bytes each); default 65536
+ *   NCCLSPY_RING       ring slots (power of two, 128 bytes each); default 16384
+ *                      (2 MiB: the writer drains every 2 ms, and a killed
+ *                      process leaves its ring file behind)
  *   NCCLSPY_LEVEL      zstd level; default 3
  *   NCCLSPY_MAX_MB     stop writing past this file size (0: no cap); default 0
  *   NCCLSPY_MODE       mode of the files (octal, at most 0666); default 0600
@@ -162,7 +164,7 @@ static void read_settings(void) {
   nsp_cfg.flush_ns = env_u64("NCCLSPY_FLUSH_MS", 1000, 1, 3600000) * 1000000u;
   nsp_cfg.level = (int)env_u64("NCCLSPY_LEVEL", 3, 1, 19);
   nsp_cfg.max_bytes = env_u64("NCCLSPY_MAX_MB", 0, 0, 1u << 30) << 20;
-  uint64_t ring = env_u64("NCCLSPY_RING", 65536, 64, 1u << 24);
+  uint64_t ring = env_u64("NCCLSPY_RING", 16384, 64, 1u << 24);
   nsp_ring_size = 64;
   while (nsp_ring_size < ring) nsp_ring_size <<= 1;
   nsp_cfg.mode = 0600;

@@ -362,7 +362,8 @@ static void test_fork(void) {
     } else if (sscanf(line, "parent %d %ld %d", &pid, &calls, &bad) == 3) {
       count(dir, pid, &c);
       /* Every call recorded, or (writer starved on two busy cores) counted. */
-      ok(c.files == 1 && c.records + c.dropped == calls && c.records > 0,
+      ok(c.files == 1 && c.records <= calls && c.records + c.dropped >= calls &&
+             c.records + c.dropped <= calls + 64 && c.records > 0,
          "fork: the parent's trace holds its %ld calls from 8 threads (%ld records, %ld dropped)", calls,
          c.records, c.dropped);
       ok(bad == 0, "fork: no child hung or failed (%d did)", bad);

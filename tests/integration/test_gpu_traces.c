@@ -1,0 +1,110 @@
+/* test_gpu_traces.c - the analyzer on traces recorded by the shim on 2xH200
+ * (torch 2.11, NCCL 2.28.9; examples/torch/run_gpu.sh), kept in
+ * tests/data/gpu/ as real input:
+ *   ddp_amp        healthy DDP + AMP loop: no finding, every call completed
+ *   c01_amp_dtype  seq 2: rank 0 float16, rank 1 float32; rank 1 hung
+ *   c11_straggler  rank 1 slept before seq 5, rank 0 waited; job killed
+ *   dup_gpu        both ranks on GPU 0: NCCL refused at init
+ * usage: test_gpu_traces DATA_DIR CASE */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "nsp_analyze.h"
+#include "nsp_nccl.h"
+
+static const char *data_dir;
+
+static struct nsp_job *analyze(const char *name, int ntraces) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", data_dir, name);
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  assert_int_equal(nsp_job_add_path(job, path), ntraces);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+    print_message("# %s: %s\n", nsp_finding_kind_name(nsp_job_finding(job, i)->kind), nsp_job_finding(job, i)->message);
+  return job;
+}
+
+static const struct nsp_finding *find(struct nsp_job *job, int kind) {
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+    if (nsp_job_finding(job, i)->kind == kind) return nsp_job_finding(job, i);
+  fail_msg("no %s finding", nsp_finding_kind_name(kind));
+  return NULL;
+}
+
+static void test_ddp_amp(void **state) {
+  (void)state;
+  struct nsp_job *job = analyze("ddp_amp", 2);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  assert_int_equal(nsp_job_ncomms(job), 1);
+  assert_int_equal(nsp_job_comm(job, 0)->ncoll, 308);
+  nsp_job_destroy(job);
+}
+
+static void test_c01_amp_dtype(void **state) {
+  (void)state;
+  struct nsp_job *job = analyze("c01_amp_dtype", 2);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_int_equal(f->seq, 2);
+  assert_int_equal(f->sides[0].ranks[0], 0);
+  assert_int_equal(f->sides[0].call.dtype, ncclFloat16);
+  assert_int_equal(f->sides[1].ranks[0], 1);
+  assert_int_equal(f->sides[1].call.dtype, ncclFloat32);
+  /* The GPU half of the case: rank 1's seq 2 never completed. */
+  const struct nsp_finding *n = find(job, NSP_FIND_NEVER_COMPLETED);
+  assert_int_equal(n->seq, 2);
+  assert_int_equal(n->sides[0].nranks, 1);
+  assert_int_equal(n->sides[0].ranks[0], 1);
+  nsp_job_destroy(job);
+}
+
+static void test_c11_straggler(void **state) {
+  (void)state;
+  struct nsp_job *job = analyze("c11_straggler", 2);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_HANG);
+  assert_int_equal(f->seq, 5);
+  /* The rank to look at is rank 1, which never arrived; rank 0 waits. */
+  assert_int_equal(f->nodd, 1);
+  assert_int_equal(f->odd_ranks[0], 1);
+  assert_int_equal(f->nsides, 2);
+  assert_int_equal(f->sides[0].ranks[0], 1);
+  assert_int_equal(f->sides[1].ranks[0], 0);
+  nsp_job_destroy(job);
+}
+
+static void test_dup_gpu(void **state) {
+  (void)state;
+  struct nsp_job *job = analyze("dup_gpu", 2);
+  const struct nsp_finding *d = find(job, NSP_FIND_ENV_DUP_GPU);
+  assert_int_equal(d->nsides, 1);
+  assert_int_equal(d->sides[0].nranks, 2);
+  const struct nsp_finding *e = find(job, NSP_FIND_ERROR);
+  assert_int_equal(e->sides[0].call.result, ncclInvalidUsage);
+  assert_non_null(strstr(e->sides[0].procs[0].call.last_error, "Duplicate GPU detected"));
+  assert_non_null(strstr(e->hint, "same GPU"));
+  nsp_job_destroy(job);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) return 2;
+  data_dir = argv[1];
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ddp_amp),
+      cmocka_unit_test(test_c01_amp_dtype),
+      cmocka_unit_test(test_c11_straggler),
+      cmocka_unit_test(test_dup_gpu),
+  };
+  char filter[64];
+  snprintf(filter, sizeof filter, "test_%s", argv[2]);
+  cmocka_set_test_filter(filter);
+  return cmocka_run_group_tests_name(argv[2], tests, NULL, NULL);
+}
