@@ -54,7 +54,7 @@ def make_comm(shim, rank, world, timing, track="1"):
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 11
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 21
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
     dist.init_process_group("cpu:gloo,cuda:nccl")
