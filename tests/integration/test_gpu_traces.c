@@ -3,7 +3,9 @@
  * tests/data/gpu/ as real input:
  *   ddp_amp        healthy DDP + AMP loop: no finding, every call completed
  *   c01_amp_dtype  seq 2: rank 0 float16, rank 1 float32; rank 1 hung
- *   c11_straggler  rank 1 slept before seq 5, rank 0 waited; job killed
+ *   c03_main_only  seq 11: rank 0 all-gather, rank 1 all-reduce
+ *   c11_straggler  rank 1 slept before seq 5, rank 0 waited; job killed by
+ *                  SIGTERM (its crash rings, <trace>.ring, are kept too)
  *   dup_gpu        both ranks on GPU 0: NCCL refused at init
  * usage: test_gpu_traces DATA_DIR CASE */
 #include <setjmp.h>
@@ -66,6 +68,19 @@ static void test_c01_amp_dtype(void **state) {
   nsp_job_destroy(job);
 }
 
+static void test_c03_main_only(void **state) {
+  (void)state;
+  struct nsp_job *job = analyze("c03_main_only", 2);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_KIND_MISMATCH);
+  assert_int_equal(f->seq, 11);
+  assert_int_equal(f->sides[0].ranks[0], 0);
+  assert_int_equal(f->sides[0].call.api, NSP_API_AllGather);
+  assert_int_equal(f->sides[1].ranks[0], 1);
+  assert_int_equal(f->sides[1].call.api, NSP_API_AllReduce);
+  nsp_job_destroy(job);
+}
+
 static void test_c11_straggler(void **state) {
   (void)state;
   struct nsp_job *job = analyze("c11_straggler", 2);
@@ -78,6 +93,10 @@ static void test_c11_straggler(void **state) {
   assert_int_equal(f->nsides, 2);
   assert_int_equal(f->sides[0].ranks[0], 1);
   assert_int_equal(f->sides[1].ranks[0], 0);
+  /* Rank 0 was still waiting when the job was killed, 25 s after start:
+   * its heartbeats say for how long. */
+  assert_true(nsp_job_trace(job, 0)->rank == 0 || nsp_job_trace(job, 1)->rank == 0);
+  assert_non_null(strstr(f->message, "rank 0 waited 1"));
   nsp_job_destroy(job);
 }
 
@@ -100,6 +119,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ddp_amp),
       cmocka_unit_test(test_c01_amp_dtype),
+      cmocka_unit_test(test_c03_main_only),
       cmocka_unit_test(test_c11_straggler),
       cmocka_unit_test(test_dup_gpu),
   };
