@@ -76,6 +76,7 @@ static int nsp_track = -1; /* -1 not yet decided, 0 off, else NSP_TRACK_* bits *
 static pthread_mutex_t nsp_track_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct nsp_cuda *cu;
 static uint64_t nsp_timing_gap_ns = 500000;
+static uint64_t nsp_poll_ns = 2000000; /* NCCLSPY_POLL_MS */
 
 static struct nsp_ctx_pool nsp_pools[NSP_MAX_CTX];
 static _Atomic int nsp_npools;
@@ -124,6 +125,9 @@ static void init_tracking(void) {
     const char *gap = getenv("NCCLSPY_TIMING_GAP_US");
     long n = gap && *gap ? strtol(gap, NULL, 10) : 500;
     nsp_timing_gap_ns = n >= 0 && n <= 10000000 ? (uint64_t)n * 1000u : 500000u;
+    const char *poll = getenv("NCCLSPY_POLL_MS");
+    long ms = poll && *poll ? strtol(poll, NULL, 10) : 2;
+    nsp_poll_ns = ms >= 1 && ms <= 1000 ? (uint64_t)ms * 1000000u : 2000000u;
     if (!cu) nsp_track = 0;
     else nsp_track = NSP_TRACK_COMPLETION | (t && !strcmp(t, "0") ? 0 : NSP_TRACK_TIMING);
     pthread_atfork(NULL, NULL, nsp_done_forked);
@@ -689,15 +693,21 @@ static void heartbeat(void) {
 
 static void *poller_main(void *arg) {
   (void)arg;
-  unsigned tick = 0;
+  unsigned tick = 0, beat = 0;
   while (!atomic_load_explicit(&nsp_poller_stop, memory_order_acquire)) {
     if (nsp_track > 0) poll_once();
-    if (nsp_track > 0 && tick % 500 == 499) heartbeat(); /* every ~1 s */
-    if (++tick % 5 == 0) nsp_follow_pending_comms(); /* every 10 ms */
+    if (nsp_track > 0 && ++beat * nsp_poll_ns >= 1000000000u) { /* about every second */
+      beat = 0;
+      heartbeat();
+    }
+    if (++tick * nsp_poll_ns >= 10000000u) { /* about every 10 ms */
+      tick = 0;
+      nsp_follow_pending_comms();
+    }
     /* 2 ms: a query costs 1.3 us of driver time on 2xH200 and shares the
      * driver's lock with the program's launches; completion times come
      * from the events, not from when we look. */
-    struct timespec ts = {0, 2000000};
+    struct timespec ts = {(time_t)(nsp_poll_ns / 1000000000u), (long)(nsp_poll_ns % 1000000000u)};
     nanosleep(&ts, NULL);
   }
   return NULL;
