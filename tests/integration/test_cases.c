@@ -12,8 +12,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,12 +31,20 @@ struct run {
   int launch_status; /* nsp_launch's exit status */
 };
 
-/* Runs `nranks` ranks of case `name` under the shim and analyses them. */
-static void run_case(struct run *r, const char *name, int nranks) {
+/* Runs `nranks` ranks of case `name` under the shim and analyses them.
+ * The launcher ends the job after limit_s seconds (exit 124); when
+ * term_ms > 0 the launcher gets SIGTERM after that many ms, as a scheduler
+ * ending a hung job would do. */
+static void run_job(struct run *r, const char *name, int nranks, int limit_s, int term_ms);
+
+static void run_case(struct run *r, const char *name, int nranks) { run_job(r, name, nranks, 120, 0); }
+
+static void run_job(struct run *r, const char *name, int nranks, int limit_s, int term_ms) {
   snprintf(r->dir, sizeof r->dir, "/tmp/nsp-case-%s-XXXXXX", name);
   assert_non_null(mkdtemp(r->dir));
-  char n[16], env_preload[4200], env_dir[128], env_uid[128];
+  char n[16], limit[16], env_preload[4200], env_dir[128], env_uid[128];
   snprintf(n, sizeof n, "%d", nranks);
+  snprintf(limit, sizeof limit, "%d", limit_s);
   snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", shim_so);
   snprintf(env_dir, sizeof env_dir, "NCCLSPY_DIR=%s", r->dir);
   snprintf(env_uid, sizeof env_uid, "NSP_UID_FILE=%s/uid", r->dir);
@@ -42,14 +52,19 @@ static void run_case(struct run *r, const char *name, int nranks) {
   assert_true(pid >= 0);
   if (pid == 0) {
     /* The stand-in gives up on data that never comes after 3 s. */
-    setenv("NSP_STANDIN_TIMEOUT_MS", "3000", 1);
+    setenv("NSP_STANDIN_TIMEOUT_MS", "3000", 0); /* unless the test set one */
     /* The ranks' own output goes beside the traces, out of the TAP stream. */
     char log[128];
     snprintf(log, sizeof log, "%s/ranks.log", r->dir);
     if (!freopen(log, "w", stdout)) _exit(126);
-    execl(launch_exe, launch_exe, "-n", n, "-t", "120", "-e", env_preload, "-e", env_dir, "-e",
+    execl(launch_exe, launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir, "-e",
           env_uid, "--", cases_exe, name, (char *)NULL);
     _exit(127);
+  }
+  if (term_ms > 0) {
+    struct timespec ts = {term_ms / 1000, (long)(term_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    kill(pid, SIGTERM);
   }
   int status = 0;
   assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -65,6 +80,7 @@ static void run_case(struct run *r, const char *name, int nranks) {
     print_message("# finding %zu: %s\n", i, nsp_job_finding(r->job, i)->message);
   /* Every case but the healthy one must find something. */
   if (strcmp(name, "c10") != 0) assert_true(nsp_job_nfindings(r->job) > 0);
+  for (size_t i = 0; i < nsp_job_nnotes(r->job); i++) print_message("# note: %s\n", nsp_job_note(r->job, i));
 }
 
 static void run_done(struct run *r) {
@@ -263,6 +279,39 @@ static void test_c10(void **state) {
   run_done(&r);
 }
 
+/* c11 on streams (the CUDA stand-in): rank 1 sleeps before seq 5 while
+ * rank 0 waits inside it, and the job's time limit kills both. */
+static void test_c11(void **state) {
+  struct run r;
+  setenv("NSP_C11_SLEEP_S", "60", 1);
+  setenv("NSP_STANDIN_TIMEOUT_MS", "60000", 1); /* the job's limit comes first */
+  run_job(&r, "c11", 2, 6, 0);
+  unsetenv("NSP_STANDIN_TIMEOUT_MS");
+  assert_int_equal(r.launch_status, 124);
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  assert_int_equal(f->kind, NSP_FIND_HANG);
+  assert_int_equal(f->comm_id, world(&r, 2)->id);
+  assert_int_equal(f->seq, 5);
+  /* The rank to look at: rank 1, which never arrived; rank 0 waits. */
+  assert_int_equal(f->nodd, 1);
+  assert_int_equal(f->odd_ranks[0], 1);
+  assert_side(&f->sides[0], "1");
+  assert_side(&f->sides[1], "0");
+  run_done(&r);
+}
+
+/* A hang ended by SIGTERM: rank 1 never reaches seq 3. */
+static void test_killed_hang(void **state) {
+  struct run r;
+  run_job(&r, "killed-hang", 2, 60, 2500);
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  assert_int_equal(f->kind, NSP_FIND_HANG);
+  assert_int_equal(f->seq, 3);
+  assert_int_equal(f->nodd, 1);
+  assert_int_equal(f->odd_ranks[0], 1);
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE\n", argv[0]);
@@ -275,7 +324,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_c01), cmocka_unit_test(test_c02), cmocka_unit_test(test_c03),
       cmocka_unit_test(test_c04), cmocka_unit_test(test_c05), cmocka_unit_test(test_c06),
       cmocka_unit_test(test_c07), cmocka_unit_test(test_c08), cmocka_unit_test(test_c09),
-      cmocka_unit_test(test_c10),
+      cmocka_unit_test(test_c10),    cmocka_unit_test(test_c11), cmocka_unit_test(test_killed_hang),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
