@@ -164,7 +164,9 @@ static void read_settings(void) {
   nsp_cfg.flush_ns = env_u64("NCCLSPY_FLUSH_MS", 1000, 1, 3600000) * 1000000u;
   nsp_cfg.level = (int)env_u64("NCCLSPY_LEVEL", 3, 1, 19);
   nsp_cfg.max_bytes = env_u64("NCCLSPY_MAX_MB", 0, 0, 1u << 30) << 20;
-  uint64_t ring = env_u64("NCCLSPY_RING", 16384, 64, 1u << 24);
+  /* At most 2^18 slots (32 MiB): the ring is made, and its file
+   * preallocated, inside the program's first NCCL call. */
+  uint64_t ring = env_u64("NCCLSPY_RING", 16384, 64, 1u << 18);
   nsp_ring_size = 64;
   while (nsp_ring_size < ring) nsp_ring_size <<= 1;
   nsp_cfg.mode = 0600;
