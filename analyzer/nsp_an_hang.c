@@ -397,7 +397,50 @@ int nsp_an_link_hangs(struct nsp_job *job) {
         for (size_t p = 0; wt && p < wt->nranks; p++)
           if (wt->procs[p].trace == o->trace) e->cause_id = h->id;
       }
+      /* Without completion tracking a rank that died or stalled shows as
+       * stopped-early, and its peers' timeouts come later: they follow
+       * from it (the error's origin is a rank that got further). */
+      /* The stopped ranks include the waiting victims too (a rank stuck in
+       * a recv from a dead peer stops as well): a stopped rank whose trace
+       * has no error at all is the likelier root (killed, crashed, stuck
+       * in the host code), and an error elsewhere follows from it.  The
+       * origin may be a group end, which names no communicator. */
+      for (size_t i = 0; i < n && e->cause_id == SIZE_MAX; i++) {
+        const struct nsp_finding_priv *w = &job->findings[i];
+        if (w->pub.kind != NSP_FIND_STOPPED_EARLY || !w->pub.nsides) continue;
+        if (e->pub.comm_id && w->pub.comm_id != e->pub.comm_id) continue;
+        if (w->pub.time_ns && o->call.time_ns && w->pub.time_ns > o->call.time_ns) continue;
+        const struct nsp_side *behind = &w->sides[0];
+        int origin_behind = 0, silent = 0;
+        for (size_t p = 0; p < behind->nranks; p++) {
+          if (behind->procs[p].trace == o->trace) origin_behind = 1;
+          else if (nsp_job_trace(job, behind->procs[p].trace)->errors == 0) silent = 1;
+        }
+        if (!origin_behind || silent) e->cause_id = w->id;
+      }
     }
+  }
+  /* A send or recv left unmatched because its peer's trace ends early (the
+   * peer died, stalled or was killed) is that stop's consequence, not a
+   * schedule bug: link it to the stopped-early finding that names the peer. */
+  for (size_t i = 0; i < n; i++) {
+    struct nsp_finding_priv *u = &job->findings[i];
+    if (u->pub.kind != NSP_FIND_P2P_UNMATCHED || u->cause_id != SIZE_MAX || u->pub.nsides != 2) continue;
+    const struct nsp_side *shortside = u->sides[0].posted < u->sides[1].posted ? &u->sides[0] : &u->sides[1];
+    if (!shortside->nranks) continue;
+    int short_rank = shortside->ranks[0];
+    uint64_t a = u->sides[0].posted, b = u->sides[1].posted;
+    /* One op apart: the last exchange in flight when a rank of the ring
+     * stopped, whichever rank that was. */
+    int last_in_flight = (a > b ? a - b : b - a) == 1;
+    for (int pass = 0; pass < 2 && u->cause_id == SIZE_MAX; pass++)
+      for (size_t k = 0; k < n && u->cause_id == SIZE_MAX; k++) {
+        const struct nsp_finding_priv *w = &job->findings[k];
+        if ((w->pub.kind != NSP_FIND_STOPPED_EARLY && !is_hang(w)) || w->pub.comm_id != u->pub.comm_id) continue;
+        if (pass == 1 && last_in_flight) u->cause_id = w->id;
+        for (size_t r = 0; r < w->pub.nodd; r++)
+          if (w->pub.odd_ranks[r] == short_rank) u->cause_id = w->id;
+      }
   }
   for (size_t i = 0; i < n; i++)
     if (is_hang(&job->findings[i])) NSP_TRY(message_hang(job, &job->findings[i]));

@@ -35,11 +35,14 @@ struct run {
  * The launcher ends the job after limit_s seconds (exit 124); when
  * term_ms > 0 the launcher gets SIGTERM after that many ms, as a scheduler
  * ending a hung job would do. */
-static void run_job(struct run *r, const char *name, int nranks, int limit_s, int term_ms);
+static void run_job(struct run *r, const char *name, int nranks, int limit_s, int term_ms,
+                    const char *rank_env);
 
-static void run_case(struct run *r, const char *name, int nranks) { run_job(r, name, nranks, 120, 0); }
+static void run_case(struct run *r, const char *name, int nranks) { run_job(r, name, nranks, 120, 0, NULL); }
 
-static void run_job(struct run *r, const char *name, int nranks, int limit_s, int term_ms) {
+/* rank_env: "R:VAR=VALUE" set for one rank only (nsp_launch -r), or NULL. */
+static void run_job(struct run *r, const char *name, int nranks, int limit_s, int term_ms,
+                    const char *rank_env) {
   snprintf(r->dir, sizeof r->dir, "/tmp/nsp-case-%s-XXXXXX", name);
   assert_non_null(mkdtemp(r->dir));
   char n[16], limit[16], env_preload[4200], env_dir[128], env_uid[128];
@@ -57,8 +60,12 @@ static void run_job(struct run *r, const char *name, int nranks, int limit_s, in
     char log[128];
     snprintf(log, sizeof log, "%s/ranks.log", r->dir);
     if (!freopen(log, "w", stdout)) _exit(126);
-    execl(launch_exe, launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir, "-e",
-          env_uid, "--", cases_exe, name, (char *)NULL);
+    if (rank_env)
+      execl(launch_exe, launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir, "-e",
+            env_uid, "-r", rank_env, "--", cases_exe, name, (char *)NULL);
+    else
+      execl(launch_exe, launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir, "-e",
+            env_uid, "--", cases_exe, name, (char *)NULL);
     _exit(127);
   }
   if (term_ms > 0) {
@@ -285,7 +292,7 @@ static void test_c11(void **state) {
   struct run r;
   setenv("NSP_C11_SLEEP_S", "60", 1);
   setenv("NSP_STANDIN_TIMEOUT_MS", "60000", 1); /* the job's limit comes first */
-  run_job(&r, "c11", 2, 6, 0);
+  run_job(&r, "c11", 2, 6, 0, NULL);
   unsetenv("NSP_STANDIN_TIMEOUT_MS");
   assert_int_equal(r.launch_status, 124);
   const struct nsp_finding *f = nsp_job_finding(r.job, 0);
@@ -303,12 +310,37 @@ static void test_c11(void **state) {
 /* A hang ended by SIGTERM: rank 1 never reaches seq 3. */
 static void test_killed_hang(void **state) {
   struct run r;
-  run_job(&r, "killed-hang", 2, 60, 2500);
+  run_job(&r, "killed-hang", 2, 60, 2500, NULL);
   const struct nsp_finding *f = nsp_job_finding(r.job, 0);
   assert_int_equal(f->kind, NSP_FIND_HANG);
   assert_int_equal(f->seq, 3);
   assert_int_equal(f->nodd, 1);
   assert_int_equal(f->odd_ranks[0], 1);
+  run_done(&r);
+}
+
+/* A rank killed mid-run (case c12) in a job without completion tracking:
+ * the report must start from the rank that stopped, not from its peers'
+ * timeouts or the send/recv left unmatched in its ring (reported by a new
+ * user: both used to come first). */
+static void test_c12(void **state) {
+  struct run r;
+  run_job(&r, "c10", 4, 60, 0, "3:NSP_CASES_DIE=kill@2000");
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  assert_int_equal(f->kind, NSP_FIND_STOPPED_EARLY);
+  assert_int_equal(f->cause, SIZE_MAX);
+  /* The ranks behind include world rank 3, the killed one (by trace:
+   * split communicators number it differently). */
+  assert_true(f->nsides >= 1);
+  int killed_behind = 0;
+  for (size_t p = 0; p < f->sides[0].nranks; p++)
+    killed_behind |= nsp_job_trace(r.job, f->sides[0].procs[p].trace)->rank == 3;
+  assert_true(killed_behind);
+  /* Every error and unmatched send/recv is linked to a cause. */
+  for (size_t i = 1; i < nsp_job_nfindings(r.job); i++) {
+    const struct nsp_finding *g = nsp_job_finding(r.job, i);
+    if (g->kind == NSP_FIND_ERROR || g->kind == NSP_FIND_P2P_UNMATCHED) assert_int_not_equal(g->cause, SIZE_MAX);
+  }
   run_done(&r);
 }
 
@@ -325,6 +357,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_c04), cmocka_unit_test(test_c05), cmocka_unit_test(test_c06),
       cmocka_unit_test(test_c07), cmocka_unit_test(test_c08), cmocka_unit_test(test_c09),
       cmocka_unit_test(test_c10),    cmocka_unit_test(test_c11), cmocka_unit_test(test_killed_hang),
+      cmocka_unit_test(test_c12),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
