@@ -73,7 +73,10 @@ static void init_sites(void) {
     long n = d && *d ? strtol(d, NULL, 10) : 6;
     nsp_site_depth = n >= 1 && n <= NSP_SITE_DEPTH_MAX ? (int)n : 6;
     dl_iterate_phdr(find_self, NULL);
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    /* Global, not per-thread: a per-thread cache is freed by a thread-exit
+     * destructor that ThreadSanitizer builds crash in; we unwind only on
+     * one call in 64 per call site, so its lock costs nothing. */
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_GLOBAL);
   }
   pthread_mutex_unlock(&nsp_site_lock);
 }
