@@ -43,6 +43,16 @@
  *                   (e.g. SIGTERM to nsp_launch) before the stand-in's
  *                   timeout, after which rank 0 would fail.
  *
+ * The 2-D cases, 8 ranks each, always in stream mode: TP=2 x DP=4 with
+ * communicators split from the world (tp: color rank/2, dp: color rank%2)
+ * and from dp (shard: color dp-rank/2, two levels deep); see nsp_c2d_run.
+ *   c2d-healthy      200 steps, every value checked; exits 0
+ *   c2d-dp-mismatch  at step 3, rank 5 all-reduces its gradients (dp
+ *                    {1,3,5,7} #3) in float16, the others in float32
+ *   c2d-stall        rank 3 sleeps NSP_C2D_SLEEP_S seconds (default 60)
+ *                    before step 5's forward all-reduce (tp{2,3} #9); meant
+ *                    to be ended by the launcher's timeout
+ *
  * Exit status: 0 healthy, 1 wrong values or an NCCL error, 2 usage. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -858,6 +868,83 @@ static void nsp_cases_killed_hang(struct nsp_cases_job *job)
   nsp_cases_allreduce_told(job, w, ncclFloat32, 1024);
 }
 
+/* ---- 2-D parallel job (c2d-*): TP=2 x DP=4 on 8 ranks --------------------
+ * Communicators, all made with ncclCommSplit:
+ *   tp      from the world, color rank/2 (key rank):   {0,1} {2,3} {4,5} {6,7}
+ *   dp      from the world, color rank%2 (key rank):   {0,2,4,6} {1,3,5,7}
+ *   shard   from dp, color dp-rank/2 (key dp-rank):    {0,2} {4,6} {1,3} {5,7}
+ *           (two levels deep, as HSDP's shard groups)
+ * Step s (from 1) of the "model": tp all-reduces the activations (forward,
+ * 256 x float32) and their gradients (backward, 256 x float32), dp
+ * all-reduces the gradients (1024 x float32), shard all-reduces a few
+ * statistics (4 x float32).  So on tp the step's collectives are #2s-1 and
+ * #2s, on dp and shard #s.  Every value is checked (nsp_cases_allreduce). */
+
+#define NSP_C2D_TP 2
+#define NSP_C2D_STEPS 200
+#define NSP_C2D_MISMATCH_STEP 3 /* c2d-dp-mismatch: rank 5's dp #3 is float16 */
+#define NSP_C2D_MISMATCH_RANK 5
+#define NSP_C2D_STALL_STEP 5    /* c2d-stall: rank 3 stops before tp #9 */
+#define NSP_C2D_STALL_RANK 3
+
+enum nsp_c2d_mode { NSP_C2D_HEALTHY, NSP_C2D_DP_MISMATCH, NSP_C2D_STALL };
+
+static void nsp_c2d_run(struct nsp_cases_job *job, enum nsp_c2d_mode mode)
+{
+  static const char *const tp_labels[] = {"tp{0,1}", "tp{2,3}", "tp{4,5}", "tp{6,7}"};
+  static const char *const dp_labels[] = {"dp{0,2,4,6}", "dp{1,3,5,7}"};
+  static const char *const shard_labels[] = {"shard{0,2}", "shard{4,6}", "shard{1,3}",
+                                             "shard{5,7}"};
+  struct nsp_cases_comm *w = &job->comms[0], *tp, *dp, *shard;
+  int rank = job->rank, step, sleep_s = nsp_cases_env_int("NSP_C2D_SLEEP_S", 60);
+
+  tp = nsp_cases_split(job, w, rank / NSP_C2D_TP, rank, tp_labels[rank / NSP_C2D_TP]);
+  dp = nsp_cases_split(job, w, rank % NSP_C2D_TP, rank, dp_labels[rank % NSP_C2D_TP]);
+  shard = nsp_cases_split(job, dp, dp->rank / 2, dp->rank,
+                          shard_labels[(rank % NSP_C2D_TP) * 2 + dp->rank / 2]);
+  if (tp->nranks != NSP_C2D_TP || dp->nranks != job->nranks / NSP_C2D_TP || shard->nranks != 2)
+    nsp_cases_die(job, "unexpected split sizes: tp %d, dp %d, shard %d", tp->nranks,
+                  dp->nranks, shard->nranks);
+  for (step = 1; step <= NSP_C2D_STEPS; step++) {
+    if (mode == NSP_C2D_STALL && step == NSP_C2D_STALL_STEP) {
+      if (rank == NSP_C2D_STALL_RANK) {
+        struct timespec ts = {sleep_s > 0 ? sleep_s : 0, 0};
+        fprintf(stderr, "rank %d: stalls: sleeps %d s before all-reduce #%d on %s\n", rank,
+                sleep_s, tp->seq + 1, tp->label);
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+          ;
+      }
+      nsp_cases_allreduce_told(job, tp, ncclFloat32, 256);
+    } else {
+      nsp_cases_allreduce(job, tp, ncclFloat32, 256, ncclSum); /* forward */
+    }
+    nsp_cases_allreduce(job, tp, ncclFloat32, 256, ncclSum); /* backward */
+    /* the gradient bucket; autocast left rank 5's in float16 */
+    nsp_cases_allreduce(job, dp,
+                        mode == NSP_C2D_DP_MISMATCH && step == NSP_C2D_MISMATCH_STEP &&
+                                rank == NSP_C2D_MISMATCH_RANK
+                            ? ncclFloat16
+                            : ncclFloat32,
+                        1024, ncclSum);
+    nsp_cases_allreduce(job, shard, ncclFloat32, 4, ncclSum);
+  }
+}
+
+static void nsp_cases_c2d_healthy(struct nsp_cases_job *job)
+{
+  nsp_c2d_run(job, NSP_C2D_HEALTHY);
+}
+
+static void nsp_cases_c2d_dp_mismatch(struct nsp_cases_job *job)
+{
+  nsp_c2d_run(job, NSP_C2D_DP_MISMATCH);
+}
+
+static void nsp_cases_c2d_stall(struct nsp_cases_job *job)
+{
+  nsp_c2d_run(job, NSP_C2D_STALL);
+}
+
 /* ---- table and main --------------------------------------------------------- */
 
 struct nsp_cases_case {
@@ -885,6 +972,12 @@ static const struct nsp_cases_case nsp_cases_table[] = {
    "GPU: rank 1 sleeps NSP_C11_SLEEP_S (30) s before #5, rank 0 waits in it"},
   {"killed-hang", "killed-hang", 2, 1, NULL, nsp_cases_killed_hang,
    "GPU: rank 1 never arrives at #3, rank 0 waits in it until killed"},
+  {"c2d-healthy", "c2d-healthy", 8, 1, NULL, nsp_cases_c2d_healthy,
+   "stream mode: TP=2 x DP=4 (+ DP shards), 200 steps, checked"},
+  {"c2d-dp-mismatch", "c2d-dp-mismatch", 8, 1, NULL, nsp_cases_c2d_dp_mismatch,
+   "stream mode: TP=2 x DP=4, dp{1,3,5,7} #3: rank 5 float16, 1,3,7 float32"},
+  {"c2d-stall", "c2d-stall", 8, 1, NULL, nsp_cases_c2d_stall,
+   "stream mode: TP=2 x DP=4, rank 3 sleeps NSP_C2D_SLEEP_S (60) s before tp{2,3} #9"},
 };
 
 static int nsp_cases_env_int(const char *name, int dflt)
