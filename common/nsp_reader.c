@@ -71,7 +71,7 @@ static struct nsp_reader *open_common(struct nsp_reader *r, char *err, size_t er
   const uint8_t *d = r->data;
   if (r->len < 112 || memcmp(d, NSP_MAGIC, 8) != 0) {
     if (r->len < 112)
-      snprintf(err, errlen, "not an ncclspy trace (shorter than its header): the file ends at byte %zu", r->len);
+      snprintf(err, errlen, "not an ncclspy trace (shorter than its header): %zu bytes", r->len);
     else
       snprintf(err, errlen, "not an ncclspy trace (bad magic) at byte 0");
     return NULL;

@@ -5,7 +5,8 @@
  * magic make a file of their own.  At most NSP_FUZZ_FILES files (the last
  * one takes the rest).  Files are added from memory (nsp_job_add_mem),
  * alternately with and without ".rank<i>" in the name, then the job is
- * analysed and both reports are written to /dev/null. */
+ * analysed and its performance figures computed (`ncclspy perf`), and the
+ * text and JSON reports of both are written to /dev/null. */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,6 +51,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     NSP_FUZZ_CHECK(nsp_report_text(job, devnull) == 0);
     int j = nsp_report_json(job, devnull);
     NSP_FUZZ_CHECK(j == 0 || j == NSP_REPORT_NOJSON);
+    int p = nsp_job_perf(job);
+    NSP_FUZZ_CHECK(p == 0 || p == NSP_AN_ENOMEM);
+    if (p == 0) {
+      NSP_FUZZ_CHECK(nsp_report_perf_text(job, devnull) == 0);
+      j = nsp_report_perf_json(job, devnull);
+      NSP_FUZZ_CHECK(j == 0 || j == NSP_REPORT_NOJSON);
+    }
   }
   nsp_job_destroy(job);
   return 0;

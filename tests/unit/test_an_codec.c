@@ -583,6 +583,8 @@ static void test_reader_cut_everywhere(void **state) {
       snprintf(want, sizeof want, "at byte %zu", offs[whole]);
       assert_non_null(problem);
       assert_non_null(strstr(problem, want));
+      /* A cut, not damage: said so, and no -1. */
+      assert_non_null(strstr(problem, "incomplete frame"));
     }
     free(copy);
   }
