@@ -5,7 +5,8 @@
  *   c01_amp_dtype  seq 2: rank 0 float16, rank 1 float32; rank 1 hung
  *   c03_main_only  seq 11: rank 0 all-gather, rank 1 all-reduce
  *   c11_straggler  rank 1 slept before seq 5, rank 0 waited; job killed by
- *                  SIGTERM (its crash rings, <trace>.ring, are kept too)
+ *                  SIGTERM (its crash rings are left out: 2.3 MB each, and
+ *                  ring recovery has its own tests)
  *   dup_gpu        both ranks on GPU 0: NCCL refused at init
  * usage: test_gpu_traces DATA_DIR CASE */
 #include <setjmp.h>
