@@ -64,4 +64,10 @@ int nsp_dump_file(const char *path, int json, FILE *out, FILE *err);
  * pre-2.9 form, 2708 -> "2.7.8"); "unknown" for 0. */
 const char *nsp_nccl_version_str(int code, char *buf, size_t buflen);
 
+/* Writes a JSON document (pretty, one trailing newline) and frees it;
+ * root may be NULL (out of memory: nothing written).  Returns 0, or -1 on
+ * a write error or NULL root.  Shared by the report and perf writers. */
+struct json_object;
+int nsp_report_json_emit(struct json_object *root, FILE *out);
+
 #endif /* NSP_REPORT_H */

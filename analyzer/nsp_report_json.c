@@ -277,8 +277,7 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
   return root;
 }
 
-int nsp_report_json(const struct nsp_job *job, FILE *out) {
-  json_object *root = nsp_report_json_object(job);
+int nsp_report_json_emit(struct json_object *root, FILE *out) {
   if (!root) return -1;
   const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                            JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -286,6 +285,10 @@ int nsp_report_json(const struct nsp_job *job, FILE *out) {
   json_object_put(root);
   fflush(out);
   return ret || ferror(out) ? -1 : 0;
+}
+
+int nsp_report_json(const struct nsp_job *job, FILE *out) {
+  return nsp_report_json_emit(nsp_report_json_object(job), out);
 }
 
 #else

@@ -214,14 +214,7 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
 }
 
 int nsp_report_perf_json(const struct nsp_job *job, FILE *out) {
-  json_object *root = nsp_report_perf_json_object(job);
-  if (!root) return -1;
-  const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                           JSON_C_TO_STRING_NOSLASHESCAPE);
-  int ret = s && fprintf(out, "%s\n", s) >= 0 ? 0 : -1;
-  json_object_put(root);
-  fflush(out);
-  return ret || ferror(out) ? -1 : 0;
+  return nsp_report_json_emit(nsp_report_perf_json_object(job), out);
 }
 
 #else
