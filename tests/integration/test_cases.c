@@ -40,7 +40,8 @@ static void run_job(struct run *r, const char *name, int nranks, int limit_s, in
 
 static void run_case(struct run *r, const char *name, int nranks) { run_job(r, name, nranks, 120, 0, NULL); }
 
-/* rank_env: "R:VAR=VALUE" set for one rank only (nsp_launch -r), or NULL. */
+/* rank_env: "R:VAR=VALUE" set for one rank only (nsp_launch -r), or NULL;
+ * several, separated by ';'. */
 static void run_job(struct run *r, const char *name, int nranks, int limit_s, int term_ms,
                     const char *rank_env) {
   snprintf(r->dir, sizeof r->dir, "/tmp/nsp-case-%s-XXXXXX", name);
@@ -60,12 +61,20 @@ static void run_job(struct run *r, const char *name, int nranks, int limit_s, in
     char log[128];
     snprintf(log, sizeof log, "%s/ranks.log", r->dir);
     if (!freopen(log, "w", stdout)) _exit(126);
-    if (rank_env)
-      execl(launch_exe, launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir, "-e",
-            env_uid, "-r", rank_env, "--", cases_exe, name, (char *)NULL);
-    else
-      execl(launch_exe, launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir, "-e",
-            env_uid, "--", cases_exe, name, (char *)NULL);
+    char *argv[64] = {(char *)launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir,
+                      "-e", env_uid};
+    int k = 11;
+    char envs[1024] = "";
+    if (rank_env) snprintf(envs, sizeof envs, "%s", rank_env);
+    for (char *save = NULL, *e = strtok_r(envs, ";", &save); e && k < 58; e = strtok_r(NULL, ";", &save)) {
+      argv[k++] = "-r";
+      argv[k++] = e;
+    }
+    argv[k++] = "--";
+    argv[k++] = (char *)cases_exe;
+    argv[k++] = (char *)name;
+    argv[k] = NULL;
+    execv(launch_exe, argv);
     _exit(127);
   }
   if (term_ms > 0) {
@@ -344,6 +353,40 @@ static void test_c12(void **state) {
   run_done(&r);
 }
 
+/* The environment doctor on a real job of the stand-ins (c10 on streams,
+ * so the CUDA stand-in gives each rank a GPU identity): one rank with
+ * another NCCL version, one with NCCL_IB_DISABLE set, two on one GPU, one
+ * with a WORLD_SIZE that disagrees. */
+static const struct nsp_finding *find_kind(struct run *r, int kind) {
+  for (size_t i = 0; i < nsp_job_nfindings(r->job); i++)
+    if (nsp_job_finding(r->job, i)->kind == kind) return nsp_job_finding(r->job, i);
+  fail_msg("no %s finding", nsp_finding_kind_name(kind));
+  return NULL;
+}
+
+static void test_env(void **state) {
+  struct run r;
+  setenv("NSP_CASES_STREAM", "1", 1);
+  run_job(&r, "c10", 4, 60, 0,
+          "0:NSP_STANDIN_VERSION=22805;1:NCCL_IB_DISABLE=1;2:NSP_STANDIN_GPU_UUID=same-gpu;"
+          "3:NSP_STANDIN_GPU_UUID=same-gpu;3:WORLD_SIZE=8");
+  unsetenv("NSP_CASES_STREAM");
+  const struct nsp_finding *v = find_kind(&r, NSP_FIND_ENV_NCCL_VERSION);
+  int odd0 = 0;
+  for (size_t i = 0; i < v->nsides; i++)
+    if (v->sides[i].nranks == 1 && v->sides[i].ranks[0] == 0) odd0 = 1;
+  assert_true(odd0); /* rank 0 alone on 2.28.5 */
+  const struct nsp_finding *ib = find_kind(&r, NSP_FIND_ENV_SETTING);
+  assert_non_null(strstr(ib->message, "NCCL_IB_DISABLE"));
+  const struct nsp_finding *g = find_kind(&r, NSP_FIND_ENV_DUP_GPU);
+  assert_int_equal(g->sides[0].nranks, 2);
+  assert_int_equal(g->sides[0].ranks[0], 2);
+  assert_int_equal(g->sides[0].ranks[1], 3);
+  const struct nsp_finding *w = find_kind(&r, NSP_FIND_ENV_WORLD_SIZE);
+  assert_non_null(strstr(w->message, "8"));
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE\n", argv[0]);
@@ -357,7 +400,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_c04), cmocka_unit_test(test_c05), cmocka_unit_test(test_c06),
       cmocka_unit_test(test_c07), cmocka_unit_test(test_c08), cmocka_unit_test(test_c09),
       cmocka_unit_test(test_c10),    cmocka_unit_test(test_c11), cmocka_unit_test(test_killed_hang),
-      cmocka_unit_test(test_c12),
+      cmocka_unit_test(test_c12),      cmocka_unit_test(test_env),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
