@@ -412,7 +412,9 @@ static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
     for (unsigned e = 0; e < NSP_ARR_PAGE && !ret; e++) {
       const struct arrival *a = &pg->e[e];
       if (a->n < nt) continue;
-      int64_t sp = a->tmax - a->tmin;
+      /* Times come from the traces: no signed overflow. */
+      uint64_t usp = (uint64_t)a->tmax - (uint64_t)a->tmin;
+      int64_t sp = usp > INT64_MAX ? INT64_MAX : (int64_t)usp;
       c->pub.collectives++;
       ret = dist_add(&spread, sp);
       int last = a->ties == 1 ? a->last : -1;
