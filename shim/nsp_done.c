@@ -765,7 +765,13 @@ void nsp_done_stop(void) {
 void nsp_done_group_discard(void) { nsp_group_nstreams = 0; }
 
 static void nsp_done_forked(void) {
-  /* CUDA cannot be used in a forked child; nor can the parent's events. */
+  /* CUDA cannot be used in a forked child; nor can the parent's events.
+   * The poller did not come along: the locks it or a calling thread held
+   * at the fork are made new, and the parent's pools are left alone. */
+  pthread_mutex_init(&nsp_track_lock, NULL);
+  pthread_mutex_init(&nsp_pools_lock, NULL);
+  pthread_mutex_init(&nsp_in_lock, NULL);
+  pthread_mutex_init(&nsp_work_lock, NULL);
   nsp_track = 0;
   nsp_poller_running = 0;
   nsp_nin = nsp_nwork = 0;

@@ -217,6 +217,9 @@ NSP_HIDDEN uint32_t nsp_site_current(int failed, void *caller);
 /* True when call sites are recorded (built with libunwind, and
  * NCCLSPY_CALLSITES is not 0). */
 NSP_HIDDEN int nsp_sites_enabled(void);
+/* Fork handlers' part: phase 0 takes the call-site lock (waiting for any
+ * thread inside libunwind), phase 1 releases it, in parent and child. */
+NSP_HIDDEN void nsp_site_atfork(int phase);
 
 /* ---- environment (nsp_env.c) ---- */
 /* The launcher that started this process, from its variables: "torchrun",

@@ -137,21 +137,12 @@ static void record_site(uint32_t id, void **ips, int n, int full) {
   nsp_ring_commit(r);
 }
 
+/* Called with nsp_site_lock held. */
 static uint32_t site_of(void **ips, int n, int full) {
   uint64_t key = nsp_fnv1a(NSP_FNV_INIT, ips, (size_t)n * sizeof *ips);
   key = nsp_fnv1a(key, &full, sizeof full);
   if (!key) key = 1;
   size_t i = (size_t)key & (NSP_SITE_SLOTS - 1);
-  for (size_t probe = 0; probe < NSP_SITE_SLOTS; probe++, i = (i + 1) & (NSP_SITE_SLOTS - 1)) {
-    uint64_t k = atomic_load_explicit(&nsp_sites[i].key, memory_order_acquire);
-    if (k == key) {
-      uint32_t id = atomic_load_explicit(&nsp_sites[i].id, memory_order_acquire);
-      if (id) return id;
-      break; /* being added by another thread: take the slow path */
-    }
-    if (!k) break;
-  }
-  pthread_mutex_lock(&nsp_site_lock);
   uint32_t id = 0;
   for (size_t probe = 0; probe < NSP_SITE_SLOTS; probe++, i = (i + 1) & (NSP_SITE_SLOTS - 1)) {
     uint64_t k = atomic_load_explicit(&nsp_sites[i].key, memory_order_relaxed);
@@ -169,7 +160,6 @@ static uint32_t site_of(void **ips, int n, int full) {
       break;
     }
   }
-  pthread_mutex_unlock(&nsp_site_lock);
   return id;
 }
 
@@ -194,8 +184,13 @@ uint32_t nsp_site_current(int failed, void *caller) {
       (++nsp_site_cache[slot].calls & NSP_SITE_RESAMPLE))
     return nsp_site_cache[slot].site;
   void *ips[NSP_SITE_FULL_DEPTH];
+  /* Unwinding happens under the lock that fork's prepare handler takes,
+   * so no thread is inside libunwind (whose cache lock would stay taken
+   * in the child) when the process forks.  One call in 64 comes here. */
+  pthread_mutex_lock(&nsp_site_lock);
   int n = take_stack(ips, failed ? NSP_SITE_FULL_DEPTH : nsp_site_depth);
   uint32_t site = n > 0 ? site_of(ips, n, failed) : 0;
+  pthread_mutex_unlock(&nsp_site_lock);
   if (!failed && caller) {
     nsp_site_cache[slot].caller = caller;
     nsp_site_cache[slot].site = site;
@@ -208,6 +203,11 @@ int nsp_sites_enabled(void) {
   return nsp_sites_on;
 }
 
+void nsp_site_atfork(int phase) {
+  if (phase == 0) pthread_mutex_lock(&nsp_site_lock);
+  else pthread_mutex_unlock(&nsp_site_lock);
+}
+
 #else /* no libunwind at build time */
 
 uint32_t nsp_site_current(int failed, void *caller) {
@@ -217,5 +217,7 @@ uint32_t nsp_site_current(int failed, void *caller) {
 }
 
 int nsp_sites_enabled(void) { return 0; }
+
+void nsp_site_atfork(int phase) { (void)phase; }
 
 #endif

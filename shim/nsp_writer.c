@@ -502,9 +502,12 @@ static void ring_drop(void) {
   nsp_ring_in_file = 0;
 }
 
-/* Lock order: start, resolve, comm, files (the ring file's blob lock). */
+/* Lock order: start, site, resolve, comm, files (the ring file's blob
+ * lock).  Every lock the shim's threads can hold is taken here, so the
+ * child never inherits one held by a thread that did not come along. */
 static void at_fork_prepare(void) {
   pthread_mutex_lock(&nsp_start_lock);
+  nsp_site_atfork(0);
   nsp_resolve_atfork(0);
   nsp_comm_atfork(0);
   nsp_files_atfork(0);
@@ -513,12 +516,14 @@ static void at_fork_parent(void) {
   nsp_files_atfork(1);
   nsp_comm_atfork(1);
   nsp_resolve_atfork(1);
+  nsp_site_atfork(1);
   pthread_mutex_unlock(&nsp_start_lock);
 }
 static void at_fork_child(void) {
   nsp_files_atfork(1);
   nsp_comm_atfork(1);
   nsp_resolve_atfork(1);
+  nsp_site_atfork(1);
   /* The writer thread did not come along, and the parent's ring and files
    * stay the parent's: the child lets go of them (never writing into the
    * parent's ring file) and, at its first NCCL call, starts its own writer
