@@ -68,6 +68,8 @@ struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nran
   c->untimed = t && !strcmp(t, "0");
   const char *tr = getenv("NCCLSPY_TRACK");
   c->untracked = tr && !strcmp(tr, "0");
+  const char *how = getenv("NCCLSPY_COMPLETION");
+  c->events = how && !strcmp(how, "events");
   pthread_mutex_lock(&nsp_comm_lock);
   size_t i = slot_of(handle);
   while (1) {

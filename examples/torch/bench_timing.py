@@ -1,12 +1,14 @@
 """What completion tracking costs on the GPU: iterations per second of an
 all-reduce loop (torch tensors, torch's current stream, 2 ranks) without
-the shim, with the shim and timing off, and with the shim and timing on.
+the shim, with records only (NCCLSPY_TRACK=0), with timing off
+(completion by stream markers), with timing off and completion by untimed
+CUDA events (NCCLSPY_COMPLETION=events), and with timing on.
 
-All three run in one process, in interleaved rounds, and medians are
-compared: separate launches differ by ~15% at 4 KiB, more than the effect.
-"Without the shim" calls the real libnccl's ncclAllReduce (dlsym on its
-own handle); the other two call the shim's, on two communicators made
-with NCCLSPY_TIMING=0 and =1 (the shim reads the setting per
+All run in one process, in interleaved rounds, and medians are compared:
+separate launches differ by ~15% at 4 KiB, more than the effect.  "Without
+the shim" calls the real libnccl's ncclAllReduce (dlsym on its own handle)
+on the same communicator as the mode it is paired with; the shim's modes
+are communicators made under different settings (the shim reads them per
 communicator).  Run under the shim:
 
   NCCLSPY_LIB=$PWD/build/shim/libncclspy.so LD_PRELOAD=$NCCLSPY_LIB \
@@ -38,9 +40,10 @@ def real_nccl_path():
     raise SystemExit("libnccl is not loaded")
 
 
-def make_comm(shim, rank, world, timing, track="1"):
+def make_comm(shim, rank, world, timing, track="1", completion="markers"):
     os.environ["NCCLSPY_TIMING"] = timing  # read by the shim at comm init
     os.environ["NCCLSPY_TRACK"] = track
+    os.environ["NCCLSPY_COMPLETION"] = completion
     uid = UniqueId()
     if rank == 0:
         assert shim.ncclGetUniqueId(ctypes.byref(uid)) == 0
@@ -68,13 +71,17 @@ def main():
     comm_off = make_comm(shim, rank, world, "0")
     comm_on = make_comm(shim, rank, world, "1")
     comm_rec = make_comm(shim, rank, world, "0", track="0")
+    comm_ev = make_comm(shim, rank, world, "0", completion="events")
     os.environ["NCCLSPY_TIMING"], os.environ["NCCLSPY_TRACK"] = "1", "1"
+    os.environ["NCCLSPY_COMPLETION"] = "markers"
     # Each shim mode is paired with "no shim" on its own communicator:
     # communicators of one process can differ by a few percent.
     modes = {"records only": (shim, comm_rec), "no shim/rec": (real, comm_rec),
              "timing off": (shim, comm_off), "no shim/off": (real, comm_off),
-             "timing on": (shim, comm_on), "no shim/on": (real, comm_on)}
-    base_of = {"records only": "no shim/rec", "timing off": "no shim/off", "timing on": "no shim/on"}
+             "timing on": (shim, comm_on), "no shim/on": (real, comm_on),
+             "timing off, events": (shim, comm_ev), "no shim/ev": (real, comm_ev)}
+    base_of = {"records only": "no shim/rec", "timing off": "no shim/off", "timing on": "no shim/on",
+               "timing off, events": "no shim/ev"}
     results = {}
     for nbytes, iters in ((4096, 2000), (64 << 20, 100)):
         x = torch.ones(nbytes // 4, device="cuda")
@@ -114,7 +121,7 @@ def main():
         for nbytes, res in results.items():
             size = f"{nbytes // 1024} KiB" if nbytes < (1 << 20) else f"{nbytes >> 20} MiB"
             line = f"  {size:>7}: no shim {res['no shim/off']:9.1f} it/s"
-            for m in ("records only", "timing off", "timing on"):
+            for m in ("records only", "timing off", "timing off, events", "timing on"):
                 base = res[base_of[m]]
                 extra_us = 1e6 / res[m] - 1e6 / base
                 line += (f" | {m} {res[m]:9.1f} it/s ({100 * (1 - res[m] / base):+.2f}%, "
