@@ -1,6 +1,7 @@
 #!/bin/bash
 # Builds ncclspy on a GPU host and runs the torch examples under the shim,
-# two ranks each, then the analyzer on each job's traces.
+# two ranks each (NSP_NPROC=N for another count), then the analyzer on
+# each job's traces.
 #   examples/torch/run_gpu.sh [EXAMPLE...]      (default: ddp_amp c01_amp_dtype c03_main_only)
 # Results go to $OUT (default ./gpu-out): reports.txt, and traces.tgz with
 # every trace and torchrun log.  NSP_SHIM_ONLY=1 builds and runs only the
@@ -34,7 +35,7 @@ for spec in "${examples[@]}"; do
   dir=$traces/$ex
   start=$(date +%s)
   (cd examples/torch && NCCLSPY_DIR=$dir LD_PRELOAD=$shim timeout "$limit" \
-     python3 -m torch.distributed.run --nproc_per_node=2 "$ex.py") >"$traces/$ex.log" 2>&1
+     python3 -m torch.distributed.run --nproc_per_node="${NSP_NPROC:-2}" "$ex.py") >"$traces/$ex.log" 2>&1
   rc=$?
   {
     echo "=== $ex: torchrun exit $rc after $(( $(date +%s) - start )) s; ncclspy analyze:"
