@@ -14,22 +14,25 @@
  * graph: such calls are marked captured and never queried), and driver
  * errors turn tracking off for that call, never into an NCCL error.
  *
- * Completion without timing uses markers rather than events where the
- * driver has stream memory operations: each (context, stream) owns a
+ * Completion without timing can also use markers instead of untimed
+ * events (NCCLSPY_COMPLETION=markers): each (context, stream) owns a
  * 32-bit word of pinned host memory, and after each call the stream itself
  * writes the call's number on that stream into it (cuStreamWriteValue32).
  * The poller reads the words, with no driver call and no driver lock, and
  * every call whose number the word has reached is finished.  Calls whose
  * marker cannot be written (no memory operations, another context current,
- * more streams than words) fall back to an untimed event.
+ * more streams than words) fall back to an untimed event.  Not the
+ * default: on H200 a marker cost more than an event, on the host and on
+ * the GPU (bench/README.md).
  *
  * Settings:
- *   NCCLSPY_TIMING=0       no GPU timing: completion only, one marker (or
- *                          untimed event) per call (cheapest).  Read when
- *                          each communicator is made, so it can differ
+ *   NCCLSPY_TIMING=0       no GPU timing: completion only, one untimed
+ *                          event (or marker) per call (cheapest).  Read
+ *                          when each communicator is made, so it can differ
  *                          between communicators of one process.
- *   NCCLSPY_COMPLETION=events  untimed events instead of markers (read per
- *                          communicator too; for comparing the two).
+ *   NCCLSPY_COMPLETION=markers  stream markers instead of untimed events;
+ *                          read per communicator, and for groups once per
+ *                          process.
  *   NCCLSPY_TIMING_GAP_US=N  time a call only when N us have passed since the
  *                          thread's last timed call (default 500; 0: time
  *                          every call); the others get one untimed event.
@@ -109,6 +112,7 @@ static pthread_mutex_t nsp_track_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct nsp_cuda *cu;
 static uint64_t nsp_timing_gap_ns = 500000;
 static uint64_t nsp_poll_ns = 2000000; /* NCCLSPY_POLL_MS */
+static int nsp_group_markers; /* NCCLSPY_COMPLETION=markers at the first call */
 
 static struct nsp_ctx_pool nsp_pools[NSP_MAX_CTX];
 static _Atomic int nsp_npools;
@@ -159,6 +163,8 @@ static void init_tracking(void) {
     const char *gap = getenv("NCCLSPY_TIMING_GAP_US");
     long n = gap && *gap ? strtol(gap, NULL, 10) : 500;
     nsp_timing_gap_ns = n >= 0 && n <= 10000000 ? (uint64_t)n * 1000u : 500000u;
+    const char *how = getenv("NCCLSPY_COMPLETION");
+    nsp_group_markers = how && !strcmp(how, "markers");
     const char *poll = getenv("NCCLSPY_POLL_MS");
     long ms = poll && *poll ? strtol(poll, NULL, 10) : 2;
     nsp_poll_ns = ms >= 1 && ms <= 1000 ? (uint64_t)ms * 1000000u : 2000000u;
@@ -410,7 +416,7 @@ void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group, uns
   t->pool = stream_pool(stream, &captured);
   t->captured = (uint8_t)captured;
   if (!t->pool) return;
-  t->events = (how & NSP_HOW_EVENTS) != 0;
+  t->markers = (how & NSP_HOW_MARKERS) != 0;
   t->timed = !(how & NSP_HOW_UNTIMED) && want_timing();
   if (t->timed) {
     t->start = event_get(t->pool, 1);
@@ -439,7 +445,7 @@ void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int
   w.pool = t->pool;
   w.timed = t->timed;
   CUevent end = NULL;
-  if (!t->timed && !t->events && (result == ncclSuccess || result == ncclInProgress)) {
+  if (!t->timed && t->markers && (result == ncclSuccess || result == ncclInProgress)) {
     struct nsp_mark *m = mark_of(t->pool, stream);
     if (m && mark_write(t->pool, m, stream, &w.markv[0])) {
       w.nstreams = 1;
@@ -508,7 +514,7 @@ void nsp_done_group_after(struct nsp_track_group *g, uint64_t group_id, int resu
   if (!g->pool) return;
   int ok = result == ncclSuccess || result == ncclInProgress;
   for (unsigned i = 0; i < g->nstreams; i++) {
-    struct nsp_mark *m = ok && !g->timed ? mark_of(g->pool, g->stream[i]) : NULL;
+    struct nsp_mark *m = ok && !g->timed && nsp_group_markers ? mark_of(g->pool, g->stream[i]) : NULL;
     if (m && mark_write(g->pool, m, g->stream[i], &w.markv[w.nstreams])) {
       w.stream[w.nstreams] = g->stream[i];
       w.mark[w.nstreams] = m;

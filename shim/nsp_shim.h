@@ -71,7 +71,10 @@ struct nsp_comm {
   _Atomic int async_result; /* last ncclCommGetAsyncError answer seen */
   int untimed;             /* NCCLSPY_TIMING=0 when it was made: completion only */
   int untracked;           /* NCCLSPY_TRACK=0 when it was made: no CUDA events */
-  int events;              /* NCCLSPY_COMPLETION=events when it was made: no markers */
+  int markers;             /* NCCLSPY_COMPLETION=markers when it was made */
+  int passthrough;         /* NCCLSPY_BENCH_PASSTHROUGH=1 when it was made: its collectives and
+                              send/recv are passed through unrecorded (a same-process baseline for
+                              examples/torch/bench_timing.py) */
   _Atomic(_Atomic uint64_t *) p2p_seq; /* [nranks][2]: send, recv */
 };
 
@@ -128,7 +131,7 @@ struct nsp_track {
   CUevent start;             /* timed start event, or NULL */
   uint8_t timed, captured;
   uint8_t tried;             /* tracking was attempted (on, not in a group) */
-  uint8_t events;            /* an untimed event, not a marker, marks the end */
+  uint8_t markers;           /* a stream marker, not an untimed event, marks the end */
 };
 /* A group's events, between nsp_done_group_before and _after. */
 struct nsp_track_group {
@@ -146,7 +149,7 @@ NSP_HIDDEN uint32_t nsp_done_tracking(void);
  * records the end event and queues the call for the poller, or writes a
  * "captured" completion; it does nothing for calls that were not tracked. */
 #define NSP_HOW_UNTIMED 1u /* the communicator has NCCLSPY_TIMING=0 */
-#define NSP_HOW_EVENTS 2u  /* the communicator has NCCLSPY_COMPLETION=events */
+#define NSP_HOW_MARKERS 2u /* the communicator has NCCLSPY_COMPLETION=markers */
 NSP_HIDDEN void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group,
                                 unsigned how);
 NSP_HIDDEN void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int api,

@@ -231,12 +231,13 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   struct nsp_track trk_;                                                \
   struct nsp_track *trk = &trk_;                                        \
   struct nsp_comm *c = nsp_comm_find(comm);                             \
+  if (c && NSP_UNLIKELY(c->passthrough)) return real args;              \
   if (c && c->untracked)                                                \
     memset(trk, 0, sizeof *trk);                                        \
   else                                                                  \
     nsp_done_before(trk, stream, nsp_group_depth > 0,                   \
                     (c && c->untimed ? NSP_HOW_UNTIMED : 0u) |          \
-                        (c && c->events ? NSP_HOW_EVENTS : 0u));        \
+                        (c && c->markers ? NSP_HOW_MARKERS : 0u));        \
   uint64_t t0 = nsp_now_ns();                                           \
   nsp_depth++;                                                          \
   ncclResult_t res = real args;                                         \
