@@ -105,12 +105,11 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
       break;
     case NSP_REC_COMPLETION:
       put_t(out, h, r->count); /* when the shim saw it */
-      fprintf(out, "COMPLETION comm=%" PRIu32 " api=%s seq=%" PRIu64 " peer=%d group=%" PRIu64 " flags=0x%x%s%s%s%s%s%s%s",
+      fprintf(out, "COMPLETION comm=%" PRIu32 " api=%s seq=%" PRIu64 " peer=%d group=%" PRIu64 " flags=0x%x%s%s%s%s%s",
               r->comm, r->group_id ? "-" : nsp_api_name(r->api), r->seq, r->peer, r->group_id, r->flags,
               r->flags & NSP_DONE_OK ? " ok" : "", r->flags & NSP_DONE_TIMED ? " timed" : "",
               r->flags & NSP_DONE_CAPTURED ? " captured" : "", r->flags & NSP_DONE_ERROR ? " error" : "",
-              r->flags & NSP_DONE_ABANDONED ? " abandoned" : "", r->flags & NSP_DONE_UNTRACKED ? " untracked" : "",
-              r->flags & NSP_DONE_MARKER ? " marker" : "");
+              r->flags & NSP_DONE_ABANDONED ? " abandoned" : "");
       if (r->flags & NSP_DONE_TIMED)
         fprintf(out, " gpu_start=%s%.6fms gpu_dt=%.3fus", r->t_enter >= h->monotonic_ns ? "+" : "-",
                 (double)(r->t_enter >= h->monotonic_ns ? r->t_enter - h->monotonic_ns : h->monotonic_ns - r->t_enter) / 1e6,

@@ -68,8 +68,6 @@ struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nran
   c->untimed = t && !strcmp(t, "0");
   const char *tr = getenv("NCCLSPY_TRACK");
   c->untracked = tr && !strcmp(tr, "0");
-  const char *how = getenv("NCCLSPY_COMPLETION");
-  c->markers = how && !strcmp(how, "markers");
   const char *pass = getenv("NCCLSPY_BENCH_PASSTHROUGH");
   c->passthrough = pass && !strcmp(pass, "1");
   pthread_mutex_lock(&nsp_comm_lock);

@@ -55,9 +55,6 @@ static void load(void) {
   NSP_CU_SYM(DeviceGetUuid, "cuDeviceGetUuid", "cuDeviceGetUuid_v2");
   NSP_CU_SYM(DeviceGetPCIBusId, "cuDeviceGetPCIBusId", "cuDeviceGetPCIBusId");
   NSP_CU_SYM(DeviceGetName, "cuDeviceGetName", "cuDeviceGetName");
-  NSP_CU_SYM(MemHostAlloc, "cuMemHostAlloc", "cuMemHostAlloc");
-  NSP_CU_SYM(MemHostGetDevicePointer, "cuMemHostGetDevicePointer", "cuMemHostGetDevicePointer_v2");
-  NSP_CU_SYM(StreamWriteValue32, "cuStreamWriteValue32", "cuStreamWriteValue32_v2");
   if (nsp_cu.CtxGetCurrent && nsp_cu.CtxSetCurrent && nsp_cu.StreamGetCtx && nsp_cu.StreamIsCapturing &&
       nsp_cu.StreamCreate && nsp_cu.EventCreate && nsp_cu.EventRecord && nsp_cu.EventQuery &&
       nsp_cu.EventSynchronize && nsp_cu.EventElapsedTime && nsp_cu.EventDestroy)

@@ -10,7 +10,6 @@
 #ifndef NSP_CUDA_H
 #define NSP_CUDA_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 #include "nsp_nccl.h" /* struct CUstream_st, via cudaStream_t */
@@ -23,16 +22,12 @@ typedef struct CUstream_st *CUstream;
 typedef struct {
   char bytes[16];
 } CUuuid;
-typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2 */
 
 #define NSP_CUDA_SUCCESS 0
 #define NSP_CUDA_ERROR_NOT_READY 600
 #define NSP_CU_EVENT_DISABLE_TIMING 0x2
 #define NSP_CU_STREAM_NON_BLOCKING 0x1
 #define NSP_CU_STREAM_CAPTURE_STATUS_NONE 0
-#define NSP_CU_MEMHOSTALLOC_PORTABLE 0x01  /* CUDA 2.2 */
-#define NSP_CU_MEMHOSTALLOC_DEVICEMAP 0x02 /* CUDA 2.2 */
-#define NSP_CU_STREAM_WRITE_VALUE_DEFAULT 0x0 /* CUDA 8.0 */
 
 /* The driver functions, or NULL members when libcuda is absent. */
 struct nsp_cuda {
@@ -52,12 +47,6 @@ struct nsp_cuda {
   CUresult (*DeviceGetUuid)(CUuuid *, CUdevice);
   CUresult (*DeviceGetPCIBusId)(char *, int, CUdevice);
   CUresult (*DeviceGetName)(char *, int, CUdevice);
-  /* Completion markers (optional: events are used without them).
-   * cuStreamWriteValue32 is the _v2 ABI of CUDA 11.7, the one CUDA 12.0's
-   * name means. */
-  CUresult (*MemHostAlloc)(void **, size_t, unsigned);
-  CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
-  CUresult (*StreamWriteValue32)(CUstream, CUdeviceptr, uint32_t, unsigned);
 };
 
 /* Resolves the driver once.  Returns the table when every function event

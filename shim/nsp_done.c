@@ -14,25 +14,11 @@
  * graph: such calls are marked captured and never queried), and driver
  * errors turn tracking off for that call, never into an NCCL error.
  *
- * Completion without timing can also use markers instead of untimed
- * events (NCCLSPY_COMPLETION=markers): each (context, stream) owns a
- * 32-bit word of pinned host memory, and after each call the stream itself
- * writes the call's number on that stream into it (cuStreamWriteValue32).
- * The poller reads the words, with no driver call and no driver lock, and
- * every call whose number the word has reached is finished.  Calls whose
- * marker cannot be written (no memory operations, another context current,
- * more streams than words) fall back to an untimed event.  Not the
- * default: on H200 a marker cost more than an event, on the host and on
- * the GPU (bench/README.md).
- *
  * Settings:
- *   NCCLSPY_TIMING=0       no GPU timing: completion only, one untimed
- *                          event (or marker) per call (cheapest).  Read
- *                          when each communicator is made, so it can differ
- *                          between communicators of one process.
- *   NCCLSPY_COMPLETION=markers  stream markers instead of untimed events;
- *                          read per communicator, and for groups once per
- *                          process.
+ *   NCCLSPY_TIMING=0       no GPU timing: one untimed event per call, for
+ *                          completion only (cheapest).  Read when each
+ *                          communicator is made, so it can differ between
+ *                          communicators of one process.
  *   NCCLSPY_TIMING_GAP_US=N  time a call only when N us have passed since the
  *                          thread's last timed call (default 500; 0: time
  *                          every call); the others get one untimed event.
@@ -67,28 +53,11 @@ struct nsp_ctx_pool {
   pthread_mutex_t lock;
   CUevent *timed, *plain; /* free lists (stacks) */
   size_t ntimed, nplain, cap_timed, cap_plain;
-  /* Completion markers: words[i] belongs to marks[i]; appended under
-   * lock, read without it up to nmarks. */
-  uint32_t *words;       /* pinned host memory, NSP_MARKS words */
-  CUdeviceptr words_dev; /* the same, as the GPU sees it */
-  struct nsp_mark *marks;
-  _Atomic int nmarks;
-  _Atomic int marks_off; /* no markers in this context (allocation or a write failed) */
   /* Poller thread only: */
   CUstream anchor_stream;
   CUevent anchor;
   uint64_t anchor_host_ns, anchor_made_ns;
   int anchor_ok;
-};
-
-#define NSP_MARKS 256 /* streams per context with a marker word */
-
-/* One stream's marker: its word, and how many markers were issued. */
-struct nsp_mark {
-  CUstream stream;
-  uint32_t *word;
-  CUdeviceptr dev;
-  _Atomic uint32_t issued;
 };
 
 struct nsp_pending {
@@ -101,10 +70,6 @@ struct nsp_pending {
   struct nsp_ctx_pool *pool;
   CUstream stream[NSP_GROUP_STREAMS];
   CUevent start[NSP_GROUP_STREAMS], end[NSP_GROUP_STREAMS];
-  /* Where end[i] is NULL: the stream's marker, and the value that says
-   * the call is finished. */
-  struct nsp_mark *mark[NSP_GROUP_STREAMS];
-  uint32_t markv[NSP_GROUP_STREAMS];
 };
 
 static int nsp_track = -1; /* -1 not yet decided, 0 off, else NSP_TRACK_* bits */
@@ -112,7 +77,6 @@ static pthread_mutex_t nsp_track_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct nsp_cuda *cu;
 static uint64_t nsp_timing_gap_ns = 500000;
 static uint64_t nsp_poll_ns = 2000000; /* NCCLSPY_POLL_MS */
-static int nsp_group_markers; /* NCCLSPY_COMPLETION=markers at the first call */
 
 static struct nsp_ctx_pool nsp_pools[NSP_MAX_CTX];
 static _Atomic int nsp_npools;
@@ -141,8 +105,6 @@ static NSP_TLS uint64_t nsp_last_timed_ns;
 /* The last stream this thread used, and its pool: saves a driver call. */
 static NSP_TLS CUstream nsp_last_stream;
 static NSP_TLS struct nsp_ctx_pool *nsp_last_pool;
-static NSP_TLS struct nsp_mark *nsp_last_mark; /* of nsp_last_stream, or NULL */
-static _Atomic int nsp_warned_marks;
 
 /* Whether this call gets timed events (see NCCLSPY_TIMING_GAP_US). */
 static int want_timing(void) {
@@ -163,8 +125,6 @@ static void init_tracking(void) {
     const char *gap = getenv("NCCLSPY_TIMING_GAP_US");
     long n = gap && *gap ? strtol(gap, NULL, 10) : 500;
     nsp_timing_gap_ns = n >= 0 && n <= 10000000 ? (uint64_t)n * 1000u : 500000u;
-    const char *how = getenv("NCCLSPY_COMPLETION");
-    nsp_group_markers = how && !strcmp(how, "markers");
     const char *poll = getenv("NCCLSPY_POLL_MS");
     long ms = poll && *poll ? strtol(poll, NULL, 10) : 2;
     nsp_poll_ns = ms >= 1 && ms <= 1000 ? (uint64_t)ms * 1000000u : 2000000u;
@@ -300,74 +260,7 @@ static struct nsp_ctx_pool *stream_pool(CUstream s, int *captured) {
   if (cu->StreamGetCtx(s, &ctx) != NSP_CUDA_SUCCESS || !ctx) return NULL;
   nsp_last_stream = s;
   nsp_last_pool = pool_of(ctx);
-  nsp_last_mark = NULL;
   return nsp_last_pool;
-}
-
-/* The marker of stream s in pool p, made on first use; NULL when markers
- * cannot be used there (then the call takes an event). */
-static struct nsp_mark *mark_of(struct nsp_ctx_pool *p, CUstream s) {
-  if (s == nsp_last_stream && nsp_last_mark) return nsp_last_mark;
-  if (p->marks_off || !cu->StreamWriteValue32) return NULL;
-  int n = atomic_load_explicit(&p->nmarks, memory_order_acquire);
-  struct nsp_mark *m = NULL;
-  for (int i = 0; i < n && !m; i++)
-    if (p->marks[i].stream == s) m = &p->marks[i];
-  if (!m) {
-    pthread_mutex_lock(&p->lock);
-    n = atomic_load_explicit(&p->nmarks, memory_order_relaxed);
-    for (int i = 0; i < n && !m; i++)
-      if (p->marks[i].stream == s) m = &p->marks[i];
-    if (!m && !p->words && !p->marks_off) {
-      /* Pinned memory is made in the calling thread's context, which must
-       * be the stream's; portable, so any context's stream may write it. */
-      CUcontext cur = NULL;
-      void *host = NULL;
-      CUdeviceptr dev = 0;
-      p->marks = calloc(NSP_MARKS, sizeof *p->marks);
-      if (p->marks && cu->MemHostAlloc && cu->MemHostGetDevicePointer &&
-          cu->CtxGetCurrent(&cur) == NSP_CUDA_SUCCESS && cur == p->ctx &&
-          cu->MemHostAlloc(&host, NSP_MARKS * sizeof(uint32_t),
-                           NSP_CU_MEMHOSTALLOC_PORTABLE | NSP_CU_MEMHOSTALLOC_DEVICEMAP) == NSP_CUDA_SUCCESS) {
-        if (cu->MemHostGetDevicePointer(&dev, host, 0) == NSP_CUDA_SUCCESS && dev) {
-          memset(host, 0, NSP_MARKS * sizeof(uint32_t));
-          p->words = host;
-          p->words_dev = dev;
-        }
-        /* else: the pinned page stays (once per context) */
-      }
-      if (!p->words) {
-        /* Another context current (it may be next time) is not a failure
-         * of the driver: only a failed allocation turns markers off. */
-        if (cur == p->ctx) p->marks_off = 1;
-        free(p->marks);
-        p->marks = NULL;
-      }
-    }
-    if (!m && p->words && n < NSP_MARKS) {
-      m = &p->marks[n];
-      m->stream = s;
-      m->word = p->words + n;
-      m->dev = p->words_dev + (CUdeviceptr)n * sizeof(uint32_t);
-      atomic_store_explicit(&m->issued, 0, memory_order_relaxed);
-      atomic_store_explicit(&p->nmarks, n + 1, memory_order_release);
-    }
-    pthread_mutex_unlock(&p->lock);
-  }
-  if (m && s == nsp_last_stream) nsp_last_mark = m;
-  return m;
-}
-
-/* Queues stream s's next marker; sets *v to the value that will mean
- * "finished".  0 on failure (markers are then off in p). */
-static int mark_write(struct nsp_ctx_pool *p, struct nsp_mark *m, CUstream s, uint32_t *v) {
-  *v = atomic_fetch_add_explicit(&m->issued, 1, memory_order_relaxed) + 1;
-  if (cu->StreamWriteValue32(s, m->dev, *v, NSP_CU_STREAM_WRITE_VALUE_DEFAULT) == NSP_CUDA_SUCCESS) return 1;
-  p->marks_off = 1;
-  nsp_last_mark = NULL;
-  nsp_warn_once(&nsp_warned_marks, "the driver refused a stream memory operation; completion is "
-                                   "tracked with CUDA events instead");
-  return 0;
 }
 
 static void poller_start(void);
@@ -399,7 +292,7 @@ static void push_pending(const struct nsp_pending *w) {
   if (NSP_UNLIKELY(!nsp_poller_running)) poller_start();
 }
 
-void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group, unsigned how) {
+void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group, int untimed) {
   memset(t, 0, sizeof *t);
   if (NSP_UNLIKELY(nsp_track < 0)) init_tracking();
   if (!nsp_track) return;
@@ -416,8 +309,7 @@ void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group, uns
   t->pool = stream_pool(stream, &captured);
   t->captured = (uint8_t)captured;
   if (!t->pool) return;
-  t->markers = (how & NSP_HOW_MARKERS) != 0;
-  t->timed = !(how & NSP_HOW_UNTIMED) && want_timing();
+  t->timed = !untimed && want_timing();
   if (t->timed) {
     t->start = event_get(t->pool, 1);
     if (!t->start || cu->EventRecord(t->start, stream) != NSP_CUDA_SUCCESS) {
@@ -445,17 +337,6 @@ void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int
   w.pool = t->pool;
   w.timed = t->timed;
   CUevent end = NULL;
-  if (!t->timed && t->markers && (result == ncclSuccess || result == ncclInProgress)) {
-    struct nsp_mark *m = mark_of(t->pool, stream);
-    if (m && mark_write(t->pool, m, stream, &w.markv[0])) {
-      w.nstreams = 1;
-      w.stream[0] = stream;
-      w.mark[0] = m;
-      w.t_enq = nsp_now_ns();
-      push_pending(&w);
-      return;
-    }
-  }
   if (result == ncclSuccess || result == ncclInProgress) {
     end = event_get(t->pool, t->timed);
     if (end && cu->EventRecord(end, stream) != NSP_CUDA_SUCCESS) {
@@ -514,13 +395,6 @@ void nsp_done_group_after(struct nsp_track_group *g, uint64_t group_id, int resu
   if (!g->pool) return;
   int ok = result == ncclSuccess || result == ncclInProgress;
   for (unsigned i = 0; i < g->nstreams; i++) {
-    struct nsp_mark *m = ok && !g->timed && nsp_group_markers ? mark_of(g->pool, g->stream[i]) : NULL;
-    if (m && mark_write(g->pool, m, g->stream[i], &w.markv[w.nstreams])) {
-      w.stream[w.nstreams] = g->stream[i];
-      w.mark[w.nstreams] = m;
-      w.nstreams++;
-      continue;
-    }
     CUevent end = ok ? event_get(g->pool, g->timed) : NULL;
     if (end && cu->EventRecord(end, g->stream[i]) != NSP_CUDA_SUCCESS) {
       event_put(g->pool, end, g->timed);
@@ -645,7 +519,6 @@ static void flush_returns(void) {
 static void release(struct nsp_pending *w) {
   for (unsigned i = 0; i < w->nstreams; i++) {
     event_put(w->pool, w->start[i], 1);
-    if (!w->end[i]) continue; /* a marker: nothing to give back */
     if (w->timed) {
       event_put(w->pool, w->end[i], 1);
       continue;
@@ -685,25 +558,16 @@ struct stream_queue {
   unsigned *slot; /* which of the item's streams this is */
 };
 
-/* Whether the k-th call of q is finished: its marker word read from host
- * memory (no driver call), else a query of its event. */
 static CUresult query_at(struct stream_queue *q, size_t k) {
   struct nsp_pending *w = &nsp_work[q->item[k]];
-  unsigned slot = q->slot[k];
-  if (w->mark[slot]) {
-    uint32_t now = __atomic_load_n(w->mark[slot]->word, __ATOMIC_ACQUIRE);
-    /* Wraps after 2^32 markers: compare as a signed distance. */
-    return (int32_t)(now - w->markv[slot]) >= 0 ? NSP_CUDA_SUCCESS : NSP_CUDA_ERROR_NOT_READY;
-  }
-  if (use_ctx(q->ctx) < 0) return NSP_CUDA_ERROR_NOT_READY;
-  return cu->EventQuery(w->end[slot]);
+  return cu->EventQuery(w->end[q->slot[k]]);
 }
 
 /* Sets q->done: the length of the finished prefix.  A query error counts
  * as finished (flagged later), so a broken event cannot hold a queue. */
 static void find_done(struct stream_queue *q) {
   q->done = 0;
-  if (!q->n) return;
+  if (!q->n || use_ctx(q->ctx) < 0) return;
   if (query_at(q, q->n - 1) != NSP_CUDA_ERROR_NOT_READY) {
     q->done = q->n;
     return;
@@ -787,7 +651,6 @@ static void poll_once(void) {
     }
     uint32_t flags = NSP_DONE_OK;
     uint64_t start = 0, end = 0;
-    if (w->mark[0]) flags |= NSP_DONE_MARKER;
     if (w->timed && flags == NSP_DONE_OK) {
       anchor(w->pool);
       for (unsigned s = 0; s < w->nstreams; s++) {

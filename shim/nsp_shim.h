@@ -71,7 +71,6 @@ struct nsp_comm {
   _Atomic int async_result; /* last ncclCommGetAsyncError answer seen */
   int untimed;             /* NCCLSPY_TIMING=0 when it was made: completion only */
   int untracked;           /* NCCLSPY_TRACK=0 when it was made: no CUDA events */
-  int markers;             /* NCCLSPY_COMPLETION=markers when it was made */
   int passthrough;         /* NCCLSPY_BENCH_PASSTHROUGH=1 when it was made: its collectives and
                               send/recv are passed through unrecorded (a same-process baseline for
                               examples/torch/bench_timing.py) */
@@ -131,7 +130,6 @@ struct nsp_track {
   CUevent start;             /* timed start event, or NULL */
   uint8_t timed, captured;
   uint8_t tried;             /* tracking was attempted (on, not in a group) */
-  uint8_t markers;           /* a stream marker, not an untimed event, marks the end */
 };
 /* A group's events, between nsp_done_group_before and _after. */
 struct nsp_track_group {
@@ -148,10 +146,8 @@ NSP_HIDDEN uint32_t nsp_done_tracking(void);
  * asks for completion only (the communicator's NCCLSPY_TIMING).  _after
  * records the end event and queues the call for the poller, or writes a
  * "captured" completion; it does nothing for calls that were not tracked. */
-#define NSP_HOW_UNTIMED 1u /* the communicator has NCCLSPY_TIMING=0 */
-#define NSP_HOW_MARKERS 2u /* the communicator has NCCLSPY_COMPLETION=markers */
 NSP_HIDDEN void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group,
-                                unsigned how);
+                                int untimed);
 NSP_HIDDEN void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int api,
                                uint64_t seq, int peer, int result);
 /* Around the real outermost ncclGroupEnd: events on every stream the

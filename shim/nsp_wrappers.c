@@ -235,9 +235,7 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   if (c && c->untracked)                                                \
     memset(trk, 0, sizeof *trk);                                        \
   else                                                                  \
-    nsp_done_before(trk, stream, nsp_group_depth > 0,                   \
-                    (c && c->untimed ? NSP_HOW_UNTIMED : 0u) |          \
-                        (c && c->markers ? NSP_HOW_MARKERS : 0u));        \
+    nsp_done_before(trk, stream, nsp_group_depth > 0, c && c->untimed); \
   uint64_t t0 = nsp_now_ns();                                           \
   nsp_depth++;                                                          \
   ncclResult_t res = real args;                                         \

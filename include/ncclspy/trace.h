@@ -196,7 +196,6 @@ enum nsp_done_flags {
   NSP_DONE_ERROR = 1u << 3,     /* the event query failed (a CUDA error) */
   NSP_DONE_ABANDONED = 1u << 4, /* its communicator was aborted or revoked first */
   NSP_DONE_UNTRACKED = 1u << 5, /* no event could be recorded: completion unknown */
-  NSP_DONE_MARKER = 1u << 6,    /* known from a stream marker, not an event (shim 0.2+; readers may ignore it) */
 };
 
 /* Flags of a CALLSITE record. */

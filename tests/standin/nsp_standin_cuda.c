@@ -39,12 +39,6 @@
  *   either is pending, CUDA_ERROR_INVALID_HANDLE when either has timing
  *   disabled or was never recorded.  cuEventDestroy of a pending event
  *   returns at once; its memory goes when the marker has run.
- * - cuStreamWriteValue32(_v2) queues a task that stores the value (a
- *   release store) at the address when everything before it on the
- *   stream has run.  Host memory from cuMemHostAlloc is mapped at the same
- *   address for the "device" (cuMemHostGetDevicePointer hands back the
- *   host pointer, as with unified addressing).  During capture the write
- *   is dropped (it belongs to the graph).
  * - Capture: between cuStreamBeginCapture(_v2) and cuStreamEndCapture a
  *   stream runs nothing new: work queued then is dropped (it belongs to
  *   the graph, which the stand-in never replays); cuStreamEndCapture
@@ -1020,84 +1014,6 @@ NSP_CU_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
   return cuEventRecordWithFlags(hEvent, hStream, CU_EVENT_RECORD_DEFAULT);
 }
 
-/* ---- host memory and stream memory operations ---- */
-
-NSP_CU_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
-{
-  void *p = NULL;
-  NSP_CU_CHECK_INIT();
-  if (!pp || !bytesize ||
-      (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
-                           CU_MEMHOSTALLOC_WRITECOMBINED)))
-    return CUDA_ERROR_INVALID_VALUE;
-  if (posix_memalign(&p, 4096, bytesize) != 0)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  memset(p, 0, bytesize);
-  *pp = p;
-  return CUDA_SUCCESS;
-}
-
-NSP_CU_API CUresult cuMemFreeHost(void *p)
-{
-  NSP_CU_CHECK_INIT();
-  free(p);
-  return CUDA_SUCCESS;
-}
-
-NSP_CU_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
-{
-  NSP_CU_CHECK_INIT();
-  if (!pdptr || !p || Flags)
-    return CUDA_ERROR_INVALID_VALUE;
-  *pdptr = (CUdeviceptr)(uintptr_t)p;
-  return CUDA_SUCCESS;
-}
-
-struct nsp_cu_write {
-  uint32_t *addr;
-  uint32_t value;
-};
-
-static void nsp_cu_write_run(void *arg, int what)
-{
-  struct nsp_cu_write *w = arg;
-  if (what == NSP_STANDIN_TASK_RUN)
-    __atomic_store_n(w->addr, w->value, __ATOMIC_RELEASE);
-  free(w);
-}
-
-NSP_CU_API CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                                            unsigned int flags)
-{
-  struct CUstream_st *s;
-  struct nsp_cu_write *w;
-  CUresult r;
-  int q;
-  NSP_CU_CHECK_INIT();
-  if (!addr || (addr & 3) || (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER))
-    return CUDA_ERROR_INVALID_VALUE;
-  r = nsp_cu_stream_get(stream, &s);
-  if (r != CUDA_SUCCESS)
-    return r;
-  w = malloc(sizeof *w);
-  if (!w)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  w->addr = (uint32_t *)(uintptr_t)addr;
-  w->value = value;
-  q = nsp_standin_stream_enqueue(stream, nsp_cu_write_run, w);
-  if (q == NSP_STANDIN_ENQ_QUEUED)
-    return CUDA_SUCCESS;
-  free(w);
-  return q == NSP_STANDIN_ENQ_CAPTURED ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-
-/* The CUDA 8.0 ABI is the same; it needed the MemOps device attribute. */
-NSP_CU_API CUresult cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                                         unsigned int flags)
-{
-  return cuStreamWriteValue32_v2(stream, addr, value, flags);
-}
-
 /* What a query of a captured event returns; the caller holds nsp_cu.lock. */
 static CUresult nsp_cu_captured_result_locked(struct CUevent_st *e)
 {
@@ -1300,11 +1216,6 @@ static const struct nsp_cu_proc nsp_cu_procs[] = {
   {"cuEventElapsedTime", 2000, NSP_CU_FN(cuEventElapsedTime), 12080,
    NSP_CU_FN(cuEventElapsedTime_v2)},
   {"cuEventDestroy", 2000, NSP_CU_FN(cuEventDestroy), 4000, NSP_CU_FN(cuEventDestroy_v2)},
-  {"cuMemHostAlloc", 3020, NSP_CU_FN(cuMemHostAlloc), 0, NULL},
-  {"cuMemFreeHost", 2000, NSP_CU_FN(cuMemFreeHost), 0, NULL},
-  {"cuMemHostGetDevicePointer", 3020, NSP_CU_FN(cuMemHostGetDevicePointer_v2), 0, NULL},
-  {"cuStreamWriteValue32", 8000, NSP_CU_FN(cuStreamWriteValue32), 11070,
-   NSP_CU_FN(cuStreamWriteValue32_v2)},
   {"cuGetErrorString", 6000, NSP_CU_FN(cuGetErrorString), 0, NULL},
   {"cuGetErrorName", 6000, NSP_CU_FN(cuGetErrorName), 0, NULL},
   {"cuGetProcAddress", 11030, NSP_CU_FN(cuGetProcAddress), 12000, NSP_CU_FN(cuGetProcAddress_v2)},

@@ -82,16 +82,6 @@ typedef enum {
 #define CU_EVENT_RECORD_DEFAULT 0x0
 #define CU_EVENT_RECORD_EXTERNAL 0x1
 
-/* A device address (CUDA's CUdeviceptr_v2). */
-typedef unsigned long long CUdeviceptr;
-typedef unsigned int cuuint32_t;
-
-#define CU_MEMHOSTALLOC_PORTABLE 0x01
-#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
-#define CU_MEMHOSTALLOC_WRITECOMBINED 0x04
-#define CU_STREAM_WRITE_VALUE_DEFAULT 0x0
-#define CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER 0x1
-
 /* The driver entry points the stand-in exports. */
 CUresult cuInit(unsigned int Flags);
 CUresult cuDriverGetVersion(int *driverVersion);
@@ -124,11 +114,6 @@ CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
 CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd);
 CUresult cuEventDestroy(CUevent hEvent);
 CUresult cuEventDestroy_v2(CUevent hEvent);
-CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
-CUresult cuMemFreeHost(void *p);
-CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags);
-CUresult cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
-CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
 CUresult cuGetErrorString(CUresult error, const char **pStr);
 CUresult cuGetErrorName(CUresult error, const char **pStr);
 /* legacy ABI (CUDA 11.3) */
