@@ -1,8 +1,7 @@
 """What completion tracking costs on the GPU, 2 ranks, 4 KiB and 64 MiB
 all-reduces: iterations per second without the shim, with records only
 (NCCLSPY_TRACK=0), with timing off (completion by one untimed CUDA event
-per call), with timing off and completion by stream markers
-(NCCLSPY_COMPLETION=markers), and with timing on.
+per call), and with timing on.
 
 Two loops, each with every mode in one process, in interleaved rounds,
 compared by medians (separate launches differ by ~15% at 4 KiB, more than
@@ -13,7 +12,7 @@ the effect):
   unrecorded.  This is what a training job pays.
 - ncclAllReduce from a tight ctypes loop against the real libnccl (dlsym
   on its own handle) on the same communicator.  It can be GPU-bound, so
-  what the shim adds on the GPU (an event, a marker) shows here as it
+  what the shim adds on the GPU (an event) shows here as it
   would not in the torch loop.
 Run under the shim:
 
@@ -46,10 +45,9 @@ def real_nccl_path():
     raise SystemExit("libnccl is not loaded")
 
 
-def make_comm(shim, rank, world, timing, track="1", completion=""):
+def make_comm(shim, rank, world, timing, track="1"):
     os.environ["NCCLSPY_TIMING"] = timing  # read by the shim at comm init
     os.environ["NCCLSPY_TRACK"] = track
-    os.environ["NCCLSPY_COMPLETION"] = completion
     uid = UniqueId()
     if rank == 0:
         assert shim.ncclGetUniqueId(ctypes.byref(uid)) == 0
@@ -83,7 +81,6 @@ SHIM_MODES = {
     "no shim": dict(NCCLSPY_BENCH_PASSTHROUGH="1"),
     "records only": dict(NCCLSPY_TRACK="0"),
     "timing off": dict(NCCLSPY_TIMING="0"),
-    "timing off, markers": dict(NCCLSPY_TIMING="0", NCCLSPY_COMPLETION="markers"),
     "timing on": dict(NCCLSPY_TIMING="1"),
 }
 
@@ -114,21 +111,17 @@ def torch_loops(world, rounds, gloo):
 def ctypes_loops(shim, real, rank, world, rounds, gloo):
     """ncclAllReduce straight from a ctypes loop (no torch between calls):
     a tight loop that can be GPU-bound, so GPU-side work the shim adds
-    (an event, a marker) shows here as it would not in a torch loop."""
+    (an event) shows here as it would not in a torch loop."""
     comm_off = make_comm(shim, rank, world, "0")
     comm_on = make_comm(shim, rank, world, "1")
     comm_rec = make_comm(shim, rank, world, "0", track="0")
-    comm_mk = make_comm(shim, rank, world, "0", completion="markers")
     os.environ["NCCLSPY_TIMING"], os.environ["NCCLSPY_TRACK"] = "1", "1"
-    os.environ.pop("NCCLSPY_COMPLETION", None)
     # Each shim mode is paired with "no shim" on its own communicator:
     # communicators of one process can differ by a few percent.
     modes = {"records only": (shim, comm_rec), "no shim/rec": (real, comm_rec),
              "timing off": (shim, comm_off), "no shim/off": (real, comm_off),
-             "timing on": (shim, comm_on), "no shim/on": (real, comm_on),
-             "timing off, markers": (shim, comm_mk), "no shim/mk": (real, comm_mk)}
-    base_of = {"records only": "no shim/rec", "timing off": "no shim/off", "timing on": "no shim/on",
-               "timing off, markers": "no shim/mk"}
+             "timing on": (shim, comm_on), "no shim/on": (real, comm_on)}
+    base_of = {"records only": "no shim/rec", "timing off": "no shim/off", "timing on": "no shim/on"}
     results = {}
     for nbytes, iters in ((4096, 2000), (64 << 20, 100)):
         x = torch.ones(nbytes // 4, device="cuda")
