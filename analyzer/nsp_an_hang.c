@@ -172,6 +172,18 @@ static const struct nsp_comm *blocked_in(const struct nsp_job *job, const struct
   return c && c->hang_seq ? c : NULL;
 }
 
+/* The communicator whose mismatched collective was a not-arrived process's
+ * last call (it took part in the mismatch, then never came here), or NULL.
+ * Only when that call is not on f's own communicator: there the mismatch
+ * already links the hang. */
+static const struct nsp_comm *left_after_mismatch(const struct nsp_job *job, const struct nsp_finding_priv *f,
+                                                  const struct nsp_proc *p) {
+  if (p->call.api < 0 || !p->call.comm_id || p->call.comm_id == f->pub.comm_id) return NULL;
+  if (nsp_api_kind(p->call.api) != NSP_K_COLL) return NULL;
+  const struct nsp_comm *c = comm_of(job, p->call.comm_id);
+  return c && c->mismatch_seq && c->mismatch_seq == p->call.seq ? c : NULL;
+}
+
 static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
   const struct nsp_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
   if (c && c->mismatch_seq && c->mismatch_seq <= f->pub.seq) {
@@ -184,19 +196,22 @@ static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
   }
   const struct nsp_side *na = side_with_role(f, NSP_ROLE_NOT_ARRIVED);
   if (!na) return;
-  const struct nsp_comm *best = NULL;
+  const struct nsp_comm *best = NULL, *mism = NULL;
   int errored = 0;
   for (size_t p = 0; p < na->nranks; p++) {
-    const struct nsp_comm *b = blocked_in(job, f, &na->procs[p]);
+    const struct nsp_comm *b = blocked_in(job, f, &na->procs[p]), *m;
     if (b) {
       if (!best || b->hang_t < best->hang_t) best = b;
     } else if (job->traces[na->procs[p].trace]->first_err.valid) {
       errored = 1;
+    } else if ((m = left_after_mismatch(job, f, &na->procs[p]))) {
+      if (!mism) mism = m;
     } else {
       return; /* free to arrive and did not: this hang is a root */
     }
   }
   if (best) f->cause_id = best->hang_id;
+  else if (mism) f->cause_id = mism->mismatch_id;
   else if (errored && job->error_id != SIZE_MAX) f->cause_id = job->error_id;
 }
 
@@ -341,9 +356,16 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
                     (unsigned long long)cause->pub.comm_id);
   } else if (cause && cause->pub.kind == NSP_FIND_ERROR) {
     nsp_sbuf_printf(&b, "; this follows the error of rank %d", cause->pub.nodd ? cause->pub.odd_ranks[0] : -1);
-  } else if (cause) {
+  } else if (cause && cause->pub.comm_id == fp->pub.comm_id) {
     nsp_sbuf_printf(&b, "; this follows the %s at seq %llu on the same communicator",
                     nsp_finding_kind_name(cause->pub.kind), (unsigned long long)cause->pub.seq);
+  } else if (cause) {
+    /* A mismatch elsewhere: the ranks that did not arrive took part in it
+     * last (left_after_mismatch). */
+    nsp_sbuf_printf(&b, "; this follows the %s at seq %llu on communicator %016llx, the last call of the "
+                        "ranks that did not arrive here",
+                    nsp_finding_kind_name(cause->pub.kind), (unsigned long long)cause->pub.seq,
+                    (unsigned long long)cause->pub.comm_id);
   }
   if (fp->cycle)
     nsp_sbuf_printf(&b, "; circular wait with another communicator's hang: ranks call collectives on these "

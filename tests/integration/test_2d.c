@@ -327,11 +327,11 @@ static void test_dp_mismatch(void **state) {
   assert_int_equal(f->sides[0].procs[0].call.comm_id, r.dp[1]->id);
   assert_int_equal(f->sides[0].procs[0].call.seq, 3);
   assert_int_equal(f->sides[0].procs[0].call.dtype, ncclFloat16);
-  /* The analyzer does not link it to the mismatch (rank 5's last call was
-   * the odd side of [0], which completed): it is a root of its own, naming
-   * rank 5, the rank to look at, either way.  (When rank 5's dp #3 counted
-   * as abandoned, rank 5 is "stuck" in the never-completed.) */
-  assert_true(f->cause == SIZE_MAX || f->cause == 0 || f->cause == nc);
+  /* Rank 5 never came because it left after the mismatch: its last call
+   * was the odd side of [0], so the hang follows from [0].  (When rank 5's
+   * dp #3 counted as abandoned, rank 5 is "stuck" in the never-completed.) */
+  assert_true(f->cause == 0 || f->cause == nc);
+  if (f->cause == 0) assert_non_null(strstr(f->message, "the last call of the ranks that did not arrive here"));
 
   /* Nothing else: the even dp group, the shards and the world are clean. */
   assert_int_equal(nsp_job_nfindings(r.job), 6);
