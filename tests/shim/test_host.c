@@ -3,10 +3,12 @@
  * usage: test_host TEST LIBNCCLSPY [OTHER_PRELOAD_SO]
  *   fork     8 threads make NCCL calls (successful and failing ones) while
  *            the main thread forks 40 times; half the children make NCCL
- *            calls of their own, half none.  No child hangs (each has 20 s);
+ *            calls of their own, half none.  No child hangs (each has 60 s);
  *            a child that called NCCL has its own trace holding exactly its
  *            calls, one that did not has none; the parent's trace holds
  *            exactly the parent's calls.
+ *   passthrough  a communicator made with NCCLSPY_BENCH_PASSTHROUGH=1 beside
+ *            an ordinary one: its calls are computed but not recorded.
  *   exec     a process makes calls, then execs a program (same pid) that
  *            makes calls: both traces are complete (the first one's tail
  *            comes from its crash ring: exec runs no destructors).
@@ -301,6 +303,22 @@ static int worker_preload(void) {
   return c ? 0 : 3;
 }
 
+/* Two communicators, one made with NCCLSPY_BENCH_PASSTHROUGH=1: 10
+ * all-reduces on each, every one of them computed. */
+static int worker_passthrough(void) {
+  setenv("NCCLSPY_BENCH_PASSTHROUGH", "1", 1);
+  ncclComm_t pass = one_rank();
+  unsetenv("NCCLSPY_BENCH_PASSTHROUGH");
+  ncclComm_t rec = one_rank();
+  int good = pass && rec;
+  for (int i = 0; i < 10 && good; i++) {
+    float x = (float)i, y = -1, z = -1;
+    good &= ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, pass, NULL) == ncclSuccess && y == x;
+    good &= ncclAllReduce(&x, &z, 1, ncclFloat32, ncclSum, rec, NULL) == ncclSuccess && z == x;
+  }
+  return good ? 0 : 3;
+}
+
 /* Return values and errno of calls, good and bad. */
 static int worker_retvals(void) {
   ncclComm_t c = one_rank();
@@ -344,6 +362,7 @@ static int worker(int argc, char **argv) {
   if (!strcmp(argv[2], "threads")) return worker_threads();
   if (!strcmp(argv[2], "preload")) return worker_preload();
   if (!strcmp(argv[2], "retvals")) return worker_retvals();
+  if (!strcmp(argv[2], "passthrough")) return worker_passthrough();
   return 2;
 }
 
@@ -457,13 +476,24 @@ static void test_retvals(void) {
   if (strcmp(with, without)) printf("# with:\n%s# without:\n%s", with, without);
 }
 
+/* NCCLSPY_BENCH_PASSTHROUGH (the benchmarks' same-process baseline):
+ * the calls on a communicator made under it reach NCCL unrecorded. */
+static void test_passthrough(void) {
+  int st = run_worker(shim_so, (char *[]){(char *)"passthrough", NULL}, NULL, 0, 60);
+  struct counts c;
+  count(dir, 0, &c);
+  ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c.comms == 2 && c.allreduce == 10,
+     "passthrough: both communicators recorded, the 10 all-reduces of the pass-through one not "
+     "(status 0x%x, %ld comms, %ld all-reduces of 10)", st, c.comms, c.allreduce);
+}
+
 int main(int argc, char **argv) {
   static char self[4096], shim[4096];
   if (!realpath("/proc/self/exe", self)) return 2;
   self_exe = self;
   if (argc >= 2 && !strcmp(argv[1], "worker")) return worker(argc, argv);
   if (argc < 3) {
-    fprintf(stderr, "usage: %s fork|exec|threads|preload|retvals LIBNCCLSPY [OTHER_SO]\n", argv[0]);
+    fprintf(stderr, "usage: %s fork|exec|threads|preload|retvals|passthrough LIBNCCLSPY [OTHER_SO]\n", argv[0]);
     return 2;
   }
   if (!realpath(argv[2], shim)) return 2;
@@ -475,6 +505,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "threads")) test_threads();
   else if (!strcmp(argv[1], "preload") && argc > 3) test_preload(argv[3]);
   else if (!strcmp(argv[1], "retvals")) test_retvals();
+  else if (!strcmp(argv[1], "passthrough")) test_passthrough();
   else return 2;
   printf("1..%d\n", tests);
   if (!getenv("NSP_KEEP")) {
