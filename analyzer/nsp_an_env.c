@@ -337,6 +337,22 @@ static int cmp_gkey(const void *pa, const void *pb) {
   return c ? c : a->k < b->k ? -1 : a->k > b->k;
 }
 
+static int has_uuid(const struct nsp_job *job, const struct nsp_comm *c, size_t k) {
+  const struct nsp_member *m = &job->members[c->members[k]];
+  return m->gpu_uuid && m->gpu_uuid[0];
+}
+
+/* The first non-empty string of a GPU identity field among the members
+ * listed in order (uuid: 0, pci: 1, name: 2); "" when none knows it. */
+static const char *gpu_field(const struct nsp_job *job, const size_t *order, size_t n, int field) {
+  for (size_t i = 0; i < n; i++) {
+    const struct nsp_member *m = &job->members[order[i]];
+    const char *v = field == 0 ? m->gpu_uuid : field == 1 ? m->gpu_pci : m->gpu_name;
+    if (v && v[0]) return v;
+  }
+  return "";
+}
+
 static int rule_dup_gpu(struct nsp_job *job, struct nsp_comm *c) {
   size_t n = c->nmembers;
   if (n < 2) return 0;
@@ -360,11 +376,27 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_comm *c) {
     }
   }
   if (!ret && nk) qsort(keys, nk, sizeof *keys, cmp_gkey);
+  /* One UUID: one GPU.  One host and PCI bus id: one GPU only where a
+   * UUID is unknown; two known UUIDs that differ are two GPUs (MIG
+   * instances share a bus id, and so do nodes that share a host name).
+   * Within a run of one bus key, a member without a UUID joins the first
+   * one that has a UUID (else the first). */
   int merged = 0;
-  for (size_t i = 1; i < nk && !ret; i++) {
-    if (strcmp(keys[i].key, keys[i - 1].key)) continue;
-    parent[uf_find(parent, keys[i].k)] = uf_find(parent, keys[i - 1].k);
-    merged = 1;
+  for (size_t i = 0, j; i < nk && !ret; i = j) {
+    for (j = i + 1; j < nk && !strcmp(keys[j].key, keys[i].key);) j++;
+    if (j - i < 2) continue;
+    int bus = keys[i].key[0] == 'p';
+    size_t anchor = i;
+    for (size_t q = i; bus && q < j; q++)
+      if (has_uuid(job, c, keys[q].k)) {
+        anchor = q;
+        break;
+      }
+    for (size_t q = i; q < j; q++) {
+      if (q == anchor || (bus && has_uuid(job, c, keys[q].k) && has_uuid(job, c, keys[anchor].k))) continue;
+      parent[uf_find(parent, keys[q].k)] = uf_find(parent, keys[anchor].k);
+      merged = 1;
+    }
   }
   /* Groups of two or more processes. */
   size_t nsides = 0;
@@ -397,15 +429,15 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_comm *c) {
       if (cnt < 2 || !distinct) continue;
       struct nsp_side *side = &f->sides[s++];
       ret = nsp_an_side_from_members(job, side, order, cnt);
-      const struct nsp_member *m = &job->members[order[0]];
+      /* The GPU as those who know it name it: a member whose UUID query
+       * failed still shares the UUID of the others. */
+      const char *uuid = gpu_field(job, order, cnt, 0), *pci = gpu_field(job, order, cnt, 1);
+      const char *gname = gpu_field(job, order, cnt, 2);
       char buf[400];
-      snprintf(buf, sizeof buf, "%s%s%s%s%s on %s", m->gpu_uuid && m->gpu_uuid[0] ? m->gpu_uuid : "GPU",
-               m->gpu_pci && m->gpu_pci[0] ? " " : "", m->gpu_pci ? m->gpu_pci : "",
-               m->gpu_name && m->gpu_name[0] ? ", " : "", m->gpu_name ? m->gpu_name : "",
-               job->traces[m->trace]->info.host);
+      snprintf(buf, sizeof buf, "%s%s%s%s%s on %s", uuid[0] ? uuid : "GPU", pci[0] ? " " : "", pci,
+               gname[0] ? ", " : "", gname, job->traces[job->members[order[0]].trace]->info.host);
       if (!ret) ret = nsp_an_set_side_text(side, buf);
-      if (!ret && !(side->value = strdup(m->gpu_uuid && m->gpu_uuid[0] ? m->gpu_uuid : m->gpu_pci ? m->gpu_pci : "")))
-        ret = NSP_AN_ENOMEM;
+      if (!ret && !(side->value = strdup(uuid[0] ? uuid : pci))) ret = NSP_AN_ENOMEM;
       if (ret) break;
       char rb[160];
       nsp_format_ranks(rb, sizeof rb, side->ranks, side->nranks);
@@ -455,8 +487,8 @@ static int rule_missing(struct nsp_job *job, struct nsp_comm *c) {
   NSP_TRY(nsp_an_set_side_text(&f->sides[0], sbuf));
   /* The missing ranks, as ranges, walking the gaps between traced ones. */
   struct nsp_sbuf b = {0};
-  nsp_sbuf_printf(&b, "communicator has %d ranks but %zu have a trace; no trace for %s ", nr, have,
-                  missing == 1 ? "rank" : "ranks");
+  nsp_sbuf_printf(&b, "communicator has %d ranks but %zu %s a trace; no trace for %s ", nr, have,
+                  have == 1 ? "has" : "have", missing == 1 ? "rank" : "ranks");
   int *list = missing <= NSP_MISSING_LIST_MAX ? malloc(missing * sizeof *list) : NULL;
   size_t nl = 0, shown = 0;
   int next = 0;

@@ -239,6 +239,13 @@ struct nsp_trace {
   size_t sites_cap;
   struct nsp_u64map site_by_id; /* site id -> index in sites */
   int pend_overflow;
+  /* format 1.3: the first SIGNAL record (nsp_an_signal.c) */
+  int has_sig;
+  struct nsp_signal sig;        /* info.signal points here */
+  uint64_t sig_mono;            /* its time, monotonic ns */
+  struct nsp_callsite *sig_stack; /* sig.stack */
+  char *sig_name, *sig_mod0, *sig_sym0;
+  uint64_t max_call_mono;       /* latest CALL entry */
 };
 
 struct nsp_finding_priv {
@@ -284,6 +291,7 @@ struct nsp_job {
   char *summary;
   int analyzed;
   size_t error_id;       /* the error finding's id; SIZE_MAX none */
+  size_t signal_id;      /* the signal finding's id; SIZE_MAX none */
   int version_skew;      /* traces show more than one NCCL version */
   struct nsp_site_req *site_req;
   size_t nsite_req, site_req_cap;
@@ -342,12 +350,26 @@ int nsp_an_site_add(struct nsp_trace *t, const struct nsp_rec *rec);
 /* The site with this id in t, or NULL (id 0, unknown). */
 const struct nsp_callsite *nsp_an_site(const struct nsp_trace *t, uint32_t id);
 void nsp_an_sites_free(struct nsp_trace *t);
+/* A filtered copy of frames (x->nframes of them, innermost first): NCCL's,
+ * ncclspy's and c10d's left out (unless that is all of them), and with
+ * skip_runtime_top the C/C++ runtime frames on top too (raise, abort,
+ * terminate).  Kept to 16 frames.  NULL when out of memory. */
+struct nsp_callsite *nsp_an_stack_make(const struct nsp_rec_ext *x, uint32_t id, uint32_t flags, int skip_runtime_top);
 /* True when a frame is NCCL's, ncclspy's or c10d's (left out of reports). */
 int nsp_an_frame_skipped(const char *module, const char *symbol);
 /* Asks pass 2 for the call site of a member's collective at seq. */
 int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t seq, const struct nsp_callsite **out);
 /* Pass 2 for call sites (re-reads only traces that have sites). */
 int nsp_an_fetch_sites(struct nsp_job *job);
+
+/* Fatal signals (nsp_an_signal.c): a SIGNAL record while loading (the
+ * first is kept), its end-of-trace check, the "signal" rule, its links
+ * (after all other rules and links) and the trace's memory. */
+int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec);
+void nsp_an_signal_finish(struct nsp_trace *t);
+int nsp_an_rule_signals(struct nsp_job *job);
+void nsp_an_link_signals(struct nsp_job *job);
+void nsp_an_signal_free(struct nsp_trace *t);
 
 /* Rules in their own files. */
 int nsp_an_rule_hangs(struct nsp_job *job);      /* nsp_an_hang.c */

@@ -10,7 +10,7 @@
 
 struct nsp_job *nsp_job_create(void) {
   struct nsp_job *job = calloc(1, sizeof(struct nsp_job));
-  if (job) job->error_id = SIZE_MAX;
+  if (job) job->error_id = job->signal_id = SIZE_MAX;
   return job;
 }
 
@@ -42,6 +42,7 @@ static void trace_free(struct nsp_trace *t) {
   free(t->nccl_path);
   free(t->launcher);
   nsp_an_sites_free(t);
+  nsp_an_signal_free(t);
   nsp_pend_free(&t->pend);
   nsp_u64map_free(&t->done_by_stream);
   free(t);

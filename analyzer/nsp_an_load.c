@@ -291,6 +291,7 @@ static int on_p2p(struct nsp_job *job, struct nsp_member *m, const struct nsp_re
 
 static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_rec *rec) {
   t->info.calls++;
+  if (rec->t_enter > t->max_call_mono) t->max_call_mono = rec->t_enter;
   int kind = nsp_api_kind(rec->api);
   struct nsp_member *m = rec->comm ? local_member(job, t, rec->comm) : NULL;
   uint64_t comm_id = m ? job->comms[m->comm]->info.id : 0;
@@ -491,6 +492,9 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
       case NSP_REC_CALLSITE:
         NSP_TRY(nsp_an_site_add(t, &rec));
         break;
+      case NSP_REC_SIGNAL:
+        NSP_TRY(nsp_an_signal_load(t, &rec));
+        break;
       default:
         break;
     }
@@ -607,6 +611,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   int ret = load_records(job, t, ti, r);
   t->info.frames = nsp_reader_frames(r);
   if (ret == 0) finish_pending(job, t);
+  nsp_an_signal_finish(t);
   nsp_pend_free(&t->pend);
   nsp_u64map_free(&t->done_by_stream);
   if (t->t_last) t->info.end_ns = wall(t, t->t_last);

@@ -26,6 +26,29 @@ static int cmp_member_rank(const void *pa, const void *pb, void *ctx) {
   return a->local < b->local ? -1 : a->local > b->local;
 }
 
+/* Members that disagree on nranks (an env-nranks finding names them):
+ * the communicator's nranks is the value most of them report, the smaller
+ * on a tie, whatever order the traces came in (the loader kept the first
+ * one it read). */
+static int majority_nranks(struct nsp_job *job, struct nsp_comm *c) {
+  int32_t *v = malloc((c->nmembers ? c->nmembers : 1) * sizeof *v);
+  if (!v) return NSP_AN_ENOMEM;
+  size_t n = 0;
+  for (size_t k = 0; k < c->nmembers; k++)
+    if (job->members[c->members[k]].nranks > 0) v[n++] = job->members[c->members[k]].nranks;
+  qsort(v, n, sizeof *v, nsp_an_cmp_int);
+  size_t best = 0;
+  for (size_t i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && v[j] == v[i];) j++;
+    if (j - i > best) {
+      best = j - i;
+      c->info.nranks = v[i];
+    }
+  }
+  free(v);
+  return 0;
+}
+
 /* Drops communicators no member points at (an id a later COMM record
  * replaced), builds each one's member list sorted by rank and its list of
  * traced ranks. */
@@ -64,6 +87,7 @@ static int prepare_comms(struct nsp_job *job) {
   for (size_t i = 0; i < n; i++) {
     struct nsp_comm *c = job->comms[i];
     qsort_r(c->members, c->nmembers, sizeof *c->members, cmp_member_rank, job);
+    if (c->nranks_conflict) NSP_TRY(majority_nranks(job, c));
     c->ranks = malloc(c->nmembers * sizeof *c->ranks);
     if (!c->ranks) return NSP_AN_ENOMEM;
     size_t nr = 0, unknown = 0;
@@ -1004,7 +1028,8 @@ static int build_summary(struct nsp_job *job) {
     nsp_sbuf_printf(&b, ") in %zu trace%s. The first problem (%s)", job->ntraces, job->ntraces == 1 ? "" : "s",
                     nsp_finding_kind_name(f->kind));
     if (f->comm_id) nsp_sbuf_printf(&b, " is on communicator %016llx", (unsigned long long)f->comm_id);
-    else if (!nsp_finding_kind_is_env(f->kind)) nsp_sbuf_printf(&b, " is on no communicator");
+    else if (!nsp_finding_kind_is_env(f->kind) && f->kind != NSP_FIND_SIGNAL)
+      nsp_sbuf_printf(&b, " is on no communicator");
     if (f->comm) {
       nsp_sbuf_printf(&b, " (%d ranks", f->comm->nranks);
       if (f->comm->parent_id)
@@ -1082,7 +1107,9 @@ int nsp_an_run_rules(struct nsp_job *job) {
   NSP_TRY(nsp_an_rule_hangs(job));
   for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(rule_wavefront_comm(job, job->comms[i]));
   NSP_TRY(nsp_an_rule_env(job));
+  NSP_TRY(nsp_an_rule_signals(job));
   NSP_TRY(nsp_an_link_hangs(job));
+  nsp_an_link_signals(job);
   NSP_TRY(fetch_p2p(job));
   NSP_TRY(nsp_an_fetch_sites(job));
   NSP_TRY(build_messages(job));

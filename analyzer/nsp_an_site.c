@@ -23,34 +23,47 @@ int nsp_an_frame_skipped(const char *module, const char *symbol) {
   return 0;
 }
 
-int nsp_an_site_add(struct nsp_trace *t, const struct nsp_rec *rec) {
-  const struct nsp_rec_ext *x = rec->ext;
-  if (!rec->site || !x || t->info.nsites >= NSP_SITES_MAX) return 0;
-  if (nsp_u64map_get(&t->site_by_id, rec->site)) return 0; /* the first record of an id wins */
-  size_t n = x->nframes, keep = 0, skipped = 0;
-  for (size_t i = 0; i < n; i++) {
+/* Frames on top of a signal that was sent or raised: the C library's
+ * raise/abort/assert and the C++ runtime's terminate, between the code
+ * that called abort() and the signal. */
+static int runtime_frame(const char *module) {
+  const char *base = module ? strrchr(module, '/') : NULL;
+  base = base ? base + 1 : module ? module : "";
+  return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5) || !strncmp(base, "libpthread", 10) ||
+         !strncmp(base, "libstdc++", 9) || !strncmp(base, "libgcc_s", 8) || !strncmp(base, "libc++", 6);
+}
+
+struct nsp_callsite *nsp_an_stack_make(const struct nsp_rec_ext *x, uint32_t id, uint32_t flags, int skip_runtime_top) {
+  size_t n = x ? x->nframes : 0, keep = 0, skipped = 0, top = 0;
+  if (skip_runtime_top)
+    while (top < n && (runtime_frame(x->frame_module[top]) ||
+                       nsp_an_frame_skipped(x->frame_module[top], x->frame_symbol[top])))
+      top++;
+  if (top == n) top = 0; /* nothing but the runtime: show it */
+  for (size_t i = top; i < n; i++) {
     if (nsp_an_frame_skipped(x->frame_module[i], x->frame_symbol[i])) skipped++;
     else keep++;
   }
   int filter = keep > 0; /* all frames NCCL's: show them rather than nothing */
   if (!filter) {
-    keep = n;
+    keep = n - top;
     skipped = 0;
   }
+  skipped += top;
   if (keep > NSP_SITE_KEEP) keep = NSP_SITE_KEEP;
   size_t bytes = sizeof(struct nsp_callsite) + keep * sizeof(struct nsp_frame);
   size_t kept = 0;
-  for (size_t i = 0; i < n && kept < keep; i++) {
+  for (size_t i = top; i < n && kept < keep; i++) {
     if (filter && nsp_an_frame_skipped(x->frame_module[i], x->frame_symbol[i])) continue;
     bytes += strlen(x->frame_module[i] ? x->frame_module[i] : "") + strlen(x->frame_symbol[i] ? x->frame_symbol[i] : "") + 2;
     kept++;
   }
   struct nsp_callsite *cs = malloc(bytes);
-  if (!cs) return NSP_AN_ENOMEM;
+  if (!cs) return NULL;
   struct nsp_frame *fr = (struct nsp_frame *)(cs + 1);
   char *str = (char *)(fr + keep);
   kept = 0;
-  for (size_t i = 0; i < n && kept < keep; i++) {
+  for (size_t i = top; i < n && kept < keep; i++) {
     if (filter && nsp_an_frame_skipped(x->frame_module[i], x->frame_symbol[i])) continue;
     const char *mod = x->frame_module[i] ? x->frame_module[i] : "";
     const char *sym = x->frame_symbol[i] ? x->frame_symbol[i] : "";
@@ -64,12 +77,21 @@ int nsp_an_site_add(struct nsp_trace *t, const struct nsp_rec *rec) {
     fr[kept].offset = x->frame_offset[i];
     kept++;
   }
-  cs->id = rec->site;
-  cs->flags = rec->flags;
+  cs->id = id;
+  cs->flags = flags;
   cs->nframes = keep;
   cs->frames = fr;
   cs->nskipped = skipped;
   cs->ntotal = n;
+  return cs;
+}
+
+int nsp_an_site_add(struct nsp_trace *t, const struct nsp_rec *rec) {
+  const struct nsp_rec_ext *x = rec->ext;
+  if (!rec->site || !x || t->info.nsites >= NSP_SITES_MAX) return 0;
+  if (nsp_u64map_get(&t->site_by_id, rec->site)) return 0; /* the first record of an id wins */
+  struct nsp_callsite *cs = nsp_an_stack_make(x, rec->site, rec->flags, 0);
+  if (!cs) return NSP_AN_ENOMEM;
   if (nsp_an_grow(&t->sites, &t->sites_cap, t->info.nsites + 1, sizeof *t->sites) < 0 ||
       nsp_u64map_put(&t->site_by_id, rec->site, t->info.nsites) < 0) {
     free(cs);

@@ -246,10 +246,10 @@ static const char *const nsp_kind_names[NSP_FIND_KIND_COUNT] = {
     "error",              "hang",               "never-completed",   "env-nccl-version",
     "env-nccl-path",      "env-driver-version", "env-cuda-runtime",  "env-nccl-setting",
     "env-duplicate-gpu",  "env-duplicate-rank", "env-nranks",        "env-missing-ranks",
-    "env-world-size",
+    "env-world-size",     "signal",
 };
 
-int nsp_finding_kind_is_env(int kind) { return kind >= NSP_FIND_ENV_NCCL_VERSION && kind < NSP_FIND_KIND_COUNT; }
+int nsp_finding_kind_is_env(int kind) { return kind >= NSP_FIND_ENV_NCCL_VERSION && kind <= NSP_FIND_ENV_WORLD_SIZE; }
 
 const char *nsp_side_role_name(int role) {
   switch (role) {
@@ -341,6 +341,10 @@ const char *nsp_finding_kind_hint(int kind) {
     case NSP_FIND_ENV_WORLD_SIZE:
       return "the launcher's world size disagrees with what was traced; check the launch "
              "command (nnodes, nproc_per_node, ntasks) and that every node's traces are here";
+    case NSP_FIND_SIGNAL:
+      return "a rank died of a fatal signal and its stack shows where (SIGSEGV/SIGBUS: a bad pointer "
+             "or a cut mapping; SIGABRT: abort(), a failed assert, an uncaught C++ exception or a "
+             "watchdog giving up); the other ranks' hangs and errors after it are usually its consequences";
     default:
       return "";
   }

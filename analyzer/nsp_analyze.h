@@ -90,10 +90,13 @@ enum nsp_finding_kind {
   NSP_FIND_ENV_NRANKS,        /* "env-nranks": members disagree on nranks */
   NSP_FIND_ENV_MISSING_RANKS, /* "env-missing-ranks": fewer ranks traced than nranks */
   NSP_FIND_ENV_WORLD_SIZE,    /* "env-world-size": WORLD_SIZE & co. disagree with what was traced */
+  /* Format 1.3: */
+  NSP_FIND_SIGNAL,            /* "signal": processes died of a fatal signal (SIGSEGV, SIGABRT, ...) */
   NSP_FIND_KIND_COUNT
 };
 
-/* True for the env-* kinds (the report's Environment section). */
+/* True for the env-* kinds (NSP_FIND_ENV_NCCL_VERSION to
+ * NSP_FIND_ENV_WORLD_SIZE: the report's Environment section). */
 int nsp_finding_kind_is_env(int kind);
 
 /* "kind-mismatch", ...; "unknown" for values out of range. */
@@ -144,6 +147,34 @@ struct nsp_callsite {
   const struct nsp_frame *frames;
   size_t nskipped;      /* frames left out as NCCL/ncclspy/c10d */
   size_t ntotal;        /* frames in the record */
+};
+
+/* A fatal signal a process received (NSP_REC_SIGNAL, format 1.3).  Signal
+ * and code numbers are Linux's (traces are read on any machine). */
+struct nsp_signal {
+  int signo;              /* 11 SIGSEGV, 6 SIGABRT, 7 SIGBUS, 4 SIGILL, 8 SIGFPE */
+  const char *name;       /* "SIGSEGV"; "signal N" for others */
+  int code;               /* si_code */
+  const char *code_name;  /* "SEGV_MAPERR", "SI_TKILL", ...; "" unknown */
+  const char *code_text;  /* "address not mapped to an object", ...; "" unknown */
+  uint64_t addr;          /* the faulting address (SIGSEGV, SIGBUS, SIGILL, SIGFPE
+                             raised by a fault); 0 otherwise */
+  uint64_t tid;           /* the thread that received it */
+  int32_t sender_pid;     /* sent or raised (kill, raise, abort): the sending
+                             process (its own pid for abort); 0 for a fault */
+  uint32_t flags;         /* NSP_SIG_* of include/ncclspy/trace.h */
+  int64_t time_ns;        /* wall clock */
+  int went_on;            /* the process made NCCL calls more than 2 s after
+                             it: its own handler handled it, it did not die */
+  /* The receiving thread's stack, innermost first (frame 0 is the
+   * interrupted instruction): frames of NCCL, ncclspy and c10d left out as
+   * for call sites, and, for a signal that was sent or raised (code <= 0),
+   * the C and C++ runtime frames on top (raise, abort, assert, terminate),
+   * so the first frame is the code that faulted or called abort.  NULL
+   * when the record has no stack. */
+  const struct nsp_callsite *stack;
+  const char *first_module; /* the raw innermost frame, before any was left */
+  const char *first_symbol; /* out: where the signal hit ("" unknown) */
 };
 
 /* One NCCL call or event as a trace recorded it.  Fields that do not
@@ -201,6 +232,9 @@ struct nsp_trace_info {
   int64_t end_ns;         /* wall clock of the latest timestamp in the trace */
   uint64_t completions;   /* COMPLETION records read */
   size_t nsites;          /* call sites read */
+  /* Since format 1.3: */
+  uint64_t signals;       /* SIGNAL records read */
+  const struct nsp_signal *signal; /* the first of them; NULL none */
 };
 
 /* One communicator, unified across the traces of its ranks. */
@@ -208,7 +242,8 @@ struct nsp_comm_info {
   uint64_t id;          /* communicator id (same on all its ranks) */
   uint64_t parent_id;   /* 0: not made by split/shrink */
   int32_t color, key;   /* split arguments; meaningful when parent_id != 0 */
-  int32_t nranks;       /* as its members reported; -1 unknown */
+  int32_t nranks;       /* as its members reported (members that disagree:
+                           the value most report, the smaller on a tie); -1 unknown */
   int api;              /* NSP_API_* of the call that made it (first member seen) */
   const char *name;     /* ncclConfig_t commName; "" when unset */
   size_t ntraced;       /* distinct ranks with a trace */
@@ -241,6 +276,9 @@ struct nsp_proc {
   /* Not-arrived ranks of "hang": the earliest call of the process that
    * never completed (api -1 none): what it is stuck in. */
   struct nsp_call blocked;
+  /* "signal": the fatal signal (site is then its stack, and call the
+   * process's last NCCL call); NULL otherwise. */
+  const struct nsp_signal *signal;
 };
 
 /* A group of ranks that agree with each other and differ from the other
@@ -263,7 +301,9 @@ struct nsp_side {
 /* A finding.  Sides are ordered: mismatches by lowest rank, p2p sender
  * first, stopped-early by ascending seq, error origin first, hang and
  * never-completed by role (not-arrived, waiting, failed, untracked,
- * completed), env-* by lowest rank. */
+ * completed), env-* by lowest rank, signal: the first process to die,
+ * then the others by signal in order of first appearance.  A "signal"
+ * finding has no communicator; its ranks are job ranks. */
 struct nsp_finding {
   int kind;             /* enum nsp_finding_kind */
   uint64_t comm_id;     /* 0 when the finding has no communicator */
@@ -280,12 +320,15 @@ struct nsp_finding {
                            behind (stopped-early); the origin (error); the
                            ranks that did not arrive (hang) or whose call
                            never completed (never-completed); the ranks
-                           without a trace (env-missing-ranks) */
+                           without a trace (env-missing-ranks); the first
+                           to die (signal) */
   uint64_t later;       /* consequences not reported separately: later seqs
                            that also differ; p2p ops after the first bad one;
-                           error events after the origin */
+                           error events after the origin; signal: the other
+                           processes that died of one */
   int64_t time_ns;      /* earliest call involved (wall clock); 0 unknown;
-                           hang: when the first waiting rank enqueued */
+                           hang: when the first waiting rank enqueued;
+                           signal: when the first process got its signal */
   const char *hint;     /* what to check, one line */
   const char *message;  /* one line naming the sides and their values */
   size_t cause;         /* index (nsp_job_finding) of the finding this one

@@ -125,6 +125,23 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
       }
       fputc(']', out);
       break;
+    case NSP_REC_SIGNAL: {
+      const char *cn = nsp_signal_code_name((int)r->aux, r->result);
+      put_t(out, h, r->t_enter);
+      fprintf(out, "SIGNAL sig=%s code=%d%s%s addr=0x%" PRIx64 " tid=%" PRIu64 " sender_pid=%d flags=0x%x%s%s%s%s frames=%" PRIu32 " [",
+              nsp_signal_name((int)r->aux, b1, sizeof b1), r->result, cn[0] ? "/" : "", cn, r->sendbuff, r->seq,
+              r->peer, r->flags, r->flags & NSP_SIG_TRUNCATED ? " truncated" : "",
+              r->flags & NSP_SIG_FAULTED ? " faulted" : "", r->flags & NSP_SIG_NO_STACK ? " no-stack" : "",
+              r->flags & NSP_SIG_CHAINED ? " chained" : "", x ? x->nframes : 0);
+      for (uint32_t i = 0; x && i < x->nframes; i++) {
+        fprintf(out, "%s", i ? "; " : "");
+        put_q(out, x->frame_module[i]);
+        fprintf(out, "+0x%" PRIx64 " ", x->frame_offset[i]);
+        put_q(out, x->frame_symbol[i]);
+      }
+      fputc(']', out);
+      break;
+    }
     case NSP_REC_REDOP:
       put_t(out, h, r->t_enter);
       fprintf(out, "REDOP api=%s comm=%" PRIu32 " redop=%s dtype=%s residence=%" PRIu32 " scalar=0x%" PRIx64 " result=%s",
@@ -207,10 +224,35 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
                        : r->kind == NSP_REC_CALLSITE  ? "callsite"
                        : r->kind == NSP_REC_RINGPOS   ? "ringpos"
                        : r->kind == NSP_REC_HEARTBEAT ? "heartbeat"
+                       : r->kind == NSP_REC_SIGNAL    ? "signal"
                                                       : "async_error"));
   if (r->kind == NSP_REC_CALLSITE) {
     jput(o, "site", ji(r->site));
     jput(o, "flags", ji(r->flags));
+    json_object *fr = json_object_new_array();
+    for (uint32_t i = 0; fr && x && i < x->nframes; i++) {
+      json_object *f = json_object_new_object();
+      if (!f) continue;
+      jput(f, "module", js(x->frame_module[i]));
+      jput(f, "offset", ji((int64_t)x->frame_offset[i]));
+      jput(f, "symbol", js(x->frame_symbol[i]));
+      if (json_object_array_add(fr, f) != 0) json_object_put(f);
+    }
+    jput(o, "frames", fr);
+    json_line(out, o);
+    return;
+  }
+  if (r->kind == NSP_REC_SIGNAL) {
+    jput(o, "signo", ji(r->aux));
+    jput(o, "signal", js(nsp_signal_name((int)r->aux, b, sizeof b)));
+    jput(o, "code", ji(r->result));
+    jput(o, "code_name", js(nsp_signal_code_name((int)r->aux, r->result)));
+    jput(o, "addr", ji((int64_t)r->sendbuff));
+    jput(o, "tid", ji((int64_t)r->seq));
+    jput(o, "sender_pid", ji(r->peer));
+    jput(o, "flags", ji(r->flags));
+    jput(o, "t_ns", ji((int64_t)r->t_enter));
+    jput(o, "t_rel_ns", ji((int64_t)(r->t_enter - h->monotonic_ns)));
     json_object *fr = json_object_new_array();
     for (uint32_t i = 0; fr && x && i < x->nframes; i++) {
       json_object *f = json_object_new_object();

@@ -94,6 +94,28 @@ static json_object *site_json(struct jctx *j, const struct nsp_callsite *cs) {
   return o;
 }
 
+/* A fatal signal: {"signo", "signal", "code", "code_name", "code_text",
+ * "addr", "tid", "sender_pid", "flags", "time_ns", "t_rel_ns", "died"}
+ * and, with_stack, "stack" (a site object) when there is one. */
+static json_object *signal_json(struct jctx *j, const struct nsp_job *job, const struct nsp_signal *sg, int with_stack) {
+  json_object *o = json_object_new_object();
+  if (!o) return NULL;
+  put(j, o, "signo", jint(sg->signo));
+  put(j, o, "signal", jstr(sg->name));
+  put(j, o, "code", jint(sg->code));
+  put(j, o, "code_name", jstr(sg->code_name));
+  put(j, o, "code_text", jstr(sg->code_text));
+  put(j, o, "addr", jint((int64_t)sg->addr));
+  put(j, o, "tid", jint((int64_t)sg->tid));
+  put(j, o, "sender_pid", jint(sg->sender_pid));
+  put(j, o, "flags", jint(sg->flags));
+  put(j, o, "time_ns", jint(sg->time_ns));
+  put(j, o, "t_rel_ns", jint((int64_t)((uint64_t)sg->time_ns - (uint64_t)nsp_job_start_ns(job))));
+  put(j, o, "died", json_object_new_boolean(!sg->went_on));
+  if (with_stack && sg->stack) put(j, o, "stack", site_json(j, sg->stack));
+  return o;
+}
+
 static json_object *finding_json(struct jctx *j, const struct nsp_job *job, const struct nsp_finding *f) {
   json_object *o = json_object_new_object();
   if (!o) return NULL;
@@ -166,6 +188,7 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
         if (pr->done_flags & NSP_DONE_ERROR) put(j, po, "gpu_error", json_object_new_boolean(1));
       }
       if (pr->site) put(j, po, "site", site_json(j, pr->site));
+      if (pr->signal) put(j, po, "signal", signal_json(j, job, pr->signal, 0));
       push(j, procs, po);
     }
     put(j, so, "procs", procs);
@@ -222,10 +245,13 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
     if (tr && (t->tracking & NSP_TRACK_COMPLETION)) push(&j, tr, jstr("completion"));
     if (tr && (t->tracking & NSP_TRACK_TIMING)) push(&j, tr, jstr("timing"));
     if (tr && (t->tracking & NSP_TRACK_CALLSITES)) push(&j, tr, jstr("call-sites"));
+    if (tr && (t->tracking & NSP_TRACK_SIGNALS)) push(&j, tr, jstr("signals"));
     put(&j, o, "tracking", tr);
     if (t->end_ns) put(&j, o, "end_time_ns", jint(t->end_ns));
     put(&j, o, "completions", jint((int64_t)t->completions));
     put(&j, o, "call_sites", jint((int64_t)t->nsites));
+    put(&j, o, "signals", jint((int64_t)t->signals));
+    if (t->signal) put(&j, o, "signal", signal_json(&j, job, t->signal, 1));
     json_object *pr = json_object_new_array();
     if (pr && t->problem) push(&j, pr, jstr(t->problem));
     put(&j, o, "problems", pr);

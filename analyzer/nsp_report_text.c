@@ -79,11 +79,13 @@ static const char *base_name(const char *path) {
   return b ? b + 1 : path;
 }
 
-/* Up to NSP_TEXT_FRAMES frames of a call site, one per line. */
+/* Up to NSP_TEXT_FRAMES frames of a call site, one per line (a fatal
+ * signal's stack: NSP_TEXT_STACK). */
 #define NSP_TEXT_FRAMES 4
-static void put_site(FILE *out, const struct nsp_callsite *cs, int indent) {
+#define NSP_TEXT_STACK 8
+static void put_frames(FILE *out, const struct nsp_callsite *cs, int indent, size_t max) {
   if (!cs) return;
-  size_t n = cs->nframes < NSP_TEXT_FRAMES ? cs->nframes : NSP_TEXT_FRAMES;
+  size_t n = cs->nframes < max ? cs->nframes : max;
   for (size_t i = 0; i < n; i++) {
     const struct nsp_frame *fr = &cs->frames[i];
     fprintf(out, "%*sat ", indent, "");
@@ -91,6 +93,32 @@ static void put_site(FILE *out, const struct nsp_callsite *cs, int indent) {
     else fprintf(out, "%s+0x%" PRIx64 "\n", fr->module[0] ? base_name(fr->module) : "?", fr->offset);
   }
   if (cs->nframes > n) fprintf(out, "%*s... %zu more frames\n", indent, "", cs->nframes - n);
+}
+
+static void put_site(FILE *out, const struct nsp_callsite *cs, int indent) { put_frames(out, cs, indent, NSP_TEXT_FRAMES); }
+
+/* ": SIGSEGV (SEGV_MAPERR, address 0x0) in thread T, at +t s; last call ..." */
+static void put_proc_signal(FILE *out, const struct nsp_job *job, const struct nsp_proc *p) {
+  const struct nsp_signal *sg = p->signal;
+  fprintf(out, ": %s", sg->name);
+  if (sg->code_name[0]) {
+    fprintf(out, " (%s", sg->code_name);
+    if (sg->code > 0 && sg->code != 0x80 && sg->signo != 6) fprintf(out, ", address 0x%" PRIx64, sg->addr);
+    else if (sg->code <= 0 && sg->sender_pid) fprintf(out, ", from pid %d", sg->sender_pid);
+    fputc(')', out);
+  }
+  fprintf(out, " in thread %" PRIu64, sg->tid);
+  put_rel(out, job, sg->time_ns);
+  if (sg->flags & NSP_SIG_CHAINED) fprintf(out, ", then the program's handler");
+  const struct nsp_call *c = &p->call;
+  if (c->api < 0) return;
+  char cb[256];
+  nsp_format_call(cb, sizeof cb, c);
+  fprintf(out, "; last call %s", cb);
+  if (nsp_api_kind(c->api) == NSP_K_COLL || nsp_api_kind(c->api) == NSP_K_P2P) fprintf(out, " seq %" PRIu64, c->seq);
+  if (c->comm_id) fprintf(out, " on communicator %016" PRIx64, c->comm_id);
+  if (c->done >= 0) fprintf(out, ", %s", c->done ? "completed" : "never completed");
+  put_rel(out, job, c->time_ns);
 }
 
 static int same_site(const struct nsp_callsite *a, const struct nsp_callsite *b) {
@@ -175,7 +203,8 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
   /* Per-process detail matters for the wavefront, errors and hangs;
    * elsewhere host/pid pairs on one line do. */
   int hang = is_hang_kind(f->kind);
-  int detail = f->kind == NSP_FIND_STOPPED_EARLY || f->kind == NSP_FIND_ERROR || hang;
+  int sig = f->kind == NSP_FIND_SIGNAL;
+  int detail = f->kind == NSP_FIND_STOPPED_EARLY || f->kind == NSP_FIND_ERROR || hang || sig;
   size_t shown = s->nranks < NSP_TEXT_PROCS ? s->nranks : NSP_TEXT_PROCS;
   for (size_t p = 0; p < shown; p++) {
     const struct nsp_proc *pr = &s->procs[p];
@@ -186,11 +215,17 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
       if (hang && jr >= 0 && jr != pr->rank) fprintf(out, " (job rank %d)", jr);
       fprintf(out, " on %s pid %" PRIu32, pr->host, pr->pid);
       if (hang) put_proc_hang(out, job, f, s, pr);
+      else if (sig && pr->signal) put_proc_signal(out, job, pr);
       else put_proc_call(out, job, f, pr);
       fputc('\n', out);
       /* Where the process made that call; the error's origin and the
-       * ranks of a hang matter most, so each gets its own. */
-      if (f->kind != NSP_FIND_ERROR || (si == 0 && p == 0)) put_site(out, pr->site, 12);
+       * ranks of a hang matter most, so each gets its own.  A signal: the
+       * stack of the first process of each side, longer for the first. */
+      if (sig) {
+        if (p == 0) put_frames(out, pr->site, 12, si == 0 ? NSP_TEXT_STACK : NSP_TEXT_FRAMES);
+      } else if (f->kind != NSP_FIND_ERROR || (si == 0 && p == 0)) {
+        put_site(out, pr->site, 12);
+      }
     } else {
       fprintf(out, "%s rank %d on %s pid %" PRIu32, p ? "," : "       ", pr->rank, pr->host, pr->pid);
     }
@@ -225,7 +260,7 @@ static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
   const struct nsp_finding *f = nsp_job_finding(job, i);
   fprintf(out, "[%zu] %s", i + 1, nsp_finding_kind_name(f->kind));
   if (f->setting) fprintf(out, " %s", f->setting);
-  if (!nsp_finding_kind_is_env(f->kind) || f->comm_id) {
+  if ((!nsp_finding_kind_is_env(f->kind) && f->kind != NSP_FIND_SIGNAL) || f->comm_id) {
     fprintf(out, " on ");
     put_comm(out, f->comm, f->comm_id);
   }
@@ -283,12 +318,17 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
         fprintf(out, " CUDA driver %d.%d,", t->driver_version / 1000, t->driver_version % 1000 / 10);
       if (t->runtime_version)
         fprintf(out, " runtime %d.%d,", t->runtime_version / 1000, t->runtime_version % 1000 / 10);
-      fprintf(out, " tracking:%s%s%s%s\n", t->tracking & NSP_TRACK_COMPLETION ? " completion" : "",
+      fprintf(out, " tracking:%s%s%s%s%s\n", t->tracking & NSP_TRACK_COMPLETION ? " completion" : "",
               t->tracking & NSP_TRACK_TIMING ? " timing" : "", t->tracking & NSP_TRACK_CALLSITES ? " call-sites" : "",
-              t->tracking ? "" : " none");
+              t->tracking & NSP_TRACK_SIGNALS ? " signals" : "", t->tracking ? "" : " none");
     }
     if (t->problem) fprintf(out, "            damaged: %s\n", t->problem);
     if (t->dropped) fprintf(out, "            dropped: %" PRIu64 " records\n", t->dropped);
+    if (t->signal) {
+      fprintf(out, "            %s %s", t->signal->went_on ? "handled" : "died of", t->signal->name);
+      put_rel(out, job, t->signal->time_ns);
+      fputc('\n', out);
+    }
   }
 
   fprintf(out, "\nCommunicators (%zu)\n", nc);

@@ -141,6 +141,68 @@ static size_t payload_bound(const struct nsp_rec *r) {
   return n;
 }
 
+/* A writer that checks room before every byte (the SIGNAL record is also
+ * encoded by the shim's signal handler, into a fixed buffer). */
+struct benc {
+  uint8_t *p, *end;
+  int over;
+};
+
+static void b_put(struct benc *e, const void *src, size_t n) {
+  if (e->over || (size_t)(e->end - e->p) < n) {
+    e->over = 1;
+    return;
+  }
+  if (n) memcpy(e->p, src, n);
+  e->p += n;
+}
+static void b_v(struct benc *e, uint64_t v) {
+  uint8_t t[10];
+  b_put(e, t, nsp_put_varint(t, v));
+}
+static void b_s(struct benc *e, const char *s) {
+  size_t n = s ? strnlen(s, NSP_MAX_STRING) : 0;
+  b_v(e, n);
+  b_put(e, s, n);
+}
+
+/* The SIGNAL payload (include/ncclspy/trace.h). */
+static void signal_payload(struct benc *e, const struct nsp_rec *r) {
+  const struct nsp_rec_ext *x = r->ext;
+  uint32_t nf = x && x->frame_offset ? x->nframes : 0;
+  if (nf > NSP_MAX_FRAMES) nf = NSP_MAX_FRAMES;
+  b_v(e, r->aux);
+  b_v(e, zz_enc(r->result));
+  b_v(e, r->sendbuff);
+  b_v(e, r->seq);
+  b_v(e, r->t_enter);
+  b_v(e, r->flags);
+  b_v(e, (uint32_t)r->peer);
+  b_v(e, nf);
+  for (uint32_t i = 0; i < nf; i++) {
+    b_s(e, x->frame_module ? x->frame_module[i] : NULL);
+    b_v(e, x->frame_offset[i]);
+    b_s(e, x->frame_symbol ? x->frame_symbol[i] : NULL);
+  }
+}
+
+size_t nsp_encode_signal(uint8_t *dst, size_t cap, const struct nsp_rec *r) {
+  /* The payload goes 11 bytes in (kind and length take at most that),
+   * then moves down behind its header. */
+  if (r->kind != NSP_REC_SIGNAL || cap < 11) return 0;
+  struct benc e = {dst + 11, dst + cap, 0};
+  signal_payload(&e, r);
+  if (e.over) return 0;
+  size_t plen = (size_t)(e.p - (dst + 11));
+  uint8_t hdr[20];
+  size_t h = nsp_put_varint(hdr, r->kind);
+  h += nsp_put_varint(hdr + h, plen);
+  if (h > 11) return 0; /* never: plen < 2^64 */
+  memmove(dst + h, dst + 11, plen);
+  memcpy(dst, hdr, h);
+  return h + plen;
+}
+
 static void enc_call(struct enc *e, struct nsp_pred *pr, uint64_t *prev_t, const struct nsp_rec *r) {
   int kind = nsp_api_kind(r->api);
   uint64_t seq_pred = kind == NSP_K_COLL ? pr->seq + 1 : 0;
@@ -314,6 +376,13 @@ int nsp_encode(struct nsp_buf *out, struct nsp_codec *c, const struct nsp_rec *r
       put_v(&e, r->count);
       put_v(&e, r->t_exit);
       break;
+    case NSP_REC_SIGNAL: {
+      struct benc be = {e.p, e.end, 0};
+      signal_payload(&be, r);
+      if (be.over) return -1; /* never: the bound counts every frame */
+      e.p = be.p;
+      break;
+    }
     default:
       return -1;
   }
@@ -435,6 +504,38 @@ static void dec_call(struct dec *d, struct nsp_codec *c, struct nsp_rec *r) {
   pr->site = r->site;
 }
 
+/* nf frames (str module, varint offset, str symbol) into st's frame
+ * arrays and x.  Returns 0, or -1 when out of memory; a count the payload
+ * cannot hold marks the record bad. */
+static int dec_frames(struct dec *d, struct nsp_dec_store *st, struct nsp_rec_ext *x) {
+  uint64_t nf = get_v(d);
+  /* A frame takes at least three bytes: refuse counts the payload cannot
+   * hold before allocating. */
+  if (nf > NSP_MAX_FRAMES || nf * 3 > (uint64_t)(d->end - d->p)) {
+    d->bad = 1;
+    return 0;
+  }
+  if (st->frame_cap < nf * 2 + 1) {
+    const char **fs = realloc(st->frame_str, (nf * 2 + 1) * sizeof *fs);
+    if (!fs) return -1;
+    st->frame_str = fs;
+    uint64_t *fo = realloc(st->frame_off, (nf + 1) * sizeof *fo);
+    if (!fo) return -1;
+    st->frame_off = fo;
+    st->frame_cap = nf * 2 + 1;
+  }
+  for (uint64_t i = 0; i < nf; i++) {
+    st->frame_str[i] = get_s(d);
+    st->frame_off[i] = get_v(d);
+    st->frame_str[nf + i] = get_s(d);
+  }
+  x->nframes = (uint32_t)nf;
+  x->frame_module = st->frame_str;
+  x->frame_offset = st->frame_off;
+  x->frame_symbol = st->frame_str + nf;
+  return 0;
+}
+
 void nsp_dec_store_free(struct nsp_dec_store *s) {
   if (!s) return;
   free(s->strings);
@@ -458,7 +559,7 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
   r->redop = -1;
   r->kind = kind > 255 ? 0 : (uint8_t)kind;
   const uint8_t *next = p + len;
-  if (kind < NSP_REC_PROCESS || kind > NSP_REC_HEARTBEAT) {
+  if (kind < NSP_REC_PROCESS || kind > NSP_REC_SIGNAL) {
     r->kind = 0; /* unknown: skipped by length */
     *pp = next;
     return 1;
@@ -572,37 +673,23 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
       r->t_exit = get_v(&d);
       r->count = get_v(&d);
       break;
-    case NSP_REC_CALLSITE: {
+    case NSP_REC_CALLSITE:
       r->site = (uint32_t)get_v(&d);
       r->flags = (uint16_t)get_v(&d);
-      uint64_t nf = get_v(&d);
-      /* A frame takes at least three bytes: refuse counts the payload
-       * cannot hold before allocating. */
-      if (nf > NSP_MAX_FRAMES || nf * 3 > (uint64_t)(d.end - d.p)) {
-        d.bad = 1;
-        break;
-      }
-      if (st->frame_cap < nf * 2 + 1) {
-        const char **fs = realloc(st->frame_str, (nf * 2 + 1) * sizeof *fs);
-        if (!fs) return -1;
-        st->frame_str = fs;
-        uint64_t *fo = realloc(st->frame_off, (nf + 1) * sizeof *fo);
-        if (!fo) return -1;
-        st->frame_off = fo;
-        st->frame_cap = nf * 2 + 1;
-      }
-      for (uint64_t i = 0; i < nf; i++) {
-        st->frame_str[i] = get_s(&d);
-        st->frame_off[i] = get_v(&d);
-        st->frame_str[nf + i] = get_s(&d);
-      }
-      x->nframes = (uint32_t)nf;
-      x->frame_module = st->frame_str;
-      x->frame_offset = st->frame_off;
-      x->frame_symbol = st->frame_str + nf;
+      if (dec_frames(&d, st, x) < 0) return -1;
       r->ext = x;
       break;
-    }
+    case NSP_REC_SIGNAL:
+      r->aux = (uint32_t)get_v(&d);
+      r->result = get_z32(&d);
+      r->sendbuff = get_v(&d);
+      r->seq = get_v(&d);
+      r->t_enter = get_v(&d);
+      r->flags = (uint16_t)get_v(&d);
+      r->peer = (int32_t)(uint32_t)get_v(&d);
+      if (dec_frames(&d, st, x) < 0) return -1;
+      r->ext = x;
+      break;
     case NSP_REC_RINGPOS:
       r->seq = get_v(&d);
       r->count = get_v(&d);

@@ -93,3 +93,80 @@ const char *nsp_result_name(int result, char *buf, size_t buflen) {
   snprintf(buf, buflen, "unknown result %d", result);
   return buf;
 }
+
+/* Signals as Linux numbers them (x86-64 and arm64 alike): traces are read
+ * on any machine, so the host's <signal.h> is not used here. */
+const char *nsp_signal_name(int signo, char *buf, size_t buflen) {
+  switch (signo) {
+    case 1: return "SIGHUP";
+    case 2: return "SIGINT";
+    case 3: return "SIGQUIT";
+    case 4: return "SIGILL";
+    case 5: return "SIGTRAP";
+    case 6: return "SIGABRT";
+    case 7: return "SIGBUS";
+    case 8: return "SIGFPE";
+    case 9: return "SIGKILL";
+    case 11: return "SIGSEGV";
+    case 13: return "SIGPIPE";
+    case 15: return "SIGTERM";
+    default: snprintf(buf, buflen, "signal %d", signo); return buf;
+  }
+}
+
+/* si_code values of Linux's <asm-generic/siginfo.h>. */
+static const char *const nsp_code_user[] = {
+    /* 0 */ "SI_USER",   /* -1 */ "SI_QUEUE",  /* -2 */ "SI_TIMER", /* -3 */ "SI_MESGQ",
+    /* -4 */ "SI_ASYNCIO", /* -5 */ "SI_SIGIO", /* -6 */ "SI_TKILL",
+};
+static const char *const nsp_code_text_user[] = {
+    "sent by kill()", "sent by sigqueue()", "a timer expired", "a message queue message arrived",
+    "asynchronous I/O completed", "I/O is possible", "raised by the process or sent by tgkill() (abort(), raise())",
+};
+static const char *const nsp_code_segv[][2] = {
+    {"SEGV_MAPERR", "address not mapped to an object"},
+    {"SEGV_ACCERR", "invalid permissions for a mapped object"},
+    {"SEGV_BNDERR", "failed address bound checks"},
+    {"SEGV_PKUERR", "access denied by memory protection keys"},
+};
+static const char *const nsp_code_bus[][2] = {
+    {"BUS_ADRALN", "invalid address alignment"},
+    {"BUS_ADRERR", "nonexistent physical address (e.g. a mapped file was cut)"},
+    {"BUS_OBJERR", "object-specific hardware error"},
+    {"BUS_MCEERR_AR", "hardware memory error consumed on a machine check"},
+    {"BUS_MCEERR_AO", "hardware memory error detected, action optional"},
+};
+static const char *const nsp_code_ill[][2] = {
+    {"ILL_ILLOPC", "illegal opcode"},         {"ILL_ILLOPN", "illegal operand"},
+    {"ILL_ILLADR", "illegal addressing mode"}, {"ILL_ILLTRP", "illegal trap"},
+    {"ILL_PRVOPC", "privileged opcode"},      {"ILL_PRVREG", "privileged register"},
+    {"ILL_COPROC", "coprocessor error"},      {"ILL_BADSTK", "internal stack error"},
+};
+static const char *const nsp_code_fpe[][2] = {
+    {"FPE_INTDIV", "integer divide by zero"},
+    {"FPE_INTOVF", "integer overflow"},
+    {"FPE_FLTDIV", "floating-point divide by zero"},
+    {"FPE_FLTOVF", "floating-point overflow"},
+    {"FPE_FLTUND", "floating-point underflow"},
+    {"FPE_FLTRES", "floating-point inexact result"},
+    {"FPE_FLTINV", "floating-point invalid operation"},
+    {"FPE_FLTSUB", "subscript out of range"},
+};
+#define NSP_NCODES(a) ((int)(sizeof a / sizeof a[0]))
+
+/* The name (which 0) or meaning (which 1) of si_code for signo; "". */
+static const char *signal_code(int signo, int code, int which) {
+  if (code == 0x80) return which ? "sent by the kernel" : "SI_KERNEL";
+  if (code <= 0 && code >= -6) return which ? nsp_code_text_user[-code] : nsp_code_user[-code];
+  if (code < 1) return "";
+  switch (signo) {
+    case 11: return code <= NSP_NCODES(nsp_code_segv) ? nsp_code_segv[code - 1][which] : "";
+    case 7: return code <= NSP_NCODES(nsp_code_bus) ? nsp_code_bus[code - 1][which] : "";
+    case 4: return code <= NSP_NCODES(nsp_code_ill) ? nsp_code_ill[code - 1][which] : "";
+    case 8: return code <= NSP_NCODES(nsp_code_fpe) ? nsp_code_fpe[code - 1][which] : "";
+    default: return "";
+  }
+}
+
+const char *nsp_signal_code_name(int signo, int code) { return signal_code(signo, code, 0); }
+const char *nsp_signal_code_text(int signo, int code) { return signal_code(signo, code, 1); }

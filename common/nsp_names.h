@@ -44,4 +44,13 @@ const char *nsp_redop_name(int redop, char *buf, size_t buflen);
  * "unknown result N" otherwise. */
 const char *nsp_result_name(int result, char *buf, size_t buflen);
 
+/* Signals (SIGNAL records, format 1.3), by Linux's numbers whatever the
+ * host: "SIGSEGV", "SIGABRT", ...; "signal N" (in buf) for others. */
+const char *nsp_signal_name(int signo, char *buf, size_t buflen);
+/* si_code of a signal: its name ("SEGV_MAPERR", "SI_TKILL", "SI_KERNEL")
+ * and its meaning ("address not mapped to an object"); "" when unknown.
+ * Static strings. */
+const char *nsp_signal_code_name(int signo, int code);
+const char *nsp_signal_code_text(int signo, int code);
+
 #endif /* NSP_NAMES_H */

@@ -53,6 +53,9 @@ struct nsp_rec_ext {
  *  COMPLETION  comm, api, seq, peer, group_id, flags (NSP_DONE_*),
  *              t_enter = gpu_start, t_exit = gpu_end, count = t_seen.
  *  CALLSITE    site, flags (NSP_SITE_*), ext frames.
+ *  SIGNAL      aux = signal number, result = si_code, sendbuff = si_addr,
+ *              seq = thread id, t_enter = when, flags (NSP_SIG_*), peer =
+ *              sender pid (0: none), ext frames (NULL: no stack) (1.3).
  *  HEARTBEAT   t_enter = now, count = calls pending, t_exit = the oldest
  *              pending call's enqueue time.
  *  RINGPOS     seq = first ring position of the frame, count = end
@@ -119,6 +122,14 @@ void nsp_codec_free(struct nsp_codec *c);
 /* Appends one record to out.  Returns 0, or -1 when out of memory (out
  * is then unchanged). */
 int nsp_encode(struct nsp_buf *out, struct nsp_codec *c, const struct nsp_rec *r);
+
+/* Encodes one SIGNAL record (kind, length, payload) into dst, at most cap
+ * bytes, with no allocation, no lock and no call outside the C string
+ * functions: async-signal-safe, for the shim's signal handler.  Frames are
+ * taken from r->ext (none when NULL).  Returns the bytes written, or 0
+ * when the record does not fit in cap (dst is then undefined) or r is not
+ * a SIGNAL record.  nsp_encode encodes the same bytes. */
+size_t nsp_encode_signal(uint8_t *dst, size_t cap, const struct nsp_rec *r);
 
 /* Storage for decoded strings and the ext part; reused from call to call. */
 struct nsp_dec_store {

@@ -1,8 +1,18 @@
-/* nsp_ringread.c - records recovered from "<trace>.ring" (nsp_ringread.h). */
+/* nsp_ringread.c - records recovered from "<trace>.ring" (nsp_ringread.h).
+ *
+ * Work and memory stay bounded by the file's size whatever it claims:
+ * geometry is checked against the size before anything is read, blobs are
+ * found through an index (sorted by position and type, binary searched)
+ * built once, or a few times for a live ring (NSP_RR_REINDEX), so reading
+ * is O(slots + blobs log blobs), and the only
+ * allocations are that index (16 bytes per blob header of at least 64
+ * bytes: a quarter of the file at most) and one blob's data (at most the
+ * blob area). */
 #include "nsp_ringread.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +22,32 @@
 
 #define NSP_RR_MAX_SLOTS (1ull << 24)
 #define NSP_RR_MAX_BLOBS (1u << 20)
+/* Times the blob index is built again after a lookup found nothing: the
+ * ring of a live process (a hung job) changes under the reader, and a blob
+ * stored after the index was built must still be found; bounded, so that a
+ * hostile file costs a few passes over its blob area, not one per slot. */
+#define NSP_RR_REINDEX 8
+/* Bytes of a ring file's header the reader looks at; files are larger. */
+#define NSP_RR_MIN_FILE 4096u
+/* Offsets of the header fields (struct nsp_ring_header). */
+enum {
+  RH_MAJOR = 8, RH_HEADER_SIZE = 12, RH_BYTE_ORDER = 16, RH_SLOT_SIZE = 20, RH_NSLOTS = 24,
+  RH_RING_OFFSET = 32, RH_BLOB_OFFSET = 40, RH_BLOB_SLOT_SIZE = 48, RH_NBLOBS = 52, RH_PID = 56,
+  RH_NFIELDS = 60, RH_REALTIME = 64, RH_WRITTEN = 72, RH_DROPPED = 80, RH_FIELDS = 256,
+};
+
+/* One blob header of the blob area, for the index. */
+struct nsp_rr_blob {
+  uint64_t pos;
+  uint32_t type;
+  uint32_t slot; /* blob slot index; with bit 31 set: its header is unusable */
+};
+#define NSP_RR_BAD_BLOB 0x80000000u
 
 struct nsp_ringread {
   const uint8_t *map;
   size_t len;
+  size_t map_len; /* nonzero when map is our mmap */
   uint64_t nslots, slot_size, ring_offset, blob_offset, written, dropped[4];
   uint32_t blob_slot_size, nblobs;
   struct {
@@ -26,17 +58,144 @@ struct nsp_ringread {
   uint64_t pos, end;
   int drop_reason; /* next reason whose drops to report, 1..3; 4 done */
   uint64_t drop_left[4];
-  uint64_t recovered, lost;
+  uint64_t recovered, lost, damaged;
   struct nsp_codec codec;
   struct nsp_dec_store store;
   uint8_t *blob; /* one blob's data, contiguous */
+  uint64_t blob_at; /* the byte offset of the blob find_blob found last */
   size_t blob_cap;
+  /* The blob index, built at the first lookup: usable and unusable
+   * headers, by (pos, type, slot). */
+  struct nsp_rr_blob *bidx;
+  size_t nbidx;
+  int indexed; /* 0 not yet, 1 built, -1 no memory for it */
+  int reindexed; /* times built again after a miss (NSP_RR_REINDEX) */
+  /* The caller's note, for damage found while reading. */
+  char *note;
+  size_t notelen;
+  char *path; /* the ring file's name, as notes give it */
+  char damage_first[200]; /* what the first damage was, with its byte offset */
+  int noted;              /* the note gives: 0 nothing, 1 the first damage, 2 that and the count */
 };
 
 static uint64_t le(const uint8_t *p, size_t n) {
   uint64_t v = 0;
   for (size_t i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
   return v;
+}
+
+/* Writes "<path>: <text>" to note; when a long path would cut the text
+ * short, the path's last component instead (callers prefix the trace's
+ * path anyway). */
+static void notef(char *note, size_t notelen, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void notef(char *note, size_t notelen, const char *path, const char *fmt, ...) {
+  if (!note || !notelen) return;
+  char text[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  if ((size_t)snprintf(note, notelen, "%s%s", path, text) < notelen) return;
+  const char *base = strrchr(path, '/');
+  snprintf(note, notelen, "%s%s", base ? base + 1 : path, text);
+}
+
+/* Checks the header and field table (the file's first NSP_RR_MIN_FILE
+ * bytes, at least, are readable).  Returns NULL, or why the ring cannot be
+ * used, naming the byte offset at fault, in why[]. */
+static const char *check_header(struct nsp_ringread *rr, const struct nsp_file_header *h, char *why,
+                                size_t whylen) {
+  const uint8_t *d = rr->map;
+  uint64_t header_size = le(d + RH_HEADER_SIZE, 4), nfields = le(d + RH_NFIELDS, 4);
+  rr->slot_size = le(d + RH_SLOT_SIZE, 4);
+  rr->nslots = le(d + RH_NSLOTS, 8);
+  rr->ring_offset = le(d + RH_RING_OFFSET, 8);
+  rr->blob_offset = le(d + RH_BLOB_OFFSET, 8);
+  rr->blob_slot_size = (uint32_t)le(d + RH_BLOB_SLOT_SIZE, 4);
+  rr->nblobs = (uint32_t)le(d + RH_NBLOBS, 4);
+  rr->written = le(d + RH_WRITTEN, 8);
+  for (int i = 1; i < 4; i++) rr->dropped[i] = le(d + RH_DROPPED + 8 * (size_t)i, 8);
+#define BAD(...) (snprintf(why, whylen, __VA_ARGS__), why)
+  if (memcmp(d, NSP_RING_MAGIC, 8) != 0)
+    return BAD("bad magic at byte 0 (the process died while creating it)");
+  if (le(d + RH_MAJOR, 2) != NSP_RING_MAJOR)
+    return BAD("unknown ring format (major %llu at byte %d)", (unsigned long long)le(d + RH_MAJOR, 2),
+               RH_MAJOR);
+  if (le(d + RH_BYTE_ORDER, 4) != NSP_RING_BYTE_ORDER)
+    return BAD("written by a host of another byte order (byte %d)", RH_BYTE_ORDER);
+  if (le(d + RH_PID, 4) != h->pid)
+    return BAD("it belongs to another process (pid %llu at byte %d, the trace's is %u)",
+               (unsigned long long)le(d + RH_PID, 4), RH_PID, h->pid);
+  if (le(d + RH_REALTIME, 8) != h->realtime_ns)
+    return BAD("it belongs to another process (start time at byte %d is not the trace's)", RH_REALTIME);
+  if (header_size < 512 || header_size > rr->len)
+    return BAD("bad header: header size %llu at byte %d", (unsigned long long)header_size, RH_HEADER_SIZE);
+  if (nfields > NSP_RING_MAX_FIELDS)
+    return BAD("bad header: %llu fields at byte %d (at most %d)", (unsigned long long)nfields, RH_NFIELDS,
+               NSP_RING_MAX_FIELDS);
+  if (rr->slot_size < 16 || rr->slot_size > 4096)
+    return BAD("bad ring geometry: slot size %llu at byte %d", (unsigned long long)rr->slot_size,
+               RH_SLOT_SIZE);
+  if (!rr->nslots || rr->nslots > NSP_RR_MAX_SLOTS || (rr->nslots & (rr->nslots - 1)))
+    return BAD("bad ring geometry: %llu slots at byte %d", (unsigned long long)rr->nslots, RH_NSLOTS);
+  if (rr->ring_offset > rr->len || rr->nslots * rr->slot_size > rr->len - rr->ring_offset)
+    return BAD("bad ring geometry: the slots at byte %llu (from byte %d) pass the end of the file, "
+               "byte %zu", (unsigned long long)rr->ring_offset, RH_RING_OFFSET, rr->len);
+  if (rr->blob_slot_size < 64 || rr->blob_slot_size > 65536)
+    return BAD("bad blob geometry: blob slot size %u at byte %d", rr->blob_slot_size, RH_BLOB_SLOT_SIZE);
+  if (rr->nblobs > NSP_RR_MAX_BLOBS)
+    return BAD("bad blob geometry: %u blob slots at byte %d", rr->nblobs, RH_NBLOBS);
+  if (rr->blob_offset > rr->len || (uint64_t)rr->nblobs * rr->blob_slot_size > rr->len - rr->blob_offset)
+    return BAD("bad blob geometry: the blob area at byte %llu (from byte %d) passes the end of the file, "
+               "byte %zu", (unsigned long long)rr->blob_offset, RH_BLOB_OFFSET, rr->len);
+  for (uint64_t i = 0; i < nfields; i++) {
+    const uint8_t *e = d + RH_FIELDS + 8 * i;
+    uint64_t id = le(e, 2), off = le(e + 2, 2), size = e[4];
+    if ((size != 1 && size != 2 && size != 4 && size != 8) || off < 8 || off + size > rr->slot_size)
+      return BAD("bad field table: entry %llu at byte %llu (offset %llu, size %llu)", (unsigned long long)i,
+                 (unsigned long long)(RH_FIELDS + 8 * i), (unsigned long long)off, (unsigned long long)size);
+    if (id < sizeof rr->f / sizeof rr->f[0]) {
+      rr->f[id].offset = (uint16_t)off;
+      rr->f[id].size = (uint8_t)size;
+      rr->f[id].is_signed = e[5] != 0;
+      rr->f[id].have = 1;
+    }
+  }
+  if (!rr->f[NSP_RF_KIND].have)
+    return BAD("bad field table: no kind field in its %llu entries at byte %d", (unsigned long long)nfields,
+               RH_FIELDS);
+#undef BAD
+  return NULL;
+}
+
+/* Takes map[0, len) (ours to unmap when map_len); NULL with a note when
+ * the ring cannot be used. */
+static struct nsp_ringread *open_common(const uint8_t *map, size_t len, size_t map_len, const char *path,
+                                        const struct nsp_file_header *h, char *note, size_t notelen) {
+  struct nsp_ringread *rr = calloc(1, sizeof *rr);
+  char *name = strdup(path);
+  if (!rr || !name) {
+    notef(note, notelen, path, " not read: out of memory");
+    if (map_len) munmap((void *)map, map_len);
+    free(rr);
+    free(name);
+    return NULL;
+  }
+  rr->map = map;
+  rr->len = len;
+  rr->map_len = map_len;
+  rr->path = name;
+  char why[256];
+  const char *bad = check_header(rr, h, why, sizeof why);
+  if (bad) {
+    notef(note, notelen, path, " ignored: %s", bad);
+    nsp_ringread_close(rr);
+    return NULL;
+  }
+  rr->note = note;
+  rr->notelen = notelen;
+  return rr;
 }
 
 struct nsp_ringread *nsp_ringread_open(const char *trace_path, const struct nsp_file_header *h,
@@ -46,71 +205,41 @@ struct nsp_ringread *nsp_ringread_open(const char *trace_path, const struct nsp_
   if (snprintf(path, sizeof path, "%s.ring", trace_path) >= (int)sizeof path) return NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    if (errno != ENOENT) snprintf(note, notelen, "%s not read: %s", path, strerror(errno));
+    if (errno != ENOENT) notef(note, notelen, path, " not read: %s", strerror(errno));
     return NULL;
   }
   struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 4096) {
-    snprintf(note, notelen, "%s ignored: not a ring file", path);
+  if (fstat(fd, &st) < 0) {
+    notef(note, notelen, path, " not read: %s", strerror(errno));
+    close(fd);
+    return NULL;
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size < (off_t)NSP_RR_MIN_FILE) {
+    if (!S_ISREG(st.st_mode)) notef(note, notelen, path, " ignored: not a regular file");
+    else
+      notef(note, notelen, path, " ignored: not a ring file (it ends at byte %lld, within the %u-byte header)",
+            (long long)st.st_size, NSP_RR_MIN_FILE);
     close(fd);
     return NULL;
   }
   void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
   if (m == MAP_FAILED) {
-    snprintf(note, notelen, "%s not read: cannot map it: %s", path, strerror(errno));
+    notef(note, notelen, path, " not read: cannot map it: %s", strerror(errno));
     return NULL;
   }
-  struct nsp_ringread *rr = calloc(1, sizeof *rr);
-  if (!rr) {
-    munmap(m, (size_t)st.st_size);
+  return open_common(m, (size_t)st.st_size, (size_t)st.st_size, path, h, note, notelen);
+}
+
+struct nsp_ringread *nsp_ringread_open_mem(const void *data, size_t len, const char *name,
+                                           const struct nsp_file_header *h, char *note, size_t notelen) {
+  note[0] = 0;
+  if (len < NSP_RR_MIN_FILE) {
+    notef(note, notelen, name, " ignored: not a ring file (it ends at byte %zu, within the %u-byte header)",
+          len, NSP_RR_MIN_FILE);
     return NULL;
   }
-  rr->map = m;
-  rr->len = (size_t)st.st_size;
-  const uint8_t *d = m;
-  const char *bad = NULL;
-  uint64_t header_size = le(d + 12, 4), nfields = le(d + 60, 4);
-  rr->slot_size = le(d + 20, 4);
-  rr->nslots = le(d + 24, 8);
-  rr->ring_offset = le(d + 32, 8);
-  rr->blob_offset = le(d + 40, 8);
-  rr->blob_slot_size = (uint32_t)le(d + 48, 4);
-  rr->nblobs = (uint32_t)le(d + 52, 4);
-  rr->written = le(d + 72, 8);
-  for (int i = 1; i < 4; i++) rr->dropped[i] = le(d + 80 + 8 * (size_t)i, 8);
-  if (memcmp(d, NSP_RING_MAGIC, 8) != 0) bad = "bad magic (the process died while creating it)";
-  else if (le(d + 8, 2) != NSP_RING_MAJOR) bad = "unknown ring format";
-  else if (le(d + 16, 4) != NSP_RING_BYTE_ORDER) bad = "written by a host of another byte order";
-  else if (le(d + 56, 4) != h->pid || le(d + 64, 8) != h->realtime_ns) bad = "it belongs to another process";
-  else if (header_size < 512 || header_size > rr->len || nfields > NSP_RING_MAX_FIELDS) bad = "bad header";
-  else if (rr->slot_size < 16 || rr->slot_size > 4096 || !rr->nslots || rr->nslots > NSP_RR_MAX_SLOTS ||
-           (rr->nslots & (rr->nslots - 1)) || rr->ring_offset > rr->len ||
-           rr->nslots * rr->slot_size > rr->len - rr->ring_offset)
-    bad = "bad ring geometry";
-  else if (rr->blob_slot_size < 64 || rr->blob_slot_size > 65536 || rr->nblobs > NSP_RR_MAX_BLOBS ||
-           rr->blob_offset > rr->len ||
-           (uint64_t)rr->nblobs * rr->blob_slot_size > rr->len - rr->blob_offset)
-    bad = "bad blob geometry";
-  for (uint64_t i = 0; !bad && i < nfields; i++) {
-    const uint8_t *e = d + 256 + 8 * i;
-    uint64_t id = le(e, 2), off = le(e + 2, 2), size = e[4];
-    if (size != 1 && size != 2 && size != 4 && size != 8) bad = "bad field table";
-    else if (off < 8 || off + size > rr->slot_size) bad = "bad field table";
-    else if (id < sizeof rr->f / sizeof rr->f[0]) {
-      rr->f[id].offset = (uint16_t)off;
-      rr->f[id].size = (uint8_t)size;
-      rr->f[id].is_signed = e[5] != 0;
-      rr->f[id].have = 1;
-    }
-  }
-  if (!bad && !rr->f[NSP_RF_KIND].have) bad = "bad field table";
-  if (bad) {
-    snprintf(note, notelen, "%s ignored: %s", path, bad);
-    nsp_ringread_close(rr);
-    return NULL;
-  }
-  return rr;
+  return open_common(data, len, 0, name, h, note, notelen);
 }
 
 static uint64_t field(const struct nsp_ringread *rr, const uint8_t *slot, int id, uint64_t dflt) {
@@ -121,16 +250,88 @@ static uint64_t field(const struct nsp_ringread *rr, const uint8_t *slot, int id
   return v;
 }
 
-/* The blob of ring position pos and this type, copied to rr->blob.
- * Returns its length, or -1 when there is none. */
-static long find_blob(struct nsp_ringread *rr, uint64_t pos, uint32_t type) {
+/* Notes damage at a byte offset of the file: the first one's text is kept
+ * for the note, which nsp_ringread_next completes at the end. */
+static void damage(struct nsp_ringread *rr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void damage(struct nsp_ringread *rr, const char *fmt, ...) {
+  if (!rr->damaged++) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rr->damage_first, sizeof rr->damage_first, fmt, ap);
+    va_end(ap);
+    notef(rr->note, rr->notelen, rr->path, ": %s; the rest read", rr->damage_first);
+    rr->noted = 1;
+  }
+}
+
+static int cmp_blob(const void *a, const void *b) {
+  const struct nsp_rr_blob *x = a, *y = b;
+  if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
+  if (x->type != y->type) return x->type < y->type ? -1 : 1;
+  return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* Whether the header of the blob starting at blob slot i is usable: its
+ * slots and length fit the blob area. */
+static int blob_head_ok(const struct nsp_ringread *rr, uint32_t i) {
+  const uint8_t *b = rr->map + rr->blob_offset + (size_t)i * rr->blob_slot_size;
+  uint64_t bs = rr->blob_slot_size, head = sizeof(struct nsp_ring_blob), cont = 8;
+  uint64_t len = le(b + 20, 4), n = le(b + 24, 4);
+  return n && n <= rr->nblobs - i && len <= (bs - head) + (n - 1) * (bs - cont);
+}
+
+/* Indexes every blob header (state ready) once: one pass to count, one to
+ * fill, then a sort.  Returns 0, or -1 when out of memory. */
+static int index_blobs(struct nsp_ringread *rr) {
+  const uint8_t *base = rr->map + rr->blob_offset;
+  size_t bs = rr->blob_slot_size, n = 0;
+  for (uint32_t i = 0; i < rr->nblobs; i++) n += le(base + (size_t)i * bs, 8) == NSP_BLOB_READY;
+  rr->indexed = -1;
+  free(rr->bidx);
+  rr->bidx = NULL;
+  rr->nbidx = 0;
+  if (n) {
+    rr->bidx = malloc(n * sizeof *rr->bidx);
+    if (!rr->bidx) return -1;
+  }
+  for (uint32_t i = 0; i < rr->nblobs && rr->nbidx < n; i++) {
+    const uint8_t *b = base + (size_t)i * bs;
+    if (le(b, 8) != NSP_BLOB_READY) continue;
+    struct nsp_rr_blob *e = &rr->bidx[rr->nbidx++];
+    e->pos = le(b + 8, 8);
+    e->type = (uint32_t)le(b + 16, 4);
+    e->slot = i | (blob_head_ok(rr, i) ? 0 : NSP_RR_BAD_BLOB);
+  }
+  if (rr->nbidx > 1) qsort(rr->bidx, rr->nbidx, sizeof *rr->bidx, cmp_blob);
+  rr->indexed = 1;
+  return 0;
+}
+
+/* find_blob through the index as it is. */
+static long find_blob_indexed(struct nsp_ringread *rr, uint64_t pos, uint32_t type) {
+  /* The first entry not below (pos, type, 0). */
+  size_t lo = 0, hi = rr->nbidx;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const struct nsp_rr_blob *e = &rr->bidx[mid];
+    if (e->pos < pos || (e->pos == pos && e->type < type)) lo = mid + 1;
+    else hi = mid;
+  }
   const uint8_t *base = rr->map + rr->blob_offset;
   size_t bs = rr->blob_slot_size, head = sizeof(struct nsp_ring_blob), cont = 8;
-  for (uint32_t i = 0; i < rr->nblobs; i++) {
+  uint32_t bad_at = UINT32_MAX;
+  for (; lo < rr->nbidx && rr->bidx[lo].pos == pos && rr->bidx[lo].type == type; lo++) {
+    if (rr->bidx[lo].slot & NSP_RR_BAD_BLOB) { /* unusable, sorted after the usable ones */
+      if (bad_at == UINT32_MAX) bad_at = rr->bidx[lo].slot & ~NSP_RR_BAD_BLOB;
+      continue;
+    }
+    uint32_t i = rr->bidx[lo].slot;
     const uint8_t *b = base + (size_t)i * bs;
-    if (le(b, 8) != NSP_BLOB_READY || le(b + 8, 8) != pos || le(b + 16, 4) != type) continue;
     uint64_t len = le(b + 20, 4), n = le(b + 24, 4);
-    if (!n || n > rr->nblobs - i || len > (bs - head) + (n - 1) * (bs - cont)) continue;
+    /* Checked again as read now: a live process may have changed it. */
+    if (le(b, 8) != NSP_BLOB_READY || le(b + 8, 8) != pos || le(b + 16, 4) != type || !n ||
+        n > rr->nblobs - i || len > (bs - head) + (n - 1) * (bs - cont))
+      continue;
     if (rr->blob_cap < len + 1) {
       uint8_t *nb = realloc(rr->blob, len + 1);
       if (!nb) return -1;
@@ -142,15 +343,41 @@ static long find_blob(struct nsp_ringread *rr, uint64_t pos, uint32_t type) {
     got += take;
     for (uint64_t k = 1; k < n && got < len; k++) {
       const uint8_t *c = base + (i + k) * bs;
-      if (le(c, 8) != NSP_BLOB_CONT) return -1;
+      if (le(c, 8) != NSP_BLOB_CONT) {
+        damage(rr, "blob at byte %llu (ring position %llu) cut at byte %llu",
+               (unsigned long long)(rr->blob_offset + (uint64_t)i * bs), (unsigned long long)pos,
+               (unsigned long long)(rr->blob_offset + (i + k) * bs));
+        return -2;
+      }
       take = len - got < bs - cont ? len - got : bs - cont;
       memcpy(rr->blob + got, c + cont, take);
       got += take;
     }
     rr->blob[len] = 0;
+    rr->blob_at = rr->blob_offset + (uint64_t)i * bs;
     return (long)len;
   }
+  if (bad_at != UINT32_MAX) {
+    damage(rr, "blob at byte %llu (ring position %llu) claims more than the blob area",
+           (unsigned long long)(rr->blob_offset + (uint64_t)bad_at * bs), (unsigned long long)pos);
+    return -2;
+  }
   return -1;
+}
+
+/* The blob of ring position pos and this type, copied to rr->blob.
+ * Returns its length; -1 when there is none (or no memory to look);
+ * -2 when there is one but it is damaged (noted).  Of several blobs for
+ * one (pos, type), the first usable one in the blob area counts, as when
+ * the area is scanned in order. */
+static long find_blob(struct nsp_ringread *rr, uint64_t pos, uint32_t type) {
+  if (!rr->indexed && index_blobs(rr) < 0) return -1;
+  if (rr->indexed < 0) return -1;
+  long n = find_blob_indexed(rr, pos, type);
+  if (n != -1 || rr->reindexed >= NSP_RR_REINDEX) return n;
+  rr->reindexed++;
+  if (index_blobs(rr) < 0) return -1;
+  return find_blob_indexed(rr, pos, type);
 }
 
 int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64_t dropped_seen[4],
@@ -158,18 +385,21 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
   if (!rr->begun) {
     rr->begun = 1;
     rr->pos = rr->written > frames_end ? rr->written : frames_end;
-    rr->end = rr->pos + rr->nslots;
+    /* Saturated: a hostile `written` near 2^64 must not wrap around. */
+    rr->end = rr->pos <= UINT64_MAX - rr->nslots ? rr->pos + rr->nslots : UINT64_MAX;
     rr->drop_reason = 1;
     for (int i = 1; i < 4; i++)
       rr->drop_left[i] = rr->dropped[i] > dropped_seen[i] ? rr->dropped[i] - dropped_seen[i] : 0;
   }
   while (rr->pos < rr->end) {
     uint64_t p = rr->pos++;
-    const uint8_t *slot = rr->map + rr->ring_offset + (p & (rr->nslots - 1)) * rr->slot_size;
+    uint64_t at = rr->ring_offset + (p & (rr->nslots - 1)) * rr->slot_size; /* the slot's byte offset */
+    const uint8_t *slot = rr->map + at;
     if (le(slot, 8) != p + 1) continue; /* free, being filled, or already in the trace */
     uint64_t kind = field(rr, slot, NSP_RF_KIND, 0);
-    /* Kinds this reader knows and the shim puts in its ring. */
-    if (kind < NSP_REC_PROCESS || kind > NSP_REC_HEARTBEAT || kind == NSP_REC_DROPPED ||
+    /* Kinds this reader knows and the shim puts in its ring; others may
+     * be a later shim's, skipped like unknown kinds in frames. */
+    if (kind < NSP_REC_PROCESS || kind > NSP_REC_SIGNAL || kind == NSP_REC_DROPPED ||
         kind == NSP_REC_RINGPOS)
       continue;
     int has_ext = field(rr, slot, NSP_RF_EXT, 0) != 0 || kind == NSP_REC_PROCESS ||
@@ -177,10 +407,16 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
     if (has_ext) {
       /* Kept whole, encoded as in a frame. */
       long n = find_blob(rr, p, NSP_BLOB_RECORD);
+      if (n == -1) { /* never stored: the blob area was full */
+        rr->lost++;
+        continue;
+      }
+      if (n < 0) continue; /* damaged, noted */
       const uint8_t *q = rr->blob;
       nsp_codec_reset(&rr->codec);
-      if (n < 0 || nsp_decode(&q, rr->blob + n, &rr->codec, rec, &rr->store) != 1 || rec->kind != kind) {
-        rr->lost++;
+      if (nsp_decode(&q, rr->blob + n, &rr->codec, rec, &rr->store) != 1 || rec->kind != kind) {
+        damage(rr, "blob at byte %llu (ring position %llu) is not a record of the slot's kind",
+               (unsigned long long)rr->blob_at, (unsigned long long)p);
         continue;
       }
       rr->recovered++;
@@ -206,8 +442,10 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
     rec->t_enter = field(rr, slot, NSP_RF_T_ENTER, 0);
     rec->t_exit = field(rr, slot, NSP_RF_T_EXIT, 0);
     rec->site = (uint32_t)field(rr, slot, NSP_RF_SITE, 0);
-    if (rec->comm >= NSP_MAX_COMMS) {
-      rr->lost++;
+    uint64_t comm = field(rr, slot, NSP_RF_COMM, 0);
+    if (comm >= NSP_MAX_COMMS) {
+      damage(rr, "slot at byte %llu (ring position %llu): communicator index %llu out of range",
+             (unsigned long long)at, (unsigned long long)p, (unsigned long long)comm);
       continue;
     }
     if (field(rr, slot, NSP_RF_LAST_ERROR, 0)) {
@@ -216,6 +454,11 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
     }
     rr->recovered++;
     return 1;
+  }
+  if (rr->damaged > 1 && rr->noted != 2) {
+    notef(rr->note, rr->notelen, rr->path, ": %s; %llu damaged places in all, the rest read",
+          rr->damage_first, (unsigned long long)rr->damaged);
+    rr->noted = 2;
   }
   for (; rr->drop_reason < 4; rr->drop_reason++) {
     if (!rr->drop_left[rr->drop_reason]) continue;
@@ -231,12 +474,15 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
 
 uint64_t nsp_ringread_recovered(const struct nsp_ringread *rr) { return rr ? rr->recovered : 0; }
 uint64_t nsp_ringread_lost(const struct nsp_ringread *rr) { return rr ? rr->lost : 0; }
+uint64_t nsp_ringread_damaged(const struct nsp_ringread *rr) { return rr ? rr->damaged : 0; }
 
 void nsp_ringread_close(struct nsp_ringread *rr) {
   if (!rr) return;
-  munmap((void *)rr->map, rr->len);
+  if (rr->map_len) munmap((void *)rr->map, rr->map_len);
   nsp_codec_free(&rr->codec);
   nsp_dec_store_free(&rr->store);
   free(rr->blob);
+  free(rr->bidx);
+  free(rr->path);
   free(rr);
 }

@@ -56,6 +56,10 @@ static uint32_t nsp_blob_hint;         /* where the next search starts (under th
 #define NSP_BLOB_SLOTS 512u
 #define NSP_BLOB_HEAD ((uint32_t)sizeof(struct nsp_ring_blob))
 #define NSP_BLOB_CONT_HEAD 8u
+/* After the NSP_BLOB_SLOTS the allocator below hands out: a fixed run of
+ * blob slots per signal area (nsp_signal.c), which the signal handler
+ * writes without the lock. */
+#define NSP_SIG_RESERVE ((uint32_t)NSP_SIG_AREAS * NSP_SIG_BLOB_SLOTS)
 
 _Static_assert(sizeof(struct nsp_ring_header) == 512, "ring header layout");
 _Static_assert(offsetof(struct nsp_ring_header, written) == 72, "ring header layout");
@@ -303,7 +307,7 @@ static void fill_header(struct nsp_ring_header *h, size_t nslots, uint64_t trace
   h->ring_offset = NSP_RING_HEADER_BYTES;
   h->blob_offset = NSP_RING_HEADER_BYTES + nslots * sizeof(struct nsp_slot);
   h->blob_slot_size = NSP_BLOB_SLOT;
-  h->nblob_slots = NSP_BLOB_SLOTS;
+  h->nblob_slots = NSP_BLOB_SLOTS + NSP_SIG_RESERVE;
   h->pid = (uint32_t)getpid();
   h->trace_realtime_ns = trace_realtime;
   NSP_FIELD(h, NSP_RF_KIND, kind, 0);
@@ -335,7 +339,7 @@ struct nsp_slot *nsp_ring_file_map(size_t nslots, uint64_t trace_realtime, int p
   struct nsp_files *o = &nsp_files;
   if (policy == NSP_RING_FILE_OFF || o->dirfd < 0) return NULL;
   size_t bytes = NSP_RING_HEADER_BYTES + nslots * sizeof(struct nsp_slot) +
-                 (size_t)NSP_BLOB_SLOTS * NSP_BLOB_SLOT;
+                 (size_t)(NSP_BLOB_SLOTS + NSP_SIG_RESERVE) * NSP_BLOB_SLOT;
   char tmp[sizeof o->name + 16], name[sizeof o->name + 8], what[64] = "";
   if (snprintf(name, sizeof name, "%s.ring", o->name) >= (int)sizeof name ||
       snprintf(tmp, sizeof tmp, "%s.ring.tmp", o->name) >= (int)sizeof tmp)
@@ -365,7 +369,7 @@ struct nsp_slot *nsp_ring_file_map(size_t nslots, uint64_t trace_realtime, int p
     /* Touch the blob area now (the ring is touched by its initialisation):
      * no wrapper ever faults a page in from disk. */
     uint8_t *blobs = (uint8_t *)m + h->blob_offset;
-    for (size_t i = 0; i < (size_t)NSP_BLOB_SLOTS * NSP_BLOB_SLOT; i += 4096)
+    for (size_t i = 0; i < (size_t)(NSP_BLOB_SLOTS + NSP_SIG_RESERVE) * NSP_BLOB_SLOT; i += 4096)
       __atomic_store_n((uint64_t *)(blobs + i), 0, __ATOMIC_RELAXED);
     if (publish(o->dirfd, tmp, name) < 0) {
       err = errno;
@@ -485,6 +489,37 @@ void nsp_ring_file_blob(uint64_t pos, const struct nsp_rec *rec) {
   pthread_mutex_unlock(&nsp_blob_lock);
   if (!stored) __atomic_fetch_add(&nsp_rh->blobs_lost, 1, __ATOMIC_RELAXED);
   nsp_buf_free(&b);
+}
+
+/* ---- blobs of signal records: no lock, no allocation ---- */
+
+size_t nsp_ring_file_sig_capacity(void) {
+  if (!nsp_rh) return 0;
+  return (NSP_BLOB_SLOT - NSP_BLOB_HEAD) + (size_t)(NSP_SIG_BLOB_SLOTS - 1) * (NSP_BLOB_SLOT - NSP_BLOB_CONT_HEAD);
+}
+
+int nsp_ring_file_sig_blob(unsigned area, uint64_t pos, const uint8_t *data, size_t len) {
+  struct nsp_ring_header *rh = nsp_rh;
+  if (!rh || area >= NSP_SIG_AREAS || len > nsp_ring_file_sig_capacity()) return -1;
+  uint32_t i = NSP_BLOB_SLOTS + area * NSP_SIG_BLOB_SLOTS, n = 1;
+  if (len > NSP_BLOB_SLOT - NSP_BLOB_HEAD)
+    n += (uint32_t)((len - (NSP_BLOB_SLOT - NSP_BLOB_HEAD) + NSP_BLOB_SLOT - NSP_BLOB_CONT_HEAD - 1) /
+                    (NSP_BLOB_SLOT - NSP_BLOB_CONT_HEAD));
+  struct nsp_ring_blob *hb = (struct nsp_ring_blob *)blob_state(i);
+  /* Not ready while it changes: a reader after a crash takes only whole blobs. */
+  __atomic_store_n(&hb->state, NSP_BLOB_FREE, __ATOMIC_RELEASE);
+  blob_fill(i, n, data, len);
+  hb->pos = pos;
+  hb->type = NSP_BLOB_RECORD;
+  hb->len = (uint32_t)len;
+  hb->nslots = n;
+  __atomic_store_n(&hb->state, NSP_BLOB_READY, __ATOMIC_RELEASE);
+  return 0;
+}
+
+void nsp_ring_file_sig_clear(unsigned area) {
+  if (!nsp_rh || area >= NSP_SIG_AREAS) return;
+  __atomic_store_n(blob_state(NSP_BLOB_SLOTS + area * NSP_SIG_BLOB_SLOTS), NSP_BLOB_FREE, __ATOMIC_RELEASE);
 }
 
 void nsp_ring_file_written(uint64_t written) {

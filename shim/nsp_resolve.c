@@ -11,6 +11,8 @@
  * Never RTLD_DEFAULT: it finds our own wrapper and recurses.  A miss is
  * not cached: torch loads NCCL after the preload, so we look again. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -50,10 +52,19 @@ static int is_self(void *f) {
   return me.dli_fbase == it.dli_fbase;
 }
 
+/* Notes the library f lies in, once: its canonical path (realpath), so
+ * that ranks reaching one file by different routes (a symlink, "dir/..")
+ * record the same path and the analyzer reports no false difference. */
 static void note_path(void *f) {
   Dl_info it;
   if (!atomic_load_explicit(&nsp_lib_path_set, memory_order_relaxed) && dladdr(f, &it) && it.dli_fname) {
-    snprintf(nsp_lib_path, sizeof nsp_lib_path, "%s", it.dli_fname);
+    char canon[PATH_MAX];
+    int saved = errno;
+    const char *p = realpath(it.dli_fname, canon) ? canon : it.dli_fname;
+    errno = saved;
+    size_t n = strnlen(p, sizeof nsp_lib_path - 1); /* a longer path is cut */
+    memcpy(nsp_lib_path, p, n);
+    nsp_lib_path[n] = 0;
     atomic_store_explicit(&nsp_lib_path_set, 1, memory_order_release);
   }
 }

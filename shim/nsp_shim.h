@@ -116,6 +116,15 @@ static inline void nsp_ensure_started(void) {
  * Never blocks. */
 NSP_HIDDEN struct nsp_rec *nsp_ring_reserve(void);
 NSP_HIDDEN void nsp_ring_commit(struct nsp_rec *rec);
+/* For the signal handler (async-signal-safe): nsp_ring_reserve without
+ * the warning when the ring is full; the ring position of a reserved
+ * record; and the commit without the blob (the caller stores its own, see
+ * nsp_ring_file_sig_blob).  NULL / no effect before the ring exists. */
+NSP_HIDDEN struct nsp_rec *nsp_ring_reserve_quiet(void);
+NSP_HIDDEN uint64_t nsp_ring_pos(const struct nsp_rec *rec);
+NSP_HIDDEN void nsp_ring_commit_quiet(struct nsp_rec *rec);
+/* True when the ring is the ring file's mapping (records survive death). */
+NSP_HIDDEN int nsp_ring_durable(void);
 /* Copies s (at most 4 KiB of it) to the heap for a record; the writer
  * frees it.  NULL for NULL or when out of memory. */
 NSP_HIDDEN char *nsp_strdup_rec(const char *s);
@@ -195,6 +204,19 @@ NSP_HIDDEN int nsp_ring_file_active(void);
 /* Keeps a record's strings (ext or last_error) for recovery; called by
  * nsp_ring_commit just before it publishes the slot of ring position pos. */
 NSP_HIDDEN void nsp_ring_file_blob(uint64_t pos, const struct nsp_rec *rec);
+/* Signal records' blobs (nsp_signal.c): NSP_SIG_AREAS runs of
+ * NSP_SIG_BLOB_SLOTS blob slots at the end of the blob area, one per
+ * record being written.  Async-signal-safe (no lock, no allocation). */
+#define NSP_SIG_AREAS 2
+#define NSP_SIG_BLOB_SLOTS 24
+/* Bytes one signal blob holds; 0 when there is no ring file. */
+NSP_HIDDEN size_t nsp_ring_file_sig_capacity(void);
+/* Stores the encoded record (len bytes) as the blob of ring position pos
+ * in area `area`, replacing what was there.  0, or -1 without a ring file
+ * or when it does not fit. */
+NSP_HIDDEN int nsp_ring_file_sig_blob(unsigned area, uint64_t pos, const uint8_t *data, size_t len);
+/* Marks the area's blob free (its record is in the trace). */
+NSP_HIDDEN void nsp_ring_file_sig_clear(unsigned area);
 /* Ring positions below `written` are in the trace: frees their blobs. */
 NSP_HIDDEN void nsp_ring_file_written(uint64_t written);
 NSP_HIDDEN void nsp_ring_file_dropped(int reason, uint64_t n);
@@ -223,6 +245,27 @@ NSP_HIDDEN int nsp_sites_enabled(void);
 /* Fork handlers' part: phase 0 takes the call-site lock (waiting for any
  * thread inside libunwind), phase 1 releases it, in parent and child. */
 NSP_HIDDEN void nsp_site_atfork(int phase);
+
+/* ---- fatal signals (nsp_signal.c) ---- */
+/* Installs the handler for SIGSEGV, SIGBUS, SIGABRT, SIGILL and SIGFPE
+ * (once per process; a forked child keeps it), unless NCCLSPY_SIGNALS=0,
+ * after preparing what it needs (the table of loaded modules, libunwind's
+ * state).  Called by nsp_start once the ring exists.  The handler writes
+ * a SIGNAL record into the ring, then hands the signal on to the
+ * program's previous handler or default action. */
+NSP_HIDDEN void nsp_signals_install(void);
+/* True when fatal signals are (or, before nsp_start, will be) recorded:
+ * the PROCESS record's NSP_TRACK_SIGNALS. */
+NSP_HIDDEN int nsp_signals_enabled(void);
+/* Rebuilds the module table when objects were loaded or unloaded since
+ * the last look (cheap otherwise); called by the writer thread about once
+ * a second. */
+NSP_HIDDEN void nsp_signals_refresh(void);
+/* A SIGNAL record is being freed (its frame is written): its area may be
+ * used again. */
+NSP_HIDDEN void nsp_signals_release(const struct nsp_rec *rec);
+/* In a forked child: no record of the parent's is being written. */
+NSP_HIDDEN void nsp_signals_atfork_child(void);
 
 /* ---- environment (nsp_env.c) ---- */
 /* The launcher that started this process, from its variables: "torchrun",

@@ -15,10 +15,11 @@
  * with a RINGPOS record naming the ring positions it holds.  So after a
  * crash every record of a call that returned is either in a whole frame of
  * the trace or in a slot at or after max(written, last RINGPOS end), where
- * nsp_reader_open finds it.  No signal handler is needed, and none is
- * installed: the program's own handlers and default actions stay as they
- * are.  On a clean exit the writer drains the ring, writes the last frame
- * and removes the ring file.
+ * nsp_reader_open finds it.  No signal handler is needed for that.  The
+ * one nsp_signal.c installs (NCCLSPY_SIGNALS) only adds a SIGNAL record,
+ * with the stack, before it hands the signal to the program's handler or
+ * default action.  On a clean exit the writer drains the ring, writes the
+ * last frame and removes the ring file.
  *
  * Settings (read once, at the first NCCL call):
  *   NCCLSPY_DIR        where traces go; default ./ncclspy-trace, made if missing
@@ -81,7 +82,8 @@ unsigned nsp_flush_ms(void) { return (unsigned)(nsp_cfg.flush_ns / 1000000u); }
 
 /* ---- ring ---- */
 
-struct nsp_rec *nsp_ring_reserve(void) {
+/* Lock-free (a CAS loop), so the signal handler may call it (warn 0). */
+static struct nsp_rec *ring_reserve(int warn) {
   struct nsp_slot *ring = nsp_ring;
   if (!ring) return NULL;
   size_t mask = nsp_ring_size - 1;
@@ -99,15 +101,36 @@ struct nsp_rec *nsp_ring_reserve(void) {
     } else if (dif < 0) {
       atomic_fetch_add_explicit(&nsp_ring_dropped, 1, memory_order_relaxed);
       nsp_ring_file_dropped(NSP_DROP_RING_FULL, 1);
-      nsp_warn_once(&nsp_ring_full_warned,
-                    "the trace writer fell behind; records are being dropped and counted "
-                    "(raise NCCLSPY_RING)");
+      if (warn)
+        nsp_warn_once(&nsp_ring_full_warned,
+                      "the trace writer fell behind; records are being dropped and counted "
+                      "(raise NCCLSPY_RING)");
       return NULL;
     } else {
       pos = atomic_load_explicit(&nsp_ring_head, memory_order_relaxed);
     }
   }
 }
+
+struct nsp_rec *nsp_ring_reserve(void) { return ring_reserve(1); }
+struct nsp_rec *nsp_ring_reserve_quiet(void) { return ring_reserve(0); }
+
+static struct nsp_slot *slot_of(const struct nsp_rec *rec) {
+  return (struct nsp_slot *)((char *)(uintptr_t)rec - offsetof(struct nsp_slot, rec));
+}
+
+/* A reserved slot's seq is its ring position until the commit. */
+uint64_t nsp_ring_pos(const struct nsp_rec *rec) {
+  return atomic_load_explicit(&slot_of(rec)->seq, memory_order_relaxed);
+}
+
+void nsp_ring_commit_quiet(struct nsp_rec *rec) {
+  struct nsp_slot *s = slot_of(rec);
+  uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+  atomic_store_explicit(&s->seq, seq + 1, memory_order_release);
+}
+
+int nsp_ring_durable(void) { return nsp_ring_in_file; }
 
 void nsp_ring_commit(struct nsp_rec *rec) {
   struct nsp_slot *s = (struct nsp_slot *)((char *)rec - offsetof(struct nsp_slot, rec));
@@ -129,6 +152,10 @@ char *nsp_strdup_rec(const char *s) {
 }
 
 void nsp_rec_release(struct nsp_rec *r) {
+  if (r->kind == NSP_REC_SIGNAL) {
+    nsp_signals_release(r); /* its ext is the signal area's, not the heap's */
+    r->ext = NULL;
+  }
   free((void *)r->last_error);
   free((void *)r->ext); /* one block with its strings */
   r->last_error = NULL;
@@ -236,7 +263,8 @@ static struct nsp_rec_ext *process_snapshot(void) {
   x->pid = (uint32_t)getpid();
   x->ppid = (uint32_t)getppid();
   x->nccl_version = nsp_nccl_version;
-  x->tracking = nsp_done_tracking() | (nsp_sites_enabled() ? NSP_TRACK_CALLSITES : 0);
+  x->tracking = nsp_done_tracking() | (nsp_sites_enabled() ? NSP_TRACK_CALLSITES : 0) |
+                (nsp_signals_enabled() ? NSP_TRACK_SIGNALS : 0);
   nsp_process_versions(&x->driver_version, &x->runtime_version);
   x->launcher = nsp_launcher();
   struct timespec rt, mt;
@@ -390,8 +418,9 @@ static void file_flush(struct nsp_file *f) {
   }
   if (!f->frame.len) goto release;
   size_t c = 0;
-  if (nsp_buf_reserve(&f->out, ZSTD_compressBound(f->frame.len)) < 0 ||
-      ZSTD_isError(c = ZSTD_compress2(f->cctx, f->out.data, f->out.cap, f->frame.data, f->frame.len))) {
+  if (nsp_buf_reserve(&f->out, ZSTD_compressBound(f->frame.len) + NSP_SUMMARY_ROOM) < 0 ||
+      ZSTD_isError(c = ZSTD_compress2(f->cctx, f->out.data, f->out.cap - NSP_SUMMARY_ROOM, f->frame.data,
+                                      f->frame.len))) {
     note_lost(f, nring, NSP_DROP_WRITE_ERROR);
     goto release;
   }
@@ -404,7 +433,13 @@ static void file_flush(struct nsp_file *f) {
     goto release;
   }
   if (f->summary) cut_to_data(f);
-  if (write_all(f->fd, f->out.data, c) < 0) {
+  /* The frame goes out with NSP_SUMMARY_ROOM bytes of padding after it,
+   * cut off at once: a frame is written only while the drop summary still
+   * fits after it, so a disk (or RLIMIT_FSIZE) that fills up leaves room
+   * for the summary that counts every record lost after this frame. */
+  memset(f->out.data + c, 0, NSP_SUMMARY_ROOM);
+  if (write_all(f->fd, f->out.data, c + NSP_SUMMARY_ROOM) < 0 || ftruncate(f->fd, (off_t)(f->size + c)) < 0 ||
+      lseek(f->fd, (off_t)(f->size + c), SEEK_SET) < 0) {
     int err = errno;
     cut_to_data(f);
     nsp_warn_once(&nsp_disk_warned, "cannot write %s/%s: %s; records are counted, not written",
@@ -468,9 +503,16 @@ static void *writer_main(void *arg) {
   }
   f.frame_first = nsp_ring_tail;
   f.last_flush = nsp_now_ns();
+  uint64_t modules_seen = f.last_flush;
   for (;;) {
     int stop = atomic_load_explicit(&nsp_writer_stop, memory_order_acquire);
     size_t n = drain(&f);
+    /* The signal handler's table of loaded modules: libraries loaded
+     * after the first NCCL call (torch loads many lazily). */
+    if (!stop && nsp_now_ns() - modules_seen >= 1000000000u) {
+      nsp_signals_refresh();
+      modules_seen = nsp_now_ns();
+    }
     if (stop || (nsp_ring_tail != f.frame_first && nsp_now_ns() - f.last_flush >= nsp_cfg.flush_ns)) {
       file_flush(&f);
     } else if (f.fd >= 0 && atomic_load_explicit(&nsp_ring_dropped, memory_order_relaxed) !=
@@ -531,6 +573,7 @@ static void at_fork_child(void) {
    * once. */
   ring_drop();
   nsp_files_forget();
+  nsp_signals_atfork_child();
   nsp_writer_running = 0;
   atomic_store(&nsp_writer_stop, 0);
   atomic_store(&nsp_ring_dropped, 0);
@@ -625,6 +668,8 @@ void nsp_start(void) {
       } else {
         free(proc);
       }
+      /* Once the ring exists: a fatal signal's record has somewhere to go. */
+      nsp_signals_install();
     }
   } else {
     free(proc);

@@ -39,7 +39,7 @@
 
 #define NSP_MAGIC "NCCLSPY\0" /* 8 bytes at offset 0 */
 #define NSP_FORMAT_MAJOR 1    /* bumped on incompatible change */
-#define NSP_FORMAT_MINOR 2    /* bumped when fields or kinds are added */
+#define NSP_FORMAT_MINOR 3    /* bumped when fields or kinds are added */
 #define NSP_HEADER_SIZE 128
 #define NSP_HOST_MAX 64
 
@@ -179,6 +179,33 @@ enum nsp_rec_kind {
    * enqueued.  varint t (now), varint pending (calls awaiting completion),
    * varint oldest (t_enter of the oldest of them). */
   NSP_REC_HEARTBEAT = 11,
+
+  /* A fatal signal reached the process (1.3): SIGSEGV, SIGBUS, SIGABRT,
+   * SIGILL or SIGFPE, recorded by the shim's handler before the program's
+   * own handler (or the default action) runs.  Written into the crash
+   * ring from the handler, so it survives the death that follows.
+   *   varint signo, zz code (si_code), varint addr (si_addr: the faulting
+   *   address of SIGSEGV/SIGBUS/SIGILL/SIGFPE, 0 otherwise),
+   *   varint tid (the thread that received it), varint t (CLOCK_MONOTONIC
+   *   ns), varint flags (NSP_SIG_*), varint sender_pid (kill/raise/abort:
+   *   the sending process, from si_pid; 0 for a fault), varint nframes,
+   *   then nframes times (str module path, varint offset in module, str
+   *   symbol): the receiving thread's stack, innermost first.  Frame 0 is
+   *   the interrupted instruction itself; the others are return
+   *   addresses.  The offset is from the module's load address (as in
+   *   CALLSITE); symbols come from the module's dynamic symbol table
+   *   (exported names only, as dladdr gives them; "" when none covers
+   *   the address).  nframes is 0 when no stack could be taken. */
+  NSP_REC_SIGNAL = 12,
+};
+
+/* Flags of a SIGNAL record (1.3). */
+enum nsp_signal_flags {
+  NSP_SIG_TRUNCATED = 1u << 0, /* the stack was deeper than the frames kept */
+  NSP_SIG_FAULTED = 1u << 1,   /* taking the stack faulted: it stops where that happened */
+  NSP_SIG_NO_STACK = 1u << 2,  /* no stack, at most the interrupted instruction (built
+                                  without libunwind, or other records held the memory) */
+  NSP_SIG_CHAINED = 1u << 3,   /* the program had a handler of its own, called after the record */
 };
 
 /* Bits of the PROCESS record's `tracking` field (1.1). */
@@ -186,6 +213,7 @@ enum nsp_tracking {
   NSP_TRACK_COMPLETION = 1u << 0, /* CUDA events track completion of every call */
   NSP_TRACK_TIMING = 1u << 1,     /* and time it on the GPU */
   NSP_TRACK_CALLSITES = 1u << 2,  /* call sites are recorded (libunwind) */
+  NSP_TRACK_SIGNALS = 1u << 3,    /* fatal signals are recorded (SIGNAL records, 1.3) */
 };
 
 /* Flags of a COMPLETION record. */
@@ -278,7 +306,14 @@ enum nsp_drop_reason {
  * state then data.  The field table's NSP_RF_LAST_ERROR and NSP_RF_EXT
  * are nonzero in a slot whose record had them; such a record whose blob
  * is missing (blob area full: blobs_lost) is recovered without its text,
- * or not at all when it needed ext. */
+ * or not at all when it needed ext.
+ *
+ * SIGNAL records (1.3) are written by a signal handler, which may take no
+ * lock: the shim keeps the last blob slots of the area (counted in
+ * nblob_slots) for them, a run of slots per record being written, and
+ * stores their blobs there in the same format.  A reader needs nothing
+ * new for them; a SIGNAL record without its blob has NSP_RF_EXT 0 and is
+ * recovered from its slot, without frames. */
 #define NSP_RING_MAGIC "NSPRING\0" /* 8 bytes at offset 0 */
 #define NSP_RING_MAJOR 1
 #define NSP_RING_MINOR 0

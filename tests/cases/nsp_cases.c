@@ -30,6 +30,13 @@
  * dlopen(NSP_CASES_LIBCUDA, default: the CUDA stand-in of this build;
  * RTLD_LOCAL, as the CUDA runtime loads it), never in the default mode: a
  * CPU job must not look like a GPU job whose CUDA was never initialized.
+ * The CUDA runtime is loaded with it (NSP_CASES_LIBCUDART, default: the
+ * runtime stand-in of this build, whose version the shim records; empty:
+ * none), as torch has libcudart loaded before its first NCCL call.
+ *
+ * NSP_CASES_NRANKS=N: the nranks this process passes to ncclCommInitRank
+ * for the world (default WORLD_SIZE, which the case still uses for
+ * everything else): a rank that disagrees on the size of the job.
  *
  * The GPU-only cases, 2 ranks each, print on stderr where each rank is:
  *   c11 straggler   all-reduces #1-4; then rank 1 sleeps NSP_C11_SLEEP_S
@@ -80,6 +87,9 @@ static cudaStream_t nsp_cases_stream;
 
 #ifndef NSP_CASES_LIBCUDA_DEFAULT
 #define NSP_CASES_LIBCUDA_DEFAULT "libcuda.so.1"
+#endif
+#ifndef NSP_CASES_LIBCUDART_DEFAULT
+#define NSP_CASES_LIBCUDART_DEFAULT "libcudart.so.12"
 #endif
 
 /* The driver functions stream mode uses, from the dlopen'ed libcuda. */
@@ -1036,13 +1046,20 @@ static void nsp_cases_exchange_id(struct nsp_cases_job *job, ncclUniqueId *id)
   }
 }
 
-/* Loads the driver; 0 when every function stream mode uses was found. */
+/* Loads the driver (and the runtime); 0 when every function stream mode
+ * uses was found. */
 static int nsp_cases_load_cuda(struct nsp_cases_job *job)
 {
-  const char *path = getenv("NSP_CASES_LIBCUDA");
+  const char *path = getenv("NSP_CASES_LIBCUDA"), *rt = getenv("NSP_CASES_LIBCUDART");
   void *lib = dlopen(path && *path ? path : NSP_CASES_LIBCUDA_DEFAULT, RTLD_NOW | RTLD_LOCAL);
   void *f;
   if (!lib) {
+    fprintf(stderr, "rank %d: stream mode: %s\n", job->rank, dlerror());
+    return -1;
+  }
+  if (!rt)
+    rt = NSP_CASES_LIBCUDART_DEFAULT;
+  if (*rt && !dlopen(rt, RTLD_NOW | RTLD_LOCAL)) {
     fprintf(stderr, "rank %d: stream mode: %s\n", job->rank, dlerror());
     return -1;
   }
@@ -1113,7 +1130,8 @@ static void nsp_cases_usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-  const struct nsp_cases_case *kase = NULL;
+  /* volatile: set after the setjmp below, read after a longjmp to it */
+  const struct nsp_cases_case *volatile kase = NULL;
   struct nsp_cases_job job;
   ncclUniqueId id;
   ncclComm_t world = NULL;
@@ -1151,7 +1169,7 @@ int main(int argc, char **argv)
   if (kase->gpu || nsp_cases_env_int("NSP_CASES_STREAM", 0))
     nsp_cases_stream_setup(&job);
   nsp_cases_exchange_id(&job, &id);
-  r = NC(ncclCommInitRank(&world, job.nranks, id, job.rank));
+  r = NC(ncclCommInitRank(&world, nsp_cases_env_int("NSP_CASES_NRANKS", job.nranks), id, job.rank));
   if (r != ncclSuccess)
     nsp_cases_die(&job, "ncclCommInitRank returned %d: %s", (int)r, NCS(ncclGetLastError(NULL)));
   nsp_cases_add_comm(&job, world, "world");

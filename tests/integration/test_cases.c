@@ -4,7 +4,7 @@
  * asserts the finding a user would act on: its kind, communicator,
  * sequence number and the ranks on each side.
  *
- * usage: test_cases NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE
+ * usage: test_cases NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST
  * (meson runs one process per case, so cases run in parallel). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "nsp_reader.h"
 
 static const char *launch_exe, *cases_exe, *shim_so;
+static const char *standin_nccl_so, *standin_host_so; /* the env tests' extra stand-ins */
 
 struct run {
   char dir[64];
@@ -33,25 +35,54 @@ struct run {
   int launch_status; /* nsp_launch's exit status */
 };
 
+/* What a job runs with (run_job_ex). */
+struct job_opts {
+  int nranks;
+  int ntraces;          /* traces expected; 0: nranks */
+  int limit_s;          /* the launcher ends the job after this (exit 124) */
+  int term_ms;          /* > 0: SIGTERM to the launcher after this many ms */
+  const char *all_env;  /* "VAR=VALUE" for every rank (nsp_launch -e), ';'-separated */
+  const char *rank_env; /* "R:VAR=VALUE" for one rank (nsp_launch -r), ';'-separated */
+  int fake_hosts;       /* preload the host stand-in after the shim (NSP_STANDIN_HOST) */
+};
+
+static void run_job_ex(struct run *r, const char *name, const struct job_opts *o);
+
 /* Runs `nranks` ranks of case `name` under the shim and analyses them.
  * The launcher ends the job after limit_s seconds (exit 124); when
  * term_ms > 0 the launcher gets SIGTERM after that many ms, as a scheduler
- * ending a hung job would do. */
+ * ending a hung job would do.  rank_env: "R:VAR=VALUE" set for one rank
+ * only (nsp_launch -r), or NULL; several, separated by ';'. */
 static void run_job(struct run *r, const char *name, int nranks, int limit_s, int term_ms,
-                    const char *rank_env);
+                    const char *rank_env) {
+  struct job_opts o = {.nranks = nranks, .limit_s = limit_s, .term_ms = term_ms, .rank_env = rank_env};
+  run_job_ex(r, name, &o);
+}
 
 static void run_case(struct run *r, const char *name, int nranks) { run_job(r, name, nranks, 120, 0, NULL); }
 
-/* rank_env: "R:VAR=VALUE" set for one rank only (nsp_launch -r), or NULL;
- * several, separated by ';'. */
-static void run_job(struct run *r, const char *name, int nranks, int limit_s, int term_ms,
-                    const char *rank_env) {
+/* Appends "OPT item" to argv for each ';'-separated item of list (copied
+ * into buf). */
+static int add_opts(char **argv, int k, int max, const char *opt, const char *list, char *buf, size_t len) {
+  if (!list) return k;
+  snprintf(buf, len, "%s", list);
+  for (char *save = NULL, *e = strtok_r(buf, ";", &save); e && k + 2 < max; e = strtok_r(NULL, ";", &save)) {
+    argv[k++] = (char *)opt;
+    argv[k++] = e;
+  }
+  return k;
+}
+
+static void run_job_ex(struct run *r, const char *name, const struct job_opts *o) {
   snprintf(r->dir, sizeof r->dir, "/tmp/nsp-case-%s-XXXXXX", name);
   assert_non_null(mkdtemp(r->dir));
-  char n[16], limit[16], env_preload[4200], env_dir[128], env_uid[128];
-  snprintf(n, sizeof n, "%d", nranks);
-  snprintf(limit, sizeof limit, "%d", limit_s);
-  snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", shim_so);
+  char n[16], limit[16], env_preload[8400], env_dir[128], env_uid[128];
+  snprintf(n, sizeof n, "%d", o->nranks);
+  snprintf(limit, sizeof limit, "%d", o->limit_s);
+  if (o->fake_hosts)
+    snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s %s", shim_so, standin_host_so);
+  else
+    snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", shim_so);
   snprintf(env_dir, sizeof env_dir, "NCCLSPY_DIR=%s", r->dir);
   snprintf(env_uid, sizeof env_uid, "NSP_UID_FILE=%s/uid", r->dir);
   pid_t pid = fork();
@@ -63,15 +94,12 @@ static void run_job(struct run *r, const char *name, int nranks, int limit_s, in
     char log[128];
     snprintf(log, sizeof log, "%s/ranks.log", r->dir);
     if (!freopen(log, "w", stdout)) _exit(126);
-    char *argv[64] = {(char *)launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir,
-                      "-e", env_uid};
+    char *argv[200] = {(char *)launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir,
+                       "-e", env_uid};
     int k = 11;
-    char envs[1024] = "";
-    if (rank_env) snprintf(envs, sizeof envs, "%s", rank_env);
-    for (char *save = NULL, *e = strtok_r(envs, ";", &save); e && k < 58; e = strtok_r(NULL, ";", &save)) {
-      argv[k++] = "-r";
-      argv[k++] = e;
-    }
+    static char all[4096], ranks[8192];
+    k = add_opts(argv, k, 194, "-e", o->all_env, all, sizeof all);
+    k = add_opts(argv, k, 194, "-r", o->rank_env, ranks, sizeof ranks);
     argv[k++] = "--";
     argv[k++] = (char *)cases_exe;
     argv[k++] = (char *)name;
@@ -79,8 +107,8 @@ static void run_job(struct run *r, const char *name, int nranks, int limit_s, in
     execv(launch_exe, argv);
     _exit(127);
   }
-  if (term_ms > 0) {
-    struct timespec ts = {term_ms / 1000, (long)(term_ms % 1000) * 1000000L};
+  if (o->term_ms > 0) {
+    struct timespec ts = {o->term_ms / 1000, (long)(o->term_ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
     kill(pid, SIGTERM);
   }
@@ -92,7 +120,7 @@ static void run_job(struct run *r, const char *name, int nranks, int limit_s, in
 
   r->job = nsp_job_create();
   assert_non_null(r->job);
-  assert_int_equal(nsp_job_add_path(r->job, r->dir), nranks);
+  assert_int_equal(nsp_job_add_path(r->job, r->dir), o->ntraces ? o->ntraces : o->nranks);
   assert_int_equal(nsp_job_analyze(r->job), 0);
   for (size_t i = 0; i < nsp_job_nfindings(r->job); i++)
     print_message("# finding %zu: %s\n", i, nsp_job_finding(r->job, i)->message);
@@ -148,6 +176,15 @@ static void test_c01(void **state) {
   assert_side(&f->sides[1], "1");
   assert_int_equal(f->sides[1].call.dtype, ncclFloat32);
   assert_int_equal(f->sides[0].call.count, 1024);
+  /* The NCCL path is recorded canonical (the ranks reach the stand-in
+   * through an rpath with "..": it must not show). */
+  for (size_t i = 0; i < nsp_job_ntraces(r.job); i++) {
+    const char *p = nsp_job_trace(r.job, i)->nccl_path;
+    char canon[PATH_MAX];
+    assert_non_null(p);
+    assert_non_null(realpath(p, canon));
+    assert_string_equal(p, canon);
+  }
   run_done(&r);
 }
 
@@ -419,14 +456,392 @@ static void test_env(void **state) {
   run_done(&r);
 }
 
+/* ---- the environment doctor, one finding at a time ---------------------
+ * Each test runs a real job of the stand-ins under the shim with the
+ * environment varied per rank (nsp_launch -r) and asserts the env-*
+ * finding's communicator, sides (ranks, value, host of each process) and
+ * odd ranks, and that nothing else is reported.  TWO_NODES jobs preload
+ * the host stand-in: ranks 0-1 run on "node-a" and 2-3 on "node-b", with
+ * local ranks 0-1 on each, as a 2 x 2 job would. */
+
+#define TWO_NODES                                                                                \
+  "0:NSP_STANDIN_HOST=node-a;1:NSP_STANDIN_HOST=node-a;2:NSP_STANDIN_HOST=node-b;"             \
+  "3:NSP_STANDIN_HOST=node-b;2:LOCAL_RANK=0;3:LOCAL_RANK=1"
+
+static char this_host[256];
+
+static size_t count_kind(struct run *r, int kind) {
+  size_t n = 0;
+  for (size_t i = 0; i < nsp_job_nfindings(r->job); i++) n += nsp_job_finding(r->job, i)->kind == kind;
+  return n;
+}
+
+/* The one finding of `kind` (and `setting`, unless NULL); fails unless
+ * there is exactly one. */
+static const struct nsp_finding *the_finding(struct run *r, int kind, const char *setting) {
+  const struct nsp_finding *found = NULL;
+  for (size_t i = 0; i < nsp_job_nfindings(r->job); i++) {
+    const struct nsp_finding *f = nsp_job_finding(r->job, i);
+    if (f->kind != kind || (setting && (!f->setting || strcmp(f->setting, setting)))) continue;
+    if (found) fail_msg("two %s findings%s%s", nsp_finding_kind_name(kind), setting ? " for " : "", setting ? setting : "");
+    found = f;
+  }
+  if (!found) fail_msg("no %s finding%s%s", nsp_finding_kind_name(kind), setting ? " for " : "", setting ? setting : "");
+  return found;
+}
+
+/* Every finding is of one of the kinds listed (ending with -1). */
+static void assert_kinds_only(struct run *r, ...) {
+  for (size_t i = 0; i < nsp_job_nfindings(r->job); i++) {
+    const struct nsp_finding *f = nsp_job_finding(r->job, i);
+    va_list ap;
+    va_start(ap, r);
+    int k, ok = 0;
+    while ((k = va_arg(ap, int)) >= 0) ok |= f->kind == k;
+    va_end(ap);
+    if (!ok) fail_msg("unexpected %s finding: %s", nsp_finding_kind_name(f->kind), f->message);
+  }
+}
+
+/* A side of an env-* finding: its ranks ("0,2-3"), its value (NULL:
+ * unset) and the host of each of its processes, in order ("node-a,node-b";
+ * NULL: this host for every process). */
+static void assert_env_side(const struct nsp_side *s, const char *ranks, const char *value, const char *hosts) {
+  assert_side(s, ranks);
+  if (value) {
+    assert_non_null(s->value);
+    assert_string_equal(s->value, value);
+  } else {
+    assert_null(s->value);
+  }
+  char buf[512] = "";
+  size_t len = 0;
+  for (size_t p = 0; p < s->nranks; p++) {
+    assert_int_equal(s->procs[p].rank, s->ranks[p]);
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", p ? "," : "", s->procs[p].host);
+    if (!hosts) assert_string_equal(s->procs[p].host, this_host);
+  }
+  if (hosts) assert_string_equal(buf, hosts);
+}
+
+static void assert_odd(const struct nsp_finding *f, const char *ranks) {
+  char buf[256];
+  nsp_format_ranks(buf, sizeof buf, f->odd_ranks, f->nodd);
+  assert_string_equal(buf, ranks);
+}
+
+/* NCCL version, NCCL library, driver and runtime versions differ: rank 3
+ * has NCCL 2.28.5 (the others 2.28.9), rank 1 loads a copy of libnccl from
+ * another directory, node-b has driver 12.4 (node-a 13.0), rank 0 runtime
+ * 12.2 (the others 12.8).  The GPUs of the two nodes have the same PCI bus
+ * ids: not one GPU. */
+static void test_env_versions(void **state) {
+  char alt[64] = "/tmp/nsp-case-alt-XXXXXX", cmd[512], alt_so[128], renv[2048];
+  assert_non_null(mkdtemp(alt));
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s/libnccl.so.2'", standin_nccl_so, alt);
+  assert_int_equal(system(cmd), 0);
+  snprintf(alt_so, sizeof alt_so, "%s/libnccl.so.2", alt);
+  snprintf(renv, sizeof renv,
+           TWO_NODES ";1:LD_LIBRARY_PATH=%s;3:NSP_STANDIN_VERSION=22805;2:NSP_STANDIN_DRIVER_VERSION=12040;"
+                     "3:NSP_STANDIN_DRIVER_VERSION=12040;0:NSP_STANDIN_RUNTIME_VERSION=12020",
+           alt);
+  struct job_opts o = {.nranks = 4, .limit_s = 60, .all_env = "NSP_CASES_STREAM=1;LOCAL_WORLD_SIZE=2",
+                       .rank_env = renv, .fake_hosts = 1};
+  struct run r;
+  run_job_ex(&r, "c10", &o);
+  assert_int_equal(r.launch_status, 0); /* nothing stops the stand-ins */
+  assert_kinds_only(&r, NSP_FIND_ENV_NCCL_VERSION, NSP_FIND_ENV_NCCL_PATH, NSP_FIND_ENV_DRIVER,
+                    NSP_FIND_ENV_RUNTIME, -1);
+
+  const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_NCCL_VERSION, NULL);
+  assert_int_equal(f->comm_id, 0);
+  assert_int_equal(f->nsides, 2);
+  assert_env_side(&f->sides[0], "0-2", "2.28.9", "node-a,node-a,node-b");
+  assert_env_side(&f->sides[1], "3", "2.28.5", "node-b");
+  assert_odd(f, "3");
+  assert_string_equal(f->message, "NCCL version differs across ranks: ranks 0-2 (node-a, node-b): 2.28.9; "
+                                  "rank 3 (node-b): 2.28.5");
+
+  f = the_finding(&r, NSP_FIND_ENV_NCCL_PATH, NULL);
+  assert_int_equal(f->nsides, 2);
+  /* The build's library, as the loader named it (through the runpath). */
+  char real_a[4096], real_b[4096];
+  assert_non_null(f->sides[0].value);
+  assert_non_null(realpath(f->sides[0].value, real_a));
+  assert_non_null(realpath(standin_nccl_so, real_b));
+  assert_string_equal(real_a, real_b);
+  assert_env_side(&f->sides[0], "0,2-3", f->sides[0].value, "node-a,node-b,node-b");
+  assert_env_side(&f->sides[1], "1", alt_so, "node-a");
+  assert_odd(f, "1");
+
+  f = the_finding(&r, NSP_FIND_ENV_DRIVER, NULL);
+  assert_int_equal(f->nsides, 2);
+  assert_env_side(&f->sides[0], "0-1", "13.0", "node-a,node-a");
+  assert_env_side(&f->sides[1], "2-3", "12.4", "node-b,node-b");
+  assert_int_equal(f->nodd, 0); /* two against two: nobody is odd */
+
+  f = the_finding(&r, NSP_FIND_ENV_RUNTIME, NULL);
+  assert_int_equal(f->nsides, 2);
+  assert_env_side(&f->sides[0], "0", "12.2", "node-a");
+  assert_env_side(&f->sides[1], "1-3", "12.8", "node-a,node-b,node-b");
+  assert_odd(f, "0");
+  run_done(&r);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", alt);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* NCCL_* settings: NCCL_SOCKET_IFNAME differs between the nodes, rank 1
+ * alone sets NCCL_IB_DISABLE.  Variables that are per rank or per host by
+ * design differ on every rank and are not findings: NCCL_COMM_ID,
+ * NCCL_HOSTID, NCCL_DEBUG_FILE, NCCL_LOCAL_RANK; nor are variables outside
+ * NCCL_* (NCCLSPY_LEVEL, CUDA_VISIBLE_DEVICES). */
+static void test_env_settings(void **state) {
+  struct job_opts o = {
+      .nranks = 4,
+      .limit_s = 60,
+      .all_env = "NCCL_SOCKET_IFNAME=eth0;NCCL_DEBUG=WARN",
+      .rank_env = TWO_NODES ";2:NCCL_SOCKET_IFNAME=ib0;3:NCCL_SOCKET_IFNAME=ib0;1:NCCL_IB_DISABLE=1;"
+                            "0:NCCL_COMM_ID=10.0.0.1:29500;1:NCCL_COMM_ID=10.0.0.1:29501;"
+                            "2:NCCL_COMM_ID=10.0.0.2:29500;3:NCCL_COMM_ID=10.0.0.2:29501;"
+                            "0:NCCL_HOSTID=node-a;1:NCCL_HOSTID=node-a;2:NCCL_HOSTID=node-b;3:NCCL_HOSTID=node-b;"
+                            "0:NCCL_DEBUG_FILE=/tmp/nccl.0.log;1:NCCL_DEBUG_FILE=/tmp/nccl.1.log;"
+                            "2:NCCL_DEBUG_FILE=/tmp/nccl.2.log;3:NCCL_DEBUG_FILE=/tmp/nccl.3.log;"
+                            "0:NCCL_LOCAL_RANK=0;1:NCCL_LOCAL_RANK=1;2:NCCL_LOCAL_RANK=0;3:NCCL_LOCAL_RANK=1;"
+                            "2:NCCLSPY_LEVEL=1;0:CUDA_VISIBLE_DEVICES=0;1:CUDA_VISIBLE_DEVICES=1;"
+                            "2:CUDA_VISIBLE_DEVICES=0;3:CUDA_VISIBLE_DEVICES=1",
+      .fake_hosts = 1};
+  struct run r;
+  run_job_ex(&r, "c10", &o);
+  assert_int_equal(r.launch_status, 0);
+  assert_kinds_only(&r, NSP_FIND_ENV_SETTING, -1);
+  assert_int_equal(nsp_job_nfindings(r.job), 2);
+
+  const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_SETTING, "NCCL_IB_DISABLE");
+  assert_int_equal(f->comm_id, 0);
+  assert_int_equal(f->nsides, 2);
+  assert_env_side(&f->sides[0], "0,2-3", NULL, "node-a,node-b,node-b");
+  assert_env_side(&f->sides[1], "1", "1", "node-a");
+  assert_odd(f, "1");
+  assert_string_equal(f->message, "NCCL_IB_DISABLE differs across ranks: ranks 0,2-3 (node-a, node-b): unset; "
+                                  "rank 1 (node-a): 1");
+
+  f = the_finding(&r, NSP_FIND_ENV_SETTING, "NCCL_SOCKET_IFNAME");
+  assert_int_equal(f->nsides, 2);
+  assert_env_side(&f->sides[0], "0-1", "eth0", "node-a,node-a");
+  assert_env_side(&f->sides[1], "2-3", "ib0", "node-b,node-b");
+  assert_int_equal(f->nodd, 0);
+  /* The per-rank variables were recorded (so leaving them out was the
+   * analyzer's doing). */
+  int seen = 0;
+  for (size_t t = 0; t < nsp_job_ntraces(r.job); t++) {
+    const struct nsp_trace_info *ti = nsp_job_trace(r.job, t);
+    for (size_t e = 0; e < ti->nenv; e++) seen += !strcmp(ti->env[2 * e], "NCCL_COMM_ID");
+  }
+  assert_int_equal(seen, 4);
+  run_done(&r);
+}
+
+/* Two ranks on one GPU, 6 ranks on this host: rank 1 has LOCAL_RANK 0 and
+ * so uses rank 0's GPU (same UUID, same PCI bus id); rank 3 uses rank 2's
+ * device but cannot read its UUID (the stand-in driver refuses it): same
+ * host and PCI bus id.  Rank 5 reports rank 4's PCI bus id with a UUID of
+ * its own: another GPU (a MIG slice, or a node with the same host name),
+ * not a finding. */
+static void test_env_dup_gpu(void **state) {
+  struct job_opts o = {.nranks = 6,
+                       .limit_s = 60,
+                       .all_env = "NSP_CASES_STREAM=1",
+                       .rank_env = "1:LOCAL_RANK=0;2:NSP_STANDIN_GPU_UUID=GPU-22222222-2222-2222-2222-222222222222;"
+                                   "3:LOCAL_RANK=2;3:NSP_STANDIN_GPU_UUID=none;"
+                                   "5:NSP_STANDIN_GPU_BUS=0000:04:00.0"};
+  struct run r;
+  run_job_ex(&r, "c10", &o);
+  assert_int_equal(r.launch_status, 0);
+  assert_kinds_only(&r, NSP_FIND_ENV_DUP_GPU, -1);
+  const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_DUP_GPU, NULL);
+  /* The world: the halves (even and odd ranks) hold no pair. */
+  assert_int_equal(f->comm_id, world(&r, 6)->id);
+  assert_int_equal(f->nsides, 2);
+  assert_non_null(f->sides[0].value);
+  assert_int_equal(strlen(f->sides[0].value), 40); /* GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx */
+  assert_memory_equal(f->sides[0].value, "GPU-", 4);
+  assert_env_side(&f->sides[0], "0-1", f->sides[0].value, NULL);
+  assert_non_null(strstr(f->sides[0].text, " 0000:00:00.0"));
+  assert_env_side(&f->sides[1], "2-3", "GPU-22222222-2222-2222-2222-222222222222", NULL);
+  assert_non_null(strstr(f->sides[1].text, " 0000:02:00.0"));
+  char want[4096];
+  snprintf(want, sizeof want, "ranks 0-1 (%s) share one GPU: %s; ranks 2-3 (%s) share one GPU: %s", this_host,
+           f->sides[0].text, this_host, f->sides[1].text);
+  assert_string_equal(f->message, want);
+  run_done(&r);
+}
+
+/* Two processes claim rank 1 (rank 3 of the launch has RANK=1): the
+ * second to join fails, the others wait for rank 3 until init gives up. */
+static void test_env_dup_rank(void **state) {
+  struct job_opts o = {.nranks = 4, .limit_s = 60, .rank_env = "3:RANK=1"};
+  struct run r;
+  run_job_ex(&r, "c10", &o);
+  assert_int_not_equal(r.launch_status, 0);
+  assert_kinds_only(&r, NSP_FIND_ENV_DUP_RANK, NSP_FIND_ENV_MISSING_RANKS, NSP_FIND_ERROR, -1);
+  const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_DUP_RANK, NULL);
+  assert_int_equal(f->comm_id, world(&r, 4)->id);
+  assert_int_equal(f->nsides, 1);
+  assert_int_equal(f->sides[0].nranks, 2);
+  assert_env_side(&f->sides[0], "1", NULL, NULL); /* both claim rank 1 */
+  assert_string_equal(f->sides[0].text, "rank 1 in 2 processes");
+  const struct nsp_proc *a = &f->sides[0].procs[0], *b = &f->sides[0].procs[1];
+  assert_int_not_equal(a->pid, b->pid);
+  assert_int_not_equal(a->trace, b->trace);
+  assert_int_equal(nsp_job_trace(r.job, a->trace)->pid, a->pid);
+  assert_int_equal(nsp_job_trace(r.job, b->trace)->pid, b->pid);
+  char want[4096];
+  snprintf(want, sizeof want, "rank 1 is claimed by 2 processes: %s pid %u (%s), %s pid %u (%s)", this_host,
+           a->pid, nsp_job_trace(r.job, a->trace)->path, this_host, b->pid, nsp_job_trace(r.job, b->trace)->path);
+  assert_string_equal(f->message, want);
+  /* Nobody traced rank 3. */
+  f = the_finding(&r, NSP_FIND_ENV_MISSING_RANKS, NULL);
+  assert_int_equal(f->comm_id, world(&r, 4)->id);
+  assert_env_side(&f->sides[0], "0-2", NULL, NULL);
+  assert_odd(f, "3");
+  run_done(&r);
+}
+
+/* Analyses the traces of r again, rank `first`'s trace added first. */
+static struct nsp_job *reanalyze_from(struct run *r, int first) {
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  size_t n = nsp_job_ntraces(r->job);
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = n; i-- > 0;) {
+      const struct nsp_trace_info *t = nsp_job_trace(r->job, i);
+      if ((t->rank == first) == (pass == 0)) assert_int_equal(nsp_job_add_path(job, t->path), 1);
+    }
+  assert_int_equal(nsp_job_analyze(job), 0);
+  return job;
+}
+
+/* Rank 3 passes nranks 8 to ncclCommInitRank (WORLD_SIZE is 4 for all):
+ * its init fails, the others wait for it until theirs does.  The
+ * communicator has 4 ranks by the word of three of four, in whatever
+ * order the traces come: no rank is missing, and WORLD_SIZE=4 agrees. */
+static void test_env_nranks(void **state) {
+  struct job_opts o = {.nranks = 4, .limit_s = 60, .rank_env = "3:NSP_CASES_NRANKS=8"};
+  struct run r;
+  run_job_ex(&r, "c10", &o);
+  assert_int_not_equal(r.launch_status, 0);
+  struct nsp_job *jobs[3] = {r.job, reanalyze_from(&r, 3), reanalyze_from(&r, 0)};
+  for (int j = 0; j < 3; j++) {
+    r.job = jobs[j];
+    assert_kinds_only(&r, NSP_FIND_ENV_NRANKS, NSP_FIND_ERROR, -1);
+    const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_NRANKS, NULL);
+    assert_non_null(f->comm);
+    assert_int_equal(f->comm->nranks, 4);
+    assert_int_equal(f->comm->ntraced, 4);
+    assert_int_equal(f->nsides, 2);
+    assert_env_side(&f->sides[0], "0-2", "4", NULL);
+    assert_env_side(&f->sides[1], "3", "8", NULL);
+    assert_odd(f, "3");
+  }
+  r.job = jobs[0];
+  nsp_job_destroy(jobs[1]);
+  nsp_job_destroy(jobs[2]);
+  run_done(&r);
+}
+
+/* Rank 3 runs without the shim (its LD_PRELOAD lost, as with an mpirun
+ * that did not export it): a healthy job with three traces.  Rank 3 is
+ * missing from the world, and from the odd half as its rank 0. */
+static void test_env_missing(void **state) {
+  struct job_opts o = {.nranks = 4, .ntraces = 3, .limit_s = 60, .rank_env = "3:LD_PRELOAD="};
+  struct run r;
+  run_job_ex(&r, "c10", &o);
+  assert_int_equal(r.launch_status, 0);
+  assert_kinds_only(&r, NSP_FIND_ENV_MISSING_RANKS, -1);
+  assert_int_equal(count_kind(&r, NSP_FIND_ENV_MISSING_RANKS), 2);
+  const struct nsp_comm_info *w = world(&r, 4);
+  for (size_t i = 0; i < nsp_job_nfindings(r.job); i++) {
+    const struct nsp_finding *f = nsp_job_finding(r.job, i);
+    assert_int_equal(f->nsides, 1);
+    if (f->comm_id == w->id) {
+      assert_env_side(&f->sides[0], "0-2", NULL, NULL);
+      assert_string_equal(f->sides[0].text, "traced (3 of 4)");
+      assert_odd(f, "3");
+      assert_string_equal(f->message, "communicator has 4 ranks but 3 have a trace; no trace for rank 3");
+    } else {
+      /* The odd half {1,3}, keyed in reverse: world rank 3 is its rank 0. */
+      assert_non_null(f->comm);
+      assert_int_equal(f->comm->parent_id, w->id);
+      assert_int_equal(f->comm->nranks, 2);
+      assert_env_side(&f->sides[0], "1", NULL, NULL);
+      assert_int_equal(nsp_job_trace(r.job, f->sides[0].procs[0].trace)->rank, 1);
+      assert_odd(f, "0");
+      assert_string_equal(f->message, "communicator has 2 ranks but 1 has a trace; no trace for rank 0");
+    }
+  }
+  run_done(&r);
+}
+
+/* Ranks 2, 4 and 5 of 6 never start (they never get the unique id, so
+ * never call NCCL); the others wait in init until it gives up. */
+static void test_env_never_started(void **state) {
+  struct job_opts o = {.nranks = 6,
+                       .ntraces = 3,
+                       .limit_s = 60,
+                       .rank_env = "2:NSP_UID_FILE=/nonexistent/nsp.uid;2:NSP_UID_WAIT_MS=0;"
+                                   "4:NSP_UID_FILE=/nonexistent/nsp.uid;4:NSP_UID_WAIT_MS=0;"
+                                   "5:NSP_UID_FILE=/nonexistent/nsp.uid;5:NSP_UID_WAIT_MS=0"};
+  struct run r;
+  run_job_ex(&r, "c10", &o);
+  assert_int_not_equal(r.launch_status, 0);
+  assert_kinds_only(&r, NSP_FIND_ENV_MISSING_RANKS, NSP_FIND_ERROR, -1);
+  const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_MISSING_RANKS, NULL);
+  assert_int_equal(f->comm_id, world(&r, 6)->id);
+  assert_env_side(&f->sides[0], "0-1,3", NULL, NULL);
+  assert_string_equal(f->sides[0].text, "traced (3 of 6)");
+  assert_odd(f, "2,4-5");
+  assert_string_equal(f->message, "communicator has 6 ranks but 3 have a trace; no trace for ranks 2,4-5");
+  run_done(&r);
+}
+
+/* World-size variables: SLURM_NTASKS=8 on every rank of a 4-rank job, all
+ * traced; OMPI_COMM_WORLD_SIZE 2 on rank 3, 4 elsewhere.  WORLD_SIZE and
+ * PMI_SIZE (4 everywhere) agree with the job. */
+static void test_env_world_size(void **state) {
+  struct job_opts o = {.nranks = 4,
+                       .limit_s = 60,
+                       .all_env = "SLURM_NTASKS=8;OMPI_COMM_WORLD_SIZE=4;PMI_SIZE=4",
+                       .rank_env = TWO_NODES ";3:OMPI_COMM_WORLD_SIZE=2",
+                       .fake_hosts = 1};
+  struct run r;
+  run_job_ex(&r, "c10", &o);
+  assert_int_equal(r.launch_status, 0);
+  assert_kinds_only(&r, NSP_FIND_ENV_WORLD_SIZE, -1);
+  assert_int_equal(nsp_job_nfindings(r.job), 2);
+  const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_WORLD_SIZE, "SLURM_NTASKS");
+  assert_int_equal(f->nsides, 1);
+  assert_env_side(&f->sides[0], "0-3", "8", "node-a,node-a,node-b,node-b");
+  assert_string_equal(f->message, "SLURM_NTASKS=8 on ranks 0-3 (node-a, node-b) but 4 processes traced, "
+                                  "largest communicator 4 ranks");
+  f = the_finding(&r, NSP_FIND_ENV_WORLD_SIZE, "OMPI_COMM_WORLD_SIZE");
+  assert_int_equal(f->nsides, 2);
+  assert_env_side(&f->sides[0], "0-2", "4", "node-a,node-a,node-b");
+  assert_env_side(&f->sides[1], "3", "2", "node-b");
+  assert_odd(f, "3");
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE\n", argv[0]);
+  if (argc != 7) {
+    fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
     return 2;
   }
   launch_exe = argv[1];
   cases_exe = argv[2];
   shim_so = argv[3];
+  standin_nccl_so = argv[5];
+  standin_host_so = argv[6];
+  gethostname(this_host, sizeof this_host - 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_c01), cmocka_unit_test(test_c02), cmocka_unit_test(test_c03),
       cmocka_unit_test(test_c04), cmocka_unit_test(test_c05), cmocka_unit_test(test_c06),
@@ -434,6 +849,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_c10),    cmocka_unit_test(test_c11),
       cmocka_unit_test(test_killed_hang),
       cmocka_unit_test(test_c12),      cmocka_unit_test(test_env),
+      cmocka_unit_test(test_env_versions), cmocka_unit_test(test_env_settings),
+      cmocka_unit_test(test_env_dup_gpu), cmocka_unit_test(test_env_dup_rank),
+      cmocka_unit_test(test_env_nranks), cmocka_unit_test(test_env_missing),
+      cmocka_unit_test(test_env_never_started), cmocka_unit_test(test_env_world_size),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);

@@ -43,11 +43,11 @@
 
 #include "nsp_analyze.h"
 #include "nsp_reader.h"
+#include "tests/nsp_tap.h"
 
 #define NRANKS 2
 
 static const char *cases_exe, *shim_so;
-static int tests, failures;
 static uint64_t rng;
 
 static uint64_t rand64(void) {
@@ -61,19 +61,6 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...) {
-  va_list ap;
-  tests++;
-  if (!cond) failures++;
-  printf("%s %d - ", cond ? "ok" : "not ok", tests);
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  printf("\n");
-  fflush(stdout);
 }
 
 struct log_entry {

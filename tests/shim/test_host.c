@@ -40,10 +40,9 @@
 #include "nsp_names.h"
 #include "nsp_nccl.h"
 #include "nsp_reader.h"
+#include "tests/nsp_tap.h"
 
 NSP_NCCL_DECLARE(nccl)
-
-static int tests, failures;
 
 /* ThreadSanitizer cannot run threads in a child forked from a threaded
  * process ("starting new threads after multi-threaded fork is not
@@ -63,19 +62,6 @@ static int tests, failures;
 static pid_t nsp_fork_parent;
 int __lsan_is_turned_off(void);
 int __lsan_is_turned_off(void) { return nsp_fork_parent && getpid() != nsp_fork_parent; }
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...) {
-  va_list ap;
-  tests++;
-  if (!cond) failures++;
-  printf("%s %d - ", cond ? "ok" : "not ok", tests);
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  printf("\n");
-  fflush(stdout);
-}
 
 /* ---- reading traces ---- */
 

@@ -19,21 +19,7 @@
 #include "nsp_names.h"
 #include "nsp_nccl.h"
 #include "nsp_reader.h"
-
-static int tests, failures;
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...) {
-  va_list ap;
-  tests++;
-  if (!cond) failures++;
-  printf("%s %d - ", cond ? "ok" : "not ok", tests);
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  printf("\n");
-  fflush(stdout);
-}
+#include "tests/nsp_tap.h"
 
 #define SYM(var, name)                         \
   do {                                         \

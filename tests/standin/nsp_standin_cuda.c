@@ -74,7 +74,10 @@
  *                             "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" or
  *                             32 hex digits; any other text is hashed into
  *                             16 bytes.  Default (every device): a hash of
- *                             the host name and the device index.
+ *                             the host name and the device index.  "none":
+ *                             cuDeviceGetUuid(_v2) of that device fails
+ *                             (CUDA_ERROR_NOT_SUPPORTED), a GPU whose
+ *                             identity is only its PCI bus id.
  * NSP_STANDIN_GPU_NAME        name of every device (default "Stand-in H200")
  * NSP_STANDIN_GPU_BUS         PCI bus id of the process's device (default,
  *                             every device: "0000:%02x:00.0" of its index)
@@ -167,6 +170,7 @@ static struct {
   int forked;      /* this is a child forked after cuInit */
   int shutting_down;
   int ndev, my_dev;
+  int my_uuid_unknown; /* NSP_STANDIN_GPU_UUID=none */
   struct CUctx_st ctx[NSP_CU_MAX_DEVICES];
   CUuuid uuid[NSP_CU_MAX_DEVICES];
   char bus[NSP_CU_MAX_DEVICES][32];
@@ -317,7 +321,9 @@ static void nsp_cu_init_once(void)
     nsp_cu_uuid_from_hash(&nsp_cu.uuid[d], nsp_cu_hash_str(host, (uint64_t)d + 1));
     snprintf(nsp_cu.bus[d], sizeof nsp_cu.bus[d], "0000:%02x:00.0", (unsigned)d);
   }
-  if (uuid && *uuid)
+  if (uuid && !strcmp(uuid, "none"))
+    nsp_cu.my_uuid_unknown = 1;
+  else if (uuid && *uuid)
     nsp_cu_parse_uuid(uuid, &nsp_cu.uuid[nsp_cu.my_dev]);
   if (bus && *bus)
     snprintf(nsp_cu.bus[nsp_cu.my_dev], sizeof nsp_cu.bus[0], "%s", bus);
@@ -651,6 +657,8 @@ NSP_CU_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
   NSP_CU_CHECK_DEV(dev);
   if (!uuid)
     return CUDA_ERROR_INVALID_VALUE;
+  if (nsp_cu.my_uuid_unknown && dev == nsp_cu.my_dev)
+    return 801; /* CUDA_ERROR_NOT_SUPPORTED */
   *uuid = nsp_cu.uuid[dev];
   return CUDA_SUCCESS;
 }

@@ -262,6 +262,70 @@ static void test_roundtrip_completion_callsite(void **state) {
   roundtrip(r, 8);
 }
 
+/* SIGNAL (1.3): a fault with frames, a raised signal without, extreme
+ * values; nsp_encode_signal (the shim's handler's encoder, into a fixed
+ * buffer) writes exactly nsp_encode's bytes, and refuses what does not fit. */
+static void test_roundtrip_signal(void **state) {
+  (void)state;
+  static const char *const mods[] = {"/opt/job/train", "/lib/x86_64-linux-gnu/libc.so.6", ""};
+  static const uint64_t offs[] = {0x17e7, 0x2724a, UINT64_MAX};
+  static const char *const syms[] = {"nsp_sigjob_segv", "", "_start"};
+  struct nsp_rec_ext st, empty;
+  memset(&st, 0, sizeof st);
+  memset(&empty, 0, sizeof empty);
+  st.nframes = 3;
+  st.frame_module = mods;
+  st.frame_offset = offs;
+  st.frame_symbol = syms;
+  struct nsp_rec r[3];
+  memset(r, 0, sizeof r);
+  for (int i = 0; i < 3; i++) {
+    r[i].kind = NSP_REC_SIGNAL;
+    r[i].redop = -1; /* not a SIGNAL field: decoded as for any kind */
+  }
+  r[0].aux = 11; /* SIGSEGV, SEGV_MAPERR at 0x10 */
+  r[0].result = 1;
+  r[0].sendbuff = 0x10;
+  r[0].seq = 4242;
+  r[0].t_enter = 123456789012ull;
+  r[0].flags = NSP_SIG_CHAINED | NSP_SIG_TRUNCATED;
+  r[0].ext = &st;
+  r[1].aux = 6; /* SIGABRT raised by pid 777 (SI_TKILL), no stack */
+  r[1].result = -6;
+  r[1].peer = 777;
+  r[1].flags = NSP_SIG_NO_STACK;
+  r[1].ext = &empty;
+  r[2].aux = UINT32_MAX;
+  r[2].result = INT32_MIN;
+  r[2].sendbuff = UINT64_MAX;
+  r[2].seq = UINT64_MAX;
+  r[2].t_enter = UINT64_MAX;
+  r[2].flags = 0xffff;
+  r[2].peer = INT32_MAX;
+  r[2].ext = &st;
+  roundtrip(r, 3);
+  for (int i = 0; i < 3; i++) {
+    struct nsp_buf buf = {0};
+    struct nsp_codec c = {0};
+    assert_int_equal(nsp_encode(&buf, &c, &r[i]), 0);
+    uint8_t fixed[512];
+    size_t n = nsp_encode_signal(fixed, sizeof fixed, &r[i]);
+    assert_int_equal(n, buf.len);
+    assert_memory_equal(fixed, buf.data, n);
+    /* One byte short: refused, never written past the end. */
+    memset(fixed, 0xa5, sizeof fixed);
+    assert_int_equal(nsp_encode_signal(fixed, n - 1, &r[i]), 0);
+    for (size_t k = n - 1; k < sizeof fixed; k++) assert_int_equal(fixed[k], 0xa5);
+    nsp_buf_free(&buf);
+    nsp_codec_free(&c);
+  }
+  struct nsp_rec call;
+  memset(&call, 0, sizeof call);
+  call.kind = NSP_REC_CALL;
+  uint8_t b[64];
+  assert_int_equal(nsp_encode_signal(b, sizeof b, &call), 0); /* SIGNAL records only */
+}
+
 /* Calls: every mask field, predicted fields, negative deltas and wrapped
  * durations, several comms interleaved in one frame. */
 static void test_roundtrip_calls(void **state) {
@@ -710,6 +774,7 @@ int main(void) {
       cmocka_unit_test(test_roundtrip_comm),
       cmocka_unit_test(test_roundtrip_small_kinds),
       cmocka_unit_test(test_roundtrip_completion_callsite),
+      cmocka_unit_test(test_roundtrip_signal),
       cmocka_unit_test(test_roundtrip_calls),
       cmocka_unit_test(test_forward_compat),
       cmocka_unit_test(test_reader_whole),

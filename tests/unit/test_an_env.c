@@ -16,33 +16,7 @@
 #include "nsp_analyze.h"
 #include "nsp_names.h"
 #include "nsp_tracegen.h"
-
-static struct nsp_job *analyse_gens(struct nsp_tracegen **g, int n) {
-  struct nsp_job *job = nsp_job_create();
-  assert_non_null(job);
-  for (int r = 0; r < n; r++) {
-    const uint8_t *data;
-    size_t len;
-    char name[32];
-    snprintf(name, sizeof name, "t%d.ncclspy", r);
-    assert_int_equal(nsp_tracegen_bytes(g[r], &data, &len), 0);
-    assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
-    nsp_tracegen_destroy(g[r]);
-  }
-  assert_int_equal(nsp_job_analyze(job), 0);
-  return job;
-}
-
-static void assert_ranks(const int *ranks, size_t n, const char *want) {
-  char buf[256];
-  nsp_format_ranks(buf, sizeof buf, ranks, n);
-  assert_string_equal(buf, want);
-}
-#define assert_side(s, want) assert_ranks((s)->ranks, (s)->nranks, want)
-
-static void assert_contains(const char *hay, const char *needle) {
-  if (!hay || !strstr(hay, needle)) fail_msg("\"%s\"\n  does not contain \"%s\"", hay ? hay : "(null)", needle);
-}
+#include "nsp_an_test.h"
 
 /* The only finding of a kind (fails when there is not exactly one). */
 static const struct nsp_finding *only(const struct nsp_job *job, int kind) {
@@ -55,12 +29,6 @@ static const struct nsp_finding *only(const struct nsp_job *job, int kind) {
     }
   if (n != 1) fail_msg("%zu findings of kind %s", n, nsp_finding_kind_name(kind));
   return f;
-}
-
-static size_t count_kind(const struct nsp_job *job, int kind) {
-  size_t n = 0;
-  for (size_t i = 0; i < nsp_job_nfindings(job); i++) n += nsp_job_finding(job, i)->kind == kind;
-  return n;
 }
 
 /* Rank r on host node-{a,b} (two per host), not yet written. */
@@ -217,6 +185,84 @@ static void test_duplicate_gpu(void **state) {
   assert_string_equal(f->sides[0].value, "GPU-1111");
   assert_contains(f->message, "ranks 0-2 (node-a) share one GPU: GPU-1111");
   nsp_job_destroy(job);
+}
+
+/* A PCI bus id names one GPU of a host only where a UUID is unknown: two
+ * known UUIDs that differ are two GPUs (MIG instances share a bus id, and
+ * nodes may share a host name).  A rank without a UUID on that bus joins
+ * the first rank with one. */
+static void test_duplicate_gpu_bus_needs_unknown_uuid(void **state) {
+  (void)state;
+  static const char *const uuids[4] = {"GPU-1111", "GPU-2222", "", "GPU-3333"};
+  for (int n = 2; n <= 4; n += 2) {
+    struct nsp_tracegen *g[4];
+    for (int r = 0; r < n; r++) {
+      g[r] = nsp_tracegen_create("node-a", 1000u + (uint32_t)r, r);
+      assert_non_null(g[r]);
+      assert_int_equal(nsp_tracegen_set_gpu(g[r], uuids[r], r < 3 ? "0000:1b:00.0" : "0000:1c:00.0", "H200"), 0);
+      world(g[r], r, n);
+    }
+    struct nsp_job *job = analyse_gens(g, n);
+    if (n == 2) {
+      assert_int_equal(count_kind(job, NSP_FIND_ENV_DUP_GPU), 0);
+    } else {
+      const struct nsp_finding *f = only(job, NSP_FIND_ENV_DUP_GPU);
+      assert_int_equal(f->nsides, 1);
+      assert_side(&f->sides[0], "0,2");
+      assert_string_equal(f->sides[0].value, "GPU-1111");
+      assert_string_equal(f->message, "ranks 0,2 (node-a) share one GPU: GPU-1111 0000:1b:00.0, H200 on node-a");
+    }
+    nsp_job_destroy(job);
+  }
+}
+
+/* The UUID a side shows is the one its ranks share, even when the first
+ * of them could not read it. */
+static void test_duplicate_gpu_first_without_uuid(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = nsp_tracegen_create("node-a", 1000u + (uint32_t)r, r);
+    assert_non_null(g[r]);
+    assert_int_equal(nsp_tracegen_set_gpu(g[r], r ? "GPU-1111" : "", "0000:1b:00.0", r ? "H200" : ""), 0);
+    world(g[r], r, 2);
+  }
+  struct nsp_job *job = analyse_gens(g, 2);
+  const struct nsp_finding *f = only(job, NSP_FIND_ENV_DUP_GPU);
+  assert_side(&f->sides[0], "0-1");
+  assert_string_equal(f->sides[0].value, "GPU-1111");
+  assert_string_equal(f->sides[0].text, "GPU-1111 0000:1b:00.0, H200 on node-a");
+  nsp_job_destroy(job);
+}
+
+/* Members disagree on nranks: the communicator's is the one most report
+ * (the smaller on a tie), whichever trace comes first.  With 4 agreed,
+ * ranks 0-3 are all there and WORLD_SIZE=4 agrees. */
+static void test_nranks_majority(void **state) {
+  (void)state;
+  static const int says[2][4] = {{4, 4, 4, 8}, {4, 8, 4, 8}};
+  for (int c = 0; c < 2; c++)
+    for (int first = 0; first < 4; first++) {
+      struct nsp_tracegen *g[4];
+      for (int i = 0; i < 4; i++) {
+        int r = (first + i) % 4; /* rank `first`'s trace is added first */
+        g[i] = gen(r);
+        assert_int_equal(nsp_tracegen_env(g[i], "WORLD_SIZE", "4"), 0);
+        world(g[i], r, says[c][r]);
+      }
+      struct nsp_job *job = analyse_gens(g, 4);
+      const struct nsp_finding *f = only(job, NSP_FIND_ENV_NRANKS);
+      assert_non_null(f->comm);
+      assert_int_equal(f->comm->nranks, 4);
+      assert_int_equal(count_kind(job, NSP_FIND_ENV_MISSING_RANKS), 0);
+      assert_int_equal(count_kind(job, NSP_FIND_ENV_WORLD_SIZE), 0);
+      assert_int_equal(f->nsides, 2);
+      assert_string_equal(f->sides[0].value, "4");
+      assert_string_equal(f->sides[1].value, "8");
+      assert_side(&f->sides[0], c ? "0,2" : "0-2");
+      assert_side(&f->sides[1], c ? "1,3" : "3");
+      nsp_job_destroy(job);
+    }
 }
 
 static void test_duplicate_rank_and_nranks(void **state) {
@@ -388,6 +434,9 @@ int main(void) {
       cmocka_unit_test(test_settings),
       cmocka_unit_test(test_world_size),
       cmocka_unit_test(test_duplicate_gpu),
+      cmocka_unit_test(test_duplicate_gpu_bus_needs_unknown_uuid),
+      cmocka_unit_test(test_duplicate_gpu_first_without_uuid),
+      cmocka_unit_test(test_nranks_majority),
       cmocka_unit_test(test_duplicate_rank_and_nranks),
       cmocka_unit_test(test_missing_ranks),
       cmocka_unit_test(test_hint_table),

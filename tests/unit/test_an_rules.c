@@ -16,50 +16,7 @@
 #include "nsp_analyze.h"
 #include "nsp_names.h"
 #include "nsp_tracegen.h"
-
-/* ---- helpers ------------------------------------------------------------ */
-
-static struct nsp_job *analyse_case(const char *name, int nranks) {
-  struct nsp_job *job = nsp_job_create();
-  assert_non_null(job);
-  assert_int_equal(nsp_case_add(name, job), nranks);
-  assert_int_equal(nsp_job_analyze(job), 0);
-  return job;
-}
-
-/* Adds generators' traces to a new job and analyses it; destroys them. */
-static struct nsp_job *analyse_gens(struct nsp_tracegen **g, int n) {
-  struct nsp_job *job = nsp_job_create();
-  assert_non_null(job);
-  for (int r = 0; r < n; r++) {
-    const uint8_t *data;
-    size_t len;
-    char name[32];
-    snprintf(name, sizeof name, "t%d.ncclspy", r);
-    assert_int_equal(nsp_tracegen_bytes(g[r], &data, &len), 0);
-    assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
-    nsp_tracegen_destroy(g[r]);
-  }
-  assert_int_equal(nsp_job_analyze(job), 0);
-  return job;
-}
-
-static void assert_ranks(const int *ranks, size_t n, const char *want) {
-  char buf[256];
-  nsp_format_ranks(buf, sizeof buf, ranks, n);
-  assert_string_equal(buf, want);
-}
-#define assert_side(s, want) assert_ranks((s)->ranks, (s)->nranks, want)
-
-static size_t count_kind(const struct nsp_job *job, int kind) {
-  size_t n = 0;
-  for (size_t i = 0; i < nsp_job_nfindings(job); i++) n += nsp_job_finding(job, i)->kind == kind;
-  return n;
-}
-
-static void assert_contains(const char *hay, const char *needle) {
-  if (!hay || !strstr(hay, needle)) fail_msg("\"%s\"\n  does not contain \"%s\"", hay ? hay : "(null)", needle);
-}
+#include "nsp_an_test.h"
 
 /* ---- the cases ---------------------------------------------------------- */
 

@@ -1,0 +1,284 @@
+/* nsp_an_signal.c - processes that died of a fatal signal (format 1.3).
+ *
+ * The shim's signal handler writes a SIGNAL record (signal, si_code,
+ * address, thread, time and the thread's stack) into the crash ring just
+ * before the process dies.  The loader keeps each trace's first one; the
+ * "signal" rule makes one finding naming the first process to die, its
+ * signal and where it was, then the others; its links make the hangs,
+ * wavefronts and errors that a dead rank explains follow from it
+ * (docs/REPORT.md, rule 7). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_internal.h"
+#include "nsp_names.h"
+
+/* Calls this long after a signal mean the process did not die of it. */
+#define NSP_SIG_WENT_ON_NS 2000000000ull
+
+static int64_t wall(const struct nsp_trace *t, uint64_t mono) { return (int64_t)(mono + (uint64_t)t->off_ns); }
+
+int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec) {
+  t->info.signals++;
+  if (t->has_sig) return 0; /* the first one is what ended it (or began the end) */
+  char nb[32];
+  const struct nsp_rec_ext *x = rec->ext && rec->ext->nframes ? rec->ext : NULL;
+  t->sig_name = strdup(nsp_signal_name((int)rec->aux, nb, sizeof nb));
+  t->sig_mod0 = strdup(x && x->frame_module[0] ? x->frame_module[0] : "");
+  t->sig_sym0 = strdup(x && x->frame_symbol[0] ? x->frame_symbol[0] : "");
+  if (!t->sig_name || !t->sig_mod0 || !t->sig_sym0) return NSP_AN_ENOMEM;
+  /* Sent or raised (abort): the runtime's frames on top are not where the
+   * problem is. */
+  if (x && !(t->sig_stack = nsp_an_stack_make(x, 0, NSP_SITE_FULL, rec->result <= 0))) return NSP_AN_ENOMEM;
+  struct nsp_signal *s = &t->sig;
+  memset(s, 0, sizeof *s);
+  s->signo = (int)rec->aux;
+  s->name = t->sig_name;
+  s->code = rec->result;
+  s->code_name = nsp_signal_code_name(s->signo, s->code);
+  s->code_text = nsp_signal_code_text(s->signo, s->code);
+  s->addr = rec->sendbuff;
+  s->tid = rec->seq;
+  s->sender_pid = rec->peer > 0 ? rec->peer : 0;
+  s->flags = rec->flags;
+  s->time_ns = wall(t, rec->t_enter);
+  s->stack = t->sig_stack;
+  s->first_module = t->sig_mod0;
+  s->first_symbol = t->sig_sym0;
+  t->sig_mono = rec->t_enter;
+  t->has_sig = 1;
+  t->info.signal = s;
+  return 0;
+}
+
+void nsp_an_signal_finish(struct nsp_trace *t) {
+  if (t->has_sig && t->max_call_mono > t->sig_mono && t->max_call_mono - t->sig_mono > NSP_SIG_WENT_ON_NS)
+    t->sig.went_on = 1;
+}
+
+void nsp_an_signal_free(struct nsp_trace *t) {
+  free(t->sig_stack);
+  free(t->sig_name);
+  free(t->sig_mod0);
+  free(t->sig_sym0);
+}
+
+static int died(const struct nsp_trace *t) { return t->has_sig && !t->sig.went_on; }
+
+static int cmp_sig_trace(const void *pa, const void *pb, void *ctx) {
+  const struct nsp_job *job = ctx;
+  const struct nsp_trace *a = job->traces[*(const size_t *)pa], *b = job->traces[*(const size_t *)pb];
+  if (a->sig.time_ns != b->sig.time_ns) return a->sig.time_ns < b->sig.time_ns ? -1 : 1;
+  return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+}
+
+static int cmp_rank_trace(const void *pa, const void *pb, void *ctx) {
+  const struct nsp_job *job = ctx;
+  const struct nsp_trace *a = job->traces[*(const size_t *)pa], *b = job->traces[*(const size_t *)pb];
+  if (a->info.rank != b->info.rank) return a->info.rank < b->info.rank ? -1 : 1;
+  return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+}
+
+static const char *base_name(const char *path) {
+  const char *b = strrchr(path, '/');
+  return b ? b + 1 : path;
+}
+
+/* "SIGSEGV (SEGV_MAPERR: address not mapped to an object, at address 0x0)" */
+static void put_signal(struct nsp_sbuf *b, const struct nsp_signal *s, uint32_t own_pid) {
+  nsp_sbuf_printf(b, "%s", s->name);
+  if (s->code > 0 && s->code_name[0]) {
+    nsp_sbuf_printf(b, " (%s: %s", s->code_name, s->code_text);
+    if (s->signo != 6 && s->code != 0x80) nsp_sbuf_printf(b, ", at address 0x%llx", (unsigned long long)s->addr);
+    nsp_sbuf_printf(b, ")");
+  } else if (s->code <= 0 && s->sender_pid && (uint32_t)s->sender_pid == own_pid) {
+    nsp_sbuf_printf(b, " (raised by the process itself: abort(), a failed assert, raise())");
+  } else if (s->code <= 0 && s->sender_pid) {
+    nsp_sbuf_printf(b, " (sent by pid %d)", s->sender_pid);
+  }
+}
+
+/* " in FUNC (MODULE+0xOFF)" for the first frame of the stack kept. */
+static void put_where(struct nsp_sbuf *b, const struct nsp_signal *s) {
+  if (!s->stack || !s->stack->nframes) return;
+  const struct nsp_frame *f = &s->stack->frames[0];
+  if (f->symbol[0]) nsp_sbuf_printf(b, " in %s (%s+0x%llx)", f->symbol, base_name(f->module), (unsigned long long)f->offset);
+  else nsp_sbuf_printf(b, " at %s+0x%llx", f->module[0] ? base_name(f->module) : "?", (unsigned long long)f->offset);
+  /* Where it hit, when that frame was left out: inside NCCL. */
+  const char *m0 = base_name(s->first_module);
+  if (s->stack->nskipped && !strncmp(m0, "libnccl", 7) && strncmp(m0, "libncclspy", 10))
+    nsp_sbuf_printf(b, ", inside NCCL (%s%s%s)", m0, s->first_symbol[0] ? " " : "", s->first_symbol);
+}
+
+static int message(struct nsp_job *job, struct nsp_finding_priv *f) {
+  const struct nsp_proc *o = &f->sides[0].procs[0];
+  const struct nsp_trace *t = job->traces[o->trace];
+  struct nsp_sbuf b = {0};
+  nsp_sbuf_printf(&b, "rank %d (%s pid %u) died of ", o->rank, o->host, (unsigned)o->pid);
+  put_signal(&b, o->signal, o->pid);
+  put_where(&b, o->signal);
+  if (o->call.api >= 0) {
+    char cb[256];
+    nsp_format_call(cb, sizeof cb, &o->call);
+    int64_t gap = (int64_t)((uint64_t)o->signal->time_ns - (uint64_t)o->call.time_ns);
+    if (gap < 1000000000 && gap > -1000000000) nsp_sbuf_printf(&b, "; its last NCCL call, %.3f ms before: %s", (double)gap / 1e6, cb);
+    else nsp_sbuf_printf(&b, "; its last NCCL call, %.3f s before: %s", (double)gap / 1e9, cb);
+    if (nsp_api_kind(o->call.api) == NSP_K_COLL || nsp_api_kind(o->call.api) == NSP_K_P2P)
+      nsp_sbuf_printf(&b, " seq %llu", (unsigned long long)o->call.seq);
+    if (o->call.comm_id) nsp_sbuf_printf(&b, " on communicator %016llx", (unsigned long long)o->call.comm_id);
+    if (o->call.done >= 0) nsp_sbuf_printf(&b, " (%s)", o->call.done ? "completed" : "never completed");
+  } else {
+    nsp_sbuf_printf(&b, "; it had made no NCCL call on a communicator");
+  }
+  if (o->signal->flags & NSP_SIG_CHAINED) nsp_sbuf_printf(&b, "; the program's own handler ran after it");
+  if (t->first_err.valid && t->first_err.call.time_ns <= o->signal->time_ns) {
+    char rb[32];
+    nsp_sbuf_printf(&b, "; it had an NCCL error first (%s)", nsp_result_name(t->first_err.call.result, rb, sizeof rb));
+  }
+  if (f->pub.nsides > 1) {
+    nsp_sbuf_printf(&b, "; later:");
+    for (size_t s = 1; s < f->pub.nsides; s++) {
+      char rb[160];
+      nsp_format_ranks(rb, sizeof rb, f->sides[s].ranks, f->sides[s].nranks);
+      nsp_sbuf_printf(&b, "%s %s %s %s", s > 1 ? "," : "", f->sides[s].nranks == 1 ? "rank" : "ranks", rb,
+                      f->sides[s].text);
+    }
+  }
+  f->message = nsp_sbuf_take(&b);
+  if (!f->message) return NSP_AN_ENOMEM;
+  f->pub.message = f->message;
+  return 0;
+}
+
+int nsp_an_rule_signals(struct nsp_job *job) {
+  size_t n = 0;
+  for (size_t i = 0; i < job->ntraces; i++) {
+    struct nsp_trace *t = job->traces[i];
+    if (died(t)) n++;
+    else if (t->has_sig) {
+      char rb[32];
+      NSP_TRY(nsp_job_notef(job, "%s: %s at +%.6f s did not end the process (its NCCL calls went on: the "
+                                 "program's own handler dealt with it)",
+                            t->info.path, nsp_signal_name(t->sig.signo, rb, sizeof rb),
+                            /* times come from the traces: no signed overflow */
+                            (double)(int64_t)((uint64_t)t->sig.time_ns - (uint64_t)nsp_job_start_ns(job)) / 1e9));
+    }
+  }
+  if (!n) return 0;
+  size_t *ti = malloc(n * sizeof *ti), *group = malloc(n * sizeof *group);
+  int *sigs = malloc(n * sizeof *sigs);
+  int ret = ti && group && sigs ? 0 : NSP_AN_ENOMEM;
+  size_t k = 0, nsigs = 0;
+  for (size_t i = 0; !ret && i < job->ntraces; i++)
+    if (died(job->traces[i])) ti[k++] = i;
+  if (!ret) qsort_r(ti, n, sizeof *ti, cmp_sig_trace, job);
+  /* Sides: the first to die, then the others by signal, in the order
+   * each signal first appeared. */
+  for (size_t i = 1; !ret && i < n; i++) {
+    int s = job->traces[ti[i]]->sig.signo;
+    size_t c = 0;
+    while (c < nsigs && sigs[c] != s) c++;
+    if (c == nsigs) sigs[nsigs++] = s;
+  }
+  struct nsp_finding_priv *f = ret ? NULL : nsp_an_new_finding(job, NSP_FIND_SIGNAL, NULL);
+  if (!ret && !f) ret = NSP_AN_ENOMEM;
+  if (!ret) ret = nsp_an_alloc_sides(f, 1 + nsigs);
+  for (size_t s = 0; !ret && s <= nsigs; s++) {
+    size_t gn = 0;
+    if (s == 0) {
+      group[gn++] = ti[0];
+    } else {
+      for (size_t i = 1; i < n; i++)
+        if (job->traces[ti[i]]->sig.signo == sigs[s - 1]) group[gn++] = ti[i];
+      qsort_r(group, gn, sizeof *group, cmp_rank_trace, job);
+    }
+    struct nsp_side *side = &f->sides[s];
+    int *ranks;
+    struct nsp_proc *procs;
+    ret = nsp_an_side_procs(side, gn, &ranks, &procs);
+    for (size_t i = 0; i < gn && !ret; i++) {
+      const struct nsp_trace *t = job->traces[group[i]];
+      nsp_an_set_proc(job, &procs[i], &ranks[i], t->info.rank, group[i]);
+      if (t->last_call.valid) procs[i].call = t->last_call.call;
+      procs[i].call.last_error = NULL;
+      procs[i].signal = &t->sig;
+      procs[i].site = t->sig.stack;
+    }
+    if (!ret) ret = nsp_an_set_side_text(side, job->traces[group[0]]->sig.name);
+  }
+  free(ti);
+  free(group);
+  free(sigs);
+  NSP_TRY(ret);
+  const struct nsp_proc *o = &f->sides[0].procs[0];
+  f->pub.time_ns = o->signal->time_ns;
+  f->pub.later = n - 1;
+  f->order = 1;
+  f->odd = malloc(sizeof *f->odd);
+  if (!f->odd) return NSP_AN_ENOMEM;
+  f->odd[0] = o->rank;
+  f->pub.odd_ranks = f->odd;
+  f->pub.nodd = 1;
+  job->signal_id = f->id;
+  return message(job, f);
+}
+
+/* The processes that died (every side of the signal finding) include the
+ * process of trace ti. */
+static const struct nsp_proc *dead_proc(const struct nsp_finding_priv *sf, size_t ti) {
+  for (size_t s = 0; s < sf->pub.nsides; s++)
+    for (size_t p = 0; p < sf->sides[s].nranks; p++)
+      if (sf->sides[s].procs[p].trace == ti) return &sf->sides[s].procs[p];
+  return NULL;
+}
+
+/* Some process of side s died, after its last call there. */
+static int side_has_dead(const struct nsp_finding_priv *sf, const struct nsp_side *s) {
+  for (size_t p = 0; s && p < s->nranks; p++) {
+    const struct nsp_proc *d = dead_proc(sf, s->procs[p].trace);
+    if (d && (!s->procs[p].call.time_ns || d->signal->time_ns >= s->procs[p].call.time_ns)) return 1;
+  }
+  return 0;
+}
+
+void nsp_an_link_signals(struct nsp_job *job) {
+  struct nsp_finding_priv *sf = job->signal_id != SIZE_MAX ? nsp_an_finding_by_id(job, job->signal_id) : NULL;
+  if (!sf) return;
+  const struct nsp_proc *o = &sf->sides[0].procs[0];
+  const struct nsp_trace *ot = job->traces[o->trace];
+  /* The first to die had an NCCL error before it (a watchdog that aborts
+   * on a timeout): the error explains the signal. */
+  if (ot->first_err.valid && ot->first_err.call.time_ns <= o->signal->time_ns && job->error_id != SIZE_MAX) {
+    sf->cause_id = job->error_id;
+    return;
+  }
+  /* Otherwise a dead rank explains what waited for it: the wavefronts and
+   * hangs it is behind in, the sends/recvs it left unmatched, and errors
+   * that came after it (its peers' timeouts and remote errors). */
+  for (size_t i = 0; i < job->nfindings; i++) {
+    struct nsp_finding_priv *f = &job->findings[i];
+    if (f == sf || f->cause_id != SIZE_MAX) continue;
+    const struct nsp_side *behind = NULL, *waiting = NULL;
+    switch (f->pub.kind) {
+      case NSP_FIND_STOPPED_EARLY:
+        behind = f->pub.nsides ? &f->sides[0] : NULL;
+        break;
+      case NSP_FIND_HANG:
+      case NSP_FIND_NEVER_COMPLETED:
+        for (size_t s = 0; s < f->pub.nsides; s++) {
+          if (f->sides[s].role == NSP_ROLE_NOT_ARRIVED) behind = &f->sides[s];
+          if (f->sides[s].role == NSP_ROLE_WAITING && f->pub.kind == NSP_FIND_NEVER_COMPLETED) waiting = &f->sides[s];
+        }
+        break;
+      case NSP_FIND_P2P_UNMATCHED:
+        if (f->pub.nsides == 2) behind = f->sides[0].posted < f->sides[1].posted ? &f->sides[0] : &f->sides[1];
+        break;
+      case NSP_FIND_ERROR:
+        if (f->pub.nsides && f->sides[0].nranks && f->pub.time_ns >= sf->pub.time_ns) f->cause_id = sf->id;
+        break;
+      default:
+        break;
+    }
+    if (side_has_dead(sf, behind) || side_has_dead(sf, waiting)) f->cause_id = sf->id;
+  }
+}
