@@ -6,7 +6,8 @@
  * collective itself costs little and the shim's share shows.  Prints
  * figures; it is not a test and has no pass/fail threshold.
  *
- * 1. Overhead.  One process, with the shim preloaded, calls the same
+ * 1. Overhead, with call sites on and off (NCCLSPY_CALLSITES).  One
+ *    process, with the shim preloaded, calls the same
  *    4-byte all-reduce two ways in interleaved rounds: through the shim's
  *    ncclAllReduce, and straight into the stand-in's (found with
  *    dlopen(RTLD_NOLOAD)).  Medians over rounds give ns per call without
@@ -228,27 +229,36 @@ int main(int argc, char **argv) {
   if (!mkdtemp(dir)) return 2;
   printf("ncclspy benchmark (CPU stand-in for NCCL, 1 rank)\n\n");
 
-  snprintf(sub, sizeof sub, "%s/overhead", dir);
-  snprintf(a1, sizeof a1, "--rounds=%d", rounds);
-  snprintf(a2, sizeof a2, "--calls=%d", calls);
-  char *ov[] = {"--child=overhead", a1, a2, NULL};
-  double direct = 0, shimmed = 0;
-  if (run_child(self, shim, sub, ov, out, sizeof out) < 0 || sscanf(out, "%lf %lf", &direct, &shimmed) != 2) {
-    fprintf(stderr, "nsp_bench: the overhead run failed\n");
-    remove_dir(dir);
-    return 1;
+  /* The overhead twice: call sites on (the default; one stack in 64 per
+   * caller) and off (NCCLSPY_CALLSITES=0). */
+  static const char *const sites[2] = {"1", "0"};
+  for (int k = 0; k < 2; k++) {
+    snprintf(sub, sizeof sub, "%s/overhead%d", dir, k);
+    snprintf(a1, sizeof a1, "--rounds=%d", rounds);
+    snprintf(a2, sizeof a2, "--calls=%d", calls);
+    char *ov[] = {"--child=overhead", a1, a2, NULL};
+    double direct = 0, shimmed = 0;
+    setenv("NCCLSPY_CALLSITES", sites[k], 1);
+    int bad = run_child(self, shim, sub, ov, out, sizeof out) < 0 || sscanf(out, "%lf %lf", &direct, &shimmed) != 2;
+    unsetenv("NCCLSPY_CALLSITES");
+    if (bad) {
+      fprintf(stderr, "nsp_bench: the overhead run failed\n");
+      remove_dir(dir);
+      return 1;
+    }
+    struct trace_count c;
+    count_trace(sub, &c);
+    uint64_t made = (uint64_t)rounds * (uint64_t)calls;
+    printf("CPU cost per 4-byte all-reduce, call sites %s (NCCLSPY_CALLSITES=%s): median of %d interleaved\n"
+           "rounds of %d calls, one process\n",
+           k ? "off" : "on", sites[k], rounds, calls);
+    printf("  without the shim  %8.1f ns/call\n", direct);
+    printf("  with the shim     %8.1f ns/call\n", shimmed);
+    printf("  added             %8.1f ns/call   (ratio with/without %.2f)\n", shimmed - direct,
+           direct > 0 ? shimmed / direct : 0.0);
+    printf("  recorded          %llu of %llu all-reduces through the shim, %llu dropped\n\n",
+           (unsigned long long)(c.collectives), (unsigned long long)made, (unsigned long long)c.dropped);
   }
-  struct trace_count c;
-  count_trace(sub, &c);
-  uint64_t made = (uint64_t)rounds * (uint64_t)calls;
-  printf("CPU cost per 4-byte all-reduce: median of %d interleaved rounds of %d calls, one process\n",
-         rounds, calls);
-  printf("  without the shim  %8.1f ns/call\n", direct);
-  printf("  with the shim     %8.1f ns/call\n", shimmed);
-  printf("  added             %8.1f ns/call   (ratio with/without %.2f)\n", shimmed - direct,
-         direct > 0 ? shimmed / direct : 0.0);
-  printf("  recorded          %llu of %llu all-reduces through the shim, %llu dropped\n\n",
-         (unsigned long long)(c.collectives), (unsigned long long)made, (unsigned long long)c.dropped);
 
   snprintf(sub, sizeof sub, "%s/loop", dir);
   snprintf(a1, sizeof a1, "--steps=%d", steps);
@@ -259,6 +269,7 @@ int main(int argc, char **argv) {
     remove_dir(dir);
     return 1;
   }
+  struct trace_count c;
   count_trace(sub, &c);
   printf("Trace size, training-like loop: %d steps x (8 gradient buckets, 20-100 us apart) + a loss\n"
          "all-reduce every 10 steps\n", steps);
