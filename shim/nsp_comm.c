@@ -64,12 +64,9 @@ struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nran
   c->device = -1;
   /* Read per communicator, at its creation (never on the call path), so
    * one process can time some communicators and not others. */
-  const char *t = getenv("NCCLSPY_TIMING");
-  c->untimed = t && !strcmp(t, "0");
-  const char *tr = getenv("NCCLSPY_TRACK");
-  c->untracked = tr && !strcmp(tr, "0");
-  const char *pass = getenv("NCCLSPY_BENCH_PASSTHROUGH");
-  c->passthrough = pass && !strcmp(pass, "1");
+  c->untimed = !nsp_setting_bool("NCCLSPY_TIMING", 1);
+  c->untracked = !nsp_setting_bool("NCCLSPY_TRACK", 1);
+  c->passthrough = nsp_setting_bool("NCCLSPY_BENCH_PASSTHROUGH", 0);
   pthread_mutex_lock(&nsp_comm_lock);
   size_t i = slot_of(handle);
   while (1) {

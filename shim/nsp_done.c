@@ -121,15 +121,11 @@ static void init_tracking(void) {
   pthread_mutex_lock(&nsp_track_lock);
   if (nsp_track < 0) {
     cu = nsp_cuda_get();
-    const char *t = getenv("NCCLSPY_TIMING");
-    const char *gap = getenv("NCCLSPY_TIMING_GAP_US");
-    long n = gap && *gap ? strtol(gap, NULL, 10) : 500;
-    nsp_timing_gap_ns = n >= 0 && n <= 10000000 ? (uint64_t)n * 1000u : 500000u;
-    const char *poll = getenv("NCCLSPY_POLL_MS");
-    long ms = poll && *poll ? strtol(poll, NULL, 10) : 2;
-    nsp_poll_ns = ms >= 1 && ms <= 1000 ? (uint64_t)ms * 1000000u : 2000000u;
+    int timing = nsp_setting_bool("NCCLSPY_TIMING", 1);
+    nsp_timing_gap_ns = (uint64_t)nsp_setting_long("NCCLSPY_TIMING_GAP_US", 500, 0, 10000000) * 1000u;
+    nsp_poll_ns = (uint64_t)nsp_setting_long("NCCLSPY_POLL_MS", 2, 1, 1000) * 1000000u;
     if (!cu) nsp_track = 0;
-    else nsp_track = NSP_TRACK_COMPLETION | (t && !strcmp(t, "0") ? 0 : NSP_TRACK_TIMING);
+    else nsp_track = NSP_TRACK_COMPLETION | (timing ? NSP_TRACK_TIMING : 0);
     pthread_atfork(NULL, NULL, nsp_done_forked);
   }
   pthread_mutex_unlock(&nsp_track_lock);

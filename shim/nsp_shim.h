@@ -44,6 +44,14 @@ NSP_HIDDEN void nsp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
     if (!atomic_exchange_explicit((once), 1, memory_order_relaxed)) nsp_warn(__VA_ARGS__); \
   } while (0)
 
+/* Settings read from the environment (nsp_log.c).  A value that cannot
+ * be used gives one warning per setting name and the default.
+ * nsp_setting_bool: 1/on/true/yes -> 1, 0/off/false/no -> 0 (case
+ * ignored); unset or empty -> def.  nsp_setting_long: a decimal integer in
+ * [lo, hi]; unset or empty -> def. */
+NSP_HIDDEN int nsp_setting_bool(const char *name, int def);
+NSP_HIDDEN long nsp_setting_long(const char *name, long def, long lo, long hi);
+
 /* ---- finding the real NCCL (nsp_resolve.c) ---- */
 /* The real function of entry point api (enum nsp_api), or NULL when no
  * libnccl is loaded yet (then it is looked for again next time, since

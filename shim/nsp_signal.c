@@ -619,10 +619,7 @@ void nsp_signals_atfork_child(void) {
 
 static int nsp_sig_done; /* install ran in this process image */
 
-static int wanted_by_env(void) {
-  const char *v = getenv("NCCLSPY_SIGNALS");
-  return !(v && (!strcmp(v, "0") || !strcmp(v, "off")));
-}
+static int wanted_by_env(void) { return nsp_setting_bool("NCCLSPY_SIGNALS", 1); }
 
 int nsp_signals_enabled(void) {
   return nsp_sig_done ? atomic_load(&nsp_sig_on) : wanted_by_env();

@@ -67,11 +67,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
 static void init_sites(void) {
   pthread_mutex_lock(&nsp_site_lock);
   if (nsp_sites_on < 0) {
-    const char *v = getenv("NCCLSPY_CALLSITES");
-    nsp_sites_on = !(v && !strcmp(v, "0"));
-    const char *d = getenv("NCCLSPY_CALLSITE_DEPTH");
-    long n = d && *d ? strtol(d, NULL, 10) : 6;
-    nsp_site_depth = n >= 1 && n <= NSP_SITE_DEPTH_MAX ? (int)n : 6;
+    nsp_sites_on = nsp_setting_bool("NCCLSPY_CALLSITES", 1);
+    nsp_site_depth = (int)nsp_setting_long("NCCLSPY_CALLSITE_DEPTH", 6, 1, NSP_SITE_DEPTH_MAX);
     dl_iterate_phdr(find_self, NULL);
     /* Global, not per-thread: a per-thread cache is freed by a thread-exit
      * destructor that ThreadSanitizer builds crash in; we unwind only on

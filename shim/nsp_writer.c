@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,6 +71,7 @@ static _Atomic int nsp_writer_stop;
 
 static struct {
   int read;
+  int dir_too_long; /* NCCLSPY_DIR did not fit: no files */
   char dir[PATH_MAX];
   uint64_t flush_ns;
   int level;
@@ -187,7 +189,14 @@ static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi
 
 static void read_settings(void) {
   const char *dir = getenv("NCCLSPY_DIR");
-  snprintf(nsp_cfg.dir, sizeof nsp_cfg.dir, "%s", dir && *dir ? dir : "ncclspy-trace");
+  if (!dir || !*dir) dir = "ncclspy-trace";
+  if (strlen(dir) >= sizeof nsp_cfg.dir) {
+    /* Cut, it would name another directory: trace nothing instead. */
+    nsp_warn("NCCLSPY_DIR is longer than %zu bytes; tracing is off for this process", sizeof nsp_cfg.dir - 1);
+    nsp_cfg.dir_too_long = 1;
+    dir = "";
+  }
+  snprintf(nsp_cfg.dir, sizeof nsp_cfg.dir, "%s", dir);
   nsp_cfg.flush_ns = env_u64("NCCLSPY_FLUSH_MS", 1000, 1, 3600000) * 1000000u;
   nsp_cfg.level = (int)env_u64("NCCLSPY_LEVEL", 3, 1, 19);
   nsp_cfg.max_bytes = env_u64("NCCLSPY_MAX_MB", 0, 0, 1u << 30) << 20;
@@ -209,9 +218,11 @@ static void read_settings(void) {
   }
   nsp_cfg.ring_file = NSP_RING_FILE_AUTO;
   const char *rf = getenv("NCCLSPY_RING_FILE");
-  if (rf && (!strcmp(rf, "on") || !strcmp(rf, "1"))) nsp_cfg.ring_file = NSP_RING_FILE_ON;
-  else if (rf && (!strcmp(rf, "off") || !strcmp(rf, "0"))) nsp_cfg.ring_file = NSP_RING_FILE_OFF;
-  else if (rf && *rf && strcmp(rf, "auto") != 0)
+  if (rf && (!strcmp(rf, "1") || !strcasecmp(rf, "on") || !strcasecmp(rf, "true") || !strcasecmp(rf, "yes")))
+    nsp_cfg.ring_file = NSP_RING_FILE_ON;
+  else if (rf && (!strcmp(rf, "0") || !strcasecmp(rf, "off") || !strcasecmp(rf, "false") || !strcasecmp(rf, "no")))
+    nsp_cfg.ring_file = NSP_RING_FILE_OFF;
+  else if (rf && *rf && strcasecmp(rf, "auto") != 0)
     nsp_warn("NCCLSPY_RING_FILE=%s is not auto, on or off; using auto", rf);
   nsp_cfg.read = 1;
 }
@@ -623,7 +634,7 @@ void nsp_start(void) {
   if (proc && proc->host) snprintf(host, sizeof host, "%s", proc->host);
   uint8_t header[NSP_HEADER_SIZE];
   make_header(header, proc, host[0] ? host : "unknown");
-  if (nsp_files_open(nsp_cfg.dir, nsp_cfg.mode, host, header, sizeof header) == 0) {
+  if (!nsp_cfg.dir_too_long && nsp_files_open(nsp_cfg.dir, nsp_cfg.mode, host, header, sizeof header) == 0) {
     nsp_ring = nsp_ring_file_map(nsp_ring_size, proc ? proc->realtime_ns : 0, nsp_cfg.ring_file);
     nsp_ring_in_file = nsp_ring != NULL;
   }

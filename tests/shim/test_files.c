@@ -633,6 +633,72 @@ static void test_tensor(void) {
   }
 }
 
+/* The PROCESS record's tracking bits of the trace in dir; -1 none. */
+static long tracking_of(const char *dir) {
+  long bits = -1;
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (len < 8 || strcmp(e->d_name + len - 8, ".ncclspy")) continue;
+    char path[4200], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct nsp_reader *r = nsp_reader_open(path, err, sizeof err);
+    struct nsp_rec rec;
+    while (r && nsp_reader_next(r, &rec) == 1)
+      if (rec.kind == NSP_REC_PROCESS && rec.ext) bits = rec.ext->tracking;
+    nsp_reader_destroy(r);
+  }
+  if (d) closedir(d);
+  return bits;
+}
+
+/* Settings: on/off words are understood as 1/0, a value that cannot be
+ * used gives one warning naming its variable, and an NCCLSPY_DIR too long
+ * to use turns tracing off (never a cut, other directory). */
+static void test_settings(void) {
+  char dir[128];
+  struct result r, plain;
+  snprintf(dir, sizeof dir, "%s/words", base);
+  char *words[] = {"NCCLSPY_CALLSITES", "false", "NCCLSPY_SIGNALS", "off", "NCCLSPY_TIMING", "no", NULL};
+  run(&plain, 0, dir, (char *[]){(char *)"calls", (char *)"50", NULL}, NULL, 0);
+  run(&r, 1, dir, (char *[]){(char *)"calls", (char *)"50", NULL}, words, 0);
+  long bits = tracking_of(dir);
+  ok(r.status == 0 && !strcmp(r.out, plain.out) && r.warnings == 0 && bits >= 0 &&
+         !(bits & (NSP_TRACK_CALLSITES | NSP_TRACK_SIGNALS | NSP_TRACK_TIMING)),
+     "settings: NCCLSPY_CALLSITES=false, NCCLSPY_SIGNALS=off, NCCLSPY_TIMING=no turn those off, with no "
+     "warning (tracking bits 0x%lx, %d warnings)", bits, r.warnings);
+
+  snprintf(dir, sizeof dir, "%s/bad", base);
+  char *bad[] = {"NCCLSPY_CALLSITES", "maybe", "NCCLSPY_CALLSITE_DEPTH", "100", "NCCLSPY_POLL_MS", "x", NULL};
+  run(&r, 1, dir, (char *[]){(char *)"calls", (char *)"50", NULL}, bad, 0);
+  ok(r.status == 0 && !strcmp(r.out, plain.out) && r.warnings == 3 &&
+         strstr(r.err, "ncclspy: NCCLSPY_CALLSITES=maybe is not") &&
+         strstr(r.err, "ncclspy: NCCLSPY_CALLSITE_DEPTH=100 is not a number in [1,") &&
+         strstr(r.err, "ncclspy: NCCLSPY_POLL_MS=x is not a number in [1, 1000]; using 2"),
+     "settings: three unusable values, three warnings, each naming its variable (%d warnings), the job "
+     "unchanged", r.warnings);
+
+  /* An NCCLSPY_DIR of 4200 bytes whose first 4095 name a real directory. */
+  static char longdir[4300];
+  snprintf(longdir, sizeof longdir, "%s/long", base);
+  mkdir(longdir, 0700);
+  size_t n = strlen(longdir);
+  while (n < 4200) longdir[n++] = '/';
+  longdir[n] = 0;
+  memcpy(longdir + 4190, "x", 2);
+  char *env[] = {"NCCLSPY_DIR", longdir, NULL};
+  run(&r, 1, base, (char *[]){(char *)"calls", (char *)"50", NULL}, env, 0);
+  char shortdir[160];
+  snprintf(shortdir, sizeof shortdir, "%s/long", base);
+  struct counts c;
+  count(shortdir, &c);
+  ok(r.status == 0 && !strcmp(r.out, plain.out) && r.warnings == 1 && strstr(r.err, "longer than") &&
+         c.files == 0,
+     "settings: an NCCLSPY_DIR too long to use: one warning, no trace anywhere (%d warnings, %ld traces in "
+     "the directory its first 4095 bytes name)", r.warnings, c.files);
+}
+
 int main(int argc, char **argv) {
   static char self[4096], shim[4096];
   if (!realpath("/proc/self/exe", self)) return 2;
@@ -655,6 +721,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(t, "symlink")) test_symlink();
   else if (!strcmp(t, "env")) test_env();
   else if (!strcmp(t, "tensor")) test_tensor();
+  else if (!strcmp(t, "settings")) test_settings();
   else return 2;
   printf("1..%d\n", tests);
   if (!getenv("NSP_KEEP")) rm_rf(base);
