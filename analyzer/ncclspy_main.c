@@ -2,10 +2,13 @@
  * library and its front ends.  Exit status: 0 clean, 1 findings (analyze)
  * or a damaged file (dump), 2 usage error, unreadable input, or a report
  * that could not be written. */
+#include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nsp_analyze.h"
 #include "nsp_config.h"
@@ -35,7 +38,8 @@ static const char nsp_usage_main[] =
 static const char nsp_usage_analyze[] =
     "usage: ncclspy analyze [--json] [-o FILE] DIR|FILE...\n"
     "\n"
-    "Loads every *.ncclspy file in each DIR (not recursive) and each FILE,\n"
+    "Loads every *.ncclspy file in each DIR (not recursive) and each FILE, each\n"
+    "file once (a copy of a trace too); *.ncclspy.ring files are read by their trace.\n"
     "unifies communicators across ranks, and checks, per communicator:\n"
     "  - collectives at each sequence number: kind, dtype, count, reduction op, root\n"
     "    (the first mismatching seq per communicator);\n"
@@ -55,7 +59,8 @@ static const char nsp_usage_analyze[] =
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
     "  -h, --help       this text\n"
     "\n"
-    "exit status: 0 no findings, 1 findings, 2 usage error or no readable trace.\n";
+    "exit status: 0 no findings, 1 findings, 2 usage error, no readable trace (or\n"
+    "record), or -o naming an input trace.\n";
 
 static const char nsp_usage_perf[] =
     "usage: ncclspy perf [--json] [-o FILE] DIR|FILE...\n"
@@ -96,21 +101,79 @@ static int no_json(void) {
   return NSP_EXIT_USAGE;
 }
 
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int same_file(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Whether writing the report to `output` would overwrite an input: a
+ * file named on the command line (or its .ring), or a trace (or .ring)
+ * inside a directory named there.  Prints why and returns 1. */
+static int output_clobbers_input(const char *output, int argc, char **argv, int first) {
+  struct stat os, ds;
+  int exists = stat(output, &os) == 0;
+  char *copy = strdup(output);
+  if (!copy) return 0;
+  int dir_ok = stat(dirname(copy), &ds) == 0;
+  free(copy);
+  int trace_name = ends_with(output, ".ncclspy") || ends_with(output, ".ncclspy.ring");
+  for (int i = first; i < argc; i++) {
+    struct stat is;
+    if (stat(argv[i], &is) < 0) continue;
+    int hit = exists && same_file(&os, &is);
+    if (!hit && S_ISDIR(is.st_mode)) hit = dir_ok && trace_name && same_file(&ds, &is);
+    if (!hit && exists && S_ISREG(is.st_mode) && ends_with(output, ".ring")) {
+      char ring[4096];
+      struct stat rs;
+      snprintf(ring, sizeof ring, "%s.ring", argv[i]);
+      hit = stat(ring, &rs) == 0 && same_file(&os, &rs);
+    }
+    if (hit) {
+      fprintf(stderr, "ncclspy: -o %s would overwrite the input trace %s%s; write the report elsewhere\n", output,
+              argv[i], S_ISDIR(is.st_mode) ? " (a trace directory)" : "");
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static FILE *open_output(const char *output) {
+  FILE *out = fopen(output, "w");
+  if (!out) fprintf(stderr, "ncclspy: cannot write %s: %s\n", output, strerror(errno));
+  return out;
+}
+
 /* Loads the paths of argv[optind..] into job: warnings for unreadable
  * ones.  Returns 0 when some trace was read, else an exit status. */
 static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
   for (int i = first; i < argc; i++) {
+    /* A crash-ring sidecar is read with its trace; a shell glob names both. */
+    if (ends_with(argv[i], ".ncclspy.ring")) continue;
     int r = nsp_job_add_path(job, argv[i]);
     if (r == NSP_AN_ENOMEM) {
       fprintf(stderr, "ncclspy: out of memory\n");
       return NSP_EXIT_USAGE;
     }
     if (r == NSP_AN_EREAD) fprintf(stderr, "ncclspy: warning: %s\n", nsp_job_error(job));
+    else if (r == 0 && *nsp_job_error(job)) fprintf(stderr, "ncclspy: warning: %s\n", nsp_job_error(job));
     else if (r == 0) fprintf(stderr, "ncclspy: warning: %s: no *.ncclspy trace in it\n", argv[i]);
   }
   if (!nsp_job_ntraces(job)) {
     fprintf(stderr, "ncclspy: no readable trace");
     for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "%s %s", i ? ";" : ":", nsp_job_note(job, i));
+    fprintf(stderr, "\n");
+    return NSP_EXIT_USAGE;
+  }
+  uint64_t records = 0;
+  for (size_t i = 0; i < nsp_job_ntraces(job); i++) records += nsp_job_trace(job, i)->records;
+  if (!records) {
+    fprintf(stderr, "ncclspy: none of the %zu traces has a readable record, so there is nothing to analyse",
+            nsp_job_ntraces(job));
+    for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "\n  %s", nsp_job_note(job, i));
     fprintf(stderr, "\n");
     return NSP_EXIT_USAGE;
   }
@@ -142,6 +205,10 @@ static int cmd_perf(int argc, char **argv) {
     fprintf(stderr, "ncclspy: out of memory\n");
     return NSP_EXIT_USAGE;
   }
+  if (output && output_clobbers_input(output, argc, argv, optind)) {
+    nsp_job_destroy(job);
+    return NSP_EXIT_USAGE;
+  }
   int status = load_paths(job, argc, argv, optind);
   if (status) goto out;
   status = NSP_EXIT_USAGE;
@@ -152,10 +219,7 @@ static int cmd_perf(int argc, char **argv) {
     goto out;
   }
   FILE *out = stdout;
-  if (output && !(out = fopen(output, "w"))) {
-    perror(output);
-    goto out;
-  }
+  if (output && !(out = open_output(output))) goto out;
   r = json ? nsp_report_perf_json(job, out) : nsp_report_perf_text(job, out);
   if (out != stdout && fclose(out) != 0) r = -1;
   if (r == NSP_REPORT_NOJSON) {
@@ -199,6 +263,10 @@ static int cmd_analyze(int argc, char **argv) {
     fprintf(stderr, "ncclspy: out of memory\n");
     return NSP_EXIT_USAGE;
   }
+  if (output && output_clobbers_input(output, argc, argv, optind)) {
+    nsp_job_destroy(job);
+    return NSP_EXIT_USAGE;
+  }
   int status = load_paths(job, argc, argv, optind);
   if (status) goto out;
   status = NSP_EXIT_USAGE;
@@ -208,10 +276,7 @@ static int cmd_analyze(int argc, char **argv) {
     goto out;
   }
   FILE *out = stdout;
-  if (output && !(out = fopen(output, "w"))) {
-    perror(output);
-    goto out;
-  }
+  if (output && !(out = open_output(output))) goto out;
   r = json ? nsp_report_json(job, out) : nsp_report_text(job, out);
   if (out != stdout && fclose(out) != 0) r = -1;
   if (r == NSP_REPORT_NOJSON) {

@@ -30,7 +30,8 @@ static const struct nsp_hint nsp_hints[] = {
      "CUDA_VISIBLE_DEVICES"},
     {"timeout", -1, P("Watchdog", "timeout", "timed out"), 0,
      "a collective waited too long: some rank did not arrive, or the network stalled",
-     "the hang findings (which ranks never arrived and what they did last) before raising any timeout", NULL},
+     "which rank never arrived - the hang or stopped-early findings name it and what it did last, when "
+     "the report has them; else the ranks' own logs - before raising any timeout", NULL},
     {"net-ib", -1, P("NET/IB", "ibv_", "IBV_WC", "mlx5"), 0,
      "an InfiniBand/RoCE transfer failed: a link flapped, a peer died, or the HCA/GID setup is wrong",
      "ibstat and link counters on both hosts, the peer's first error, NCCL_IB_HCA and NCCL_IB_GID_INDEX",

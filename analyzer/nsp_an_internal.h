@@ -156,6 +156,7 @@ struct nsp_member {
   int32_t rank, nranks, device;
   uint64_t ncoll, gaps; /* collectives; seq jumps (lost records) */
   uint64_t last_seq;    /* highest collective seq; 0 none */
+  uint64_t last_rec;    /* record number (t->info.records) of that collective; 0 none */
   struct nsp_sig last_sig;
   int64_t last_t;
   uint64_t first_diff;  /* first seq where this rank differed from the ref; 0 none */
@@ -212,6 +213,7 @@ struct nsp_event {
 };
 
 struct nsp_trace {
+  char hdr_host[NSP_HOST_MAX];   /* the header's host name (copies of a trace: same host, pid, clocks) */
   struct nsp_trace_info info;
   char *path, *host, *shim_version, *problem;
   char **env;           /* 2*nenv owned strings */
@@ -246,6 +248,10 @@ struct nsp_trace {
   struct nsp_callsite *sig_stack; /* sig.stack */
   char *sig_name, *sig_mod0, *sig_sym0;
   uint64_t max_call_mono;       /* latest CALL entry */
+  /* DROPPED records: the record number of the last one (0 none) and the
+   * records lost by NSP_DROP_* reason (index 0: unknown reasons). */
+  uint64_t drop_rec;
+  uint64_t drop_by[4];
 };
 
 struct nsp_finding_priv {
@@ -297,8 +303,18 @@ struct nsp_job {
   size_t nsite_req, site_req_cap;
   struct nsp_perf *perf;
   int64_t start_ns;
+  struct nsp_file_id *files; /* (st_dev, st_ino) of every file added: read once */
+  size_t nfiles, files_cap;
   char err[512];
 };
+
+struct nsp_file_id {
+  uint64_t dev, ino;
+};
+
+/* Gathering checks (nsp_an_gather.c), run before the rules: traces that
+ * come from more than one run or attempt.  Returns 0 or NSP_AN_ENOMEM. */
+int nsp_an_check_runs(struct nsp_job *job);
 
 /* Adds a note (printf format).  Returns 0 or NSP_AN_ENOMEM. */
 int nsp_job_notef(struct nsp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

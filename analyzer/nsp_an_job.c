@@ -90,6 +90,7 @@ void nsp_job_destroy(struct nsp_job *job) {
   free(job->site_req);
   nsp_an_perf_free(job->perf);
   free(job->summary);
+  free(job->files);
   free(job);
 }
 
@@ -113,19 +114,64 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= m && !strcmp(s + n - m, suffix);
 }
 
+/* A crash-ring sidecar: read along with its trace, never on its own. */
+static int is_ring(const char *path) { return ends_with(path, ".ncclspy.ring"); }
+
+/* Loads one trace file unless the same file (device and inode) was added
+ * before, by another path or another spelling of its directory.  Returns
+ * 1 (added or already there), NSP_AN_EREAD or NSP_AN_ENOMEM. */
+static int add_file(struct nsp_job *job, const char *path, const struct stat *st) {
+  for (size_t i = 0; i < job->nfiles; i++)
+    if (job->files[i].dev == (uint64_t)st->st_dev && job->files[i].ino == (uint64_t)st->st_ino) return 1;
+  NSP_TRY(nsp_an_grow(&job->files, &job->files_cap, job->nfiles + 1, sizeof *job->files));
+  job->files[job->nfiles].dev = (uint64_t)st->st_dev;
+  job->files[job->nfiles].ino = (uint64_t)st->st_ino;
+  job->nfiles++;
+  return nsp_an_load_trace(job, path, NULL, 0);
+}
+
+/* Whether directory `path` holds a *.ncclspy file (one level, no more). */
+static int dir_has_traces(const char *path) {
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  struct dirent *e;
+  int found = 0;
+  while (!found && (e = readdir(d))) found = e->d_name[0] != '.' && ends_with(e->d_name, ".ncclspy");
+  closedir(d);
+  return found;
+}
+
 static int add_dir(struct nsp_job *job, const char *path) {
   DIR *d = opendir(path);
   if (!d) {
     snprintf(job->err, sizeof job->err, "%s: %s", path, strerror(errno));
     return NSP_AN_EREAD;
   }
+  const char *sep = ends_with(path, "/") ? "" : "/";
   char **names = NULL;
   size_t n = 0, cap = 0;
   int ret = 0;
+  /* Subdirectories are not searched; when the directory has no trace of
+   * its own, the error text names those that hold traces. */
+  char subdirs[256] = "";
+  size_t nsub = 0;
   struct dirent *e;
   while ((e = readdir(d))) {
-    if (e->d_name[0] == '.' || !ends_with(e->d_name, ".ncclspy")) continue;
-    char *full = nsp_an_asprintf("%s%s%s", path, ends_with(path, "/") ? "" : "/", e->d_name);
+    if (e->d_name[0] == '.') continue;
+    if (!ends_with(e->d_name, ".ncclspy")) {
+      if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN && e->d_type != DT_LNK) continue;
+      char *sub = nsp_an_asprintf("%s%s%s", path, sep, e->d_name);
+      struct stat st;
+      if (sub && stat(sub, &st) == 0 && S_ISDIR(st.st_mode) && dir_has_traces(sub)) {
+        size_t len = strlen(subdirs);
+        if (nsub < 3) snprintf(subdirs + len, sizeof subdirs - len, "%s%s", nsub ? ", " : "", sub);
+        else if (nsub == 3) snprintf(subdirs + len, sizeof subdirs - len, ", ...");
+        nsub++;
+      }
+      free(sub);
+      continue;
+    }
+    char *full = nsp_an_asprintf("%s%s%s", path, sep, e->d_name);
     if (!full || nsp_an_grow(&names, &cap, n + 1, sizeof *names) < 0) {
       free(full);
       ret = NSP_AN_ENOMEM;
@@ -138,18 +184,26 @@ static int add_dir(struct nsp_job *job, const char *path) {
   if (n) qsort(names, n, sizeof *names, cmp_str);
   int added = 0;
   for (size_t i = 0; i < n && ret == 0; i++) {
-    int r = nsp_an_load_trace(job, names[i], NULL, 0);
+    struct stat st;
+    int r = stat(names[i], &st) == 0 && S_ISREG(st.st_mode) ? add_file(job, names[i], &st)
+                                                            : nsp_an_load_trace(job, names[i], NULL, 0);
     if (r == NSP_AN_ENOMEM) ret = r;
     else if (r > 0) added++;
   }
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
+  if (ret == 0 && !n && nsub)
+    snprintf(job->err, sizeof job->err,
+             "%s: no *.ncclspy trace in it; subdirectories are not searched, and %zu of them hold traces "
+             "(%s): name them instead",
+             path, nsub, subdirs);
   return ret < 0 ? ret : added;
 }
 
 int nsp_job_add_path(struct nsp_job *job, const char *path) {
   if (!job || !path || !*path) return NSP_AN_EINVAL;
   if (job->analyzed) return NSP_AN_ESTATE;
+  job->err[0] = 0;
   struct stat st;
   if (stat(path, &st) < 0) {
     snprintf(job->err, sizeof job->err, "%s: %s", path, strerror(errno));
@@ -157,6 +211,8 @@ int nsp_job_add_path(struct nsp_job *job, const char *path) {
     return NSP_AN_EREAD;
   }
   if (S_ISDIR(st.st_mode)) return add_dir(job, path);
+  if (is_ring(path)) return 0; /* read by its trace (a shell glob names both) */
+  if (S_ISREG(st.st_mode)) return add_file(job, path, &st);
   return nsp_an_load_trace(job, path, NULL, 0);
 }
 
@@ -173,6 +229,7 @@ int nsp_job_analyze(struct nsp_job *job) {
   if (!job) return NSP_AN_EINVAL;
   if (job->analyzed) return NSP_AN_ESTATE;
   job->analyzed = 1;
+  NSP_TRY(nsp_an_check_runs(job));
   return nsp_an_run_rules(job);
 }
 

@@ -7,6 +7,7 @@
  * number of calls per rank for the common case of a healthy job. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nsp_an_internal.h"
 #include "nsp_names.h"
@@ -247,6 +248,7 @@ static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *
   if (rec->seq != m->last_seq + 1) m->gaps++;
   if (rec->seq > m->last_seq) {
     m->last_seq = rec->seq;
+    m->last_rec = t->info.records;
     m->last_sig = s;
     m->last_t = tw;
   }
@@ -479,6 +481,8 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         break;
       case NSP_REC_DROPPED:
         t->info.dropped += rec.count;
+        t->drop_rec = t->info.records;
+        t->drop_by[rec.aux < 4 ? rec.aux : 0] += rec.count;
         break;
       case NSP_REC_HEARTBEAT: /* alive and waiting: the trace ends later */
         seen(t, rec.t_enter);
@@ -569,6 +573,20 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     NSP_TRY(nsp_job_notef(job, "%s: not read: %s", path, err));
     return NSP_AN_EREAD;
   }
+  const struct nsp_file_header *h = nsp_reader_header(r);
+  /* A copy of a trace already added (same host, pid and clock pair in the
+   * header: one process) would claim its ranks a second time. */
+  for (size_t i = 0; i < job->ntraces; i++) {
+    const struct nsp_trace *o = job->traces[i];
+    if (o->info.pid != h->pid || o->info.realtime_ns != (int64_t)h->realtime_ns ||
+        o->info.monotonic_ns != (int64_t)h->monotonic_ns || strncmp(o->hdr_host, h->host, sizeof h->host))
+      continue;
+    free(mem);
+    nsp_reader_destroy(r);
+    NSP_TRY(nsp_job_notef(job, "%s: a copy of %s (the same host, pid and start time: one process); read once",
+                          path, o->info.path));
+    return 1;
+  }
   struct nsp_trace *t = calloc(1, sizeof *t);
   if (!t || nsp_an_grow(&job->traces, &job->traces_cap, job->ntraces + 1, sizeof *job->traces) < 0) {
     free(t);
@@ -582,9 +600,9 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   t->mem_len = mem_len;
   t->env_rank = -1;
   t->file_rank = rank_from_name(path);
-  const struct nsp_file_header *h = nsp_reader_header(r);
   t->path = strdup(path);
   t->host = strndup(h->host, sizeof h->host);
+  memcpy(t->hdr_host, h->host, sizeof t->hdr_host);
   t->shim_version = strdup("");
   t->nccl_path = strdup("");
   t->launcher = strdup("");
@@ -621,13 +639,31 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   t->local_member = NULL;
   t->nlocal = 0;
   const char *problem = nsp_reader_problem(r);
+  /* A process that crashed leaves its last records in <trace>.ring; a
+   * copy of the traces without it loses them. */
+  int no_ring = 0;
+  if (!mem && (problem || !t->info.records)) {
+    char *ring = nsp_an_asprintf("%s.ring", path);
+    struct stat st;
+    if (!ring) ret = NSP_AN_ENOMEM;
+    else no_ring = stat(ring, &st) != 0;
+    free(ring);
+  }
+  /* "; there is no <path>.ring next to it: ..." */
+#define NSP_RING_HINT "; there is no %s.ring next to it: a process that crashed keeps its last records in " \
+                      "<trace>.ring, which must be copied along with the traces"
   if (ret == 0 && problem) {
     t->problem = strdup(problem);
     if (!t->problem) ret = NSP_AN_ENOMEM;
     t->info.problem = t->problem;
     if (!ret)
-      ret = nsp_job_notef(job, "%s: %s; the %llu readable records were analysed", path, problem,
-                          (unsigned long long)t->info.records);
+      ret = no_ring ? nsp_job_notef(job, "%s: %s; the %llu readable records were analysed" NSP_RING_HINT, path,
+                                    problem, (unsigned long long)t->info.records, path)
+                    : nsp_job_notef(job, "%s: %s; the %llu readable records were analysed", path, problem,
+                                    (unsigned long long)t->info.records);
+  } else if (ret == 0 && !t->info.records) {
+    ret = no_ring ? nsp_job_notef(job, "%s: no records in it (only the header)" NSP_RING_HINT, path, path)
+                  : nsp_job_notef(job, "%s: no records in it (only the header)", path);
   }
   t->info.recovered = nsp_reader_recovered(r);
   if (ret == 0 && t->info.recovered)

@@ -638,6 +638,71 @@ static int rule_errors(struct nsp_job *job) {
   return nsp_an_error_hint(job, f);
 }
 
+/* ---- coverage: dropped records, cut traces ------------------------------- */
+
+/* The reasons records of t were dropped, "size cap (NCCLSPY_MAX_MB)" or
+ * "ring full, write errors". */
+static void put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {
+  static const char *const why[4] = {"unknown reason", "ring full", "write errors", "size cap (NCCLSPY_MAX_MB)"};
+  int first = 1;
+  for (int r = 1; r <= 4; r++) {
+    int k = r & 3; /* 1, 2, 3, then 0 (unknown) last */
+    if (!t->drop_by[k]) continue;
+    nsp_sbuf_printf(b, "%s%s", first ? "" : ", ", why[k]);
+    first = 0;
+  }
+  if (first) nsp_sbuf_printf(b, "%s", why[0]);
+}
+
+/* "rank 3" or the trace's path when it has no rank. */
+static void put_trace_name(struct nsp_sbuf *b, const struct nsp_trace *t) {
+  if (t->info.rank >= 0) nsp_sbuf_printf(b, "rank %d", t->info.rank);
+  else nsp_sbuf_printf(b, "%s", t->path);
+}
+
+/* True when records were dropped after the member's last collective (or
+ * it has none): its trace cannot tell where the rank stopped. */
+static int member_uncovered(const struct nsp_job *job, const struct nsp_member *m) {
+  const struct nsp_trace *t = job->traces[m->trace];
+  return t->info.dropped && t->drop_rec > m->last_rec;
+}
+
+/* True when t's file was cut or damaged with nothing read after it (not
+ * made whole from its crash ring); *at: the byte where reading stopped. */
+static int trace_cut(const struct nsp_trace *t, unsigned long long *at) {
+  if (!t->problem || t->info.recovered || strstr(t->problem, "read on from byte")) return 0;
+  const char *p = strstr(t->problem, "at byte ");
+  *at = p ? strtoull(p + 8, NULL, 10) : 0;
+  return 1;
+}
+
+/* The highest last seq of c's members with a rank. */
+static uint64_t comm_reached(const struct nsp_job *job, const struct nsp_comm *c) {
+  uint64_t hi = 0;
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank >= 0 && m->last_seq > hi) hi = m->last_seq;
+  }
+  return hi;
+}
+
+/* "rank 0's trace stops covering at seq 393212 (communicator ...) because
+ * records were dropped (size cap ...)" for a member behind the others
+ * whose trace dropped records after its last collective. */
+static void put_uncovered(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_comm *c,
+                          const struct nsp_member *m) {
+  const struct nsp_trace *t = job->traces[m->trace];
+  put_trace_name(b, t);
+  if (m->last_seq)
+    nsp_sbuf_printf(b, "'s trace stops covering communicator %016llx at seq %llu", (unsigned long long)c->info.id,
+                    (unsigned long long)m->last_seq);
+  else
+    nsp_sbuf_printf(b, "'s trace records no collective on communicator %016llx", (unsigned long long)c->info.id);
+  nsp_sbuf_printf(b, " because records were dropped after it (%llu dropped: ", (unsigned long long)t->info.dropped);
+  put_drop_reasons(b, t);
+  nsp_sbuf_printf(b, "), so nothing after it can be judged for that rank");
+}
+
 /* ---- rule 3: the wavefront ---------------------------------------------- */
 
 static int cmp_part_seq(const void *pa, const void *pb, void *ctx) {
@@ -652,8 +717,26 @@ static int rule_wavefront_comm(struct nsp_job *job, struct nsp_comm *c) {
   size_t *mi = malloc((c->nmembers ? c->nmembers : 1) * sizeof *mi);
   if (!mi) return NSP_AN_ENOMEM;
   size_t n = 0;
-  for (size_t k = 0; k < c->nmembers; k++)
-    if (job->members[c->members[k]].rank >= 0) mi[n++] = c->members[k];
+  uint64_t reached = comm_reached(job, c);
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank < 0) continue;
+    /* A rank behind whose trace dropped records after its last
+     * collective may have gone on: it is not judged (a note says so). */
+    if (m->last_seq < reached && member_uncovered(job, m)) {
+      struct nsp_sbuf b = {0};
+      put_uncovered(&b, job, c, m);
+      char *s = nsp_sbuf_take(&b);
+      int ret = s ? nsp_job_notef(job, "%s", s) : NSP_AN_ENOMEM;
+      free(s);
+      if (ret) {
+        free(mi);
+        return ret;
+      }
+      continue;
+    }
+    mi[n++] = c->members[k];
+  }
   qsort_r(mi, n, sizeof *mi, cmp_part_seq, job);
   int skip = n < 2 || job->members[mi[0]].last_seq == job->members[mi[n - 1]].last_seq;
   uint64_t low = n ? job->members[mi[0]].last_seq : 0;
@@ -872,7 +955,8 @@ static void message_p2p(struct nsp_sbuf *b, const struct nsp_finding *f) {
                   (unsigned long long)s->posted, f->dst, f->dst, (unsigned long long)r->posted, f->src);
 }
 
-static void message_stopped(struct nsp_sbuf *b, const struct nsp_finding *f) {
+static void message_stopped(struct nsp_sbuf *b, const struct nsp_finding_priv *fp, const struct nsp_job *job) {
+  const struct nsp_finding *f = &fp->pub;
   for (size_t s = 0; s < f->nsides; s++) {
     const struct nsp_side *side = &f->sides[s];
     if (s) nsp_sbuf_printf(b, s + 1 == f->nsides ? " while " : "; ");
@@ -897,6 +981,23 @@ static void message_stopped(struct nsp_sbuf *b, const struct nsp_finding *f) {
     else nsp_sbuf_printf(b, " on communicator %016llx", (unsigned long long)c->comm_id);
   }
   if (low->nranks > shown) nsp_sbuf_printf(b, "; ...");
+  /* What the traces cannot tell: a cut file, ranks left out for drops. */
+  for (size_t s = 0; s + 1 < f->nsides; s++)
+    for (size_t p = 0; p < f->sides[s].nranks; p++) {
+      unsigned long long at;
+      if (trace_cut(job->traces[f->sides[s].procs[p].trace], &at))
+        nsp_sbuf_printf(b, "; rank %d's trace is cut at byte %llu, so it may have gone further", f->sides[s].procs[p].rank,
+                        at);
+    }
+  if (fp->comm_index == SIZE_MAX) return;
+  const struct nsp_comm *c = job->comms[fp->comm_index];
+  uint64_t reached = comm_reached(job, c);
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank < 0 || m->last_seq >= reached || !member_uncovered(job, m)) continue;
+    nsp_sbuf_printf(b, "; not judged: ");
+    put_uncovered(b, job, c, m);
+  }
 }
 
 static void put_error_call(struct nsp_sbuf *b, const struct nsp_call *c, int with_text) {
@@ -974,7 +1075,7 @@ static int build_messages(struct nsp_job *job) {
           }
         }
         break;
-      case NSP_FIND_STOPPED_EARLY: message_stopped(&b, f); break;
+      case NSP_FIND_STOPPED_EARLY: message_stopped(&b, fp, job); break;
       case NSP_FIND_ERROR: message_error(&b, f, job, fp->cause_id); break;
       default: message_mismatch(&b, f); break;
     }
@@ -1010,10 +1111,47 @@ static int build_summary(struct nsp_job *job) {
     ncoll += job->comms[i]->info.ncoll;
     np2p += job->comms[i]->info.np2p;
   }
+  /* Incomplete coverage: traces that dropped records or were cut. */
+  int partial = 0;
+  for (size_t i = 0; i < job->ntraces; i++) {
+    unsigned long long at;
+    if (job->traces[i]->info.dropped || trace_cut(job->traces[i], &at)) partial = 1;
+  }
   if (!job->nfindings) {
-    nsp_sbuf_printf(&b, "No problems found in %zu trace%s (%zu communicator%s, %llu collective calls, %llu send/recv calls).",
-                    job->ntraces, job->ntraces == 1 ? "" : "s", job->ncomms, job->ncomms == 1 ? "" : "s",
-                    (unsigned long long)ncoll, (unsigned long long)np2p);
+    nsp_sbuf_printf(&b, "No problems found in %s%zu trace%s (%zu communicator%s, %llu collective calls, %llu send/recv calls)",
+                    partial ? "what was recorded in " : "", job->ntraces, job->ntraces == 1 ? "" : "s", job->ncomms,
+                    job->ncomms == 1 ? "" : "s", (unsigned long long)ncoll, (unsigned long long)np2p);
+    if (partial) {
+      nsp_sbuf_printf(&b, "; coverage is incomplete: ");
+      size_t shown = 0, more = 0;
+      for (size_t i = 0; i < job->ntraces; i++) {
+        const struct nsp_trace *t = job->traces[i];
+        unsigned long long at;
+        int cut = trace_cut(t, &at);
+        if (!t->info.dropped && !cut) continue;
+        if (shown == 4) {
+          more++;
+          continue;
+        }
+        if (shown++) nsp_sbuf_printf(&b, ", ");
+        if (t->info.dropped) {
+          uint64_t all = t->info.dropped + t->info.records;
+          uint64_t pct = (t->info.dropped * 100 + all / 2) / all;
+          if (pct) nsp_sbuf_printf(&b, "%llu%% of ", (unsigned long long)pct);
+          else nsp_sbuf_printf(&b, "under 1%% of ");
+          put_trace_name(&b, t);
+          nsp_sbuf_printf(&b, "'s records were dropped (");
+          put_drop_reasons(&b, t);
+          nsp_sbuf_printf(&b, ")%s", cut ? " and " : "");
+        } else {
+          put_trace_name(&b, t);
+          nsp_sbuf_printf(&b, "'s ");
+        }
+        if (cut) nsp_sbuf_printf(&b, "trace is cut at byte %llu", at);
+      }
+      if (more) nsp_sbuf_printf(&b, " (and %zu more trace%s)", more, more == 1 ? "" : "s");
+    }
+    nsp_sbuf_printf(&b, ".");
   } else {
     const struct nsp_finding *f = &job->findings[0].pub;
     size_t counts[NSP_FIND_KIND_COUNT] = {0};
@@ -1040,6 +1178,22 @@ static int build_summary(struct nsp_job *job) {
     }
     nsp_sbuf_printf(&b, ": %s. Hint: %s.", f->message, f->hint);
     if (job->nfindings > 1) nsp_sbuf_printf(&b, " The other findings follow from it or are listed by likely cause.");
+  }
+  /* Ranks the wavefront could not judge (their notes say more). */
+  for (size_t ci = 0; ci < job->ncomms; ci++) {
+    const struct nsp_comm *c = job->comms[ci];
+    uint64_t reached = comm_reached(job, c);
+    for (size_t k = 0; k < c->nmembers; k++) {
+      const struct nsp_member *m = &job->members[c->members[k]];
+      if (m->rank < 0 || m->last_seq >= reached || !member_uncovered(job, m)) continue;
+      const struct nsp_trace *t = job->traces[m->trace];
+      nsp_sbuf_printf(&b, " ");
+      put_trace_name(&b, t);
+      nsp_sbuf_printf(&b, "'s trace stops covering communicator %016llx at seq %llu because records were dropped (",
+                      (unsigned long long)c->info.id, (unsigned long long)m->last_seq);
+      put_drop_reasons(&b, t);
+      nsp_sbuf_printf(&b, "): nothing after it is judged for that rank.");
+    }
   }
   if (job->nnotes) nsp_sbuf_printf(&b, " See the %zu note%s below.", job->nnotes, job->nnotes == 1 ? "" : "s");
   job->summary = nsp_sbuf_take(&b);

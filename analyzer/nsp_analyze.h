@@ -350,6 +350,11 @@ void nsp_job_destroy(struct nsp_job *job);
  * readdir order).  A damaged file is still added, with its problem in
  * nsp_trace_info.problem and a note.  A file that cannot be read as a
  * trace at all is skipped with a note.
+ * A file already added (same device and inode, under any path) and a
+ * copy of an added trace (same host, pid and header clock pair; noted)
+ * are not added again but count as added; a "*.ncclspy.ring" file is
+ * skipped (returns 0: its trace reads it).  A directory without traces
+ * of its own whose subdirectories hold some sets nsp_job_error.
  * Returns the number of traces added (>= 0; 0 for a directory without
  * traces), NSP_AN_EREAD when path itself (or, for a file, its header)
  * cannot be read, NSP_AN_ENOMEM, NSP_AN_EINVAL or NSP_AN_ESTATE. */

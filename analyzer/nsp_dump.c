@@ -97,8 +97,8 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
       put_t(out, h, r->t_enter);
       fprintf(out, "CALL %s comm=%" PRIu32 " seq=%" PRIu64 " count=%" PRIu64 " dtype=%s redop=%s peer=%d stream=0x%" PRIx64
                    " sendbuff=0x%" PRIx64 " recvbuff=0x%" PRIx64 " group=%" PRIu64 "/%" PRIu32 " dt=%.3fus result=%s flags=0x%x",
-              nsp_op_name(r->api), r->comm, r->seq, r->count, nsp_dtype_name(r->dtype, b1, sizeof b1),
-              nsp_redop_name(r->redop, b2, sizeof b2), r->peer, r->stream, r->sendbuff, r->recvbuff, r->group_id,
+              nsp_op_name(r->api), r->comm, r->seq, r->count, r->dtype < 0 ? "-" : nsp_dtype_name(r->dtype, b1, sizeof b1),
+              r->redop < 0 ? "-" : nsp_redop_name(r->redop, b2, sizeof b2), r->peer, r->stream, r->sendbuff, r->recvbuff, r->group_id,
               r->group_depth, (double)(r->t_exit - r->t_enter) / 1e3, nsp_result_name(r->result, b3, sizeof b3),
               r->flags);
       if (r->site) fprintf(out, " site=%" PRIu32, r->site);
@@ -304,8 +304,13 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
   jput(o, "t_enter_ns", ji((int64_t)r->t_enter));
   if (r->kind == NSP_REC_COMM || r->kind == NSP_REC_COMM_END || r->kind == NSP_REC_CALL || r->kind == NSP_REC_REDOP)
     jput(o, "t_exit_ns", ji((int64_t)r->t_exit));
-  if (r->kind != NSP_REC_DROPPED) jput(o, "comm", ji(r->comm));
-  if (r->kind != NSP_REC_DROPPED && r->kind != NSP_REC_ASYNC_ERROR) {
+  /* Only the fields a kind has: a heartbeat, ring position or drop count
+   * names no communicator, API or result. */
+  int has_call = r->kind == NSP_REC_COMM || r->kind == NSP_REC_COMM_END || r->kind == NSP_REC_CALL ||
+                 r->kind == NSP_REC_REDOP;
+  int has_result = has_call || r->kind == NSP_REC_ASYNC_ERROR;
+  if (has_result) jput(o, "comm", ji(r->comm));
+  if (has_call) {
     jput(o, "api", js(nsp_api_name(r->api)));
     jput(o, "api_id", ji(r->api));
   }
@@ -330,10 +335,14 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
       jput(o, "op", js(nsp_op_name(r->api)));
       jput(o, "seq", ji((int64_t)r->seq));
       jput(o, "count", ji((int64_t)r->count));
-      jput(o, "dtype", js(nsp_dtype_name(r->dtype, b, sizeof b)));
-      jput(o, "dtype_id", ji(r->dtype));
-      jput(o, "redop", js(nsp_redop_name(r->redop, b, sizeof b)));
-      jput(o, "redop_id", ji(r->redop));
+      if (r->dtype >= 0) { /* calls that move no data have none */
+        jput(o, "dtype", js(nsp_dtype_name(r->dtype, b, sizeof b)));
+        jput(o, "dtype_id", ji(r->dtype));
+      }
+      if (r->redop >= 0) {
+        jput(o, "redop", js(nsp_redop_name(r->redop, b, sizeof b)));
+        jput(o, "redop_id", ji(r->redop));
+      }
       jput(o, "peer", ji(r->peer));
       jput(o, "stream", ji((int64_t)r->stream));
       jput(o, "sendbuff", ji((int64_t)r->sendbuff));
@@ -366,7 +375,7 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
     default:
       break;
   }
-  if (r->kind != NSP_REC_DROPPED) {
+  if (has_result && r->kind != NSP_REC_REDOP) {
     jput(o, "result", js(nsp_result_name(r->result, b, sizeof b)));
     jput(o, "result_code", ji(r->result));
   }

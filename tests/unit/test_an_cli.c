@@ -258,6 +258,161 @@ static void test_damaged_inputs(void **state) {
   result_free(&r);
 }
 
+/* ---- gathering the traces ----------------------------------------------- */
+
+static void copy_file(const char *from, const char *to) {
+  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+  assert_non_null(in);
+  assert_non_null(out);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, n, out), n);
+  fclose(in);
+  assert_int_equal(fclose(out), 0);
+}
+
+/* The same trace named twice (a directory twice, spelled two ways, a file
+ * twice, a copy of a file) is one process, not a duplicate rank. */
+static void test_same_trace_twice(void **state) {
+  (void)state;
+  char c01[300], slash[310], f0[400];
+  case_dir("c01", c01, sizeof c01);
+  snprintf(slash, sizeof slash, "%s/./", c01);
+  snprintf(f0, sizeof f0, "%s/node-a.1000.rank0.ncclspy", c01);
+  const char *const *argvs[] = {
+      (const char *[]){"analyze", c01, c01, NULL},
+      (const char *[]){"analyze", c01, slash, NULL},
+      (const char *[]){"analyze", c01, f0, f0, NULL},
+  };
+  for (size_t i = 0; i < sizeof argvs / sizeof *argvs; i++) {
+    struct result r = run(argvs[i]);
+    assert_int_equal(r.status, 1);
+    assert_contains(r.out, "ncclspy report: 2 traces, 1 communicator, 1 finding");
+    if (strstr(r.out, "env-duplicate-rank") || strstr(r.out, "env-world-size")) fail_msg("%s", r.out);
+    assert_string_equal(r.err, "");
+    result_free(&r);
+  }
+  /* A copy (another inode): read once, with a note. */
+  char copies[300], copy[400];
+  snprintf(copies, sizeof copies, "%s/copies", tmpdir);
+  assert_int_equal(mkdir(copies, 0755), 0);
+  snprintf(copy, sizeof copy, "%s/node-a.1000.rank0.ncclspy", copies);
+  copy_file(f0, copy);
+  struct result r = run((const char *[]){"analyze", c01, copies, NULL});
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "ncclspy report: 2 traces, 1 communicator, 1 finding");
+  char want[2000];
+  snprintf(want, sizeof want, "%s: a copy of %s (the same host, pid and start time: one process); read once", copy,
+           f0);
+  assert_contains(r.out, want);
+  if (strstr(r.out, "env-duplicate-rank")) fail_msg("%s", r.out);
+  result_free(&r);
+  nsp_case_rmdir(copies);
+}
+
+/* -o must not overwrite a trace; its errors say "ncclspy:". */
+static void test_output_guard(void **state) {
+  (void)state;
+  char c01[300], f0[400], in_dir[400], ring[400];
+  case_dir("c01", c01, sizeof c01);
+  snprintf(f0, sizeof f0, "%s/node-a.1000.rank0.ncclspy", c01);
+  snprintf(in_dir, sizeof in_dir, "%s/report.ncclspy", c01);
+  snprintf(ring, sizeof ring, "%s/node-a.1000.rank0.ncclspy.ring", c01);
+  struct stat before;
+  assert_int_equal(stat(f0, &before), 0);
+  const char *const *argvs[] = {
+      (const char *[]){"analyze", "-o", f0, c01, NULL},
+      (const char *[]){"analyze", "-o", f0, f0, NULL},
+      (const char *[]){"analyze", "-o", in_dir, c01, NULL},
+      (const char *[]){"analyze", "-o", ring, c01, NULL},
+      (const char *[]){"perf", "-o", f0, c01, NULL},
+  };
+  for (size_t i = 0; i < sizeof argvs / sizeof *argvs; i++) {
+    struct result r = run(argvs[i]);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.out, "");
+    assert_true(!strncmp(r.err, "ncclspy: -o ", 12));
+    assert_contains(r.err, "would overwrite the input trace");
+    result_free(&r);
+  }
+  struct stat after, none;
+  assert_int_equal(stat(f0, &after), 0);
+  assert_int_equal(after.st_size, before.st_size);
+  assert_int_equal(stat(in_dir, &none), -1);
+  assert_int_equal(stat(ring, &none), -1);
+  struct result r = run((const char *[]){"analyze", "-o", "/nonexistent/dir/report.txt", c01, NULL});
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "ncclspy: cannot write /nonexistent/dir/report.txt: No such file or directory");
+  result_free(&r);
+}
+
+/* Traces without records: exit 2 when none has one; a note on the
+ * missing .ring otherwise. */
+static void test_no_records(void **state) {
+  (void)state;
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/norec", tmpdir);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  struct nsp_tracegen *g[NSP_CASE_MAX_RANKS];
+  assert_int_equal(nsp_case_build("c05", g), 2);
+  char p0[400], p1[400];
+  assert_int_equal(nsp_tracegen_write(g[0], dir, 128, p0, sizeof p0), 0); /* the header only */
+  assert_int_equal(nsp_tracegen_write(g[1], dir, 128, p1, sizeof p1), 0);
+  struct result r = run((const char *[]){"analyze", dir, NULL});
+  assert_int_equal(r.status, 2);
+  assert_string_equal(r.out, "");
+  assert_contains(r.err, "ncclspy: none of the 2 traces has a readable record, so there is nothing to analyse");
+  char want[2000];
+  snprintf(want, sizeof want, "%s: no records in it (only the header); there is no %s.ring next to it: a process "
+           "that crashed keeps its last records in <trace>.ring, which must be copied along with the traces", p0, p0);
+  assert_contains(r.err, want);
+  result_free(&r);
+  /* One trace with records: analysed; the empty one has its note. */
+  assert_int_equal(nsp_tracegen_write(g[0], dir, SIZE_MAX, p0, sizeof p0), 0);
+  r = run((const char *[]){"analyze", dir, NULL});
+  assert_int_equal(r.status, 1);
+  snprintf(want, sizeof want, "%s: no records in it (only the header); there is no %s.ring next to it", p1, p1);
+  assert_contains(r.out, want);
+  result_free(&r);
+  nsp_tracegen_destroy(g[0]);
+  nsp_tracegen_destroy(g[1]);
+  nsp_case_rmdir(dir);
+}
+
+/* A directory of run directories: says subdirectories are not searched.
+ * A glob that names .ring files along with their traces: no warning. */
+static void test_subdirs_and_rings(void **state) {
+  (void)state;
+  char top[300], sub[400];
+  snprintf(top, sizeof top, "%s/top", tmpdir);
+  assert_int_equal(mkdir(top, 0755), 0);
+  snprintf(sub, sizeof sub, "%s/run1", top);
+  assert_int_equal(mkdir(sub, 0755), 0);
+  assert_true(nsp_case_write("c01", sub) > 0);
+  struct result r = run((const char *[]){"analyze", top, NULL});
+  assert_int_equal(r.status, 2);
+  char want[2000];
+  snprintf(want, sizeof want, "ncclspy: warning: %s: no *.ncclspy trace in it; subdirectories are not searched, "
+           "and 1 of them hold traces (%s): name them instead", top, sub);
+  assert_contains(r.err, want);
+  result_free(&r);
+  char f0[500], f1[500], ring[500];
+  snprintf(f0, sizeof f0, "%s/node-a.1000.rank0.ncclspy", sub);
+  snprintf(f1, sizeof f1, "%s/node-a.1001.rank1.ncclspy", sub);
+  snprintf(ring, sizeof ring, "%s/node-a.1002.rank2.ncclspy.ring", sub); /* its trace is elsewhere */
+  FILE *f = fopen(ring, "w");
+  assert_non_null(f);
+  fputs("a ring", f);
+  fclose(f);
+  r = run((const char *[]){"analyze", f0, f1, ring, NULL});
+  assert_int_equal(r.status, 1);
+  assert_string_equal(r.err, "");
+  assert_contains(r.out, "ncclspy report: 2 traces");
+  result_free(&r);
+  nsp_case_rmdir(sub);
+  assert_int_equal(rmdir(top), 0);
+}
+
 /* ---- dump --------------------------------------------------------------- */
 
 static void test_dump_text(void **state) {
@@ -600,6 +755,10 @@ int main(void) {
       cmocka_unit_test(test_help_version_usage),
       cmocka_unit_test(test_exit_codes),
       cmocka_unit_test(test_damaged_inputs),
+      cmocka_unit_test(test_same_trace_twice),
+      cmocka_unit_test(test_output_guard),
+      cmocka_unit_test(test_no_records),
+      cmocka_unit_test(test_subdirs_and_rings),
       cmocka_unit_test(test_dump_text),
 #if NSP_HAVE_JSON
       cmocka_unit_test(test_dump_json),

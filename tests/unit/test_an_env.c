@@ -428,6 +428,70 @@ static void test_cases_clean(void **state) {
   }
 }
 
+/* ---- traces of more than one run ---------------------------------------- */
+
+/* A torchrun restart in the same NCCLSPY_DIR: two attempts, told apart by
+ * TORCHELASTIC_RESTART_COUNT; the note comes first and names the files. */
+static void test_runs_by_env(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  for (int i = 0; i < 4; i++) {
+    g[i] = gen(i);
+    assert_int_equal(nsp_tracegen_env(g[i], "TORCHELASTIC_RUN_ID", "job7"), 0);
+    assert_int_equal(nsp_tracegen_env(g[i], "TORCHELASTIC_RESTART_COUNT", i < 2 ? "0" : "1"), 0);
+    assert_int_equal(nsp_tracegen_env(g[i], "MASTER_PORT", "29500"), 0);
+    uint32_t w = nsp_tracegen_comm(g[i], i < 2 ? 0xa0 : 0xa1, i % 2, 2);
+    nsp_tracegen_coll(g[i], NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
+  }
+  nsp_tracegen_dropped(g[3], 5, NSP_DROP_RING_FULL); /* a later note stays after it */
+  struct nsp_job *job = analyse_gens(g, 4);
+  assert_int_equal(nsp_job_nnotes(job), 2);
+  assert_contains(nsp_job_note(job, 0),
+                  "the traces come from 2 different runs or attempts (they differ in TORCHELASTIC_RESTART_COUNT)");
+  assert_contains(nsp_job_note(job, 0), "TORCHELASTIC_RESTART_COUNT=0: t0.ncclspy, t1.ncclspy; "
+                                        "TORCHELASTIC_RESTART_COUNT=1: t2.ncclspy, t3.ncclspy");
+  assert_contains(nsp_job_note(job, 0), "a directory of its own (NCCLSPY_DIR)");
+  assert_contains(nsp_job_note(job, 1), "t3.ncclspy: the shim dropped 5 records");
+  nsp_job_destroy(job);
+
+  /* Same attempt everywhere: no note. */
+  for (int i = 0; i < 2; i++) {
+    g[i] = gen(i);
+    assert_int_equal(nsp_tracegen_env(g[i], "TORCHELASTIC_RESTART_COUNT", "3"), 0);
+    world(g[i], i, 2);
+  }
+  job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nnotes(job), 0);
+  nsp_job_destroy(job);
+}
+
+/* No launcher variables, but an hour between the traces: two runs; half a
+ * second of clock skew is not. */
+static void test_runs_by_time(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  for (int i = 0; i < 3; i++) {
+    g[i] = nsp_tracegen_create("h", 50u + (uint32_t)i, -1);
+    assert_non_null(g[i]);
+  }
+  nsp_tracegen_set_clock(g[1], 1700000000500000000ull, 1000000000ull); /* +0.5 s */
+  nsp_tracegen_set_clock(g[2], 1700003600000000000ull, 1000000000ull); /* +1 h */
+  for (int i = 0; i < 3; i++) world(g[i], i == 2 ? 0 : i, 2);
+  struct nsp_job *job = analyse_gens(g, 3);
+  assert_int_equal(nsp_job_nnotes(job), 1);
+  assert_contains(nsp_job_note(job, 0), "the traces come from 2 different runs or attempts (their time ranges do "
+                                        "not overlap)");
+  assert_contains(nsp_job_note(job, 0), "run 1 (from +0.000s): t0.ncclspy, t1.ncclspy; run 2 (from +3600.000s): "
+                                        "t2.ncclspy");
+  nsp_job_destroy(job);
+  for (int i = 0; i < 2; i++) g[i] = nsp_tracegen_create("h", 50u + (uint32_t)i, -1);
+  nsp_tracegen_set_clock(g[1], 1700000000500000000ull, 1000000000ull);
+  for (int i = 0; i < 2; i++) world(g[i], i, 2);
+  job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nnotes(job), 0);
+  nsp_job_destroy(job);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_versions),
@@ -443,6 +507,8 @@ int main(void) {
       cmocka_unit_test(test_error_hint_settings),
       cmocka_unit_test(test_error_hint_version_skew),
       cmocka_unit_test(test_cases_clean),
+      cmocka_unit_test(test_runs_by_env),
+      cmocka_unit_test(test_runs_by_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

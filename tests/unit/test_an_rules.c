@@ -663,6 +663,119 @@ static void test_bad_inputs(void **state) {
 
 /* Records the shim dropped: a note, not a finding; ranks never traced:
  * an env-missing-ranks finding naming them. */
+/* ---- coverage: dropped records and cut traces ----------------------------- */
+
+/* A note of the job containing needle, or NULL. */
+static const char *find_note(const struct nsp_job *job, const char *needle) {
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++)
+    if (strstr(nsp_job_note(job, i), needle)) return nsp_job_note(job, i);
+  return NULL;
+}
+
+/* Two ranks of one communicator; rank r makes calls[r] all-reduces, and
+ * after after_drop[r] of them (0: never) a DROPPED record of drop[r]
+ * records with `reason`. */
+static struct nsp_tracegen *drop_gen(int r, int calls, int after_drop, uint64_t drop, uint32_t reason) {
+  struct nsp_tracegen *g = nsp_tracegen_create("h", 100u + (uint32_t)r, r);
+  assert_non_null(g);
+  uint32_t w = nsp_tracegen_comm(g, 0xd0d0, r, 2);
+  assert_int_not_equal(w, 0);
+  for (int i = 1; i <= calls; i++) {
+    assert_int_equal(nsp_tracegen_coll(g, NSP_API_AllReduce, w, 64, ncclFloat32, ncclSum, -1), (uint64_t)i);
+    if (i == after_drop) assert_int_equal(nsp_tracegen_dropped(g, drop, reason), 0);
+  }
+  return g;
+}
+
+/* NCCLSPY_MAX_MB reached on rank 0: its trace ends with a DROPPED record
+ * after seq 40 while rank 1 goes on to 100.  Not "stopped-early": a note
+ * and the summary say where rank 0's trace stops covering, and why. */
+static void test_drop_size_cap_not_stopped(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2] = {drop_gen(0, 40, 40, 60, NSP_DROP_SIZE_CAP), drop_gen(1, 100, 0, 0, 0)};
+  struct nsp_job *job = analyse_gens(g, 2);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %s\n", nsp_job_finding(job, i)->message);
+  assert_int_equal(count_kind(job, NSP_FIND_STOPPED_EARLY), 0);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  const char *n = find_note(job, "rank 0's trace stops covering communicator 000000000000d0d0 at seq 40");
+  assert_non_null(n);
+  assert_contains(n, "because records were dropped after it (60 dropped: size cap (NCCLSPY_MAX_MB))");
+  assert_contains(n, "nothing after it can be judged for that rank");
+  const char *sum = nsp_job_summary(job);
+  assert_contains(sum, "No problems found in what was recorded in 2 traces");
+  assert_contains(sum, "of rank 0's records were dropped (size cap (NCCLSPY_MAX_MB))");
+  assert_contains(sum, "rank 0's trace stops covering communicator 000000000000d0d0 at seq 40 because records were "
+                       "dropped (size cap (NCCLSPY_MAX_MB))");
+  nsp_job_destroy(job);
+}
+
+/* Ring-full drops in the middle of rank 0's trace, which goes on after
+ * them: its last seq is known, so a rank that really stopped is still
+ * named; a share of records dropped is named too. */
+static void test_drop_middle_still_judged(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2] = {drop_gen(0, 50, 10, 900, NSP_DROP_RING_FULL), drop_gen(1, 100, 0, 0, 0)};
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(count_kind(job, NSP_FIND_STOPPED_EARLY), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_contains(f->message, "rank 0 stopped at seq 50 while rank 1 reached seq 100");
+  assert_null(strstr(f->message, "not judged"));
+  assert_null(find_note(job, "stops covering"));
+  nsp_job_destroy(job);
+}
+
+/* Both ranks complete, most of their records dropped (ring full): "No
+ * problems found" says it only covers what was recorded, and how much
+ * of each rank was dropped. */
+static void test_drop_share_in_summary(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2] = {drop_gen(0, 100, 50, 1900, NSP_DROP_RING_FULL),
+                               drop_gen(1, 100, 50, 1900, NSP_DROP_RING_FULL)};
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  /* 1900 of 1900 + 104 read (PROCESS, COMM, 100 CALLs, DROPPED, ...). */
+  const char *sum = nsp_job_summary(job);
+  assert_contains(sum, "No problems found in what was recorded in 2 traces");
+  assert_contains(sum, "coverage is incomplete: 95% of rank 0's records were dropped (ring full), 95% of rank 1's "
+                       "records were dropped (ring full).");
+  nsp_job_destroy(job);
+}
+
+/* Rank 1's file is cut inside its last frame (seqs 61 on lost): the
+ * stopped-early finding is still made (the process may have died), but
+ * its own text says the trace is cut. */
+static void test_cut_trace_in_finding(void **state) {
+  (void)state;
+  struct nsp_tracegen *g0 = drop_gen(0, 100, 0, 0, 0);
+  struct nsp_tracegen *g1 = nsp_tracegen_create("h", 101, 1);
+  assert_non_null(g1);
+  uint32_t w = nsp_tracegen_comm(g1, 0xd0d0, 1, 2);
+  for (int i = 1; i <= 100; i++) {
+    nsp_tracegen_coll(g1, NSP_API_AllReduce, w, 64, ncclFloat32, ncclSum, -1);
+    if (i == 60) assert_int_equal(nsp_tracegen_frame(g1), 0);
+  }
+  struct nsp_job *job = nsp_job_create();
+  const uint8_t *data;
+  size_t len;
+  assert_int_equal(nsp_tracegen_bytes(g0, &data, &len), 0);
+  assert_int_equal(nsp_job_add_mem(job, "t0.ncclspy", data, len), 1);
+  assert_int_equal(nsp_tracegen_bytes(g1, &data, &len), 0);
+  assert_int_equal(nsp_job_add_mem(job, "t1.ncclspy", data, len - 20), 1);
+  size_t nf;
+  const size_t *offs = nsp_tracegen_frame_offsets(g1, &nf);
+  assert_true(nf >= 2);
+  char want[96];
+  snprintf(want, sizeof want, "rank 1's trace is cut at byte %zu, so it may have gone further", offs[nf - 1]);
+  nsp_tracegen_destroy(g0);
+  nsp_tracegen_destroy(g1);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  assert_int_equal(count_kind(job, NSP_FIND_STOPPED_EARLY), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_contains(f->message, "rank 1 stopped at seq 60 while rank 0 reached seq 100");
+  assert_contains(f->message, want);
+  nsp_job_destroy(job);
+}
+
 static void test_notes(void **state) {
   (void)state;
   struct nsp_tracegen *g[2];
@@ -777,6 +890,10 @@ int main(void) {
       cmocka_unit_test(test_damaged_traces_analyse),
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_notes),
+      cmocka_unit_test(test_drop_size_cap_not_stopped),
+      cmocka_unit_test(test_drop_middle_still_judged),
+      cmocka_unit_test(test_drop_share_in_summary),
+      cmocka_unit_test(test_cut_trace_in_finding),
       cmocka_unit_test(test_format_ranks),
       cmocka_unit_test(test_format_call_and_names),
   };
