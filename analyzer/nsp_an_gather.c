@@ -178,13 +178,70 @@ static int by_time(struct nsp_job *job, size_t *group) {
   return ret;
 }
 
+static size_t uf_find(size_t *parent, size_t i) {
+  while (parent[i] != i) i = parent[i] = parent[parent[i]];
+  return i;
+}
+
+/* Ranks of one run share communicators (at least the world, or the one
+ * they split from): traces that fall into groups with no communicator in
+ * common are separate runs, even when started within a second of each
+ * other with the same variables.  Traces in no communicator are left out. */
+static int by_comms(struct nsp_job *job, size_t *group) {
+  size_t n = job->ntraces;
+  size_t *parent = malloc(n * sizeof *parent);
+  size_t *first = malloc((job->ncomms ? job->ncomms : 1) * sizeof *first); /* a trace of each comm */
+  unsigned char *in = calloc(n, 1);
+  if (!parent || !in || !first) {
+    free(parent);
+    free(in);
+    free(first);
+    return NSP_AN_ENOMEM;
+  }
+  for (size_t i = 0; i < n; i++) parent[i] = i;
+  for (size_t c = 0; c < job->ncomms; c++) first[c] = SIZE_MAX;
+  /* (The communicators' member lists are made by the rules; the members
+   * themselves exist once the traces are loaded.) */
+  for (size_t m = 0; m < job->nmembers; m++) {
+    size_t c = job->members[m].comm, t = job->members[m].trace;
+    if (c >= job->ncomms || t >= n) continue;
+    in[t] = 1;
+    if (first[c] == SIZE_MAX) first[c] = t;
+    else parent[uf_find(parent, t)] = uf_find(parent, first[c]);
+  }
+  free(first);
+  size_t ngroups = 0;
+  for (size_t i = 0; i < n; i++) group[i] = SIZE_MAX;
+  for (size_t i = 0; i < n; i++) {
+    if (!in[i]) continue;
+    size_t r = uf_find(parent, i);
+    if (group[r] == SIZE_MAX) group[r] = ngroups++;
+    group[i] = group[r];
+  }
+  int ret = 0;
+  if (ngroups > 1) {
+    char **labels = calloc(ngroups, sizeof *labels);
+    ret = labels ? 0 : NSP_AN_ENOMEM;
+    for (size_t g = 0; g < ngroups && !ret; g++)
+      if (!(labels[g] = nsp_an_asprintf("run %zu", g + 1))) ret = NSP_AN_ENOMEM;
+    if (!ret) ret = run_note(job, ngroups, group, labels, "no communicator has ranks in more than one of them");
+    for (size_t g = 0; labels && g < ngroups; g++) free(labels[g]);
+    free(labels);
+  }
+  free(parent);
+  free(in);
+  return ret;
+}
+
 int nsp_an_check_runs(struct nsp_job *job) {
   if (job->ntraces < 2) return 0;
   size_t *group = malloc(job->ntraces * sizeof *group);
   if (!group) return NSP_AN_ENOMEM;
   int found = 0;
   int ret = by_env(job, group, &found);
+  size_t before = job->nnotes;
   if (!ret && !found) ret = by_time(job, group);
+  if (!ret && !found && job->nnotes == before) ret = by_comms(job, group);
   free(group);
   return ret;
 }

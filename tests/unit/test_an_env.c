@@ -492,6 +492,41 @@ static void test_runs_by_time(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Two runs started together with the same variables (a reused directory,
+ * jobs back to back): each pair shares its own world, none shares one with
+ * the other pair.  One job with a split communicator is one run. */
+static void test_runs_by_comms(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  for (int i = 0; i < 4; i++) {
+    g[i] = nsp_tracegen_create("h", 70u + (uint32_t)i, -1);
+    assert_non_null(g[i]);
+    uint32_t w = nsp_tracegen_comm(g[i], i < 2 ? 0x1111 : 0x2222, i % 2, 2);
+    assert_true(w > 0);
+    nsp_tracegen_coll(g[i], NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
+  }
+  struct nsp_job *job = analyse_gens(g, 4);
+  assert_int_equal(nsp_job_nnotes(job), 1);
+  assert_contains(nsp_job_note(job, 0), "the traces come from 2 different runs or attempts (no communicator has "
+                                        "ranks in more than one of them)");
+  assert_contains(nsp_job_note(job, 0), "run 1: t0.ncclspy, t1.ncclspy; run 2: t2.ncclspy, t3.ncclspy");
+  nsp_job_destroy(job);
+  /* One run: ranks 0-1 and 2-3 in sub-communicators of one world. */
+  for (int i = 0; i < 4; i++) {
+    g[i] = nsp_tracegen_create("h", 80u + (uint32_t)i, -1);
+    assert_non_null(g[i]);
+    uint32_t w = nsp_tracegen_comm(g[i], 0x3333, i, 4);
+    uint32_t sub = nsp_tracegen_comm(g[i], i < 2 ? 0x4444 : 0x5555, i % 2, 2);
+    assert_true(w > 0 && sub > 0);
+    nsp_tracegen_coll(g[i], NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
+    nsp_tracegen_coll(g[i], NSP_API_AllReduce, sub, 8, ncclFloat32, ncclSum, -1);
+  }
+  job = analyse_gens(g, 4);
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++)
+    assert_null(strstr(nsp_job_note(job, i), "different runs"));
+  nsp_job_destroy(job);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_versions),
@@ -508,6 +543,7 @@ int main(void) {
       cmocka_unit_test(test_error_hint_version_skew),
       cmocka_unit_test(test_cases_clean),
       cmocka_unit_test(test_runs_by_env),
+      cmocka_unit_test(test_runs_by_comms),
       cmocka_unit_test(test_runs_by_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
