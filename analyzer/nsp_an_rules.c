@@ -1169,7 +1169,7 @@ static int build_summary(struct nsp_job *job) {
     else if (!nsp_finding_kind_is_env(f->kind) && f->kind != NSP_FIND_SIGNAL)
       nsp_sbuf_printf(&b, " is on no communicator");
     if (f->comm) {
-      nsp_sbuf_printf(&b, " (%d ranks", f->comm->nranks);
+      nsp_sbuf_printf(&b, " (%d rank%s", f->comm->nranks, f->comm->nranks == 1 ? "" : "s");
       if (f->comm->parent_id)
         nsp_sbuf_printf(&b, ", split from %016llx with color %d", (unsigned long long)f->comm->parent_id,
                         f->comm->color);

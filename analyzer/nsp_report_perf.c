@@ -44,7 +44,7 @@ static void put_comm_title(FILE *out, const struct nsp_perf_comm *pc) {
   const struct nsp_comm_info *c = pc->comm;
   fprintf(out, "communicator %016" PRIx64, pc->comm_id);
   if (!c) return;
-  if (c->nranks > 0) fprintf(out, " (%d ranks", c->nranks);
+  if (c->nranks > 0) fprintf(out, " (%d rank%s", c->nranks, c->nranks == 1 ? "" : "s");
   else fprintf(out, " (? ranks");
   if (c->parent_id) fprintf(out, ", split from %016" PRIx64 " color %d", c->parent_id, c->color);
   if (c->name[0]) fprintf(out, ", name \"%s\"", c->name);

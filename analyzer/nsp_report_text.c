@@ -60,7 +60,7 @@ static void put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id) {
   }
   fprintf(out, "communicator %016" PRIx64, id);
   if (!c) return;
-  if (c->nranks > 0) fprintf(out, " (%d ranks", c->nranks);
+  if (c->nranks > 0) fprintf(out, " (%d rank%s", c->nranks, c->nranks == 1 ? "" : "s");
   else fprintf(out, " (? ranks");
   if (c->parent_id) fprintf(out, ", split from %016" PRIx64 " color %d", c->parent_id, c->color);
   if (c->name[0]) fprintf(out, ", name \"%s\"", c->name);
@@ -92,7 +92,8 @@ static void put_frames(FILE *out, const struct nsp_callsite *cs, int indent, siz
     if (fr->symbol[0]) fprintf(out, "%s (%s+0x%" PRIx64 ")\n", fr->symbol, base_name(fr->module), fr->offset);
     else fprintf(out, "%s+0x%" PRIx64 "\n", fr->module[0] ? base_name(fr->module) : "?", fr->offset);
   }
-  if (cs->nframes > n) fprintf(out, "%*s... %zu more frames\n", indent, "", cs->nframes - n);
+  if (cs->nframes > n)
+    fprintf(out, "%*s... %zu more frame%s\n", indent, "", cs->nframes - n, cs->nframes - n == 1 ? "" : "s");
 }
 
 static void put_site(FILE *out, const struct nsp_callsite *cs, int indent) { put_frames(out, cs, indent, NSP_TEXT_FRAMES); }
@@ -337,7 +338,7 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
     char rb[256];
     nsp_format_ranks(rb, sizeof rb, c->ranks, c->ntraced);
     fprintf(out, "  %016" PRIx64 ": ", c->id);
-    if (c->nranks > 0) fprintf(out, "%d ranks", c->nranks);
+    if (c->nranks > 0) fprintf(out, "%d rank%s", c->nranks, c->nranks == 1 ? "" : "s");
     else fprintf(out, "? ranks");
     fprintf(out, ", traced %s, %" PRIu64 " collective calls (last seq %" PRIu64 "), %" PRIu64 " send/recv calls",
             c->ntraced ? rb : "none", c->ncoll, c->max_seq, c->np2p);
