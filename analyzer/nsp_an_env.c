@@ -508,6 +508,14 @@ static int rule_missing(struct nsp_job *job, struct nsp_comm *c) {
     }
     next = upto + 1;
   }
+  /* Files that were there but told nothing: the missing ranks may be
+   * theirs, and "copy their traces" would be the wrong advice. */
+  size_t nempty = job->nunread;
+  for (size_t i = 0; i < job->ntraces; i++) nempty += job->traces[i]->info.records == 0;
+  if (nempty)
+    nsp_sbuf_printf(&b, "; %zu trace file%s could not be read or %s no readable record (see the notes): the "
+                        "missing ranks may be in %s",
+                    nempty, nempty == 1 ? "" : "s", nempty == 1 ? "has" : "have", nempty == 1 ? "it" : "them");
   if (list) ret = nsp_an_set_odd(f, list, nl);
   free(list);
   f->message = nsp_sbuf_take(&b);

@@ -285,6 +285,7 @@ struct nsp_perf; /* nsp_an_perf.c */
 struct nsp_job {
   struct nsp_trace **traces;
   size_t ntraces, traces_cap;
+  size_t nunread;       /* trace files that could not be read at all */
   struct nsp_comm **comms;
   size_t ncomms, comms_cap;
   struct nsp_u64map comm_by_id;

@@ -570,6 +570,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   if (!r) {
     free(mem);
     snprintf(job->err, sizeof job->err, "%s: %s", path, err);
+    job->nunread++;
     NSP_TRY(nsp_job_notef(job, "%s: not read: %s", path, err));
     return NSP_AN_EREAD;
   }

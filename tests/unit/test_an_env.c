@@ -310,6 +310,34 @@ static void test_missing_ranks(void **state) {
   nsp_job_destroy(job);
 }
 
+/* The same, with a file that could not be read among the traces: the
+ * missing ranks may be in it, and the message says so. */
+static void test_missing_ranks_unreadable(void **state) {
+  (void)state;
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  for (int i = 0; i < 3; i++) {
+    static const int ranks[3] = {0, 3, 4};
+    struct nsp_tracegen *g = gen(ranks[i]);
+    world(g, ranks[i], 10);
+    const uint8_t *data;
+    size_t len;
+    char name[32];
+    snprintf(name, sizeof name, "t%d.ncclspy", i);
+    assert_int_equal(nsp_tracegen_bytes(g, &data, &len), 0);
+    assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
+    nsp_tracegen_destroy(g);
+  }
+  static const uint8_t junk[10] = "NCCLSPY\0\0";
+  assert_int_equal(nsp_job_add_mem(job, "t9.ncclspy", junk, sizeof junk), NSP_AN_EREAD);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  const struct nsp_finding *f = only(job, NSP_FIND_ENV_MISSING_RANKS);
+  assert_string_equal(f->message, "communicator has 10 ranks but 3 have a trace; no trace for ranks 1-2,5-9; 1 trace "
+                                  "file could not be read or has no readable record (see the notes): the missing "
+                                  "ranks may be in it");
+  nsp_job_destroy(job);
+}
+
 /* ---- the hint table ----------------------------------------------------------- */
 
 static void test_hint_table(void **state) {
@@ -538,6 +566,7 @@ int main(void) {
       cmocka_unit_test(test_nranks_majority),
       cmocka_unit_test(test_duplicate_rank_and_nranks),
       cmocka_unit_test(test_missing_ranks),
+      cmocka_unit_test(test_missing_ranks_unreadable),
       cmocka_unit_test(test_hint_table),
       cmocka_unit_test(test_error_hint_settings),
       cmocka_unit_test(test_error_hint_version_skew),
