@@ -209,6 +209,20 @@ static void json_header(FILE *out, const char *path, const struct nsp_file_heade
   json_line(out, o);
 }
 
+/* The frames of a CALLSITE or SIGNAL record: [{module, offset, symbol}]. */
+static json_object *json_frames(const struct nsp_rec_ext *x) {
+  json_object *fr = json_object_new_array();
+  for (uint32_t i = 0; fr && x && i < x->nframes; i++) {
+    json_object *f = json_object_new_object();
+    if (!f) continue;
+    jput(f, "module", js(x->frame_module[i]));
+    jput(f, "offset", ji((int64_t)x->frame_offset[i]));
+    jput(f, "symbol", js(x->frame_symbol[i]));
+    if (json_object_array_add(fr, f) != 0) json_object_put(f);
+  }
+  return fr;
+}
+
 static void json_record(FILE *out, const struct nsp_file_header *h, const struct nsp_rec *r) {
   char b[32];
   const struct nsp_rec_ext *x = r->ext;
@@ -229,16 +243,7 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
   if (r->kind == NSP_REC_CALLSITE) {
     jput(o, "site", ji(r->site));
     jput(o, "flags", ji(r->flags));
-    json_object *fr = json_object_new_array();
-    for (uint32_t i = 0; fr && x && i < x->nframes; i++) {
-      json_object *f = json_object_new_object();
-      if (!f) continue;
-      jput(f, "module", js(x->frame_module[i]));
-      jput(f, "offset", ji((int64_t)x->frame_offset[i]));
-      jput(f, "symbol", js(x->frame_symbol[i]));
-      if (json_object_array_add(fr, f) != 0) json_object_put(f);
-    }
-    jput(o, "frames", fr);
+    jput(o, "frames", json_frames(x));
     json_line(out, o);
     return;
   }
@@ -253,16 +258,7 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
     jput(o, "flags", ji(r->flags));
     jput(o, "t_ns", ji((int64_t)r->t_enter));
     jput(o, "t_rel_ns", ji((int64_t)(r->t_enter - h->monotonic_ns)));
-    json_object *fr = json_object_new_array();
-    for (uint32_t i = 0; fr && x && i < x->nframes; i++) {
-      json_object *f = json_object_new_object();
-      if (!f) continue;
-      jput(f, "module", js(x->frame_module[i]));
-      jput(f, "offset", ji((int64_t)x->frame_offset[i]));
-      jput(f, "symbol", js(x->frame_symbol[i]));
-      if (json_object_array_add(fr, f) != 0) json_object_put(f);
-    }
-    jput(o, "frames", fr);
+    jput(o, "frames", json_frames(x));
     json_line(out, o);
     return;
   }

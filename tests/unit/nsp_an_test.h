@@ -23,8 +23,8 @@ static inline struct nsp_job *analyse_case(const char *name, int nranks) {
 }
 
 /* A new job holding the traces of n generators (named t0.ncclspy ...),
- * analysed; the generators are destroyed. */
-static inline struct nsp_job *analyse_gens(struct nsp_tracegen **g, int n) {
+ * not analysed yet; the generators are destroyed. */
+static inline struct nsp_job *job_of_gens(struct nsp_tracegen **g, int n) {
   struct nsp_job *job = nsp_job_create();
   assert_non_null(job);
   for (int r = 0; r < n; r++) {
@@ -36,6 +36,12 @@ static inline struct nsp_job *analyse_gens(struct nsp_tracegen **g, int n) {
     assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
     nsp_tracegen_destroy(g[r]);
   }
+  return job;
+}
+
+/* The same, analysed. */
+static inline struct nsp_job *analyse_gens(struct nsp_tracegen **g, int n) {
+  struct nsp_job *job = job_of_gens(g, n);
   assert_int_equal(nsp_job_analyze(job), 0);
   return job;
 }

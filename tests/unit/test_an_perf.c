@@ -16,19 +16,10 @@
 #include "nsp_analyze.h"
 #include "nsp_names.h"
 #include "nsp_tracegen.h"
+#include "nsp_an_test.h"
 
 static struct nsp_job *perf_gens(struct nsp_tracegen **g, int n) {
-  struct nsp_job *job = nsp_job_create();
-  assert_non_null(job);
-  for (int r = 0; r < n; r++) {
-    const uint8_t *data;
-    size_t len;
-    char name[32];
-    snprintf(name, sizeof name, "t%d.ncclspy", r);
-    assert_int_equal(nsp_tracegen_bytes(g[r], &data, &len), 0);
-    assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
-    nsp_tracegen_destroy(g[r]);
-  }
+  struct nsp_job *job = job_of_gens(g, n);
   assert_int_equal(nsp_job_perf(job), NSP_AN_ESTATE); /* analyse first */
   assert_int_equal(nsp_job_analyze(job), 0);
   assert_int_equal(nsp_job_perf(job), 0);
