@@ -24,35 +24,10 @@
 #include <unistd.h>
 
 #include "nsp_fuzz.h"
+#include "nsp_fuzz_touch.h"
 #include "nsp_report.h"
 #include "nsp_ringread.h"
 #include "ncclspy/trace.h"
-
-static volatile size_t nsp_fuzz_sink;
-
-static void touch_str(const char *s) {
-  if (s) nsp_fuzz_sink += strlen(s);
-}
-
-static void touch(const struct nsp_rec *r) {
-  touch_str(r->last_error);
-  const struct nsp_rec_ext *x = r->ext;
-  if (!x) return;
-  touch_str(x->comm_name);
-  touch_str(x->gpu_uuid);
-  touch_str(x->gpu_pci_bus_id);
-  touch_str(x->gpu_name);
-  touch_str(x->host);
-  touch_str(x->shim_version);
-  touch_str(x->nccl_path);
-  touch_str(x->launcher);
-  for (uint32_t i = 0; x->env && i < 2 * x->nenv; i++) touch_str(x->env[i]);
-  for (uint32_t i = 0; i < x->nframes; i++) {
-    touch_str(x->frame_module[i]);
-    touch_str(x->frame_symbol[i]);
-    nsp_fuzz_sink += (size_t)x->frame_offset[i];
-  }
-}
 
 static uint64_t le(const uint8_t *p, size_t n) {
   uint64_t v = 0;
