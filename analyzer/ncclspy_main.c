@@ -180,7 +180,28 @@ static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
   return 0;
 }
 
-static int cmd_perf(int argc, char **argv) {
+/* What `analyze` and `perf` differ in; the rest of their run is one. */
+struct report_cmd {
+  const char *name;  /* "analyze" */
+  const char *usage; /* its help text */
+  const char *needs; /* the usage error when no path is given */
+  int perf;          /* also compute the performance figures */
+  int (*text)(const struct nsp_job *job, FILE *out);
+  int (*json)(const struct nsp_job *job, FILE *out);
+  const char *what;  /* "the report": in "could not write the report to X" */
+};
+
+static const struct report_cmd nsp_cmd_analyze = {
+    "analyze", nsp_usage_analyze, "analyze needs a directory or trace file", 0,
+    nsp_report_text, nsp_report_json, " the report"};
+static const struct report_cmd nsp_cmd_perf = {
+    "perf", nsp_usage_perf, "perf needs a directory or trace file", 1,
+    nsp_report_perf_text, nsp_report_perf_json, ""};
+
+/* `analyze` and `perf`: options, loading, analysis, the report.  Exit
+ * status: perf NSP_EXIT_CLEAN, analyze NSP_EXIT_FINDINGS when it found
+ * something; NSP_EXIT_USAGE on any failure. */
+static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   static const struct option opts[] = {
       {"json", no_argument, NULL, 'j'},
       {"output", required_argument, NULL, 'o'},
@@ -189,73 +210,16 @@ static int cmd_perf(int argc, char **argv) {
   };
   int json = 0, c;
   const char *output = NULL;
-  optind = 0;
-  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-    switch (c) {
-      case 'j': json = 1; break;
-      case 'o': output = optarg; break;
-      case 'h': fputs(nsp_usage_perf, stdout); return NSP_EXIT_CLEAN;
-      default: return usage_error("perf", "bad option", NULL);
-    }
-  }
-  if (optind >= argc) return usage_error("perf", "perf needs a directory or trace file", NULL);
-  if (json && !NSP_HAVE_JSON) return no_json();
-  struct nsp_job *job = nsp_job_create();
-  if (!job) {
-    fprintf(stderr, "ncclspy: out of memory\n");
-    return NSP_EXIT_USAGE;
-  }
-  if (output && output_clobbers_input(output, argc, argv, optind)) {
-    nsp_job_destroy(job);
-    return NSP_EXIT_USAGE;
-  }
-  int status = load_paths(job, argc, argv, optind);
-  if (status) goto out;
-  status = NSP_EXIT_USAGE;
-  int r = nsp_job_analyze(job);
-  if (r == 0) r = nsp_job_perf(job);
-  if (r < 0) {
-    fprintf(stderr, "ncclspy: analysis failed: %s\n", nsp_an_strerror(r));
-    goto out;
-  }
-  FILE *out = stdout;
-  if (output && !(out = open_output(output))) goto out;
-  r = json ? nsp_report_perf_json(job, out) : nsp_report_perf_text(job, out);
-  if (out != stdout && fclose(out) != 0) r = -1;
-  if (r == NSP_REPORT_NOJSON) {
-    status = no_json();
-    goto out;
-  }
-  if (r < 0) {
-    fprintf(stderr, "ncclspy: could not write to %s\n", output ? output : "standard output");
-    goto out;
-  }
-  status = NSP_EXIT_CLEAN;
-out:
-  nsp_job_destroy(job);
-  return status;
-}
-
-static int cmd_analyze(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"json", no_argument, NULL, 'j'},
-      {"output", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  int json = 0;
-  const char *output = NULL;
-  int c;
   optind = 0; /* glibc: re-initialise for the subcommand's argv */
   while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
     switch (c) {
       case 'j': json = 1; break;
       case 'o': output = optarg; break;
-      case 'h': fputs(nsp_usage_analyze, stdout); return NSP_EXIT_CLEAN;
-      default: return usage_error("analyze", "bad option", NULL);
+      case 'h': fputs(k->usage, stdout); return NSP_EXIT_CLEAN;
+      default: return usage_error(k->name, "bad option", NULL);
     }
   }
-  if (optind >= argc) return usage_error("analyze", "analyze needs a directory or trace file", NULL);
+  if (optind >= argc) return usage_error(k->name, k->needs, NULL);
   if (json && !NSP_HAVE_JSON) return no_json();
 
   struct nsp_job *job = nsp_job_create();
@@ -271,23 +235,24 @@ static int cmd_analyze(int argc, char **argv) {
   if (status) goto out;
   status = NSP_EXIT_USAGE;
   int r = nsp_job_analyze(job);
+  if (r == 0 && k->perf) r = nsp_job_perf(job);
   if (r < 0) {
     fprintf(stderr, "ncclspy: analysis failed: %s\n", nsp_an_strerror(r));
     goto out;
   }
   FILE *out = stdout;
   if (output && !(out = open_output(output))) goto out;
-  r = json ? nsp_report_json(job, out) : nsp_report_text(job, out);
+  r = json ? k->json(job, out) : k->text(job, out);
   if (out != stdout && fclose(out) != 0) r = -1;
   if (r == NSP_REPORT_NOJSON) {
     status = no_json();
     goto out;
   }
   if (r < 0) {
-    fprintf(stderr, "ncclspy: could not write the report to %s\n", output ? output : "standard output");
+    fprintf(stderr, "ncclspy: could not write%s to %s\n", k->what, output ? output : "standard output");
     goto out;
   }
-  status = nsp_job_nfindings(job) ? NSP_EXIT_FINDINGS : NSP_EXIT_CLEAN;
+  status = !k->perf && nsp_job_nfindings(job) ? NSP_EXIT_FINDINGS : NSP_EXIT_CLEAN;
 out:
   nsp_job_destroy(job);
   return status;
@@ -358,9 +323,9 @@ int main(int argc, char **argv) {
   const char *cmd = argv[optind];
   int sub_argc = argc - optind;
   char **sub_argv = argv + optind;
-  if (!strcmp(cmd, "analyze")) return cmd_analyze(sub_argc, sub_argv);
+  if (!strcmp(cmd, "analyze")) return cmd_report(&nsp_cmd_analyze, sub_argc, sub_argv);
   if (!strcmp(cmd, "dump")) return cmd_dump(sub_argc, sub_argv);
-  if (!strcmp(cmd, "perf")) return cmd_perf(sub_argc, sub_argv);
+  if (!strcmp(cmd, "perf")) return cmd_report(&nsp_cmd_perf, sub_argc, sub_argv);
   if (!strcmp(cmd, "help")) return cmd_help(sub_argc, sub_argv);
   return usage_error(NULL, "no such command: ", cmd);
 }
