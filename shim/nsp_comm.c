@@ -5,9 +5,13 @@
  * A handle reused after ncclCommDestroy gets its entry's value replaced.
  * Communicators are few (one per process group) and never freed, which
  * bounds memory by the table size. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "nsp_shim.h"
 
@@ -20,6 +24,11 @@ static struct {
 static pthread_mutex_t nsp_comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t nsp_comm_count;
 static _Atomic int nsp_comm_full_warned;
+/* NCCLSPY_BENCH_MODE_FILE's first page, mapped once (under nsp_comm_lock)
+ * and never unmapped; MAP_FAILED when it could not be. */
+static const volatile char *nsp_bench_map;
+static char nsp_bench_path[4096];
+static _Atomic int nsp_bench_other_warned;
 
 void nsp_comm_atfork(int phase) {
   if (phase == 0) pthread_mutex_lock(&nsp_comm_lock);
@@ -53,6 +62,35 @@ struct nsp_comm *nsp_comm_find(ncclComm_t handle) {
   return NULL;
 }
 
+/* The mapped first byte of the bench mode file at path, or NULL (warned
+ * once).  One file per process: the first path given is kept.  The file
+ * must hold at least one byte and must not be truncated while mapped (a
+ * read past its end would fault): it is a benchmark's control, written
+ * in place by examples/torch/bench_timing.py.  Called with nsp_comm_lock
+ * held. */
+static const volatile char *bench_map(const char *path) {
+  if (!nsp_bench_map) {
+    nsp_bench_map = MAP_FAILED;
+    int fd = strlen(path) < sizeof nsp_bench_path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 1) {
+      void *m = mmap(NULL, 1, PROT_READ, MAP_SHARED, fd, 0);
+      if (m != MAP_FAILED) {
+        nsp_bench_map = m;
+        strcpy(nsp_bench_path, path);
+      }
+    }
+    if (fd >= 0) close(fd);
+    if (nsp_bench_map == MAP_FAILED)
+      nsp_warn("NCCLSPY_BENCH_MODE_FILE: cannot map %s (a regular file of at least one byte); "
+               "communicators are recorded as the other settings say", path);
+  } else if (nsp_bench_map != MAP_FAILED && strcmp(path, nsp_bench_path) != 0) {
+    nsp_warn_once(&nsp_bench_other_warned, "NCCLSPY_BENCH_MODE_FILE: one file per process; %s is "
+                  "used, not %s", nsp_bench_path, path);
+  }
+  return nsp_bench_map == MAP_FAILED ? NULL : nsp_bench_map;
+}
+
 struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nranks) {
   if (!handle) return NULL;
   struct nsp_comm *c = calloc(1, sizeof *c);
@@ -66,8 +104,9 @@ struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nran
    * one process can time some communicators and not others. */
   c->untimed = !nsp_setting_bool("NCCLSPY_TIMING", 1);
   c->untracked = !nsp_setting_bool("NCCLSPY_TRACK", 1);
-  c->passthrough = nsp_setting_bool("NCCLSPY_BENCH_PASSTHROUGH", 0);
+  const char *bench = getenv("NCCLSPY_BENCH_MODE_FILE");
   pthread_mutex_lock(&nsp_comm_lock);
+  if (bench && *bench) c->bench_mode = bench_map(bench);
   size_t i = slot_of(handle);
   while (1) {
     ncclComm_t k = atomic_load_explicit(&nsp_comm_table[i].key, memory_order_relaxed);

@@ -318,7 +318,7 @@ void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group, int
 }
 
 void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int api, uint64_t seq,
-                    int peer, int result) {
+                    int peer, int result, uint64_t t_exit) {
   struct nsp_pending w = {.comm = comm, .api = (uint8_t)api, .peer = peer, .seq = seq};
   if (t->captured) {
     emit(&w, NSP_DONE_CAPTURED, 0, 0);
@@ -350,7 +350,7 @@ void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int
   w.stream[0] = stream;
   w.start[0] = t->start;
   w.end[0] = end;
-  w.t_enq = nsp_now_ns();
+  w.t_enq = t_exit; /* a clock read saved: the call returned just now */
   push_pending(&w);
 }
 

@@ -79,9 +79,14 @@ struct nsp_comm {
   _Atomic int async_result; /* last ncclCommGetAsyncError answer seen */
   int untimed;             /* NCCLSPY_TIMING=0 when it was made: completion only */
   int untracked;           /* NCCLSPY_TRACK=0 when it was made: no CUDA events */
-  int passthrough;         /* NCCLSPY_BENCH_PASSTHROUGH=1 when it was made: its collectives and
-                              send/recv are passed through unrecorded (a same-process baseline for
-                              examples/torch/bench_timing.py) */
+  /* NCCLSPY_BENCH_MODE_FILE set when it was made: the first byte of that
+   * file (mapped read-only, shared) chooses, per call, what the shim does
+   * with its collectives and send/recv: '0' pass through unrecorded, '1'
+   * records only (as NCCLSPY_TRACK=0), '2' timing off (NCCLSPY_TIMING=0),
+   * '3' timing on; anything else: as the settings above.  Benchmarks only
+   * (examples/torch/bench_timing.py): it lets one communicator be measured
+   * in every mode, in interleaved rounds.  NULL when not set. */
+  const volatile char *bench_mode;
   _Atomic(_Atomic uint64_t *) p2p_seq; /* [nranks][2]: send, recv */
 };
 
@@ -94,6 +99,20 @@ NSP_HIDDEN struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int ran
 /* Next send (dir 0) or recv (dir 1) sequence number with peer, from 1;
  * 0 when the peer is out of range or memory is short. */
 NSP_HIDDEN uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir);
+
+/* What a call on c does (see nsp_comm.bench_mode): NSP_MODE_PASS (pass
+ * through unrecorded), NSP_MODE_RECORD (no CUDA events), NSP_MODE_UNTIMED
+ * (one untimed event), NSP_MODE_TIMED.  c may be NULL (unknown handle:
+ * NSP_MODE_TIMED, the process-wide settings decide). */
+enum { NSP_MODE_PASS, NSP_MODE_RECORD, NSP_MODE_UNTIMED, NSP_MODE_TIMED };
+static inline int nsp_comm_mode(const struct nsp_comm *c) {
+  if (!c) return NSP_MODE_TIMED;
+  if (NSP_UNLIKELY(c->bench_mode != NULL)) {
+    char m = *c->bench_mode;
+    if (m >= '0' && m <= '3') return m - '0';
+  }
+  return c->untracked ? NSP_MODE_RECORD : c->untimed ? NSP_MODE_UNTIMED : NSP_MODE_TIMED;
+}
 
 /* Calls fn for every communicator in the table (lock-free; one that is
  * being added may be missed). */
@@ -162,11 +181,12 @@ NSP_HIDDEN uint32_t nsp_done_tracking(void);
  * a group (in_group) only the stream is noted for ncclGroupEnd; untimed
  * asks for completion only (the communicator's NCCLSPY_TIMING).  _after
  * records the end event and queues the call for the poller, or writes a
- * "captured" completion; it does nothing for calls that were not tracked. */
+ * "captured" completion; it does nothing for calls that were not tracked.
+ * t_exit: the host time (ns, nsp_now_ns) the real call returned. */
 NSP_HIDDEN void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group,
                                 int untimed);
 NSP_HIDDEN void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int api,
-                               uint64_t seq, int peer, int result);
+                               uint64_t seq, int peer, int result, uint64_t t_exit);
 /* Around the real outermost ncclGroupEnd: events on every stream the
  * group used; the completion names the group. */
 NSP_HIDDEN void nsp_done_group_before(struct nsp_track_group *g);

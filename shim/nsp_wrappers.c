@@ -171,7 +171,7 @@ static void record_call_c(int api, struct nsp_comm *c, ncclComm_t comm, const vo
   /* The call's record goes in the ring before its completion can. */
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) {
-    if (trk) nsp_done_after(trk, stream, c ? c->idx : 0, api, seq, peer, result);
+    if (trk) nsp_done_after(trk, stream, c ? c->idx : 0, api, seq, peer, result, t1);
     return;
   }
   r->kind = NSP_REC_CALL;
@@ -194,7 +194,7 @@ static void record_call_c(int api, struct nsp_comm *c, ncclComm_t comm, const vo
   if (sendbuff && sendbuff == recvbuff) r->flags = NSP_CALL_IN_PLACE;
   if (NSP_UNLIKELY(result != ncclSuccess)) r->last_error = last_error_text(comm, result);
   nsp_ring_commit(r);
-  if (trk) nsp_done_after(trk, stream, c ? c->idx : 0, api, seq, peer, result);
+  if (trk) nsp_done_after(trk, stream, c ? c->idx : 0, api, seq, peer, result, t1);
 }
 
 static void record_call(int api, ncclComm_t comm, const void *sendbuff, const void *recvbuff,
@@ -231,11 +231,13 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   struct nsp_track trk_;                                                \
   struct nsp_track *trk = &trk_;                                        \
   struct nsp_comm *c = nsp_comm_find(comm);                             \
-  if (c && NSP_UNLIKELY(c->passthrough)) return real args;              \
-  if (c && c->untracked)                                                \
+  int mode = nsp_comm_mode(c);                                          \
+  if (NSP_UNLIKELY(mode == NSP_MODE_PASS)) return real args;            \
+  if (mode == NSP_MODE_RECORD)                                          \
     memset(trk, 0, sizeof *trk);                                        \
   else                                                                  \
-    nsp_done_before(trk, stream, nsp_group_depth > 0, c && c->untimed); \
+    nsp_done_before(trk, stream, nsp_group_depth > 0,                   \
+                    mode == NSP_MODE_UNTIMED);                          \
   uint64_t t0 = nsp_now_ns();                                           \
   nsp_depth++;                                                          \
   ncclResult_t res = real args;                                         \

@@ -7,8 +7,10 @@
  *            a child that called NCCL has its own trace holding exactly its
  *            calls, one that did not has none; the parent's trace holds
  *            exactly the parent's calls.
- *   passthrough  a communicator made with NCCLSPY_BENCH_PASSTHROUGH=1 beside
- *            an ordinary one: its calls are computed but not recorded.
+ *   passthrough  a communicator made with NCCLSPY_BENCH_MODE_FILE beside an
+ *            ordinary one: its calls follow the file's mode byte (pass
+ *            through unrecorded, records only, as set); an empty file is
+ *            refused without a fault.
  *   exec     a process makes calls, then execs a program (same pid) that
  *            makes calls: both traces are complete (the first one's tail
  *            comes from its crash ring: exec runs no destructors).
@@ -289,19 +291,30 @@ static int worker_preload(void) {
   return c ? 0 : 3;
 }
 
-/* Two communicators, one made with NCCLSPY_BENCH_PASSTHROUGH=1: 10
- * all-reduces on each, every one of them computed. */
-static int worker_passthrough(void) {
-  setenv("NCCLSPY_BENCH_PASSTHROUGH", "1", 1);
-  ncclComm_t pass = one_rank();
-  unsetenv("NCCLSPY_BENCH_PASSTHROUGH");
+/* NCCLSPY_BENCH_MODE_FILE: one communicator made under it (mode file
+ * argv path), one ordinary.  10 all-reduces on each with the file saying
+ * '0' (pass through), then 5 with '1' (records only) and 5 with 'x' (not a
+ * mode: as the settings say) on the bench one; every one computed.  With
+ * an empty file (path "empty:FILE") the shim must not map it: all 20
+ * bench calls are recorded. */
+static int worker_bench_mode(const char *path) {
+  int empty = !strncmp(path, "empty:", 6);
+  if (empty) path += 6;
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || (!empty && pwrite(fd, "0", 1, 0) != 1)) return 4;
+  setenv("NCCLSPY_BENCH_MODE_FILE", path, 1);
+  ncclComm_t bench = one_rank();
+  unsetenv("NCCLSPY_BENCH_MODE_FILE");
   ncclComm_t rec = one_rank();
-  int good = pass && rec;
-  for (int i = 0; i < 10 && good; i++) {
+  int good = bench && rec;
+  for (int i = 0; i < 20 && good; i++) {
+    if (!empty && i == 10) good &= pwrite(fd, "1", 1, 0) == 1;
+    if (!empty && i == 15) good &= pwrite(fd, "x", 1, 0) == 1;
     float x = (float)i, y = -1, z = -1;
-    good &= ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, pass, NULL) == ncclSuccess && y == x;
-    good &= ncclAllReduce(&x, &z, 1, ncclFloat32, ncclSum, rec, NULL) == ncclSuccess && z == x;
+    good &= ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, bench, NULL) == ncclSuccess && y == x;
+    if (i < 10) good &= ncclAllReduce(&x, &z, 1, ncclFloat32, ncclSum, rec, NULL) == ncclSuccess && z == x;
   }
+  close(fd);
   return good ? 0 : 3;
 }
 
@@ -348,7 +361,7 @@ static int worker(int argc, char **argv) {
   if (!strcmp(argv[2], "threads")) return worker_threads();
   if (!strcmp(argv[2], "preload")) return worker_preload();
   if (!strcmp(argv[2], "retvals")) return worker_retvals();
-  if (!strcmp(argv[2], "passthrough")) return worker_passthrough();
+  if (!strcmp(argv[2], "passthrough") && argc > 3) return worker_bench_mode(argv[3]);
   return 2;
 }
 
@@ -462,15 +475,29 @@ static void test_retvals(void) {
   if (strcmp(with, without)) printf("# with:\n%s# without:\n%s", with, without);
 }
 
-/* NCCLSPY_BENCH_PASSTHROUGH (the benchmarks' same-process baseline):
- * the calls on a communicator made under it reach NCCL unrecorded. */
+/* NCCLSPY_BENCH_MODE_FILE (the benchmarks' same-process modes): calls
+ * on a communicator made under it follow the file's first byte, read at
+ * each call; an empty file is refused, not mapped (a read past its end
+ * would fault). */
 static void test_passthrough(void) {
-  int st = run_worker(shim_so, (char *[]){(char *)"passthrough", NULL}, NULL, 0, 60);
+  char mode_file[128];
+  snprintf(mode_file, sizeof mode_file, "%s.mode", dir);
+  int st = run_worker(shim_so, (char *[]){(char *)"passthrough", mode_file, NULL}, NULL, 0, 60);
   struct counts c;
   count(dir, 0, &c);
-  ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c.comms == 2 && c.allreduce == 10,
-     "passthrough: both communicators recorded, the 10 all-reduces of the pass-through one not "
-     "(status 0x%x, %ld comms, %ld all-reduces of 10)", st, c.comms, c.allreduce);
+  ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c.comms == 2 && c.allreduce == 20,
+     "passthrough: mode '0' passes the bench communicator's 10 all-reduces through unrecorded; "
+     "'1' and an unknown byte record its next 10; the other's 10 recorded (status 0x%x, %ld comms, "
+     "%ld all-reduces of 20)", st, c.comms, c.allreduce);
+  clean_dir();
+  char empty[160];
+  snprintf(empty, sizeof empty, "empty:%s", mode_file);
+  st = run_worker(shim_so, (char *[]){(char *)"passthrough", empty, NULL}, NULL, 0, 60);
+  count(dir, 0, &c);
+  ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c.comms == 2 && c.allreduce == 30,
+     "passthrough: an empty mode file is not mapped (no fault); all 30 all-reduces recorded "
+     "(status 0x%x, %ld comms, %ld all-reduces of 30)", st, c.comms, c.allreduce);
+  unlink(mode_file);
 }
 
 int main(int argc, char **argv) {
