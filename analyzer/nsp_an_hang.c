@@ -23,6 +23,9 @@ static int role_of(const struct nsp_job *job, const struct nsp_member *m, uint64
   if (m->first_err_seq == h) return NSP_ROLE_FAILED;
   if (!tracked(job->traces[m->trace])) return NSP_ROLE_UNTRACKED;
   if (m->first_pending == h) return NSP_ROLE_WAITING;
+  /* Some of its calls here asked for no completion (NCCLSPY_TRACK=0): it
+   * may not have completed this one either. */
+  if (m->nuntracked) return NSP_ROLE_UNTRACKED;
   return NSP_ROLE_COMPLETED;
 }
 

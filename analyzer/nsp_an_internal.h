@@ -173,6 +173,7 @@ struct nsp_member {
   uint32_t pend_site;
   uint8_t pend_state;   /* NSP_PEND_WAIT, _ABANDONED or _FAILED */
   uint64_t npending;    /* collectives that never completed */
+  uint64_t nuntracked;  /* calls with NSP_CALL_UNTRACKED (1.4): completion not asked for */
   char *gpu_uuid, *gpu_pci, *gpu_name; /* "" unknown */
   /* send/recv per peer */
   struct nsp_p2p *p2p;

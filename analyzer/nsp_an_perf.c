@@ -283,7 +283,7 @@ static int on_call(struct pass *ps, struct nsp_pend_tab *tab, int tracked, const
     }
     a->n++;
   }
-  if (!tracked) return 0;
+  if (!tracked || (rec->flags & NSP_CALL_UNTRACKED)) return 0;
   struct nsp_pend e;
   memset(&e, 0, sizeof e);
   e.seq = rec->seq;

@@ -166,6 +166,8 @@ struct nsp_track {
   CUevent start;             /* timed start event, or NULL */
   uint8_t timed, captured;
   uint8_t tried;             /* tracking was attempted (on, not in a group) */
+  uint8_t off;               /* not tracked by choice (NSP_MODE_RECORD): the CALL
+                                record says NSP_CALL_UNTRACKED */
 };
 /* A group's events, between nsp_done_group_before and _after. */
 struct nsp_track_group {

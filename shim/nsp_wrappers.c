@@ -191,7 +191,8 @@ static void record_call_c(int api, struct nsp_comm *c, ncclComm_t comm, const vo
   r->t_enter = t0;
   r->t_exit = t1;
   r->site = site;
-  if (sendbuff && sendbuff == recvbuff) r->flags = NSP_CALL_IN_PLACE;
+  r->flags = (sendbuff && sendbuff == recvbuff ? NSP_CALL_IN_PLACE : 0) |
+             (trk && trk->off ? NSP_CALL_UNTRACKED : 0);
   if (NSP_UNLIKELY(result != ncclSuccess)) r->last_error = last_error_text(comm, result);
   nsp_ring_commit(r);
   if (trk) nsp_done_after(trk, stream, c ? c->idx : 0, api, seq, peer, result, t1);
@@ -233,9 +234,10 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   struct nsp_comm *c = nsp_comm_find(comm);                             \
   int mode = nsp_comm_mode(c);                                          \
   if (NSP_UNLIKELY(mode == NSP_MODE_PASS)) return real args;            \
-  if (mode == NSP_MODE_RECORD)                                          \
+  if (mode == NSP_MODE_RECORD) {                                        \
     memset(trk, 0, sizeof *trk);                                        \
-  else                                                                  \
+    trk->off = 1;                                                       \
+  } else                                                                \
     nsp_done_before(trk, stream, nsp_group_depth > 0,                   \
                     mode == NSP_MODE_UNTIMED);                          \
   uint64_t t0 = nsp_now_ns();                                           \

@@ -39,7 +39,7 @@
 
 #define NSP_MAGIC "NCCLSPY\0" /* 8 bytes at offset 0 */
 #define NSP_FORMAT_MAJOR 1    /* bumped on incompatible change */
-#define NSP_FORMAT_MINOR 3    /* bumped when fields or kinds are added */
+#define NSP_FORMAT_MINOR 4    /* bumped when fields or kinds are added */
 #define NSP_HEADER_SIZE 128
 #define NSP_HOST_MAX 64
 
@@ -249,6 +249,11 @@ enum nsp_call_mask {
 /* Flags of a CALL record. */
 enum nsp_call_flags {
   NSP_CALL_IN_PLACE = 1u << 0, /* sendbuff == recvbuff (or Bcast) */
+  /* 1.4: no CUDA event was asked for this call, by choice (NCCLSPY_TRACK=0
+   * when its communicator was made, or a benchmark's mode): no COMPLETION
+   * record follows it, even in a trace with NSP_TRACK_COMPLETION.  Readers
+   * of 1.3 and older treat such a call as awaiting completion. */
+  NSP_CALL_UNTRACKED = 1u << 1,
 };
 
 /* Flags of a COMM record. */

@@ -385,6 +385,29 @@ static void test_c11(void **state) {
   run_done(&r);
 }
 
+/* c10 on streams with completion tracked on ranks 0 and 2-3 but not on
+ * rank 1 (NCCLSPY_TRACK=0: records only) and untimed on rank 2: a healthy
+ * job, so no finding.  Rank 1's calls get no COMPLETION record; its CALL
+ * records say so (NSP_CALL_UNTRACKED) and must not read as never
+ * completed. */
+static void test_c10_untracked(void **state) {
+  struct job_opts o = {.nranks = 4,
+                       .limit_s = 60,
+                       .all_env = "NSP_CASES_STREAM=1",
+                       .rank_env = "1:NCCLSPY_TRACK=0;2:NCCLSPY_TIMING=0"};
+  struct run r;
+  run_job_ex(&r, "c10", &o);
+  assert_int_equal(r.launch_status, 0);
+  long all, ok;
+  count_completions(r.dir, NSP_DONE_OK, &all, &ok);
+  print_message("# %ld completions, %ld ok\n", all, ok);
+  assert_true(ok >= 3 * 1000); /* ranks 0, 2, 3: at least one per step */
+  for (size_t i = 0; i < nsp_job_nfindings(r.job); i++)
+    print_message("# unexpected finding: %s\n", nsp_job_finding(r.job, i)->message);
+  assert_int_equal(nsp_job_nfindings(r.job), 0);
+  run_done(&r);
+}
+
 /* A hang ended by SIGTERM: rank 1 never reaches seq 3. */
 static void test_killed_hang(void **state) {
   struct run r;
@@ -846,7 +869,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_c01), cmocka_unit_test(test_c02), cmocka_unit_test(test_c03),
       cmocka_unit_test(test_c04), cmocka_unit_test(test_c05), cmocka_unit_test(test_c06),
       cmocka_unit_test(test_c07), cmocka_unit_test(test_c08), cmocka_unit_test(test_c09),
-      cmocka_unit_test(test_c10),    cmocka_unit_test(test_c11),
+      cmocka_unit_test(test_c10),    cmocka_unit_test(test_c10_untracked), cmocka_unit_test(test_c11),
       cmocka_unit_test(test_killed_hang),
       cmocka_unit_test(test_c12),      cmocka_unit_test(test_env),
       cmocka_unit_test(test_env_versions), cmocka_unit_test(test_env_settings),
