@@ -317,6 +317,17 @@ void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in_group, int
   }
 }
 
+void nsp_done_bench(struct nsp_track *t, int mode) {
+  t->off = 1;
+  if (mode == NSP_MODE_CAPTURE_ONLY || !t->pool) {
+    t->pool = NULL;
+    t->tried = 0;
+    t->captured = 0;
+  } else {
+    t->bench = (uint8_t)mode;
+  }
+}
+
 void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int api, uint64_t seq,
                     int peer, int result, uint64_t t_exit) {
   struct nsp_pending w = {.comm = comm, .api = (uint8_t)api, .peer = peer, .seq = seq};
@@ -344,6 +355,10 @@ void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int
   if (!end) {
     event_put(t->pool, t->start, 1);
     if (result == ncclSuccess || result == ncclInProgress) emit(&w, NSP_DONE_UNTRACKED, 0, 0);
+    return;
+  }
+  if (NSP_UNLIKELY(t->bench == NSP_MODE_EVENT_ONLY)) {
+    event_put(t->pool, end, 0); /* reused before it completes: fine, never queried */
     return;
   }
   w.nstreams = 1;

@@ -104,12 +104,18 @@ NSP_HIDDEN uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir);
  * through unrecorded), NSP_MODE_RECORD (no CUDA events), NSP_MODE_UNTIMED
  * (one untimed event), NSP_MODE_TIMED.  c may be NULL (unknown handle:
  * NSP_MODE_TIMED, the process-wide settings decide). */
-enum { NSP_MODE_PASS, NSP_MODE_RECORD, NSP_MODE_UNTIMED, NSP_MODE_TIMED };
+enum { NSP_MODE_PASS, NSP_MODE_RECORD, NSP_MODE_UNTIMED, NSP_MODE_TIMED,
+       /* Benchmarks only, to take the cost of timing off apart: '4' the
+        * untimed event is recorded and given back at once (no poller, no
+        * COMPLETION record); '5' only the stream's capture status and
+        * context are asked, no event.  Calls in these modes are recorded
+        * as untracked (NSP_CALL_UNTRACKED). */
+       NSP_MODE_EVENT_ONLY, NSP_MODE_CAPTURE_ONLY };
 static inline int nsp_comm_mode(const struct nsp_comm *c) {
   if (!c) return NSP_MODE_TIMED;
   if (NSP_UNLIKELY(c->bench_mode != NULL)) {
     char m = *c->bench_mode;
-    if (m >= '0' && m <= '3') return m - '0';
+    if (m >= '0' && m <= '5') return m - '0';
   }
   return c->untracked ? NSP_MODE_RECORD : c->untimed ? NSP_MODE_UNTIMED : NSP_MODE_TIMED;
 }
@@ -166,8 +172,10 @@ struct nsp_track {
   CUevent start;             /* timed start event, or NULL */
   uint8_t timed, captured;
   uint8_t tried;             /* tracking was attempted (on, not in a group) */
-  uint8_t off;               /* not tracked by choice (NSP_MODE_RECORD): the CALL
-                                record says NSP_CALL_UNTRACKED */
+  uint8_t off;               /* not tracked by choice (NSP_MODE_RECORD and the
+                                bench-only modes): the CALL record says
+                                NSP_CALL_UNTRACKED */
+  uint8_t bench;             /* NSP_MODE_EVENT_ONLY or _CAPTURE_ONLY, else 0 */
 };
 /* A group's events, between nsp_done_group_before and _after. */
 struct nsp_track_group {
@@ -189,6 +197,9 @@ NSP_HIDDEN void nsp_done_before(struct nsp_track *t, cudaStream_t stream, int in
                                 int untimed);
 NSP_HIDDEN void nsp_done_after(struct nsp_track *t, cudaStream_t stream, uint32_t comm, int api,
                                uint64_t seq, int peer, int result, uint64_t t_exit);
+/* Benchmarks only: turns t (after nsp_done_before) into mode's partial
+ * tracking (NSP_MODE_EVENT_ONLY, NSP_MODE_CAPTURE_ONLY). */
+NSP_HIDDEN void nsp_done_bench(struct nsp_track *t, int mode);
 /* Around the real outermost ncclGroupEnd: events on every stream the
  * group used; the completion names the group. */
 NSP_HIDDEN void nsp_done_group_before(struct nsp_track_group *g);

@@ -237,9 +237,11 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   if (mode == NSP_MODE_RECORD) {                                        \
     memset(trk, 0, sizeof *trk);                                        \
     trk->off = 1;                                                       \
-  } else                                                                \
+  } else {                                                              \
     nsp_done_before(trk, stream, nsp_group_depth > 0,                   \
-                    mode == NSP_MODE_UNTIMED);                          \
+                    mode != NSP_MODE_TIMED);                            \
+    if (NSP_UNLIKELY(mode > NSP_MODE_TIMED)) nsp_done_bench(trk, mode);  \
+  }                                                                     \
   uint64_t t0 = nsp_now_ns();                                           \
   nsp_depth++;                                                          \
   ncclResult_t res = real args;                                         \

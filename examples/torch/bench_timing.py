@@ -11,7 +11,7 @@ and two communicators of one process by up to 10%, both more than the
 effect.  The communicator is made with NCCLSPY_BENCH_MODE_FILE set; each
 round writes the mode into that file ('0' pass through unrecorded = "no
 shim", '1' records only, '2' timing off, '3' timing on) and the shim reads
-it at each call.  "No shim" still goes through the shim's entry point and
+it at each call ('4' and '5' take timing off apart: see MODES).  "No shim" still goes through the shim's entry point and
 its communicator lookup (a few ns; bench/nsp_bench measures the whole
 wrapper on the CPU), so the costs below are slightly understated by that.
 
@@ -39,7 +39,10 @@ import torch
 import torch.distributed as dist
 
 NCCL_FLOAT32, NCCL_SUM = 7, 0
-MODES = {"no shim": b"0", "records only": b"1", "timing off": b"2", "timing on": b"3"}
+MODES = {"no shim": b"0", "records only": b"1", "timing off": b"2", "timing on": b"3",
+         # the parts of timing off (bench-only modes of the shim):
+         "capture check": b"5",  # records + the stream's capture status and context
+         "event only": b"4"}     # + the untimed event, given back at once (no poller)
 # bytes, iterations per chunk (a few ms), rounds relative to the command
 # line's (a 64 MiB chunk takes about as long as a 4 KiB one)
 SIZES = ((4096, 100, 1.0), (64 << 20, 10, 0.5))
@@ -201,7 +204,7 @@ def main():
         lib.ncclAllReduce.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                                       ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
     comm = with_env(bench_env, lambda: make_comm(shim, rank, world, gloo))
-    lib_of = {"real libnccl": real, "records only": shim, "timing off": shim, "timing on": shim}
+    lib_of = {"real libnccl": real, **{m: shim for m in MODES if m != "no shim"}}
     csetters = {m: (lambda m=m: mode_file.set("timing on" if m == "real libnccl" else m)) for m in lib_of}
     ctypes_results = {}
     for nbytes, iters, share in SIZES:
