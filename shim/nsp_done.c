@@ -86,7 +86,10 @@ static pthread_mutex_t nsp_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t nsp_in_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nsp_pending *nsp_in;
 static size_t nsp_nin, nsp_cap_in;
-static _Atomic size_t nsp_npending; /* in + working, for the bound */
+/* The poller's list length after its last pass: with nsp_nin, the bound
+ * on calls awaiting completion (read under nsp_in_lock; no read-modify-
+ * write per call, whose cache line the poller would share). */
+static _Atomic size_t nsp_nwork_seen;
 /* The poller's list, in enqueue order; nsp_work_lock also serialises
  * abandonment (abort/revoke) with polling. */
 static pthread_mutex_t nsp_work_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -262,18 +265,9 @@ static struct nsp_ctx_pool *stream_pool(CUstream s, int *captured) {
 static void poller_start(void);
 
 static void push_pending(const struct nsp_pending *w) {
-  if (atomic_fetch_add_explicit(&nsp_npending, 1, memory_order_relaxed) >= NSP_MAX_PENDING) {
-    atomic_fetch_sub_explicit(&nsp_npending, 1, memory_order_relaxed);
-    nsp_warn_once(&nsp_warned_full, "more than %d NCCL calls await completion; newer ones are "
-                                    "recorded without completion tracking", NSP_MAX_PENDING);
-    for (unsigned i = 0; i < w->nstreams; i++) {
-      event_put(w->pool, w->start[i], 1);
-      event_put(w->pool, w->end[i], w->timed);
-    }
-    return;
-  }
   pthread_mutex_lock(&nsp_in_lock);
-  if (nsp_nin == nsp_cap_in) {
+  int ok = nsp_nin + atomic_load_explicit(&nsp_nwork_seen, memory_order_relaxed) < NSP_MAX_PENDING;
+  if (ok && nsp_nin == nsp_cap_in) {
     size_t nc = nsp_cap_in ? nsp_cap_in * 2 : 256;
     struct nsp_pending *l = realloc(nsp_in, nc * sizeof *l);
     if (l) {
@@ -281,10 +275,19 @@ static void push_pending(const struct nsp_pending *w) {
       nsp_cap_in = nc;
     }
   }
-  int ok = nsp_nin < nsp_cap_in;
+  ok = ok && nsp_nin < nsp_cap_in;
   if (ok) nsp_in[nsp_nin++] = *w;
   pthread_mutex_unlock(&nsp_in_lock);
-  if (!ok) atomic_fetch_sub_explicit(&nsp_npending, 1, memory_order_relaxed);
+  if (NSP_UNLIKELY(!ok)) {
+    nsp_warn_once(&nsp_warned_full, "more than %d NCCL calls await completion; newer ones are "
+                                    "recorded without completion tracking", NSP_MAX_PENDING);
+    for (unsigned i = 0; i < w->nstreams; i++) {
+      event_put(w->pool, w->start[i], 1);
+      event_put(w->pool, w->end[i], w->timed);
+    }
+    /* Say so, or the call would read as never completed. */
+    emit(w, NSP_DONE_UNTRACKED, 0, 0);
+  }
   if (NSP_UNLIKELY(!nsp_poller_running)) poller_start();
 }
 
@@ -459,7 +462,7 @@ static void take_incoming(void) {
   size_t take = nsp_cap_work - nsp_nwork < n ? nsp_cap_work - nsp_nwork : n;
   if (take) memcpy(nsp_work + nsp_nwork, in, take * sizeof *in);
   nsp_nwork += take;
-  for (size_t i = take; i < n; i++) atomic_fetch_sub(&nsp_npending, 1); /* no memory: dropped */
+  for (size_t i = take; i < n; i++) emit(&in[i], NSP_DONE_UNTRACKED, 0, 0); /* no memory: dropped */
   nsp_spare = in;
   nsp_cap_spare = cap;
 }
@@ -550,7 +553,6 @@ static void release(struct nsp_pending *w) {
     }
     nsp_ret[nsp_nret++] = w->end[i];
   }
-  atomic_fetch_sub_explicit(&nsp_npending, 1, memory_order_relaxed);
 }
 
 /* Events of one stream complete in the order they were recorded, so the
@@ -583,7 +585,19 @@ static void find_done(struct stream_queue *q) {
     q->done = q->n;
     return;
   }
+  /* Mostly only the newest call or two are still running (the program is
+   * ahead of the GPU by a launch or so): step back from the end in
+   * doubling strides to a finished call, then search between.  Two queries
+   * in the common case, 2 log n at worst. */
   size_t lo = 0, hi = q->n - 1; /* the answer is in [lo, hi]; hi is not done */
+  for (size_t step = 1; hi > 0; step *= 2) {
+    size_t k = hi > step ? hi - step : 0;
+    if (query_at(q, k) != NSP_CUDA_ERROR_NOT_READY) {
+      lo = k + 1;
+      break;
+    }
+    hi = k;
+  }
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (query_at(q, mid) != NSP_CUDA_ERROR_NOT_READY) lo = mid + 1;
@@ -681,6 +695,7 @@ static void poll_once(void) {
   free(left);
   flush_returns();
   nsp_nwork = keep;
+  atomic_store_explicit(&nsp_nwork_seen, keep, memory_order_relaxed);
   pthread_mutex_unlock(&nsp_work_lock);
   atomic_fetch_add(&nsp_passes, 1);
 }
@@ -756,12 +771,12 @@ void nsp_done_abandon(uint32_t comm) {
       emit(w, NSP_DONE_ABANDONED, 0, 0);
       /* Its events may still be recorded on the stream: leak them rather
        * than reuse an event the GPU may yet write. */
-      atomic_fetch_sub_explicit(&nsp_npending, 1, memory_order_relaxed);
     } else {
       nsp_work[keep++] = *w;
     }
   }
   nsp_nwork = keep;
+  atomic_store_explicit(&nsp_nwork_seen, keep, memory_order_relaxed);
   pthread_mutex_unlock(&nsp_work_lock);
 }
 
@@ -786,6 +801,6 @@ static void nsp_done_forked(void) {
   nsp_track = 0;
   nsp_poller_running = 0;
   nsp_nin = nsp_nwork = 0;
-  atomic_store(&nsp_npending, 0);
+  atomic_store(&nsp_nwork_seen, 0);
   nsp_group_nstreams = 0;
 }
