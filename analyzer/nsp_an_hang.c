@@ -3,23 +3,40 @@
  * Per communicator: the first seq that did not complete on every rank.
  * The ranks that never issued it are the ones to look at ("hang"); when
  * every rank issued it, the ones on which it never completed are named
- * ("never-completed").  Across communicators, a rank that never arrived
- * because it is stuck in another communicator's hang links the two
- * ("caused by"), so the report names the root hang first. */
+ * ("never-completed").  A rank whose trace lost records (DROPPED) after
+ * its last recorded collective there may have issued the seq: it is not
+ * named as absent but as "arrival-unknown".  Across communicators, a rank
+ * that never arrived because it is stuck in another communicator's hang
+ * links the two ("caused by"), so the report names the root hang first. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "nsp_an_internal.h"
 #include "nsp_names.h"
 
-static const int role_order[] = {NSP_ROLE_NOT_ARRIVED, NSP_ROLE_WAITING, NSP_ROLE_FAILED, NSP_ROLE_UNTRACKED,
-                                 NSP_ROLE_COMPLETED};
+static const int role_order[] = {NSP_ROLE_NOT_ARRIVED, NSP_ROLE_WAITING,   NSP_ROLE_ARRIVAL_UNKNOWN,
+                                 NSP_ROLE_FAILED,      NSP_ROLE_UNTRACKED, NSP_ROLE_COMPLETED};
 #define NROLES (sizeof role_order / sizeof *role_order)
+/* Indices into role_order. */
+enum { R_NOT_ARRIVED = 0, R_WAITING = 1, R_UNKNOWN = 2 };
+
+/* Hints for hangs with ranks whose arrival is unknown (the kind's own hint
+ * says "the ranks that did not arrive are the ones to look at"). */
+static const char hint_unknown[] =
+    "no rank is known to have stayed away: the ranks whose trace lost records after their last recorded "
+    "collective here (ring full, write errors or NCCLSPY_MAX_MB) may or may not have issued this one - look at "
+    "them first (py-spy dump --native, their logs), then at the waiting ranks; to trace them whole next time, "
+    "raise NCCLSPY_RING or NCCLSPY_MAX_MB";
+static const char hint_unknown_too[] =
+    "; the ranks whose trace lost records after their last recorded collective here may or may not have "
+    "arrived (raise NCCLSPY_RING or NCCLSPY_MAX_MB to trace them whole)";
 
 static int tracked(const struct nsp_trace *t) { return (t->info.tracking & NSP_TRACK_COMPLETION) != 0; }
 
 static int role_of(const struct nsp_job *job, const struct nsp_member *m, uint64_t h) {
-  if (m->last_seq < h) return NSP_ROLE_NOT_ARRIVED;
+  /* Its last recorded collective is below h: absent, unless records were
+   * lost after that one (then it may have gone on to h and beyond). */
+  if (m->last_seq < h) return nsp_an_member_uncovered(job, m) ? NSP_ROLE_ARRIVAL_UNKNOWN : NSP_ROLE_NOT_ARRIVED;
   if (m->first_err_seq == h) return NSP_ROLE_FAILED;
   if (!tracked(job->traces[m->trace])) return NSP_ROLE_UNTRACKED;
   if (m->first_pending == h) return NSP_ROLE_WAITING;
@@ -29,11 +46,32 @@ static int role_of(const struct nsp_job *job, const struct nsp_member *m, uint64
   return NSP_ROLE_COMPLETED;
 }
 
-static int side_text(struct nsp_side *s, int role, uint64_t h) {
+/* f's side with this role, or NULL. */
+static const struct nsp_side *side_with_role(const struct nsp_finding_priv *f, int role) {
+  for (size_t s = 0; s < f->pub.nsides; s++)
+    if (f->sides[s].role == role) return &f->sides[s];
+  return NULL;
+}
+
+/* lost_after: arrival-unknown sides, the last seq their traces cover
+ * (UINT64_MAX when it differs between their ranks). */
+static int side_text(struct nsp_side *s, int role, uint64_t h, uint64_t lost_after) {
   char cb[256], buf[400];
   nsp_format_call(cb, sizeof cb, &s->call);
+  const char *tr = s->nranks == 1 ? "its trace" : "their traces";
   switch (role) {
     case NSP_ROLE_NOT_ARRIVED: snprintf(buf, sizeof buf, "did not arrive at seq %llu", (unsigned long long)h); break;
+    case NSP_ROLE_ARRIVAL_UNKNOWN:
+      if (lost_after == UINT64_MAX)
+        snprintf(buf, sizeof buf, "arrival at seq %llu unknown: their traces lost records after their last collective",
+                 (unsigned long long)h);
+      else if (lost_after)
+        snprintf(buf, sizeof buf, "arrival at seq %llu unknown: %s lost records after seq %llu", (unsigned long long)h,
+                 tr, (unsigned long long)lost_after);
+      else
+        snprintf(buf, sizeof buf, "arrival at seq %llu unknown: %s lost records and %s no collective here",
+                 (unsigned long long)h, tr, s->nranks == 1 ? "holds" : "hold");
+      break;
     case NSP_ROLE_WAITING: snprintf(buf, sizeof buf, "waiting in %s", cb); break;
     case NSP_ROLE_FAILED: snprintf(buf, sizeof buf, "failed in %s", cb); break;
     case NSP_ROLE_UNTRACKED: snprintf(buf, sizeof buf, "issued %s (completion not tracked)", cb); break;
@@ -68,9 +106,20 @@ static int hang_comm(struct nsp_job *job, struct nsp_comm *c) {
   }
   size_t nsides = 0;
   for (size_t r = 0; r < NROLES; r++) nsides += n_role[r] > 0;
-  int kind = n_role[0] ? NSP_FIND_HANG : NSP_FIND_NEVER_COMPLETED;
+  /* "hang" also when the only ranks not seen at h are ones whose traces
+   * lost records: "never-completed" would claim every rank issued h. */
+  int kind = n_role[R_NOT_ARRIVED] || n_role[R_UNKNOWN] ? NSP_FIND_HANG : NSP_FIND_NEVER_COMPLETED;
   struct nsp_finding_priv *f = nsp_an_new_finding(job, kind, c);
   int ret = f ? nsp_an_alloc_sides(f, nsides) : NSP_AN_ENOMEM;
+  if (!ret && n_role[R_UNKNOWN] && !n_role[R_NOT_ARRIVED]) {
+    f->pub.hint = hint_unknown;
+  } else if (!ret && n_role[R_UNKNOWN]) {
+    struct nsp_sbuf hb = {0};
+    nsp_sbuf_printf(&hb, "%s%s", f->pub.hint, hint_unknown_too);
+    f->hint_owned = nsp_sbuf_take(&hb);
+    if (f->hint_owned) f->pub.hint = f->hint_owned;
+    else ret = NSP_AN_ENOMEM;
+  }
   int64_t t0 = 0;
   for (size_t r = 0, s = 0; r < NROLES && !ret; r++) {
     if (!n_role[r]) continue;
@@ -86,16 +135,29 @@ static int hang_comm(struct nsp_job *job, struct nsp_comm *c) {
                                  : m0->first_diff == h     ? &m0->diff_sig
                                                            : &ref->sig;
     nsp_an_call_from_sig(&side->call, sig0, c->info.id, h);
-    if (role == NSP_ROLE_NOT_ARRIVED) {
+    if (role == NSP_ROLE_NOT_ARRIVED || role == NSP_ROLE_ARRIVAL_UNKNOWN) {
       nsp_call_clear(&side->call);
       side->call.comm_id = c->info.id;
       side->call.seq = h;
     }
+    uint64_t lost_after = m0->last_seq;
     for (size_t p = 0; p < n_role[r] && !ret; p++) {
       const struct nsp_member *m = &job->members[by_role[r][p]];
       const struct nsp_trace *t = job->traces[m->trace];
       struct nsp_proc *pr = (struct nsp_proc *)&side->procs[p];
       switch (role) {
+        case NSP_ROLE_ARRIVAL_UNKNOWN:
+          /* Its last collective here that the trace covers; whether it
+           * completed is not said (its COMPLETION may be among the lost
+           * records).  Not what it is stuck in: for the same reason its
+           * trace cannot tell. */
+          if (m->last_seq != lost_after) lost_after = UINT64_MAX;
+          if (m->last_seq) {
+            nsp_an_call_from_sig(&pr->call, &m->last_sig, c->info.id, m->last_seq);
+            pr->call.time_ns = m->last_t;
+            ret = nsp_an_want_site(job, m->trace, m->local, m->last_seq, &pr->site);
+          }
+          break;
         case NSP_ROLE_NOT_ARRIVED:
           if (t->last_call.valid) {
             pr->call = t->last_call.call;
@@ -125,16 +187,19 @@ static int hang_comm(struct nsp_job *job, struct nsp_comm *c) {
           break;
       }
     }
-    if (!ret) ret = side_text(side, role, h);
+    if (!ret) ret = side_text(side, role, h, lost_after);
   }
   if (!ret) {
     f->pub.seq = h;
     f->pub.api = ref->sig.api;
     f->pub.time_ns = t0 ? t0 : ref->t_min;
     f->order = 1;
-    /* The ranks to look at: those that never arrived; when all arrived,
+    /* The ranks to look at: those that never arrived; when none is known
+     * to be absent, those whose arrival is unknown; when all arrived,
      * those on which it never completed. */
-    const struct nsp_side *odd = &f->sides[0];
+    const struct nsp_side *odd = side_with_role(f, NSP_ROLE_NOT_ARRIVED);
+    if (!odd) odd = side_with_role(f, NSP_ROLE_ARRIVAL_UNKNOWN);
+    if (!odd) odd = &f->sides[0];
     ret = nsp_an_set_odd(f, odd->ranks, odd->nranks);
     c->hang_seq = h;
     c->hang_id = f->id;
@@ -158,12 +223,6 @@ static const struct nsp_comm *comm_of(const struct nsp_job *job, uint64_t id) {
 
 static int is_hang(const struct nsp_finding_priv *f) {
   return f->pub.kind == NSP_FIND_HANG || f->pub.kind == NSP_FIND_NEVER_COMPLETED;
-}
-
-static const struct nsp_side *side_with_role(const struct nsp_finding_priv *f, int role) {
-  for (size_t s = 0; s < f->pub.nsides; s++)
-    if (f->sides[s].role == role) return &f->sides[s];
-  return NULL;
 }
 
 /* The hang a not-arrived process is stuck in: its earliest call that never
@@ -251,22 +310,34 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
   struct nsp_sbuf b = {0};
   char cb[256];
   const struct nsp_side *na = side_with_role(fp, NSP_ROLE_NOT_ARRIVED);
+  const struct nsp_side *un = side_with_role(fp, NSP_ROLE_ARRIVAL_UNKNOWN);
   const struct nsp_side *wt = side_with_role(fp, NSP_ROLE_WAITING);
-  const struct nsp_side *ref = wt ? wt : f->nsides > (na ? 1u : 0u) ? &f->sides[na ? 1 : 0] : NULL;
+  /* The call at the seq: a waiting rank's, else the first rank's that
+   * issued it (ranks absent or unknown made none there). */
+  const struct nsp_side *ref = wt;
+  for (size_t s = 0; !ref && s < f->nsides; s++)
+    if (&f->sides[s] != na && &f->sides[s] != un) ref = &f->sides[s];
   if (ref) nsp_format_call(cb, sizeof cb, &ref->call);
   else snprintf(cb, sizeof cb, "%s", nsp_op_name(f->api));
-  if (f->kind == NSP_FIND_HANG) {
-    nsp_sbuf_printf(&b, "seq %llu (%s) did not complete: ", (unsigned long long)f->seq, cb);
-    put_ranks(&b, na->ranks, na->nranks);
-    if (na->nranks <= 4) {
+  /* A hang with no rank known to be absent leads with the ranks whose
+   * arrival is unknown and does not say "did not arrive". */
+  const struct nsp_side *lead = na ? na : un;
+  if (f->kind == NSP_FIND_HANG && lead) {
+    nsp_sbuf_printf(&b, "seq %llu (%s) did not complete: %s", (unsigned long long)f->seq, cb, na ? "" : "whether ");
+    put_ranks(&b, lead->ranks, lead->nranks);
+    if (lead->nranks <= 4) {
       nsp_sbuf_printf(&b, " (");
-      for (size_t p = 0; p < na->nranks; p++)
-        nsp_sbuf_printf(&b, "%s%s pid %u", p ? ", " : "", na->procs[p].host, na->procs[p].pid);
+      for (size_t p = 0; p < lead->nranks; p++)
+        nsp_sbuf_printf(&b, "%s%s pid %u", p ? ", " : "", lead->procs[p].host, lead->procs[p].pid);
       nsp_sbuf_printf(&b, ")");
     }
-    nsp_sbuf_printf(&b, " did not arrive");
-    if (fp->cause_id == SIZE_MAX && !fp->cycle)
-      nsp_sbuf_printf(&b, na->nranks == 1 ? " (the rank to look at)" : " (the ranks to look at)");
+    if (na) {
+      nsp_sbuf_printf(&b, " did not arrive");
+      if (fp->cause_id == SIZE_MAX && !fp->cycle)
+        nsp_sbuf_printf(&b, na->nranks == 1 ? " (the rank to look at)" : " (the ranks to look at)");
+    } else {
+      nsp_sbuf_printf(&b, " arrived is not known");
+    }
   } else {
     put_ranks(&b, wt ? wt->ranks : f->odd_ranks, wt ? wt->nranks : f->nodd);
     nsp_sbuf_printf(&b, "'s seq %llu (%s) never completed although every traced rank issued it",
@@ -274,10 +345,12 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
   }
   for (size_t s = 0; s < f->nsides; s++) {
     const struct nsp_side *sd = &f->sides[s];
-    if (sd == na || (f->kind == NSP_FIND_NEVER_COMPLETED && sd == wt)) continue;
+    if (sd == lead || (f->kind == NSP_FIND_NEVER_COMPLETED && sd == wt)) continue;
     nsp_sbuf_printf(&b, "; ");
+    if (sd->role == NSP_ROLE_ARRIVAL_UNKNOWN) nsp_sbuf_printf(&b, "whether ");
     put_ranks(&b, sd->ranks, sd->nranks);
     switch (sd->role) {
+      case NSP_ROLE_ARRIVAL_UNKNOWN: nsp_sbuf_printf(&b, " arrived is not known"); break;
       case NSP_ROLE_WAITING: nsp_sbuf_printf(&b, " %s inside it", sd->nranks == 1 ? "waits" : "wait"); break;
       case NSP_ROLE_FAILED: nsp_sbuf_printf(&b, " failed it"); break;
       case NSP_ROLE_UNTRACKED: nsp_sbuf_printf(&b, " issued it (completion not tracked)"); break;
@@ -310,6 +383,24 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
     }
   }
   if (na && na->nranks > shown) nsp_sbuf_printf(&b, "; ...");
+  /* Where the traces of the ranks whose arrival is unknown stop covering
+   * this communicator, and why. */
+  shown = un ? (un->nranks < 4 ? un->nranks : 4) : 0;
+  for (size_t p = 0; p < shown; p++) {
+    const struct nsp_proc *pr = &un->procs[p];
+    const struct nsp_trace *t = job->traces[pr->trace];
+    nsp_sbuf_printf(&b, "; ");
+    put_rank(&b, job, pr);
+    if (pr->call.api >= 0)
+      nsp_sbuf_printf(&b, "'s trace lost records after its seq %llu on this communicator (",
+                      (unsigned long long)pr->call.seq);
+    else
+      nsp_sbuf_printf(&b, "'s trace holds no collective on this communicator and lost records (");
+    nsp_sbuf_printf(&b, "%llu dropped: ", (unsigned long long)t->info.dropped);
+    nsp_an_put_drop_reasons(&b, t);
+    nsp_sbuf_printf(&b, "), so it may have issued seq %llu", (unsigned long long)f->seq);
+  }
+  if (un && un->nranks > shown) nsp_sbuf_printf(&b, "; ...");
   /* Waiting calls the shim gave up on: the communicator was aborted
    * (the watchdog, or the program on an error) or the GPU failed. */
   size_t nab = 0, ner = 0;
@@ -332,9 +423,17 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
     }
     if (hi < 1000000) {
       /* Nothing was recorded after the enqueue: the trace cannot say. */
-      nsp_sbuf_printf(&b, "; %s end%s right after the enqueue, so how long %s waited is unknown",
-                      wt->nranks == 1 ? "its trace" : "their traces", wt->nranks == 1 ? "s" : "",
-                      wt->nranks == 1 ? "it" : "they");
+      if (un) {
+        /* "its trace" would read as the trace that lost records */
+        nsp_sbuf_printf(&b, "; ");
+        put_ranks(&b, wt->ranks, wt->nranks);
+        nsp_sbuf_printf(&b, "'s %s right after the enqueue, so how long %s waited is unknown",
+                        wt->nranks == 1 ? "trace ends" : "traces end", wt->nranks == 1 ? "it" : "they");
+      } else {
+        nsp_sbuf_printf(&b, "; %s end%s right after the enqueue, so how long %s waited is unknown",
+                        wt->nranks == 1 ? "its trace" : "their traces", wt->nranks == 1 ? "s" : "",
+                        wt->nranks == 1 ? "it" : "they");
+      }
     } else if (hi - lo < 1000000) {
       nsp_sbuf_printf(&b, "; ");
       put_ranks(&b, wt->ranks, wt->nranks);

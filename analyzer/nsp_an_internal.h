@@ -401,4 +401,16 @@ void nsp_an_perf_free(struct nsp_perf *p);        /* nsp_an_perf.c */
  * processes, up to 3, into b. */
 void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s);
 
+/* Coverage (nsp_an_util.c).  True when m's trace dropped records (a
+ * DROPPED record) after the record of m's last collective on its
+ * communicator, or dropped any when m has no collective: where that rank
+ * went after it is not known.  Conservative: the shim writes a DROPPED
+ * record at the end of the frame that was being written when the records
+ * were lost, so a drop just before the last collective may count too. */
+int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *m);
+/* Why t's records were dropped, into b: "ring full", "write errors",
+ * "size cap (NCCLSPY_MAX_MB)", "unknown reason", comma-separated in that
+ * order ("unknown reason" when no count says). */
+void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t);
+
 #endif /* NSP_AN_INTERNAL_H */

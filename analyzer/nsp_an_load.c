@@ -508,19 +508,53 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
   return 0;
 }
 
+/* How long before the end of its trace a call must have been enqueued for
+ * a missing COMPLETION record to mean it never completed (ns): the
+ * shim's poller looks every NCCLSPY_POLL_MS (2 ms unless the process's
+ * snapshot says otherwise), so a process that died or was killed right
+ * after a call (a fatal signal 0.2 ms after the enqueue, on 2xH200) may
+ * have run it without the trace saying so.  Three poll intervals, at
+ * least 50 ms. */
+static uint64_t too_recent_ns(const struct nsp_trace *t) {
+  uint64_t poll_ms = 2;
+  for (size_t i = 0; i < t->info.nenv; i++)
+    if (!strcmp(t->info.env[2 * i], "NCCLSPY_POLL_MS")) {
+      char *end;
+      unsigned long v = strtoul(t->info.env[2 * i + 1], &end, 10);
+      if (end != t->info.env[2 * i + 1] && !*end && v >= 1 && v <= 1000) poll_ms = v;
+    }
+  uint64_t ns = 3 * poll_ms * 1000000u;
+  return ns < 50000000u ? 50000000u : ns;
+}
+
+/* Whether the trace ends too soon after entry e to say it never
+ * completed (see too_recent_ns).  recent_ns 0: never (the process did not
+ * die: a trace that ends normally had its poller's last look at exit). */
+static int too_recent(const struct nsp_trace *t, uint64_t recent_ns, const struct nsp_pend *e) {
+  return recent_ns && e->state == NSP_PEND_WAIT && t->t_last >= e->t_enter && t->t_last - e->t_enter < recent_ns;
+}
+
 /* At the end of a trace with completion tracking: what is still in the
- * table never completed.  Per member, the lowest such collective seq; per
- * process, the earliest such call (what it is stuck in) and whether its
- * last call completed. */
-static void finish_pending(struct nsp_job *job, struct nsp_trace *t) {
+ * table never completed, unless the process died (a fatal signal, or its
+ * last records came from the crash ring: died) too soon after the call to
+ * tell; then its completion is unknown, as if untracked.  Per member, the
+ * lowest such collective seq; per process, the earliest such call (what
+ * it is stuck in) and whether its last call completed. */
+static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
   if (!(t->info.tracking & NSP_TRACK_COMPLETION)) return;
   struct nsp_pend_tab *tab = &t->pend;
   const struct nsp_pend *first = NULL;
+  uint64_t recent_ns = died || t->has_sig ? too_recent_ns(t) : 0;
   for (size_t i = 0; i < tab->n; i++) {
     const struct nsp_pend *e = &tab->v[i];
     if (e->state != NSP_PEND_WAIT && e->state != NSP_PEND_ABANDONED && e->state != NSP_PEND_FAILED) continue;
     const size_t *later = nsp_u64map_get(&t->done_by_stream, e->stream);
     if (e->state == NSP_PEND_WAIT && later && (uint64_t)*later > e->t_enter) continue; /* ran before a later one */
+    if (too_recent(t, recent_ns, e)) {
+      struct nsp_member *m = local_member(job, t, e->local);
+      if (m) m->nuntracked++; /* completion unknown */
+      continue;
+    }
     if (!first || e->t_enter < first->t_enter) first = e;
     struct nsp_member *m = local_member(job, t, e->local);
     if (!m || nsp_api_kind(e->api) != NSP_K_COLL || !e->seq) continue;
@@ -558,10 +592,13 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t) {
   }
   struct nsp_event *lc = &t->last_call;
   int lk = lc->valid ? nsp_api_kind(lc->call.api) : -1;
-  if (lk == NSP_K_COLL || lk == NSP_K_P2P)
+  if (lk == NSP_K_COLL || lk == NSP_K_P2P) {
     lc->call.done = lc->call.result && lc->call.result != ncclInProgress
                         ? 0
                         : !nsp_pend_waiting(tab, lc->local, lc->call.api, lc->call.seq, lc->peer_key);
+    if (!lc->call.done && !lc->call.result && t->t_last >= lc->mono && t->t_last - lc->mono < recent_ns)
+      lc->call.done = -1; /* the trace ends too soon after it to tell */
+  }
   t->pend_overflow = tab->overflow;
 }
 
@@ -631,7 +668,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
 
   int ret = load_records(job, t, ti, r);
   t->info.frames = nsp_reader_frames(r);
-  if (ret == 0) finish_pending(job, t);
+  if (ret == 0) finish_pending(job, t, nsp_reader_recovered(r) > 0);
   nsp_an_signal_finish(t);
   nsp_pend_free(&t->pend);
   nsp_u64map_free(&t->done_by_stream);

@@ -2,6 +2,14 @@
  * from COMPLETION records, bandwidths as nccl-tests computes them, and the
  * spread of arrival times per collective with the ranks that come last.
  *
+ * Only calls that completed are timed: a call that returned an error, a
+ * completion that says the work failed, was abandoned or is not known
+ * (NSP_DONE_ERROR, _ABANDONED, _UNTRACKED, _CAPTURED), a call that ended
+ * at or after its communicator was aborted, revoked or reported an
+ * asynchronous error (its GPU time is how long it hung) and the calls of a
+ * group whose ncclGroupEnd failed are counted (failed, untracked) and
+ * left out of the percentiles and bandwidths.
+ *
  * A pass of its own over every trace (after nsp_job_analyze has unified
  * the communicators), so `analyze` pays nothing for it.  Memory: one
  * distribution per (communicator, op, size bucket), a few words per
@@ -212,7 +220,8 @@ struct local {
   int32_t rank;
 };
 
-/* Calls a COMPLETION completes, collected for one sample per (comm, op). */
+/* Calls a COMPLETION completes (one each), then merged into one sample per
+ * (comm, op). */
 struct part {
   size_t comm;
   int api;
@@ -223,8 +232,14 @@ struct pass {
   struct nsp_perf *perf;
   struct local *loc;
   size_t nloc;
-  struct part *parts;
-  size_t nparts, parts_cap;
+  struct part *calls, *parts;
+  size_t ncalls, calls_cap, nparts, parts_cap;
+  /* Per comm index of the trace: the monotonic time from which work in
+   * flight on it was cut short (its first ncclCommAbort or ncclCommRevoke,
+   * or asynchronous error); 0 none. */
+  uint64_t *cut;
+  size_t ncut;
+  int cut_short; /* the completion being read ended a call after its cut */
   int oom;
 };
 
@@ -232,23 +247,41 @@ static const struct local *local_of(const struct pass *ps, uint32_t local) {
   return local < ps->nloc && ps->loc[local].comm != SIZE_MAX ? &ps->loc[local] : NULL;
 }
 
+static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
+
+/* COMM_END of an abort or revoke, or an asynchronous error: what is in
+ * flight on that communicator from then on did not complete normally. */
+static int note_cut(struct pass *ps, const struct nsp_rec *rec) {
+  int cut = rec->kind == NSP_REC_COMM_END ? rec->api == NSP_API_CommAbort || rec->api == NSP_API_CommRevoke
+                                          : rec->kind == NSP_REC_ASYNC_ERROR && is_error(rec->result);
+  if (!cut || !rec->comm) return 0;
+  if (rec->comm >= ps->ncut) {
+    size_t cap = ps->ncut, old = ps->ncut;
+    NSP_TRY(nsp_an_grow(&ps->cut, &cap, (size_t)rec->comm + 1, sizeof *ps->cut));
+    memset(ps->cut + old, 0, (cap - old) * sizeof *ps->cut);
+    ps->ncut = cap;
+  }
+  uint64_t t = rec->t_enter ? rec->t_enter : 1;
+  if (!ps->cut[rec->comm] || t < ps->cut[rec->comm]) ps->cut[rec->comm] = t;
+  return 0;
+}
+
 static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *done) {
-  (void)done;
   struct pass *ps = ctx;
+  /* Ended (GPU end, else when the shim saw it) after its communicator's
+   * cut: the time is how long it hung, for the whole completion. */
+  if ((done->flags & NSP_DONE_OK) && e->local < ps->ncut && ps->cut[e->local] &&
+      ((done->flags & NSP_DONE_TIMED) ? done->t_exit : done->count) >= ps->cut[e->local])
+    ps->cut_short = 1;
   const struct local *l = local_of(ps, e->local);
   if (!l) return;
   int api = nsp_api_coll_class(e->api);
   uint64_t s = nsp_perf_size(api, e->count, e->dtype, ps->job->comms[l->comm]->info.nranks);
-  for (size_t i = 0; i < ps->nparts; i++)
-    if (ps->parts[i].comm == l->comm && ps->parts[i].api == api) {
-      ps->parts[i].s += s;
-      return;
-    }
-  if (nsp_an_grow(&ps->parts, &ps->parts_cap, ps->nparts + 1, sizeof *ps->parts) < 0) {
+  if (nsp_an_grow(&ps->calls, &ps->calls_cap, ps->ncalls + 1, sizeof *ps->calls) < 0) {
     ps->oom = 1;
     return;
   }
-  ps->parts[ps->nparts++] = (struct part){l->comm, api, s};
+  ps->calls[ps->ncalls++] = (struct part){l->comm, api, s};
 }
 
 static int on_call(struct pass *ps, struct nsp_pend_tab *tab, int tracked, const struct nsp_trace *t,
@@ -256,12 +289,15 @@ static int on_call(struct pass *ps, struct nsp_pend_tab *tab, int tracked, const
   const struct local *l = local_of(ps, rec->comm);
   int kind = nsp_api_kind(rec->api);
   if (!l || (kind != NSP_K_COLL && kind != NSP_K_P2P)) return 0;
-  if (rec->result && rec->result != ncclInProgress) return 0; /* nothing was enqueued */
   struct perf_comm *c = &ps->perf->c[l->comm];
   int api = nsp_api_coll_class(rec->api);
   struct rowacc *r = row_for(c, api, nsp_perf_size(api, rec->count, rec->dtype, ps->job->comms[l->comm]->info.nranks));
   if (!r) return NSP_AN_ENOMEM;
   r->row.calls++;
+  if (is_error(rec->result)) { /* nothing was enqueued */
+    r->row.failed++;
+    return 0;
+  }
   if (kind == NSP_K_COLL && rec->seq && l->rank >= 0) {
     struct arrival *a = arrival_at(c, rec->seq);
     if (!a) return NSP_AN_ENOMEM;
@@ -299,12 +335,47 @@ static int on_call(struct pass *ps, struct nsp_pend_tab *tab, int tracked, const
   return ret < 0 ? ret : 0;
 }
 
+enum { DONE_TIMED, DONE_UNTIMED, DONE_FAILED, DONE_UNTRACKED };
+
+/* What a completion says of its calls' GPU time. */
+static int done_class(uint32_t flags, int cut_short) {
+  if (flags & (NSP_DONE_ERROR | NSP_DONE_ABANDONED)) return DONE_FAILED;
+  if (flags & (NSP_DONE_UNTRACKED | NSP_DONE_CAPTURED)) return DONE_UNTRACKED;
+  if (cut_short) return DONE_FAILED;
+  uint32_t want = NSP_DONE_OK | NSP_DONE_TIMED;
+  return (flags & want) == want ? DONE_TIMED : DONE_UNTIMED;
+}
+
 static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct nsp_rec *rec) {
-  ps->nparts = 0;
+  ps->ncalls = 0;
+  ps->cut_short = 0;
   NSP_TRY(nsp_pend_done(tab, rec, on_done, ps));
   if (ps->oom) return NSP_AN_ENOMEM;
-  uint32_t want = NSP_DONE_OK | NSP_DONE_TIMED;
-  if ((rec->flags & want) != want || rec->t_exit < rec->t_enter) return 0;
+  int cls = done_class(rec->flags, ps->cut_short);
+  if (cls == DONE_FAILED || cls == DONE_UNTRACKED) {
+    for (size_t i = 0; i < ps->ncalls; i++) {
+      const struct part *p = &ps->calls[i];
+      struct rowacc *r = row_for(&ps->perf->c[p->comm], p->api, p->s);
+      if (!r) return NSP_AN_ENOMEM;
+      if (cls == DONE_FAILED) r->row.failed++;
+      else r->row.untracked++;
+    }
+    return 0;
+  }
+  if (cls != DONE_TIMED || rec->t_exit < rec->t_enter) return 0;
+  /* One sample per (comm, op): a group's sends share one time. */
+  ps->nparts = 0;
+  for (size_t i = 0; i < ps->ncalls; i++) {
+    const struct part *p = &ps->calls[i];
+    size_t k = 0;
+    while (k < ps->nparts && (ps->parts[k].comm != p->comm || ps->parts[k].api != p->api)) k++;
+    if (k < ps->nparts) {
+      ps->parts[k].s += p->s;
+      continue;
+    }
+    NSP_TRY(nsp_an_grow(&ps->parts, &ps->parts_cap, ps->nparts + 1, sizeof *ps->parts));
+    ps->parts[ps->nparts++] = *p;
+  }
   int64_t dur = (int64_t)(rec->t_exit - rec->t_enter);
   for (size_t i = 0; i < ps->nparts; i++) {
     const struct part *p = &ps->parts[i];
@@ -318,7 +389,48 @@ static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct
   return 0;
 }
 
-static int read_trace(struct pass *ps, const struct nsp_trace *t) {
+/* A failed outermost ncclGroupEnd: its calls never ran (the shim writes
+ * no completion for them).  Counted as failed, as if an error completion
+ * had named the group. */
+static int on_group_failed(struct pass *ps, struct nsp_pend_tab *tab, const struct nsp_rec *rec) {
+  struct nsp_rec done;
+  memset(&done, 0, sizeof done);
+  done.kind = NSP_REC_COMPLETION;
+  done.group_id = rec->group_id;
+  done.peer = -1;
+  done.flags = NSP_DONE_ERROR;
+  return on_completion(ps, tab, &done);
+}
+
+/* A completion can come before the abort that cut its calls short (the
+ * shim's poller sees them end while ncclCommAbort runs, before the abort's
+ * record is written): when this process saw an error or its last word on
+ * a communicator was an abort or revoke, read its cuts first.  (Else,
+ * e.g. a revoke then a destroy with no error, only completions read after
+ * the revoke's record are cut.) */
+static int read_cuts(struct pass *ps, size_t ti) {
+  const struct nsp_trace *t = ps->job->traces[ti];
+  int need = t->info.errors > 0;
+  for (size_t i = 0; i < ps->job->nmembers && !need; i++) {
+    const struct nsp_member *m = &ps->job->members[i];
+    need = m->trace == ti && m->ended && (m->end_api == NSP_API_CommAbort || m->end_api == NSP_API_CommRevoke);
+  }
+  if (!need || !(t->info.tracking & NSP_TRACK_COMPLETION)) return 0;
+  char err[256];
+  struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
+  if (!r) return 0; /* the main pass says so */
+  struct nsp_rec rec;
+  int ret = 0;
+  while (!ret && nsp_reader_next(r, &rec) == 1)
+    if (rec.kind == NSP_REC_COMM_END || rec.kind == NSP_REC_ASYNC_ERROR) ret = note_cut(ps, &rec);
+  nsp_reader_destroy(r);
+  return ret;
+}
+
+static int read_trace(struct pass *ps, size_t ti) {
+  const struct nsp_trace *t = ps->job->traces[ti];
+  ps->ncut = 0;
+  NSP_TRY(read_cuts(ps, ti));
   char err[256];
   struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
   if (!r) return nsp_job_notef(ps->job, "%s: could not be read again for perf: %s", t->info.path, err);
@@ -350,7 +462,15 @@ static int read_trace(struct pass *ps, const struct nsp_trace *t) {
         break;
       }
       case NSP_REC_CALL:
+        if (rec.api == NSP_API_GroupEnd && is_error(rec.result) && rec.group_id && rec.group_depth == 1) {
+          if (tracked) ret = on_group_failed(ps, &tab, &rec);
+          break;
+        }
         ret = on_call(ps, &tab, tracked, t, &rec);
+        break;
+      case NSP_REC_COMM_END:
+      case NSP_REC_ASYNC_ERROR:
+        ret = note_cut(ps, &rec);
         break;
       case NSP_REC_COMPLETION:
         if (tracked) ret = on_completion(ps, &tab, &rec);
@@ -484,11 +604,16 @@ int nsp_job_perf(struct nsp_job *job) {
   }
   perf->n = job->ncomms;
   job->perf = perf;
-  struct pass ps = {job, perf, NULL, 0, NULL, 0, 0, 0};
+  struct pass ps;
+  memset(&ps, 0, sizeof ps);
+  ps.job = job;
+  ps.perf = perf;
   int ret = 0;
-  for (size_t i = 0; i < job->ntraces && !ret; i++) ret = read_trace(&ps, job->traces[i]);
+  for (size_t i = 0; i < job->ntraces && !ret; i++) ret = read_trace(&ps, i);
   free(ps.loc);
+  free(ps.calls);
   free(ps.parts);
+  free(ps.cut);
   for (size_t i = 0; i < perf->n && !ret; i++) ret = finish_comm(job, i, &perf->c[i]);
   return ret;
 }

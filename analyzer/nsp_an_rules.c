@@ -640,31 +640,10 @@ static int rule_errors(struct nsp_job *job) {
 
 /* ---- coverage: dropped records, cut traces ------------------------------- */
 
-/* The reasons records of t were dropped, "size cap (NCCLSPY_MAX_MB)" or
- * "ring full, write errors". */
-static void put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {
-  static const char *const why[4] = {"unknown reason", "ring full", "write errors", "size cap (NCCLSPY_MAX_MB)"};
-  int first = 1;
-  for (int r = 1; r <= 4; r++) {
-    int k = r & 3; /* 1, 2, 3, then 0 (unknown) last */
-    if (!t->drop_by[k]) continue;
-    nsp_sbuf_printf(b, "%s%s", first ? "" : ", ", why[k]);
-    first = 0;
-  }
-  if (first) nsp_sbuf_printf(b, "%s", why[0]);
-}
-
 /* "rank 3" or the trace's path when it has no rank. */
 static void put_trace_name(struct nsp_sbuf *b, const struct nsp_trace *t) {
   if (t->info.rank >= 0) nsp_sbuf_printf(b, "rank %d", t->info.rank);
   else nsp_sbuf_printf(b, "%s", t->path);
-}
-
-/* True when records were dropped after the member's last collective (or
- * it has none): its trace cannot tell where the rank stopped. */
-static int member_uncovered(const struct nsp_job *job, const struct nsp_member *m) {
-  const struct nsp_trace *t = job->traces[m->trace];
-  return t->info.dropped && t->drop_rec > m->last_rec;
 }
 
 /* True when t's file was cut or damaged with nothing read after it (not
@@ -699,7 +678,7 @@ static void put_uncovered(struct nsp_sbuf *b, const struct nsp_job *job, const s
   else
     nsp_sbuf_printf(b, "'s trace records no collective on communicator %016llx", (unsigned long long)c->info.id);
   nsp_sbuf_printf(b, " because records were dropped after it (%llu dropped: ", (unsigned long long)t->info.dropped);
-  put_drop_reasons(b, t);
+  nsp_an_put_drop_reasons(b, t);
   nsp_sbuf_printf(b, "), so nothing after it can be judged for that rank");
 }
 
@@ -723,7 +702,7 @@ static int rule_wavefront_comm(struct nsp_job *job, struct nsp_comm *c) {
     if (m->rank < 0) continue;
     /* A rank behind whose trace dropped records after its last
      * collective may have gone on: it is not judged (a note says so). */
-    if (m->last_seq < reached && member_uncovered(job, m)) {
+    if (m->last_seq < reached && nsp_an_member_uncovered(job, m)) {
       struct nsp_sbuf b = {0};
       put_uncovered(&b, job, c, m);
       char *s = nsp_sbuf_take(&b);
@@ -994,7 +973,7 @@ static void message_stopped(struct nsp_sbuf *b, const struct nsp_finding_priv *f
   uint64_t reached = comm_reached(job, c);
   for (size_t k = 0; k < c->nmembers; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
-    if (m->rank < 0 || m->last_seq >= reached || !member_uncovered(job, m)) continue;
+    if (m->rank < 0 || m->last_seq >= reached || !nsp_an_member_uncovered(job, m)) continue;
     nsp_sbuf_printf(b, "; not judged: ");
     put_uncovered(b, job, c, m);
   }
@@ -1141,7 +1120,7 @@ static int build_summary(struct nsp_job *job) {
           else nsp_sbuf_printf(&b, "under 1%% of ");
           put_trace_name(&b, t);
           nsp_sbuf_printf(&b, "'s records were dropped (");
-          put_drop_reasons(&b, t);
+          nsp_an_put_drop_reasons(&b, t);
           nsp_sbuf_printf(&b, ")%s", cut ? " and " : "");
         } else {
           put_trace_name(&b, t);
@@ -1185,13 +1164,13 @@ static int build_summary(struct nsp_job *job) {
     uint64_t reached = comm_reached(job, c);
     for (size_t k = 0; k < c->nmembers; k++) {
       const struct nsp_member *m = &job->members[c->members[k]];
-      if (m->rank < 0 || m->last_seq >= reached || !member_uncovered(job, m)) continue;
+      if (m->rank < 0 || m->last_seq >= reached || !nsp_an_member_uncovered(job, m)) continue;
       const struct nsp_trace *t = job->traces[m->trace];
       nsp_sbuf_printf(&b, " ");
       put_trace_name(&b, t);
       nsp_sbuf_printf(&b, "'s trace stops covering communicator %016llx at seq %llu because records were dropped (",
                       (unsigned long long)c->info.id, (unsigned long long)m->last_seq);
-      put_drop_reasons(&b, t);
+      nsp_an_put_drop_reasons(&b, t);
       nsp_sbuf_printf(&b, "): nothing after it is judged for that rank.");
     }
   }

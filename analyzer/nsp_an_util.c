@@ -259,6 +259,7 @@ const char *nsp_side_role_name(int role) {
     case NSP_ROLE_COMPLETED: return "completed";
     case NSP_ROLE_FAILED: return "failed";
     case NSP_ROLE_UNTRACKED: return "untracked";
+    case NSP_ROLE_ARRIVAL_UNKNOWN: return "arrival-unknown";
     default: return "unknown";
   }
 }
@@ -370,4 +371,25 @@ const char *nsp_an_strerror(int err) {
     case NSP_AN_ESTATE: return "job already analysed";
     default: return "unknown error";
   }
+}
+
+/* ---- coverage --------------------------------------------------------- */
+
+/* Used by the coverage notes and the wavefront (nsp_an_rules.c) and by
+ * the hang rule (nsp_an_hang.c): one rule for all three. */
+int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *m) {
+  const struct nsp_trace *t = job->traces[m->trace];
+  return t->info.dropped && t->drop_rec > m->last_rec;
+}
+
+void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {
+  static const char *const why[4] = {"unknown reason", "ring full", "write errors", "size cap (NCCLSPY_MAX_MB)"};
+  int first = 1;
+  for (int r = 1; r <= 4; r++) {
+    int k = r & 3; /* 1, 2, 3, then 0 (unknown) last */
+    if (!t->drop_by[k]) continue;
+    nsp_sbuf_printf(b, "%s%s", first ? "" : ", ", why[k]);
+    first = 0;
+  }
+  if (first) nsp_sbuf_printf(b, "%s", why[0]);
 }

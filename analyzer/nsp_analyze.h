@@ -119,11 +119,15 @@ const char *nsp_call_source_name(int source);
  * with the seq (struct nsp_side.role). */
 enum nsp_side_role {
   NSP_ROLE_NONE = 0,    /* other kinds */
-  NSP_ROLE_NOT_ARRIVED, /* "not-arrived": never issued the seq (the ranks to look at) */
+  NSP_ROLE_NOT_ARRIVED, /* "not-arrived": never issued the seq (the ranks to look at); its
+                           trace covers what it did after its last collective there */
   NSP_ROLE_WAITING,     /* "waiting": issued it and it never completed */
   NSP_ROLE_COMPLETED,   /* "completed": issued it and it completed */
   NSP_ROLE_FAILED,      /* "failed": the call itself returned an error */
   NSP_ROLE_UNTRACKED,   /* "untracked": issued it; its trace does not track completion */
+  NSP_ROLE_ARRIVAL_UNKNOWN, /* "arrival-unknown": its last recorded collective there is
+                               below the seq, but its trace lost records (DROPPED) after
+                               that collective: whether it issued the seq is not known */
 };
 /* "not-arrived", ...; "" for NSP_ROLE_NONE, "unknown" out of range. */
 const char *nsp_side_role_name(int role);
@@ -261,8 +265,11 @@ struct nsp_proc {
   uint32_t pid;
   /* Per-process detail: "stopped-early" and not-arrived ranks of "hang":
    * the process's last call on any communicator (call.done: whether it
-   * completed); waiting ranks of "hang"/"never-completed": the call that
-   * never completed; "error": its first error in time; otherwise api == -1. */
+   * completed); arrival-unknown ranks of "hang": their last collective on
+   * the finding's communicator that the trace covers (done -1: unknown;
+   * api -1 when it has none); waiting ranks of "hang"/"never-completed":
+   * the call that never completed; "error": its first error in time;
+   * otherwise api == -1. */
   struct nsp_call call;
   /* The call site of the call the finding names for this process (its
    * call at the seq for mismatches, the k-th send/recv, the error's call,
@@ -300,8 +307,8 @@ struct nsp_side {
 
 /* A finding.  Sides are ordered: mismatches by lowest rank, p2p sender
  * first, stopped-early by ascending seq, error origin first, hang and
- * never-completed by role (not-arrived, waiting, failed, untracked,
- * completed), env-* by lowest rank, signal: the first process to die,
+ * never-completed by role (not-arrived, waiting, arrival-unknown, failed,
+ * untracked, completed), env-* by lowest rank, signal: the first process to die,
  * then the others by signal in order of first appearance.  A "signal"
  * finding has no communicator; its ranks are job ranks. */
 struct nsp_finding {
@@ -318,8 +325,9 @@ struct nsp_finding {
   size_t nodd;          /* ranks of the odd side(s) out, when one side holds */
   const int *odd_ranks; /* a strict majority (mismatches, env-*); the ranks
                            behind (stopped-early); the origin (error); the
-                           ranks that did not arrive (hang) or whose call
-                           never completed (never-completed); the ranks
+                           ranks that did not arrive (hang; when none is
+                           known to be absent, the arrival-unknown ones) or
+                           whose call never completed (never-completed); the ranks
                            without a trace (env-missing-ranks); the first
                            to die (signal) */
   uint64_t later;       /* consequences not reported separately: later seqs
@@ -458,8 +466,18 @@ double nsp_perf_busbw_factor(int api, int nranks);
 struct nsp_perf_row {
   int api;              /* op (Bcast counted as Broadcast) */
   int log2;             /* bucket: S in [2^log2, 2^(log2+1)); -1 for S == 0 */
-  uint64_t calls;       /* calls in the bucket, all ranks */
-  uint64_t timed;       /* of those, with GPU times (NSP_DONE_TIMED) */
+  uint64_t calls;       /* calls in the bucket, all ranks (failed ones too) */
+  uint64_t timed;       /* GPU time samples: completions with NSP_DONE_OK and
+                           NSP_DONE_TIMED of calls that did not fail (a group
+                           gives one per (communicator, op), S summed) */
+  uint64_t failed;      /* of calls, left out of the times because they failed:
+                           returned an error, completed with NSP_DONE_ERROR or
+                           NSP_DONE_ABANDONED, ended at or after their
+                           communicator's first abort, revoke or asynchronous
+                           error (in that process), or (with completion
+                           tracking) were in a group whose ncclGroupEnd failed */
+  uint64_t untracked;   /* of calls, with no GPU time to take: completed with
+                           NSP_DONE_UNTRACKED or NSP_DONE_CAPTURED */
   int64_t p50_ns, p99_ns; /* GPU duration percentiles (nearest rank); 0 untimed */
   double algbw_gbs;     /* sum of S / sum of GPU time over timed calls (GB/s = 1e9 B/s) */
   double busbw_gbs;     /* algbw x nsp_perf_busbw_factor */

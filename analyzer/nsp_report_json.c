@@ -174,8 +174,11 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
       if (pr->call.api >= 0 || is_error) {
         json_object *co = json_object_new_object();
         if (co) put_call(j, co, &pr->call, is_error);
-        /* hang: the call at the seq, except for ranks that never arrived */
-        put(j, po, is_error ? "error" : hang && sd->role != NSP_ROLE_NOT_ARRIVED ? "call" : "last_call", co);
+        /* hang: the call at the seq, except for ranks that never arrived
+         * (their last call) and ranks whose arrival is unknown (their last
+         * collective on the communicator that the trace covers) */
+        int last = !hang || sd->role == NSP_ROLE_NOT_ARRIVED || sd->role == NSP_ROLE_ARRIVAL_UNKNOWN;
+        put(j, po, is_error ? "error" : last ? "last_call" : "call", co);
       }
       if (hang && pr->blocked.api >= 0) {
         json_object *bo = json_object_new_object();

@@ -54,15 +54,16 @@ static void put_comm_title(FILE *out, const struct nsp_perf_comm *pc) {
 int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
   size_t nt = nsp_job_ntraces(job), nc = nsp_job_nperf(job);
   fprintf(out, "ncclspy perf: %zu trace%s, %zu communicator%s\n", nt, nt == 1 ? "" : "s", nc, nc == 1 ? "" : "s");
-  fprintf(out, "GPU times come from completion records with GPU timing; size S, algbw = S / t and busbw as\n"
-               "nccl-tests computes them; p50/p99 by nearest rank.  Arrival spread: last minus first rank's\n"
-               "entry into the collective, on one wall clock.\n");
+  fprintf(out, "GPU times come from calls that completed with GPU timing (failed or abandoned calls are left\n"
+               "out); size S, algbw = S / t and busbw as nccl-tests computes them; p50/p99 by nearest rank.\n"
+               "Arrival spread: last minus first rank's entry into the collective, on one wall clock.\n");
   uint64_t timed = 0;
   for (size_t i = 0; i < nc; i++) {
     const struct nsp_perf_comm *pc = nsp_job_perf_comm(job, i);
     fputc('\n', out);
     put_comm_title(out, pc);
     fputc('\n', out);
+    uint64_t failed = 0, untracked = 0;
     if (pc->nrows)
       fprintf(out, "  %-16s %-18s %9s %9s %12s %12s %11s %11s\n", "op", "size S", "calls", "timed", "p50", "p99",
               "algbw GB/s", "busbw GB/s");
@@ -77,8 +78,21 @@ int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
       else
         fprintf(out, " %12s %12s %11s %11s\n", "-", "-", "-", "-");
       timed += row->timed;
+      failed += row->failed;
+      untracked += row->untracked;
     }
     if (!pc->nrows) fprintf(out, "  no collective or send/recv calls\n");
+    if (failed || untracked) {
+      /* e.g. "not timed: 2 calls failed or were abandoned, 3 untracked or in a CUDA graph" */
+      fprintf(out, "  not timed:");
+      if (failed)
+        fprintf(out, " %" PRIu64 " call%s failed or %s abandoned", failed, failed == 1 ? "" : "s",
+                failed == 1 ? "was" : "were");
+      if (untracked)
+        fprintf(out, "%s %" PRIu64 "%s untracked or in a CUDA graph", failed ? "," : "", untracked,
+                failed ? "" : untracked == 1 ? " call" : " calls");
+      fputc('\n', out);
+    }
     if (pc->collectives) {
       char a[32], b[32], m[32];
       fprintf(out, "  arrival spread over %" PRIu64 " collective%s: p50 %s, p99 %s, max %s", pc->collectives,
@@ -156,6 +170,8 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
       jput(x, "bytes_max", json_object_new_int64((int64_t)hi), &oom);
       jput(x, "calls", json_object_new_int64((int64_t)row->calls), &oom);
       jput(x, "timed", json_object_new_int64((int64_t)row->timed), &oom);
+      jput(x, "failed", json_object_new_int64((int64_t)row->failed), &oom);
+      jput(x, "untracked", json_object_new_int64((int64_t)row->untracked), &oom);
       if (row->timed) {
         jput(x, "p50_ns", json_object_new_int64(row->p50_ns), &oom);
         jput(x, "p99_ns", json_object_new_int64(row->p99_ns), &oom);

@@ -161,6 +161,18 @@ static void put_proc_hang(FILE *out, const struct nsp_job *job, const struct nsp
       put_call_where(out, &p->blocked, f->comm_id);
       put_rel(out, job, p->blocked.time_ns);
     }
+  } else if (s->role == NSP_ROLE_ARRIVAL_UNKNOWN) {
+    /* Its last collective here that the trace covers; the records lost
+     * after it may hold this seq. */
+    uint64_t dropped = nsp_job_trace(job, p->trace)->dropped;
+    if (c->api < 0) {
+      fprintf(out, ": no collective recorded on this communicator; its trace lost %" PRIu64 " records", dropped);
+    } else {
+      fprintf(out, ": last recorded call ");
+      put_call_where(out, c, f->comm_id);
+      put_rel(out, job, c->time_ns);
+      fprintf(out, "; its trace lost %" PRIu64 " records after it", dropped);
+    }
   } else if (s->role == NSP_ROLE_WAITING) {
     fprintf(out, ": waited %.3f s (enqueue to the end of its trace)", (double)p->wait_ns / 1e9);
     put_rel(out, job, c->time_ns);

@@ -2,6 +2,7 @@
  * shared/cases/README.md (c01-c10, CPU part), one process per rank.
  *
  *   nsp_launch -n N -- nsp_cases CASE        (CASE: c01 or amp-dtype, ...)
+ *   nsp_cases --list                         (the cases, one line each)
  *
  * Reads RANK and WORLD_SIZE.  Ranks exchange the ncclUniqueId through the
  * file named by NSP_UID_FILE: rank 0 writes it (temp file + rename, so a
@@ -1114,17 +1115,33 @@ static void nsp_cases_stream_setup(struct nsp_cases_job *job)
   fprintf(stderr, "rank %d: stream mode (device %d)\n", job->rank, local % ndev);
 }
 
+/* The usage, then one line per case: its id, its name where the case has
+ * one of its own (a case is run by either), its ranks, what it does. */
 static void nsp_cases_usage(FILE *f)
 {
-  size_t i;
-  fprintf(f, "usage: nsp_cases CASE   (one process per rank; env RANK, WORLD_SIZE, NSP_UID_FILE)\n");
+  size_t i, n = sizeof nsp_cases_table / sizeof nsp_cases_table[0];
+  int wid = 4, wname = 4, l;
+  fprintf(f, "usage: nsp_cases CASE   (one process per rank; env RANK, WORLD_SIZE, NSP_UID_FILE)\n"
+             "       nsp_cases --list (these cases, on stdout)\n");
   fprintf(f, "  env NSP_CASES_STREAM=1: stream mode (CUDA stand-in), always for GPU cases\n");
-  for (i = 0; i < sizeof nsp_cases_table / sizeof nsp_cases_table[0]; i++) {
+  for (i = 0; i < n; i++) {
     const struct nsp_cases_case *k = &nsp_cases_table[i];
+    if ((l = (int)strlen(k->id)) > wid)
+      wid = l;
+    if (strcmp(k->name, k->id) && (l = (int)strlen(k->name)) > wname)
+      wname = l;
+  }
+  fprintf(f, "CASE is a case's id or name:\n");
+  fprintf(f, "  %-*s  %-*s  %-7s  %s\n", wid, "id", wname, "name", "ranks", "what");
+  for (i = 0; i < n; i++) {
+    const struct nsp_cases_case *k = &nsp_cases_table[i];
+    char ranks[16];
     if (k->nranks)
-      fprintf(f, "  %s %-13s %d ranks: %s\n", k->id, k->name, k->nranks, k->what);
+      snprintf(ranks, sizeof ranks, "%d", k->nranks);
     else
-      fprintf(f, "  %s %-13s 2, 4, ... ranks: %s\n", k->id, k->name, k->what);
+      snprintf(ranks, sizeof ranks, "2,4,...");
+    fprintf(f, "  %-*s  %-*s  %-7s  %s\n", wid, k->id, wname, strcmp(k->name, k->id) ? k->name : "", ranks,
+            k->what);
   }
 }
 
@@ -1141,6 +1158,10 @@ int main(int argc, char **argv)
   memset(&job, 0, sizeof job);
   if (setjmp(nsp_cases_return_jmp))
     return 5; /* NSP_CASES_DIE=return@N */
+  if (argc == 2 && (!strcmp(argv[1], "--list") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    nsp_cases_usage(stdout);
+    return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+  }
   if (argc != 2) {
     nsp_cases_usage(stderr);
     return 2;

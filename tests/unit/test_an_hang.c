@@ -412,6 +412,152 @@ static void test_untracked_rank_and_p2p_block(void **state) {
   nsp_job_destroy(job);
 }
 
+/* ---- lost records ------------------------------------------------------- */
+
+/* The c11 shape on two tracked ranks: both complete seqs 1-4, rank 0 then
+ * waits in seq 5.  With drop_after, rank 1's trace ends in a DROPPED
+ * record (3 records lost, ring full) after its seq 4: it may well have
+ * issued seq 5.  With drop_before, the DROPPED record comes before its
+ * seq 4 (the trace covers seq 4 and what followed). */
+static struct nsp_job *c11_like(int drop_after, int drop_before) {
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = tracked_gen(r, &w[r], 2);
+    for (int i = 0; i < 3; i++) assert_true(AR(g[r], w[r]) > 0);
+  }
+  if (drop_before) assert_int_equal(nsp_tracegen_dropped(g[1], 2, NSP_DROP_RING_FULL), 0);
+  for (int r = 0; r < 2; r++) assert_int_equal(AR(g[r], w[r]), 4);
+  if (drop_after) assert_int_equal(nsp_tracegen_dropped(g[1], 3, NSP_DROP_RING_FULL), 0);
+  nsp_tracegen_set_auto_complete(g[0], 0, 0);
+  assert_int_equal(AR(g[0], w[0]), 5); /* never completes */
+  return analyse_gens(g, 2);
+}
+
+/* The hang finding on communicator 0xaaaa, or a test failure. */
+static const struct nsp_finding *hang_of(const struct nsp_job *job) {
+  const struct nsp_finding *f = NULL;
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
+    const struct nsp_finding *x = nsp_job_finding(job, i);
+    if (x->kind == NSP_FIND_HANG || x->kind == NSP_FIND_NEVER_COMPLETED) {
+      assert_null(f);
+      f = x;
+    }
+  }
+  assert_non_null(f);
+  assert_true(f->comm_id == 0xaaaa);
+  return f;
+}
+
+/* (a) Rank 1's trace lost records after its seq 4 while rank 0 waits in
+ * seq 5: whether rank 1 arrived is not known, so it is not named as "did
+ * not arrive" but as arrival-unknown, after the waiting side. */
+static void test_hang_drop_after_last_coll_unknown(void **state) {
+  (void)state;
+  struct nsp_job *job = c11_like(1, 0);
+  assert_int_equal(nsp_job_trace(job, 1)->dropped, 3);
+  const struct nsp_finding *f = hang_of(job);
+  assert_int_equal(f->kind, NSP_FIND_HANG);
+  assert_int_equal(f->seq, 5);
+  assert_true(f->cause == SIZE_MAX);
+  for (size_t s = 0; s < f->nsides; s++) assert_int_not_equal(f->sides[s].role, NSP_ROLE_NOT_ARRIVED);
+  assert_int_equal(f->nsides, 2);
+  const struct nsp_side *wt = &f->sides[0], *un = &f->sides[1];
+  assert_int_equal(wt->role, NSP_ROLE_WAITING);
+  assert_side(wt, "0");
+  assert_int_equal(un->role, NSP_ROLE_ARRIVAL_UNKNOWN);
+  assert_string_equal(nsp_side_role_name(un->role), "arrival-unknown");
+  assert_side(un, "1");
+  assert_string_equal(un->text, "arrival at seq 5 unknown: its trace lost records after seq 4");
+  /* Its last collective the trace covers: seq 4 here. */
+  assert_int_equal(un->procs[0].call.api, NSP_API_AllReduce);
+  assert_int_equal(un->procs[0].call.seq, 4);
+  assert_true(un->procs[0].call.comm_id == 0xaaaa);
+  /* The ranks to check: the one whose arrival is unknown. */
+  assert_ranks(f->odd_ranks, f->nodd, "1");
+  assert_null(strstr(f->message, "did not arrive"));
+  assert_null(strstr(f->message, "the rank to look at"));
+  assert_contains(f->message, "seq 5 (all-reduce 8 x float32 sum (32 bytes)) did not complete: whether rank 1 (h1 "
+                              "pid 101) arrived is not known; rank 0 waits inside it; rank 1's trace lost records "
+                              "after its seq 4 on this communicator (3 dropped: ring full), so it may have issued "
+                              "seq 5");
+  assert_null(strstr(f->hint, "did not arrive"));
+  assert_contains(f->hint, "lost records");
+  assert_contains(f->hint, "NCCLSPY_RING");
+  /* The summary says the same of the coverage. */
+  assert_contains(nsp_job_summary(job), "rank 1's trace stops covering communicator 000000000000aaaa at seq 4");
+  nsp_job_destroy(job);
+}
+
+/* (b) The same job without the drop: rank 1 did not arrive (c11). */
+static void test_hang_no_drop_not_arrived(void **state) {
+  (void)state;
+  struct nsp_job *job = c11_like(0, 0);
+  assert_int_equal(nsp_job_trace(job, 1)->dropped, 0);
+  const struct nsp_finding *f = hang_of(job);
+  assert_int_equal(f->kind, NSP_FIND_HANG);
+  assert_int_equal(f->seq, 5);
+  assert_int_equal(f->nsides, 2);
+  assert_int_equal(f->sides[0].role, NSP_ROLE_NOT_ARRIVED);
+  assert_side(&f->sides[0], "1");
+  assert_string_equal(f->sides[0].text, "did not arrive at seq 5");
+  assert_int_equal(f->sides[1].role, NSP_ROLE_WAITING);
+  assert_side(&f->sides[1], "0");
+  assert_ranks(f->odd_ranks, f->nodd, "1");
+  assert_contains(f->message, "rank 1 (h1 pid 101) did not arrive (the rank to look at); rank 0 waits inside it");
+  assert_null(strstr(f->message, "arrived is not known"));
+  assert_contains(f->hint, "the ranks that did not arrive are the ones to look at");
+  nsp_job_destroy(job);
+}
+
+/* Records lost before rank 1's seq 4 leave its trace covering seq 4 and
+ * what came after it: it did not arrive at seq 5. */
+static void test_hang_drop_before_last_coll(void **state) {
+  (void)state;
+  struct nsp_job *job = c11_like(0, 1);
+  assert_int_equal(nsp_job_trace(job, 1)->dropped, 2);
+  const struct nsp_finding *f = hang_of(job);
+  assert_int_equal(f->kind, NSP_FIND_HANG);
+  assert_int_equal(f->sides[0].role, NSP_ROLE_NOT_ARRIVED);
+  assert_side(&f->sides[0], "1");
+  assert_contains(f->message, "did not arrive (the rank to look at)");
+  nsp_job_destroy(job);
+}
+
+/* Three ranks: rank 2 did not arrive at seq 2 (its trace is whole), rank
+ * 1's trace lost records (size cap) after seq 1, rank 0 waits.  The hang
+ * names rank 2 as the one to look at and rank 1 as arrival-unknown. */
+static void test_hang_drop_mixed(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  uint32_t w[3];
+  for (int r = 0; r < 3; r++) {
+    g[r] = tracked_gen(r, &w[r], 3);
+    AR(g[r], w[r]);
+  }
+  assert_int_equal(nsp_tracegen_dropped(g[1], 7, NSP_DROP_SIZE_CAP), 0);
+  nsp_tracegen_set_auto_complete(g[0], 0, 0);
+  AR(g[0], w[0]);
+  struct nsp_job *job = analyse_gens(g, 3);
+  const struct nsp_finding *f = hang_of(job);
+  assert_int_equal(f->kind, NSP_FIND_HANG);
+  assert_int_equal(f->seq, 2);
+  assert_int_equal(f->nsides, 3);
+  assert_int_equal(f->sides[0].role, NSP_ROLE_NOT_ARRIVED);
+  assert_side(&f->sides[0], "2");
+  assert_int_equal(f->sides[1].role, NSP_ROLE_WAITING);
+  assert_side(&f->sides[1], "0");
+  assert_int_equal(f->sides[2].role, NSP_ROLE_ARRIVAL_UNKNOWN);
+  assert_side(&f->sides[2], "1");
+  assert_ranks(f->odd_ranks, f->nodd, "2");
+  assert_contains(f->message, "rank 2 (h2 pid 102) did not arrive (the rank to look at); rank 0 waits inside it; "
+                              "whether rank 1 arrived is not known");
+  assert_contains(f->message, "rank 1's trace lost records after its seq 1 on this communicator (7 dropped: size "
+                              "cap (NCCLSPY_MAX_MB)), so it may have issued seq 2");
+  assert_contains(f->message, "rank 2's last call: all-reduce 8 x float32 sum (32 bytes) seq 1");
+  nsp_job_destroy(job);
+}
+
 /* Call sites: the origin of an error and each send/recv side of a p2p
  * finding get theirs; a stack of NCCL frames only is kept whole. */
 static void test_call_sites(void **state) {
@@ -462,6 +608,11 @@ int main(void) {
       cmocka_unit_test(test_error_after_hang),
       cmocka_unit_test(test_untracked_rank_and_p2p_block),
       cmocka_unit_test(test_call_sites),
+      cmocka_unit_test(test_hang_drop_after_last_coll_unknown),
+      cmocka_unit_test(test_hang_no_drop_not_arrived),
+      cmocka_unit_test(test_hang_drop_before_last_coll),
+      cmocka_unit_test(test_hang_drop_mixed),
+
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* test_an_perf.c - `ncclspy perf`'s figures: nccl-tests' size and bus
  * bandwidth conventions, GPU-time percentiles and bandwidths per size
- * bucket from COMPLETION records (single calls and groups), arrival
- * spreads aligned across hosts by each trace's clock pair, stragglers. */
+ * bucket from COMPLETION records (single calls and groups), failed,
+ * abandoned and untracked calls counted but never timed, arrival spreads
+ * aligned across hosts by each trace's clock pair, stragglers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,6 +120,125 @@ static void test_durations(void **state) {
   nsp_job_destroy(job);
 }
 
+#define TEN_S 10000000000ull
+
+/* Only calls that completed are timed.  Per rank, 1 MiB all-reduces:
+ * ten complete in 10..100 us; the rest fail, are abandoned or untracked,
+ * several with a 10 s "GPU time" that must move neither p99 nor the
+ * bandwidth.  Also a failed ncclGroupEnd and an asynchronous error. */
+static void test_failed_not_timed(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = nsp_tracegen_create("h", 100u + (uint32_t)r, r);
+    nsp_tracegen_set_tracking(g[r], NSP_TRACK_COMPLETION | NSP_TRACK_TIMING);
+    uint32_t w = nsp_tracegen_comm(g[r], 0xbbbb, r, 2), x = nsp_tracegen_comm(g[r], 0xcccc, r, 2);
+    for (uint64_t i = 1; i <= 10; i++) {
+      nsp_tracegen_coll(g[r], NSP_API_AllReduce, w, 262144, ncclFloat32, ncclSum, -1);
+      assert_int_equal(nsp_tracegen_complete_last(g[r], NSP_DONE_OK | NSP_DONE_TIMED, 10000 * i), 0);
+    }
+    /* completions that say the work failed or is not known */
+    static const uint32_t bad[] = {
+        NSP_DONE_OK | NSP_DONE_TIMED | NSP_DONE_ERROR,     NSP_DONE_OK | NSP_DONE_TIMED | NSP_DONE_ABANDONED,
+        NSP_DONE_ABANDONED,                                NSP_DONE_ERROR,
+        NSP_DONE_OK | NSP_DONE_TIMED | NSP_DONE_UNTRACKED, NSP_DONE_UNTRACKED,
+        NSP_DONE_OK | NSP_DONE_TIMED | NSP_DONE_CAPTURED,  NSP_DONE_CAPTURED,
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+      nsp_tracegen_coll(g[r], NSP_API_AllReduce, w, 262144, ncclFloat32, ncclSum, -1);
+      assert_int_equal(nsp_tracegen_complete_last(g[r], bad[i], TEN_S), 0);
+    }
+    /* a call that returned an error */
+    nsp_tracegen_fail_next(g[r], ncclUnhandledCudaError, "cudaErrorLaunchFailure");
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w, 262144, ncclFloat32, ncclSum, -1);
+    /* group 1: a send and a recv of 4 KiB whose ncclGroupEnd failed; a
+     * (hand-made) completion of the group later must not time them */
+    nsp_tracegen_group(g[r], 1);
+    nsp_tracegen_p2p(g[r], NSP_API_Send, w, 1024, ncclFloat32, 1 - r);
+    nsp_tracegen_p2p(g[r], NSP_API_Recv, w, 1024, ncclFloat32, 1 - r);
+    nsp_tracegen_fail_next(g[r], ncclRemoteError, "peer gone");
+    nsp_tracegen_group(g[r], 0);
+    uint64_t now = nsp_tracegen_now(g[r]);
+    assert_int_equal(nsp_tracegen_completion(g[r], 0, 0, 0, -1, 1, NSP_DONE_OK | NSP_DONE_TIMED, now, now + TEN_S,
+                                             now + TEN_S + 1000),
+                     0);
+    /* comm x: one 32-byte all-reduce done (500 ns) before its async error,
+     * one in flight then that "completes" 10 s later */
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, x, 8, ncclFloat32, ncclSum, -1);
+    assert_int_equal(nsp_tracegen_complete_last(g[r], NSP_DONE_OK | NSP_DONE_TIMED, 500), 0);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, x, 8, ncclFloat32, ncclSum, -1);
+    assert_int_equal(nsp_tracegen_async_error(g[r], x, ncclRemoteError, "connection reset"), 0);
+    assert_int_equal(nsp_tracegen_complete_last(g[r], NSP_DONE_OK | NSP_DONE_TIMED, TEN_S), 0);
+  }
+  struct nsp_job *job = perf_gens(g, 2);
+  assert_int_equal(nsp_job_nperf(job), 2);
+  const struct nsp_perf_comm *pc = nsp_job_perf_comm(job, 0);
+  assert_true(pc->comm_id == 0xbbbb);
+  const struct nsp_perf_row *ar = row(pc, NSP_API_AllReduce, 20);
+  assert_int_equal(ar->timed, 20);      /* the ten good calls of each rank */
+  assert_int_equal(ar->p50_ns, 50000);  /* nearest rank: 10th of 20 */
+  assert_int_equal(ar->p99_ns, 100000); /* not 10 s */
+  assert_near(ar->algbw_gbs, 20.0 * 1048576 / (2 * 550000.0));
+  assert_int_equal(ar->calls, 2 * 19);  /* 10 good, 8 bad completions, 1 error */
+  assert_int_equal(ar->failed, 2 * 5);  /* error or abandoned completions, the error */
+  assert_int_equal(ar->untracked, 2 * 4);
+  const struct nsp_perf_row *sd = row(pc, NSP_API_Send, 12), *rv = row(pc, NSP_API_Recv, 12);
+  assert_int_equal(sd->calls, 2);
+  assert_int_equal(sd->failed, 2);
+  assert_int_equal(sd->timed, 0);
+  assert_int_equal(sd->p99_ns, 0);
+  assert_int_equal(rv->failed, 2);
+  assert_int_equal(rv->timed, 0);
+  pc = nsp_job_perf_comm(job, 1);
+  assert_true(pc->comm_id == 0xcccc);
+  ar = row(pc, NSP_API_AllReduce, 5);
+  assert_int_equal(ar->calls, 4);
+  assert_int_equal(ar->timed, 2);
+  assert_int_equal(ar->failed, 2);
+  assert_int_equal(ar->p99_ns, 500);
+  nsp_job_destroy(job);
+}
+
+/* Abort: the shim abandons the single calls in flight, but a group's
+ * events complete once ncclCommAbort has ended its kernels, so its
+ * COMPLETION reads OK and timed with the length of the hang; rank 0's
+ * comes before the abort's record (written when ncclCommAbort returns),
+ * rank 1's after.  A group done before the abort keeps its time. */
+static void test_abort_not_timed(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = nsp_tracegen_create("h", 100u + (uint32_t)r, r);
+    nsp_tracegen_set_tracking(g[r], NSP_TRACK_COMPLETION | NSP_TRACK_TIMING);
+    nsp_tracegen_set_step(g[r], 1000000, 100); /* 1 ms between records */
+    uint32_t w = nsp_tracegen_comm(g[r], 0xdddd, r, 2);
+    nsp_tracegen_group(g[r], 1);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w, 262144, ncclFloat32, ncclSum, -1);
+    nsp_tracegen_group(g[r], 0);
+    assert_int_equal(nsp_tracegen_complete_last(g[r], NSP_DONE_OK | NSP_DONE_TIMED, 40000), 0);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w, 262144, ncclFloat32, ncclSum, -1); /* hangs */
+    nsp_tracegen_group(g[r], 1);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w, 262144, ncclFloat32, ncclSum, -1);
+    nsp_tracegen_group(g[r], 0);
+    /* the abort: the single call abandoned first, the group ends during it */
+    assert_int_equal(nsp_tracegen_completion(g[r], w, NSP_API_AllReduce, 2, -1, 0, NSP_DONE_ABANDONED, 0, 0,
+                                             nsp_tracegen_now(g[r])),
+                     0);
+    if (r == 0) assert_int_equal(nsp_tracegen_complete_last(g[r], NSP_DONE_OK | NSP_DONE_TIMED, TEN_S), 0);
+    assert_int_equal(nsp_tracegen_comm_end(g[r], w, NSP_API_CommAbort), 0);
+    if (r == 1) assert_int_equal(nsp_tracegen_complete_last(g[r], NSP_DONE_OK | NSP_DONE_TIMED, TEN_S), 0);
+  }
+  struct nsp_job *job = perf_gens(g, 2);
+  const struct nsp_perf_comm *pc = nsp_job_perf_comm(job, 0);
+  const struct nsp_perf_row *ar = row(pc, NSP_API_AllReduce, 20);
+  assert_int_equal(ar->calls, 6);
+  assert_int_equal(ar->timed, 2);
+  assert_int_equal(ar->p99_ns, 40000);
+  assert_int_equal(ar->failed, 4); /* the abandoned call and the group cut short, per rank */
+  assert_int_equal(ar->untracked, 0);
+  nsp_job_destroy(job);
+}
+
 /* Arrivals on one wall-clock axis: rank 1's monotonic clock started 899 s
  * later, its header pair says so.  Seqs 1-3: rank 1 last by 8 us; 4-10:
  * rank 2 last by 5 us; 11: ranks 1 and 2 tie. */
@@ -195,6 +315,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_formulas),
       cmocka_unit_test(test_durations),
+      cmocka_unit_test(test_failed_not_timed),
+      cmocka_unit_test(test_abort_not_timed),
       cmocka_unit_test(test_arrivals),
       cmocka_unit_test(test_case_figures),
   };

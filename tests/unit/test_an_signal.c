@@ -226,11 +226,63 @@ static void test_names(void **state) {
   assert_int_equal(nsp_finding_kind_from_name("signal"), NSP_FIND_SIGNAL);
 }
 
+/* rank_crash on 2xH200: rank 1 died of SIGSEGV 0.2 ms after its last
+ * call's enqueue (right after torch.cuda.synchronize), before the shim's
+ * poller had looked, so no COMPLETION record says the call ran (it had).
+ * A process that died that soon after a call (within 3 poll intervals, at
+ * least 50 ms) leaves its completion unknown: no "never completed".
+ * died_after_ns: how long after rank 1's seq 4 its SIGNAL comes. */
+static struct nsp_job *died_after_job(uint64_t died_after_ns) {
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = gen(r, &w[r], 1);
+    for (int i = 0; i < 3; i++) AR(g[r], w[r]);
+  }
+  AR(g[0], w[0]); /* seq 4 completes on rank 0 */
+  nsp_tracegen_set_auto_complete(g[1], 0, 0);
+  AR(g[1], w[1]); /* seq 4 on rank 1: no COMPLETION before it died */
+  nsp_tracegen_set_time(g[1], nsp_tracegen_now(g[1]) + died_after_ns);
+  static const char *const mods[] = {"/usr/lib/libc.so.6"};
+  static const uint64_t offs[] = {0x19bc5c};
+  static const char *const syms[] = {""};
+  signal_rec(g[1], 11, 1, 0x10, 0, 1, mods, offs, syms);
+  return analyse_gens(g, 2);
+}
+
+static void test_died_right_after_call(void **state) {
+  (void)state;
+  struct nsp_job *job = died_after_job(200000); /* 0.2 ms */
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_SIGNAL);
+  assert_int_equal(f->sides[0].procs[0].call.seq, 4);
+  assert_int_equal(f->sides[0].procs[0].call.done, -1); /* not "never completed" */
+  assert_null(strstr(f->message, "never completed"));
+  nsp_job_destroy(job);
+}
+
+static void test_died_long_after_call(void **state) {
+  (void)state;
+  struct nsp_job *job = died_after_job(5000000000ull); /* 5 s: it was stuck */
+  assert_int_equal(nsp_job_nfindings(job), 2);
+  assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_SIGNAL);
+  assert_int_equal(nsp_job_finding(job, 0)->sides[0].procs[0].call.done, 0);
+  const struct nsp_finding *f = nsp_job_finding(job, 1);
+  assert_int_equal(f->kind, NSP_FIND_NEVER_COMPLETED);
+  assert_int_equal(f->seq, 4);
+  assert_int_equal(f->nodd, 1);
+  assert_int_equal(f->odd_ranks[0], 1);
+  assert_int_equal(f->cause, 0);
+  nsp_job_destroy(job);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_segv_then_hang), cmocka_unit_test(test_abort_after_error),
       cmocka_unit_test(test_two_deaths),     cmocka_unit_test(test_handled),
       cmocka_unit_test(test_names),
+      cmocka_unit_test(test_died_right_after_call), cmocka_unit_test(test_died_long_after_call),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
