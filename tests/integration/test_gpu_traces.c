@@ -8,6 +8,11 @@
  *                  SIGTERM (its crash rings are left out: 2.3 MB each, and
  *                  ring recovery has its own tests)
  *   dup_gpu        both ranks on GPU 0: NCCL refused at init
+ *   rank_crash     rank 1 died of SIGSEGV 0.26 ms after its seq 3 (right
+ *                  after torch.cuda.synchronize, before the shim's poller
+ *                  looked); torchrun then killed rank 0, waiting in seq 4.
+ *                  Both traces come from their crash rings (NCCLSPY_RING=256
+ *                  to keep them small)
  * usage: test_gpu_traces DATA_DIR CASE */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -114,6 +119,32 @@ static void test_dup_gpu(void **state) {
   nsp_job_destroy(job);
 }
 
+static void test_rank_crash(void **state) {
+  (void)state;
+  struct nsp_job *job = analyze("rank_crash", 2);
+  assert_int_equal(nsp_job_nfindings(job), 2);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_SIGNAL);
+  assert_int_equal(f->nodd, 1);
+  assert_int_equal(f->odd_ranks[0], 1);
+  const struct nsp_proc *p = &f->sides[0].procs[0];
+  assert_non_null(p->signal);
+  assert_string_equal(p->signal->name, "SIGSEGV");
+  assert_int_equal(p->signal->addr, 0x10);
+  assert_int_equal(p->call.seq, 3);
+  /* It had run (the rank printed after synchronize): not "never
+   * completed", which the trace cannot tell 0.26 ms before the death. */
+  assert_int_equal(p->call.done, -1);
+  const struct nsp_finding *s = nsp_job_finding(job, 1);
+  assert_int_equal(s->kind, NSP_FIND_STOPPED_EARLY);
+  assert_int_equal(s->cause, 0);
+  assert_int_equal(s->seq, 3);
+  assert_int_equal(s->sides[0].ranks[0], 1);
+  assert_int_equal(s->sides[1].ranks[0], 0);
+  assert_int_equal(s->sides[1].call.seq, 4);
+  nsp_job_destroy(job);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) return 2;
   data_dir = argv[1];
@@ -123,6 +154,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_c03_main_only),
       cmocka_unit_test(test_c11_straggler),
       cmocka_unit_test(test_dup_gpu),
+      cmocka_unit_test(test_rank_crash),
   };
   char filter[64];
   snprintf(filter, sizeof filter, "test_%s", argv[2]);
