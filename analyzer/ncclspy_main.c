@@ -141,6 +141,28 @@ static int output_clobbers_input(const char *output, int argc, char **argv, int 
   return 0;
 }
 
+/* After loading: whether `output` is, through any link (symbolic or
+ * hard), one of the trace files read or its .ring.  The name checks of
+ * output_clobbers_input miss a link that names a trace under another
+ * name; the files' identities (device, inode) do not.  Prints why and
+ * returns 1. */
+static int output_is_loaded_trace(const char *output, const struct nsp_job *job) {
+  struct stat os;
+  if (stat(output, &os) != 0) return 0; /* nothing there yet: nothing to overwrite */
+  for (size_t i = 0; i < nsp_job_ntraces(job); i++) {
+    const char *path = nsp_job_trace(job, i)->path;
+    char ring[4200];
+    struct stat ts;
+    snprintf(ring, sizeof ring, "%s.ring", path);
+    if ((stat(path, &ts) == 0 && same_file(&os, &ts)) || (stat(ring, &ts) == 0 && same_file(&os, &ts))) {
+      fprintf(stderr, "ncclspy: -o %s would overwrite the input trace %s (the same file through a link); "
+                      "write the report elsewhere\n", output, path);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static FILE *open_output(const char *output) {
   FILE *out = fopen(output, "w");
   if (!out) fprintf(stderr, "ncclspy: cannot write %s: %s\n", output, strerror(errno));
@@ -241,6 +263,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
     goto out;
   }
   FILE *out = stdout;
+  if (output && output_is_loaded_trace(output, job)) goto out;
   if (output && !(out = open_output(output))) goto out;
   r = json ? k->json(job, out) : k->text(job, out);
   if (out != stdout && fclose(out) != 0) r = -1;
