@@ -71,7 +71,9 @@ struct nsp_comm *nsp_comm_find(ncclComm_t handle) {
 static const volatile char *bench_map(const char *path) {
   if (!nsp_bench_map) {
     nsp_bench_map = MAP_FAILED;
-    int fd = strlen(path) < sizeof nsp_bench_path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    /* O_NONBLOCK: a FIFO (or a device) must not block the communicator's
+     * creation in open(); it is then refused as not a regular file. */
+    int fd = strlen(path) < sizeof nsp_bench_path ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) : -1;
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 1) {
       void *m = mmap(NULL, 1, PROT_READ, MAP_SHARED, fd, 0);

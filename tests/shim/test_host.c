@@ -10,7 +10,7 @@
  *   passthrough  a communicator made with NCCLSPY_BENCH_MODE_FILE beside an
  *            ordinary one: its calls follow the file's mode byte (pass
  *            through unrecorded, records only, as set); an empty file is
- *            refused without a fault.
+ *            refused without a fault, a FIFO without blocking.
  *   exec     a process makes calls, then execs a program (same pid) that
  *            makes calls: both traces are complete (the first one's tail
  *            comes from its crash ring: exec runs no destructors).
@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -298,9 +299,14 @@ static int worker_preload(void) {
  * an empty file (path "empty:FILE") the shim must not map it: all 20
  * bench calls are recorded. */
 static int worker_bench_mode(const char *path) {
-  int empty = !strncmp(path, "empty:", 6);
+  int empty = !strncmp(path, "empty:", 6), fifo = !strncmp(path, "fifo:", 5);
   if (empty) path += 6;
-  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fifo) path += 5;
+  /* A FIFO: the shim must refuse it without blocking in open(); the
+   * worker holds no end of it open. */
+  int fd = fifo ? (unlink(path), mkfifo(path, 0600) == 0 ? open("/dev/null", O_RDWR | O_CLOEXEC) : -1)
+                : open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  empty |= fifo; /* never written: calls recorded as the settings say */
   if (fd < 0 || (!empty && pwrite(fd, "0", 1, 0) != 1)) return 4;
   setenv("NCCLSPY_BENCH_MODE_FILE", path, 1);
   ncclComm_t bench = one_rank();
@@ -497,6 +503,13 @@ static void test_passthrough(void) {
   ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c.comms == 2 && c.allreduce == 30,
      "passthrough: an empty mode file is not mapped (no fault); all 30 all-reduces recorded "
      "(status 0x%x, %ld comms, %ld all-reduces of 30)", st, c.comms, c.allreduce);
+  clean_dir();
+  snprintf(empty, sizeof empty, "fifo:%s", mode_file);
+  st = run_worker(shim_so, (char *[]){(char *)"passthrough", empty, NULL}, NULL, 0, 20);
+  count(dir, 0, &c);
+  ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c.comms == 2 && c.allreduce == 30,
+     "passthrough: a FIFO as mode file is refused without blocking the communicator's creation; all "
+     "30 all-reduces recorded (status 0x%x, %ld comms, %ld all-reduces of 30)", st, c.comms, c.allreduce);
   unlink(mode_file);
 }
 
