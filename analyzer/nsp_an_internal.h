@@ -174,6 +174,12 @@ struct nsp_member {
   uint8_t pend_state;   /* NSP_PEND_WAIT, _ABANDONED or _FAILED */
   uint64_t npending;    /* collectives that never completed */
   uint64_t nuntracked;  /* calls with NSP_CALL_UNTRACKED (1.4): completion not asked for */
+  /* Format 1.4: the last collective NCCL refused (an error result) while
+   * no later collective of this member has come; it took no seq.  A later
+   * collective takes its place; one still here at the trace's end is the
+   * rank's last attempt and is compared with the others' call at its seq. */
+  struct nsp_rec refused;
+  int has_refused;
   char *gpu_uuid, *gpu_pci, *gpu_name; /* "" unknown */
   /* send/recv per peer */
   struct nsp_p2p *p2p;
@@ -242,6 +248,8 @@ struct nsp_trace {
   size_t sites_cap;
   struct nsp_u64map site_by_id; /* site id -> index in sites */
   int pend_overflow;
+  int refused_take_no_seq; /* format >= 1.4: a call that returned an error
+                              (not ncclInProgress) took no seq */
   /* format 1.3: the first SIGNAL record (nsp_an_signal.c) */
   int has_sig;
   struct nsp_signal sig;        /* info.signal points here */

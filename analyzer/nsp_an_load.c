@@ -343,7 +343,25 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   t->last_call.local = rec->comm;
   t->last_call.mono = rec->t_enter;
   t->last_call.peer_key = rec->peer;
-  if (kind == NSP_K_COLL) return on_coll(job, t, m, rec);
+  /* Refused by NCCL, so never enqueued: it is no collective of the
+   * sequence its peers see, and no send or receive to pair (since 1.4 it
+   * took no seq; the call after it has the same one).  A refused
+   * collective is held back: if it stays the rank's last one there (the
+   * rank gave up on it), it is compared at the trace's end
+   * (compare_refused). */
+  if (is_error(rec->result) && t->refused_take_no_seq) {
+    if (kind == NSP_K_COLL) {
+      m->refused = *rec;
+      m->refused.ext = NULL;
+      m->refused.last_error = NULL;
+      m->has_refused = 1;
+    }
+    return 0;
+  }
+  if (kind == NSP_K_COLL) {
+    m->has_refused = 0; /* a later collective took its place */
+    return on_coll(job, t, m, rec);
+  }
   if (kind == NSP_K_P2P) return on_p2p(job, m, rec);
   return 0;
 }
@@ -508,6 +526,18 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
   return 0;
 }
 
+/* At the end of a trace: each member's refused collective that no later
+ * one replaced is what that rank last tried there; compare it. */
+static int compare_refused(struct nsp_job *job, struct nsp_trace *t) {
+  for (uint32_t l = 0; l < t->nlocal; l++) {
+    struct nsp_member *m = local_member(job, t, l);
+    if (!m || !m->has_refused) continue;
+    m->has_refused = 0;
+    NSP_TRY(on_coll(job, t, m, &m->refused));
+  }
+  return 0;
+}
+
 /* How long before the end of its trace a call must have been enqueued for
  * a missing COMPLETION record to mean it never completed (ns): the
  * shim's poller looks every NCCLSPY_POLL_MS (2 ms unless the process's
@@ -661,6 +691,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   t->info.rank = -1;
   t->info.nccl_version = h->nccl_version;
   t->info.realtime_ns = (int64_t)h->realtime_ns;
+  t->refused_take_no_seq = h->major > 1 || (h->major == 1 && h->minor >= 4);
   t->info.monotonic_ns = (int64_t)h->monotonic_ns;
   t->off_ns = (int64_t)(h->realtime_ns - h->monotonic_ns);
   nsp_call_clear(&t->first_err.call);
@@ -668,6 +699,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
 
   int ret = load_records(job, t, ti, r);
   t->info.frames = nsp_reader_frames(r);
+  if (ret == 0) ret = compare_refused(job, t);
   if (ret == 0) finish_pending(job, t, nsp_reader_recovered(r) > 0);
   nsp_an_signal_finish(t);
   nsp_pend_free(&t->pend);

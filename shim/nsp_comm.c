@@ -130,7 +130,7 @@ struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nran
   return c;
 }
 
-uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir) {
+uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir, int take) {
   if (peer < 0 || peer >= c->nranks || c->nranks <= 0) return 0;
   _Atomic uint64_t *s = atomic_load_explicit(&c->p2p_seq, memory_order_acquire);
   if (!s) {
@@ -144,6 +144,7 @@ uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir) {
       s = expected;
     }
   }
+  if (!take) return atomic_load_explicit(&s[peer * 2 + dir], memory_order_relaxed) + 1;
   return atomic_fetch_add_explicit(&s[peer * 2 + dir], 1, memory_order_relaxed) + 1;
 }
 

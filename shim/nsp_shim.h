@@ -97,8 +97,9 @@ NSP_HIDDEN struct nsp_comm *nsp_comm_find(ncclComm_t handle);
  * reused handle).  Returns NULL when the table is full (warned once). */
 NSP_HIDDEN struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nranks);
 /* Next send (dir 0) or recv (dir 1) sequence number with peer, from 1;
- * 0 when the peer is out of range or memory is short. */
-NSP_HIDDEN uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir);
+ * 0 when the peer is out of range or memory is short.  take 0: only say
+ * what it would be (a call NCCL refused takes none). */
+NSP_HIDDEN uint64_t nsp_comm_p2p_seq(struct nsp_comm *c, int peer, int dir, int take);
 
 /* What a call on c does (see nsp_comm.bench_mode): NSP_MODE_PASS (pass
  * through unrecorded), NSP_MODE_RECORD (no CUDA events), NSP_MODE_UNTIMED

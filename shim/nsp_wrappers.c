@@ -164,8 +164,15 @@ static void record_call_c(int api, struct nsp_comm *c, ncclComm_t comm, const vo
   if (c && NSP_UNLIKELY(atomic_load_explicit(&c->pending, memory_order_relaxed))) comm_settle(c);
   uint64_t seq = 0;
   int kind = nsp_api_kind(api);
-  if (c && kind == NSP_K_COLL) seq = atomic_fetch_add_explicit(&c->coll_seq, 1, memory_order_relaxed) + 1;
-  else if (c && kind == NSP_K_P2P) seq = nsp_comm_p2p_seq(c, peer, api == NSP_API_Recv);
+  /* A call NCCL refused (an error other than ncclInProgress) was not
+   * enqueued: it takes no sequence number, or every later call of this
+   * rank would pair with the next one of its peers.  It is recorded with
+   * the number it would have had (format 1.4). */
+  int enqueued = result == ncclSuccess || result == ncclInProgress;
+  if (c && kind == NSP_K_COLL)
+    seq = enqueued ? atomic_fetch_add_explicit(&c->coll_seq, 1, memory_order_relaxed) + 1
+                   : atomic_load_explicit(&c->coll_seq, memory_order_relaxed) + 1;
+  else if (c && kind == NSP_K_P2P) seq = nsp_comm_p2p_seq(c, peer, api == NSP_API_Recv, enqueued);
   /* Its call site's record, when new, goes in the ring before the call. */
   uint32_t site = kind == NSP_K_COLL || kind == NSP_K_P2P ? nsp_site_current(result != ncclSuccess, caller) : 0;
   /* The call's record goes in the ring before its completion can. */

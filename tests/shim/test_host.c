@@ -345,6 +345,7 @@ static int worker_retvals(void) {
   TRY("version", ncclGetVersion(&v));
   TRY("allreduce", ncclAllReduce(x, y, 4, ncclFloat32, ncclSum, c, NULL));
   TRY("allreduce bad dtype", ncclAllReduce(x, y, 4, (ncclDataType_t)77, ncclSum, c, NULL));
+  TRY("allreduce again", ncclAllReduce(x, y, 4, ncclFloat32, ncclSum, c, NULL));
   TRY("allreduce null comm", ncclAllReduce(x, y, 4, ncclFloat32, ncclSum, NULL, NULL));
   TRY("bcast bad root", ncclBcast(x, 4, ncclFloat32, 5, c, NULL));
   TRY("send bad peer", ncclSend(x, 4, ncclFloat32, 7, c, NULL));
@@ -479,6 +480,13 @@ static void test_retvals(void) {
      "retvals: return values, errno, results and exit status are the same with and without the shim "
      "(status 0x%x / 0x%x)", st1, st0);
   if (strcmp(with, without)) printf("# with:\n%s# without:\n%s", with, without);
+  /* The all-reduce NCCL refused (bad dtype) took no seq (format 1.4): the
+   * two that ran are seq 1 and 2, as NCCL counts them. */
+  struct counts c;
+  count(dir, 0, &c);
+  ok(c.allreduce == 4 && c.seq_gaps == 0,
+     "retvals: a refused all-reduce takes no seq: the successful ones are numbered without a gap "
+     "(%ld all-reduces recorded of 4, two refused, %ld gaps)", c.allreduce, c.seq_gaps);
 }
 
 /* NCCLSPY_BENCH_MODE_FILE (the benchmarks' same-process modes): calls

@@ -364,6 +364,9 @@ static int auto_complete(struct nsp_tracegen *g) {
   return nsp_tracegen_complete_last(g, flags, g->gpu_ns);
 }
 
+/* Whether NCCL refused the call (an error other than ncclInProgress). */
+static int refused(const struct nsp_rec *r) { return r->result != 0 && r->result != ncclInProgress; }
+
 static int finish_call(struct nsp_tracegen *g, struct nsp_rec *r) {
   int failed = r->result != 0 && r->result != ncclInProgress;
   int kind = nsp_api_kind(r->api);
@@ -406,7 +409,8 @@ uint64_t nsp_tracegen_coll(struct nsp_tracegen *g, int api, uint32_t comm, uint6
   if (comm == 0 || comm >= g->ncomms) return 0;
   struct nsp_rec r;
   call_base(g, &r, api, comm);
-  r.seq = ++g->comms[comm].seq;
+  /* As the shim (format 1.4): a refused call takes no seq. */
+  r.seq = refused(&r) ? g->comms[comm].seq + 1 : ++g->comms[comm].seq;
   r.count = count;
   r.dtype = dtype;
   r.redop = redop;
@@ -436,7 +440,7 @@ uint64_t nsp_tracegen_p2p(struct nsp_tracegen *g, int api, uint32_t comm, uint64
   }
   struct nsp_rec r;
   call_base(g, &r, api, comm);
-  r.seq = ++p->seq;
+  r.seq = refused(&r) ? p->seq + 1 : ++p->seq;
   r.count = count;
   r.dtype = dtype;
   r.peer = peer;

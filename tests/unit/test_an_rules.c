@@ -489,6 +489,34 @@ static void test_unknown_result_and_clock(void **state) {
   nsp_job_destroy(job);
 }
 
+/* A collective NCCL refused (a bad dtype, at argument checking) that the
+ * rank follows with good calls was never part of the sequence: it takes
+ * no seq (format 1.4), so no mismatch and no rank ahead or behind; only
+ * the error is reported.  (A new user's program: rank 0 made one bad
+ * all-reduce, then both made 3 good ones; every result was right.) */
+static void test_refused_call_not_in_sequence(void **state) {
+  (void)state;
+  for (int order = 0; order < 2; order++) { /* either trace read first */
+    struct nsp_tracegen *g[2];
+    uint32_t w[2];
+    for (int r = 0; r < 2; r++) g[r] = rank_gen(r, &w[r], 2);
+    nsp_tracegen_fail_next(g[0], ncclInvalidArgument, "invalid data type 99");
+    assert_int_equal(nsp_tracegen_coll(g[0], NSP_API_AllReduce, w[0], 1024, 99, ncclSum, -1), 1);
+    for (int i = 0; i < 3; i++)
+      for (int r = 0; r < 2; r++)
+        assert_int_equal(nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 1024, ncclFloat32, ncclSum, -1), i + 1);
+    struct nsp_tracegen *in[2] = {g[order], g[1 - order]};
+    struct nsp_job *job = analyse_gens(in, 2);
+    for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+      print_message("# order %d: %s\n", order, nsp_job_finding(job, i)->message);
+    assert_int_equal(nsp_job_nfindings(job), 1);
+    const struct nsp_finding *f = nsp_job_finding(job, 0);
+    assert_int_equal(f->kind, NSP_FIND_ERROR);
+    assert_int_equal(f->sides[0].call.result, ncclInvalidArgument);
+    nsp_job_destroy(job);
+  }
+}
+
 /* An error inside the mismatched collective (a timeout waiting for the
  * others) comes after the mismatch and says it is probably its result. */
 static void test_error_after_mismatch(void **state) {
@@ -885,6 +913,7 @@ int main(void) {
       cmocka_unit_test(test_nonblocking_init),
       cmocka_unit_test(test_unknown_result_and_clock),
       cmocka_unit_test(test_error_after_mismatch),
+      cmocka_unit_test(test_refused_call_not_in_sequence),
       cmocka_unit_test(test_group_end_error),
       cmocka_unit_test(test_truncated_file),
       cmocka_unit_test(test_damaged_traces_analyse),
