@@ -739,8 +739,9 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   }
   t->info.recovered = nsp_reader_recovered(r);
   if (ret == 0 && t->info.recovered)
-    ret = nsp_job_notef(job, "%s: %llu records recovered from %s.ring (its process ended before writing them)",
-                        path, (unsigned long long)t->info.recovered, path);
+    ret = nsp_job_notef(job, "%s: %llu record%s recovered from %s.ring (its process ended before writing %s)",
+                        path, (unsigned long long)t->info.recovered, t->info.recovered == 1 ? "" : "s", path,
+                        t->info.recovered == 1 ? "it" : "them");
   if (ret == 0 && nsp_reader_unrecovered(r))
     ret = nsp_job_notef(job, "%s: %llu records in %s.ring could not be recovered (their strings were lost)",
                         path, (unsigned long long)nsp_reader_unrecovered(r), path);

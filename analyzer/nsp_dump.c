@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nsp_escape.h"
 #include "nsp_names.h"
 #include "nsp_reader.h"
 #include "nsp_report.h"
@@ -17,18 +18,6 @@ static const char *drop_reason(uint32_t r) {
   }
 }
 
-/* A string in double quotes; quotes, backslashes and control bytes
- * escaped so one record stays one line. */
-static void put_q(FILE *out, const char *s) {
-  fputc('"', out);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(out, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f) fprintf(out, "\\x%02x", *p);
-    else fputc(*p, out);
-  }
-  fputc('"', out);
-}
-
 static void put_t(FILE *out, const struct nsp_file_header *h, uint64_t t) {
   int64_t rel = (int64_t)(t - h->monotonic_ns);
   fprintf(out, "t=%s%.6fms ", rel < 0 ? "-" : "+", (double)(rel < 0 ? -(double)rel : (double)rel) / 1e6);
@@ -37,9 +26,9 @@ static void put_t(FILE *out, const struct nsp_file_header *h, uint64_t t) {
 static void text_header(FILE *out, const char *path, const struct nsp_file_header *h) {
   char vb[32];
   fprintf(out, "HEADER file=");
-  put_q(out, path);
+  nsp_put_quoted(out, path);
   fprintf(out, " format=%u.%u header_size=%" PRIu32 " host=", h->major, h->minor, h->header_size);
-  put_q(out, h->host);
+  nsp_put_quoted(out, h->host);
   fprintf(out, " pid=%" PRIu32 " nccl_version=%s realtime_ns=%" PRIu64 " monotonic_ns=%" PRIu64 " flags=0x%" PRIx32 "\n",
           h->pid, nsp_nccl_version_str(h->nccl_version, vb, sizeof vb), h->realtime_ns, h->monotonic_ns, h->flags);
 }
@@ -51,20 +40,22 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
     case NSP_REC_PROCESS:
       fprintf(out, "PROCESS pid=%" PRIu32 " ppid=%" PRIu32 " nccl_version=%s host=", x->pid, x->ppid,
               nsp_nccl_version_str(x->nccl_version, b1, sizeof b1));
-      put_q(out, x->host);
+      nsp_put_quoted(out, x->host);
       fprintf(out, " shim_version=");
-      put_q(out, x->shim_version);
+      nsp_put_quoted(out, x->shim_version);
       fprintf(out, " nccl_path=");
-      put_q(out, x->nccl_path);
+      nsp_put_quoted(out, x->nccl_path);
       fprintf(out, " realtime_ns=%" PRIu64 " monotonic_ns=%" PRIu64 " env={", x->realtime_ns, x->monotonic_ns);
       for (uint32_t i = 0; i < x->nenv; i++) {
-        fprintf(out, "%s%s=", i ? " " : "", x->env[2 * i]);
-        put_q(out, x->env[2 * i + 1]);
+        fprintf(out, "%s", i ? " " : "");
+        nsp_put_esc(out, x->env[2 * i]);
+        fputc('=', out);
+        nsp_put_quoted(out, x->env[2 * i + 1]);
       }
       fprintf(out, "}");
       if (x->driver_version || x->runtime_version || (x->launcher && x->launcher[0]) || x->tracking) {
         fprintf(out, " driver_version=%d runtime_version=%d launcher=", x->driver_version, x->runtime_version);
-        put_q(out, x->launcher);
+        nsp_put_quoted(out, x->launcher);
         fprintf(out, " tracking=0x%" PRIx32, x->tracking);
       }
       fputc('\n', out);
@@ -75,17 +66,17 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
                    " color=%d key=%d split_index=%" PRIu32 " name=",
               r->comm, x->comm_id, nsp_api_name(r->api), x->rank, x->nranks, x->device, x->parent_id, x->color, x->key,
               x->split_index);
-      put_q(out, x->comm_name);
+      nsp_put_quoted(out, x->comm_name);
       fprintf(out, " handle=0x%" PRIx64 " result=%s dt=%.3fus flags=0x%x", x->handle,
               nsp_result_name(r->result, b1, sizeof b1), (double)(r->t_exit - r->t_enter) / 1e3, r->flags);
       if ((x->gpu_uuid && x->gpu_uuid[0]) || (x->gpu_pci_bus_id && x->gpu_pci_bus_id[0]) ||
           (x->gpu_name && x->gpu_name[0])) {
         fprintf(out, " gpu_uuid=");
-        put_q(out, x->gpu_uuid);
+        nsp_put_quoted(out, x->gpu_uuid);
         fprintf(out, " gpu_pci_bus_id=");
-        put_q(out, x->gpu_pci_bus_id);
+        nsp_put_quoted(out, x->gpu_pci_bus_id);
         fprintf(out, " gpu_name=");
-        put_q(out, x->gpu_name);
+        nsp_put_quoted(out, x->gpu_name);
       }
       break;
     case NSP_REC_COMM_END:
@@ -119,9 +110,9 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
       fprintf(out, "CALLSITE site=%" PRIu32 " flags=0x%x frames=%" PRIu32 " [", r->site, r->flags, x ? x->nframes : 0);
       for (uint32_t i = 0; x && i < x->nframes; i++) {
         fprintf(out, "%s", i ? "; " : "");
-        put_q(out, x->frame_module[i]);
+        nsp_put_quoted(out, x->frame_module[i]);
         fprintf(out, "+0x%" PRIx64 " ", x->frame_offset[i]);
-        put_q(out, x->frame_symbol[i]);
+        nsp_put_quoted(out, x->frame_symbol[i]);
       }
       fputc(']', out);
       break;
@@ -135,9 +126,9 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
               r->flags & NSP_SIG_CHAINED ? " chained" : "", x ? x->nframes : 0);
       for (uint32_t i = 0; x && i < x->nframes; i++) {
         fprintf(out, "%s", i ? "; " : "");
-        put_q(out, x->frame_module[i]);
+        nsp_put_quoted(out, x->frame_module[i]);
         fprintf(out, "+0x%" PRIx64 " ", x->frame_offset[i]);
-        put_q(out, x->frame_symbol[i]);
+        nsp_put_quoted(out, x->frame_symbol[i]);
       }
       fputc(']', out);
       break;
@@ -169,21 +160,23 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
   }
   if (r->last_error) {
     fprintf(out, " last_error=");
-    put_q(out, r->last_error);
+    nsp_put_quoted(out, r->last_error);
   }
   fputc('\n', out);
 }
 
 #if NSP_HAVE_JSON
+/* Keys and strings are made valid UTF-8 (nsp_escape.h): environment
+ * variable names are keys from the trace. */
 static void jput(json_object *o, const char *k, json_object *v) {
-  if (json_object_object_add(o, k, v) != 0) json_object_put(v);
+  if (nsp_json_add(o, k, v) != 0) json_object_put(v);
 }
 static json_object *ji(int64_t v) { return json_object_new_int64(v); }
-static json_object *js(const char *s) { return json_object_new_string(s ? s : ""); }
+static json_object *js(const char *s) { return nsp_json_string(s); }
 static json_object *jhex(uint64_t v) {
   char b[17];
   snprintf(b, sizeof b, "%016" PRIx64, v);
-  return json_object_new_string(b);
+  return js(b);
 }
 
 static void json_line(FILE *out, json_object *o) {
@@ -420,7 +413,7 @@ int nsp_dump_file(const char *path, int json, FILE *out, FILE *err) {
 #endif
     {
       fprintf(out, "PROBLEM ");
-      put_q(out, problem);
+      nsp_put_quoted(out, problem);
       fputc('\n', out);
     }
     fprintf(err, "ncclspy: %s: %s\n", path, problem);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ncclspy/trace.h"
+#include "nsp_escape.h"
 #include "nsp_names.h"
 #include "nsp_report.h"
 
@@ -23,12 +24,14 @@ static void put(struct jctx *j, json_object *o, const char *key, json_object *v)
 static void push(struct jctx *j, json_object *a, json_object *v) {
   if (!v || json_object_array_add(a, v) != 0) j->oom = 1;
 }
-static json_object *jstr(const char *s) { return json_object_new_string(s ? s : ""); }
+/* Every string member, trace-derived or not, is made valid UTF-8 by the
+ * shared nsp_json_string (nsp_escape.h). */
+static json_object *jstr(const char *s) { return nsp_json_string(s); }
 static json_object *jint(int64_t v) { return json_object_new_int64(v); }
 static json_object *jid(uint64_t id) {
   char b[17];
   snprintf(b, sizeof b, "%016" PRIx64, id);
-  return json_object_new_string(b);
+  return jstr(b);
 }
 /* A JSON null: json-c represents it as a NULL object, which add accepts. */
 static void put_null(json_object *o, const char *key) { json_object_object_add(o, key, NULL); }

@@ -1,9 +1,12 @@
 /* nsp_report_perf.c - `ncclspy perf`: the performance figures of a job
- * (nsp_job_perf) as text and JSON.  Layout and schema: docs/REPORT.md. */
+ * (nsp_job_perf) as text and JSON.  Layout and schema: docs/REPORT.md.
+ * Trace-derived strings (communicator names, hosts) go out through
+ * nsp_escape.h: escaped in the text, valid UTF-8 in the JSON. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "nsp_escape.h"
 #include "nsp_names.h"
 #include "nsp_report.h"
 
@@ -47,7 +50,10 @@ static void put_comm_title(FILE *out, const struct nsp_perf_comm *pc) {
   if (c->nranks > 0) fprintf(out, " (%d rank%s", c->nranks, c->nranks == 1 ? "" : "s");
   else fprintf(out, " (? ranks");
   if (c->parent_id) fprintf(out, ", split from %016" PRIx64 " color %d", c->parent_id, c->color);
-  if (c->name[0]) fprintf(out, ", name \"%s\"", c->name);
+  if (c->name[0]) {
+    fprintf(out, ", name ");
+    nsp_put_quoted(out, c->name);
+  }
   fputc(')', out);
 }
 
@@ -109,8 +115,10 @@ int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
         fprintf(out, "  last to arrive (of %" PRIu64 " with one rank last):", pc->with_last);
         for (size_t s = 0; s < pc->nstragglers; s++) {
           const struct nsp_perf_straggler *st = &pc->stragglers[s];
-          fprintf(out, "%s rank %d (%s pid %" PRIu32 ") %" PRIu64 " time%s, %.1f%%", s ? ";" : "", st->rank, st->host,
-                  st->pid, st->last, st->last == 1 ? "" : "s", st->share * 100.0);
+          fprintf(out, "%s rank %d (", s ? ";" : "", st->rank);
+          nsp_put_esc(out, st->host);
+          fprintf(out, " pid %" PRIu32 ") %" PRIu64 " time%s, %.1f%%", st->pid, st->last, st->last == 1 ? "" : "s",
+                  st->share * 100.0);
         }
         fputc('\n', out);
       }
@@ -138,7 +146,7 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
   json_object *root = json_object_new_object();
   if (!root) return NULL;
   jput(root, "schema", json_object_new_int(NSP_REPORT_SCHEMA), &oom);
-  jput(root, "version", json_object_new_string(NSP_VERSION), &oom);
+  jput(root, "version", nsp_json_string(NSP_VERSION), &oom);
   jput(root, "start_time_ns", json_object_new_int64(nsp_job_start_ns(job)), &oom);
   json_object *comms = json_object_new_array();
   for (size_t i = 0; comms && i < nsp_job_nperf(job); i++) {
@@ -150,9 +158,9 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
     }
     char id[17];
     snprintf(id, sizeof id, "%016" PRIx64, pc->comm_id);
-    jput(o, "id", json_object_new_string(id), &oom);
+    jput(o, "id", nsp_json_string(id), &oom);
     jput(o, "nranks", json_object_new_int(pc->comm ? pc->comm->nranks : -1), &oom);
-    jput(o, "comm_name", json_object_new_string(pc->comm ? pc->comm->name : ""), &oom);
+    jput(o, "comm_name", nsp_json_string(pc->comm ? pc->comm->name : ""), &oom);
     json_object *ops = json_object_new_array();
     for (size_t r = 0; ops && r < pc->nrows; r++) {
       const struct nsp_perf_row *row = &pc->rows[r];
@@ -161,8 +169,8 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
         oom = 1;
         break;
       }
-      jput(x, "op", json_object_new_string(nsp_op_name(row->api)), &oom);
-      jput(x, "api", json_object_new_string(nsp_api_name(row->api)), &oom);
+      jput(x, "op", nsp_json_string(nsp_op_name(row->api)), &oom);
+      jput(x, "api", nsp_json_string(nsp_api_name(row->api)), &oom);
       jput(x, "log2", json_object_new_int(row->log2), &oom);
       uint64_t lo = row->log2 < 0 ? 0 : 1ull << row->log2;
       uint64_t hi = row->log2 < 0 ? 0 : row->log2 >= 62 ? (uint64_t)INT64_MAX : (1ull << (row->log2 + 1)) - 1;
@@ -195,7 +203,7 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
         json_object *x = json_object_new_object();
         if (x) {
           jput(x, "seq", json_object_new_int64((int64_t)pc->worst[w].seq), &oom);
-          jput(x, "op", json_object_new_string(nsp_op_name(pc->worst[w].api)), &oom);
+          jput(x, "op", nsp_json_string(nsp_op_name(pc->worst[w].api)), &oom);
           jput(x, "spread_ns", json_object_new_int64(pc->worst[w].spread_ns), &oom);
           jput(x, "last_rank", json_object_new_int(pc->worst[w].last_rank), &oom);
         }
@@ -210,7 +218,7 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
       json_object *x = json_object_new_object();
       if (x) {
         jput(x, "rank", json_object_new_int(g->rank), &oom);
-        jput(x, "host", json_object_new_string(g->host ? g->host : ""), &oom);
+        jput(x, "host", nsp_json_string(g->host), &oom);
         jput(x, "pid", json_object_new_int64(g->pid), &oom);
         jput(x, "trace", json_object_new_int64(g->trace == SIZE_MAX ? -1 : (int64_t)g->trace), &oom);
         jput(x, "last", json_object_new_int64((int64_t)g->last), &oom);

@@ -1,5 +1,10 @@
 /* nsp_report_text.c - the human report: what an infra engineer reads
- * after a crash or hang.  Layout: docs/REPORT.md. */
+ * after a crash or hang.  Layout: docs/REPORT.md.
+ *
+ * Every string that comes from the traces, or that the analyzer built
+ * from them (summary, finding messages, sides, hints, notes), is written
+ * through nsp_escape.h's functions, never through a "%s": a control
+ * character in a trace must not reach the terminal or forge a line. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +12,7 @@
 
 #include "ncclspy/trace.h"
 
+#include "nsp_escape.h"
 #include "nsp_names.h"
 #include "nsp_report.h"
 
@@ -23,7 +29,8 @@ const char *nsp_nccl_version_str(int code, char *buf, size_t buflen) {
   return buf;
 }
 
-/* Greedy word wrap at `width` columns with `indent` spaces. */
+/* Greedy word wrap at `width` columns with `indent` spaces; words are
+ * written escaped (and measured as written). */
 static void put_wrapped(FILE *out, const char *text, int indent, int width) {
   const char *p = text;
   while (*p) {
@@ -35,9 +42,10 @@ static void put_wrapped(FILE *out, const char *text, int indent, int width) {
     while (*p) {
       const char *w = p;
       while (*w && *w != ' ') w++;
-      int wl = (int)(w - p);
+      int wl = (int)nsp_escaped_len(p, (size_t)(w - p), 0);
       if (!first && col + 1 + wl > width) break;
-      fprintf(out, "%s%.*s", first ? "" : " ", wl, p);
+      if (!first) fputc(' ', out);
+      nsp_put_escaped(out, p, (size_t)(w - p), 0);
       col += wl + (first ? 0 : 1);
       first = 0;
       p = w;
@@ -63,7 +71,10 @@ static void put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id) {
   if (c->nranks > 0) fprintf(out, " (%d rank%s", c->nranks, c->nranks == 1 ? "" : "s");
   else fprintf(out, " (? ranks");
   if (c->parent_id) fprintf(out, ", split from %016" PRIx64 " color %d", c->parent_id, c->color);
-  if (c->name[0]) fprintf(out, ", name \"%s\"", c->name);
+  if (c->name[0]) {
+    fprintf(out, ", name ");
+    nsp_put_quoted(out, c->name);
+  }
   fputc(')', out);
 }
 
@@ -89,8 +100,15 @@ static void put_frames(FILE *out, const struct nsp_callsite *cs, int indent, siz
   for (size_t i = 0; i < n; i++) {
     const struct nsp_frame *fr = &cs->frames[i];
     fprintf(out, "%*sat ", indent, "");
-    if (fr->symbol[0]) fprintf(out, "%s (%s+0x%" PRIx64 ")\n", fr->symbol, base_name(fr->module), fr->offset);
-    else fprintf(out, "%s+0x%" PRIx64 "\n", fr->module[0] ? base_name(fr->module) : "?", fr->offset);
+    if (fr->symbol[0]) {
+      nsp_put_esc(out, fr->symbol);
+      fprintf(out, " (");
+      nsp_put_esc(out, base_name(fr->module));
+      fprintf(out, "+0x%" PRIx64 ")\n", fr->offset);
+    } else {
+      nsp_put_esc(out, fr->module[0] ? base_name(fr->module) : "?");
+      fprintf(out, "+0x%" PRIx64 "\n", fr->offset);
+    }
   }
   if (cs->nframes > n)
     fprintf(out, "%*s... %zu more frame%s\n", indent, "", cs->nframes - n, cs->nframes - n == 1 ? "" : "s");
@@ -101,9 +119,11 @@ static void put_site(FILE *out, const struct nsp_callsite *cs, int indent) { put
 /* ": SIGSEGV (SEGV_MAPERR, address 0x0) in thread T, at +t s; last call ..." */
 static void put_proc_signal(FILE *out, const struct nsp_job *job, const struct nsp_proc *p) {
   const struct nsp_signal *sg = p->signal;
-  fprintf(out, ": %s", sg->name);
+  fprintf(out, ": ");
+  nsp_put_esc(out, sg->name);
   if (sg->code_name[0]) {
-    fprintf(out, " (%s", sg->code_name);
+    fprintf(out, " (");
+    nsp_put_esc(out, sg->code_name);
     if (sg->code > 0 && sg->code != 0x80 && sg->signo != 6) fprintf(out, ", address 0x%" PRIx64, sg->addr);
     else if (sg->code <= 0 && sg->sender_pid) fprintf(out, ", from pid %d", sg->sender_pid);
     fputc(')', out);
@@ -186,7 +206,11 @@ static void put_proc_call(FILE *out, const struct nsp_job *job, const struct nsp
   char cb[256], rb[32];
   if (f->kind == NSP_FIND_ERROR) {
     fprintf(out, ": %s", nsp_result_name(c->result, rb, sizeof rb));
-    if (c->last_error) fprintf(out, " (\"%s\")", c->last_error);
+    if (c->last_error) {
+      fprintf(out, " (");
+      nsp_put_quoted(out, c->last_error);
+      fputc(')', out);
+    }
     fprintf(out, " from %s", nsp_call_source_name(c->source));
     if (c->api >= 0) fprintf(out, " %s", nsp_op_name(c->api));
     if (c->source == NSP_SRC_CALL && c->seq) fprintf(out, " seq %" PRIu64, c->seq);
@@ -207,7 +231,8 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
   const struct nsp_side *s = &f->sides[si];
   fprintf(out, "    side %zu: ", si + 1);
   put_ranks(out, s->ranks, s->nranks);
-  fprintf(out, ": %s", s->text);
+  fprintf(out, ": ");
+  nsp_put_esc(out, s->text);
   if (f->kind == NSP_FIND_P2P_SIZE_MISMATCH || f->kind == NSP_FIND_P2P_UNMATCHED) {
     if (s->call.api >= 0) fprintf(out, " #%" PRIu64, s->call.seq);
     put_rel(out, job, s->call.time_ns);
@@ -226,7 +251,9 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
       /* Ranks of a split communicator are not job ranks: say both. */
       int jr = nsp_job_trace(job, pr->trace)->rank;
       if (hang && jr >= 0 && jr != pr->rank) fprintf(out, " (job rank %d)", jr);
-      fprintf(out, " on %s pid %" PRIu32, pr->host, pr->pid);
+      fprintf(out, " on ");
+      nsp_put_esc(out, pr->host);
+      fprintf(out, " pid %" PRIu32, pr->pid);
       if (hang) put_proc_hang(out, job, f, s, pr);
       else if (sig && pr->signal) put_proc_signal(out, job, pr);
       else put_proc_call(out, job, f, pr);
@@ -240,7 +267,9 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
         put_site(out, pr->site, 12);
       }
     } else {
-      fprintf(out, "%s rank %d on %s pid %" PRIu32, p ? "," : "       ", pr->rank, pr->host, pr->pid);
+      fprintf(out, "%s rank %d on ", p ? "," : "       ", pr->rank);
+      nsp_put_esc(out, pr->host);
+      fprintf(out, " pid %" PRIu32, pr->pid);
     }
   }
   if (s->nranks > shown) {
@@ -272,7 +301,10 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
 static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
   const struct nsp_finding *f = nsp_job_finding(job, i);
   fprintf(out, "[%zu] %s", i + 1, nsp_finding_kind_name(f->kind));
-  if (f->setting) fprintf(out, " %s", f->setting);
+  if (f->setting) {
+    fputc(' ', out);
+    nsp_put_esc(out, f->setting);
+  }
   if ((!nsp_finding_kind_is_env(f->kind) && f->kind != NSP_FIND_SIGNAL) || f->comm_id) {
     fprintf(out, " on ");
     put_comm(out, f->comm, f->comm_id);
@@ -322,9 +354,13 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
   for (size_t i = 0; i < nt; i++) {
     const struct nsp_trace_info *t = nsp_job_trace(job, i);
     char vb[32];
-    fprintf(out, "  rank %-4d %s pid %" PRIu32 ", NCCL %s, %" PRIu64 " record%s, %" PRIu64 " call%s: %s\n", t->rank,
-            t->host, t->pid, nsp_nccl_version_str(t->nccl_version, vb, sizeof vb), t->records,
-            t->records == 1 ? "" : "s", t->calls, t->calls == 1 ? "" : "s", t->path);
+    fprintf(out, "  rank %-4d ", t->rank);
+    nsp_put_esc(out, t->host);
+    fprintf(out, " pid %" PRIu32 ", NCCL %s, %" PRIu64 " record%s, %" PRIu64 " call%s: ", t->pid,
+            nsp_nccl_version_str(t->nccl_version, vb, sizeof vb), t->records, t->records == 1 ? "" : "s", t->calls,
+            t->calls == 1 ? "" : "s");
+    nsp_put_esc(out, t->path);
+    fputc('\n', out);
     if (t->driver_version || t->runtime_version || t->tracking) {
       fprintf(out, "           ");
       if (t->driver_version)
@@ -335,10 +371,15 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
               t->tracking & NSP_TRACK_TIMING ? " timing" : "", t->tracking & NSP_TRACK_CALLSITES ? " call-sites" : "",
               t->tracking & NSP_TRACK_SIGNALS ? " signals" : "", t->tracking ? "" : " none");
     }
-    if (t->problem) fprintf(out, "            damaged: %s\n", t->problem);
+    if (t->problem) {
+      fprintf(out, "            damaged: ");
+      nsp_put_esc(out, t->problem);
+      fputc('\n', out);
+    }
     if (t->dropped) fprintf(out, "            dropped: %" PRIu64 " records\n", t->dropped);
     if (t->signal) {
-      fprintf(out, "            %s %s", t->signal->went_on ? "handled" : "died of", t->signal->name);
+      fprintf(out, "            %s ", t->signal->went_on ? "handled" : "died of");
+      nsp_put_esc(out, t->signal->name);
       put_rel(out, job, t->signal->time_ns);
       fputc('\n', out);
     }
@@ -355,13 +396,20 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
     fprintf(out, ", traced %s, %" PRIu64 " collective calls (last seq %" PRIu64 "), %" PRIu64 " send/recv calls",
             c->ntraced ? rb : "none", c->ncoll, c->max_seq, c->np2p);
     if (c->parent_id) fprintf(out, ", split from %016" PRIx64 " color %d key %d", c->parent_id, c->color, c->key);
-    if (c->name[0]) fprintf(out, ", name \"%s\"", c->name);
+    if (c->name[0]) {
+      fprintf(out, ", name ");
+      nsp_put_quoted(out, c->name);
+    }
     fputc('\n', out);
   }
 
   if (nn) {
     fprintf(out, "\nNotes (%zu)\n", nn);
-    for (size_t i = 0; i < nn; i++) fprintf(out, "  - %s\n", nsp_job_note(job, i));
+    for (size_t i = 0; i < nn; i++) {
+      fprintf(out, "  - ");
+      nsp_put_esc(out, nsp_job_note(job, i));
+      fputc('\n', out);
+    }
   }
   fflush(out);
   return ferror(out) ? -1 : 0;

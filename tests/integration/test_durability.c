@@ -247,7 +247,7 @@ static void check(struct run *run, const char *what, int expect_sig, int expect_
     analyzer_calls += (long)nsp_job_trace(job, i)->calls;
   int noted = 0;
   for (size_t i = 0; job && i < nsp_job_nnotes(job); i++)
-    noted += strstr(nsp_job_note(job, i), "records recovered from") != NULL;
+    noted += strstr(nsp_job_note(job, i), " recovered from ") != NULL;
   ok((added < 0 ? reader_calls == 0 : analyzer_calls == reader_calls) && (recovered > 0) == (noted > 0),
      "%s: the analyzer counts the same %ld calls (%ld) and notes the %ld recovered records (%d notes)",
      what, reader_calls, analyzer_calls, recovered, noted);
