@@ -302,8 +302,9 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
     if (m) m->has_error = 1;
     if (m && kind == NSP_K_COLL && rec->seq && (!m->first_err_seq || rec->seq < m->first_err_seq))
       m->first_err_seq = rec->seq;
-  } else if (m && (rec->flags & NSP_CALL_UNTRACKED)) {
-    m->nuntracked++; /* no COMPLETION will come: not awaited */
+  } else if (rec->flags & NSP_CALL_UNTRACKED) {
+    t->info.untracked_calls++;
+    if (m) m->nuntracked++; /* no COMPLETION will come: not awaited */
   } else if (m && (t->info.tracking & NSP_TRACK_COMPLETION) && (kind == NSP_K_COLL || kind == NSP_K_P2P)) {
     /* Enqueued: it waits for its COMPLETION record. */
     struct nsp_pend e;

@@ -223,6 +223,9 @@ struct nsp_trace_info {
                            the process died before writing them (included in
                            records, calls, ...) */
   uint64_t errors;      /* events with a non-success result (ncclInProgress excluded) */
+  uint64_t untracked_calls; /* format 1.4: calls whose completion was not
+                           asked for (NSP_CALL_UNTRACKED: their communicator
+                           was made with NCCLSPY_TRACK=0, or a benchmark mode) */
   const char *problem;  /* NULL when the file read cleanly; else the reader's
                            sentence with the byte offset where reading stopped */
   size_t nenv;          /* environment snapshot: nenv (name, value) pairs */

@@ -367,9 +367,13 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
         fprintf(out, " CUDA driver %d.%d,", t->driver_version / 1000, t->driver_version % 1000 / 10);
       if (t->runtime_version)
         fprintf(out, " runtime %d.%d,", t->runtime_version / 1000, t->runtime_version % 1000 / 10);
-      fprintf(out, " tracking:%s%s%s%s%s\n", t->tracking & NSP_TRACK_COMPLETION ? " completion" : "",
+      fprintf(out, " tracking:%s%s%s%s%s", t->tracking & NSP_TRACK_COMPLETION ? " completion" : "",
               t->tracking & NSP_TRACK_TIMING ? " timing" : "", t->tracking & NSP_TRACK_CALLSITES ? " call-sites" : "",
               t->tracking & NSP_TRACK_SIGNALS ? " signals" : "", t->tracking ? "" : " none");
+      if (t->untracked_calls)
+        fprintf(out, " (but %" PRIu64 " of %" PRIu64 " calls not tracked: NCCLSPY_TRACK=0)", t->untracked_calls,
+                t->calls);
+      fputc('\n', out);
     }
     if (t->problem) {
       fprintf(out, "            damaged: ");

@@ -14,6 +14,7 @@
 
 #include <limits.h>
 #include <signal.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -405,6 +406,13 @@ static void test_c10_untracked(void **state) {
   for (size_t i = 0; i < nsp_job_nfindings(r.job); i++)
     print_message("# unexpected finding: %s\n", nsp_job_finding(r.job, i)->message);
   assert_int_equal(nsp_job_nfindings(r.job), 0);
+  /* The trace summary says which process did not track its calls. */
+  for (size_t i = 0; i < nsp_job_ntraces(r.job); i++) {
+    const struct nsp_trace_info *t = nsp_job_trace(r.job, i);
+    print_message("# rank %d: %" PRIu64 " of %" PRIu64 " calls untracked\n", t->rank, t->untracked_calls, t->calls);
+    if (t->rank == 1) assert_true(t->untracked_calls >= 1000);
+    else assert_int_equal(t->untracked_calls, 0);
+  }
   run_done(&r);
 }
 
