@@ -258,7 +258,7 @@ void nsp_an_link_signals(struct nsp_job *job) {
   for (size_t i = 0; i < job->nfindings; i++) {
     struct nsp_finding_priv *f = &job->findings[i];
     if (f == sf || f->cause_id != SIZE_MAX) continue;
-    const struct nsp_side *behind = NULL, *waiting = NULL;
+    const struct nsp_side *behind = NULL, *waiting = NULL, *unknown = NULL;
     switch (f->pub.kind) {
       case NSP_FIND_STOPPED_EARLY:
         behind = f->pub.nsides ? &f->sides[0] : NULL;
@@ -267,6 +267,9 @@ void nsp_an_link_signals(struct nsp_job *job) {
       case NSP_FIND_NEVER_COMPLETED:
         for (size_t s = 0; s < f->pub.nsides; s++) {
           if (f->sides[s].role == NSP_ROLE_NOT_ARRIVED) behind = &f->sides[s];
+          /* A dead rank whose trace also lost records: it did not
+           * arrive either, whatever its trace can prove. */
+          if (f->sides[s].role == NSP_ROLE_ARRIVAL_UNKNOWN) unknown = &f->sides[s];
           if (f->sides[s].role == NSP_ROLE_WAITING && f->pub.kind == NSP_FIND_NEVER_COMPLETED) waiting = &f->sides[s];
         }
         break;
@@ -279,6 +282,6 @@ void nsp_an_link_signals(struct nsp_job *job) {
       default:
         break;
     }
-    if (side_has_dead(sf, behind) || side_has_dead(sf, waiting)) f->cause_id = sf->id;
+    if (side_has_dead(sf, behind) || side_has_dead(sf, waiting) || side_has_dead(sf, unknown)) f->cause_id = sf->id;
   }
 }

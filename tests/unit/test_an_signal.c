@@ -120,6 +120,36 @@ static void test_segv_then_hang(void **state) {
   nsp_job_destroy(job);
 }
 
+/* As above, but rank 1's trace lost records after its seq 4 (ring full)
+ * before it died: the hang calls it arrival-unknown, not "did not
+ * arrive", and the signal is still its cause. */
+static void test_segv_then_hang_with_drops(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = gen(r, &w[r], 1);
+    for (int i = 0; i < 4; i++) AR(g[r], w[r]);
+  }
+  assert_int_equal(nsp_tracegen_dropped(g[1], 3, NSP_DROP_RING_FULL), 0);
+  static const char *const mods[] = {"/opt/t/train"};
+  static const uint64_t offs[] = {0x200};
+  static const char *const syms[] = {"train_step"};
+  signal_rec(g[1], 11, 1, 0x8, 0, 1, mods, offs, syms);
+  nsp_tracegen_set_auto_complete(g[0], 0, 0);
+  AR(g[0], w[0]); /* seq 5: never completes */
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_SIGNAL);
+  size_t hi;
+  const struct nsp_finding *h = find_kind(job, NSP_FIND_HANG, &hi);
+  assert_non_null(h);
+  int unknown = 0;
+  for (size_t s = 0; s < h->nsides; s++) unknown |= h->sides[s].role == NSP_ROLE_ARRIVAL_UNKNOWN;
+  assert_true(unknown);
+  assert_int_equal(h->cause, 0);
+  nsp_job_destroy(job);
+}
+
 /* A watchdog: rank 0's collective fails with a timeout, then it aborts
  * (SIGABRT raised by itself, through std::terminate): the signal follows
  * from the error, and its stack starts at the code that called abort. */
@@ -279,7 +309,8 @@ static void test_died_long_after_call(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_segv_then_hang), cmocka_unit_test(test_abort_after_error),
+      cmocka_unit_test(test_segv_then_hang), cmocka_unit_test(test_segv_then_hang_with_drops),
+      cmocka_unit_test(test_abort_after_error),
       cmocka_unit_test(test_two_deaths),     cmocka_unit_test(test_handled),
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_died_right_after_call), cmocka_unit_test(test_died_long_after_call),
