@@ -421,4 +421,20 @@ int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *
  * order ("unknown reason" when no count says). */
 void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t);
 
+/* Called by nsp_an_reread_calls for each CALL record of trace t, with that
+ * trace's requests (req, n of them, contiguous).  Returns how many
+ * requests the record satisfied (0 or more), or a negative NSP_AN_* error
+ * (which ends the reading). */
+typedef int (*nsp_an_reread_fn)(const struct nsp_trace *t, const struct nsp_rec *rec, void *req, size_t n,
+                                void *arg);
+/* Details the analysis did not keep (call sites, send/recv times) are read
+ * again from the trace files, once per trace: req holds n requests of
+ * `size` bytes, sorted so that each trace's requests are contiguous
+ * (trace_of gives a request's trace index).  Each trace is reopened and
+ * its CALL records passed to on_call until all its requests are
+ * satisfied.  A trace that cannot be reopened gets a note ("could not be
+ * read again for WHAT").  Returns 0, or a negative NSP_AN_* error. */
+int nsp_an_reread_calls(struct nsp_job *job, void *req, size_t n, size_t size, size_t (*trace_of)(const void *),
+                        const char *what, nsp_an_reread_fn on_call, void *arg);
+
 #endif /* NSP_AN_INTERNAL_H */

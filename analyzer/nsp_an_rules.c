@@ -811,6 +811,23 @@ static int cmp_req(const void *pa, const void *pb) {
   return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+static size_t p2p_req_trace(const void *req) { return ((const struct p2p_req *)req)->trace; }
+
+/* nsp_an_reread_fn: a send or recv some request asks about. */
+static int p2p_found(const struct nsp_trace *t, const struct nsp_rec *rec, void *reqv, size_t n, void *arg) {
+  (void)arg;
+  struct p2p_req *req = reqv;
+  if (nsp_api_kind(rec->api) != NSP_K_P2P) return 0;
+  struct p2p_req key = {req[0].trace, rec->comm, rec->api, rec->peer, rec->seq, NULL, NULL};
+  struct p2p_req *hit = bsearch(&key, req, n, sizeof *req, cmp_req);
+  if (!hit || hit->out->time_ns) return 0;
+  hit->out->time_ns = (int64_t)(rec->t_enter + (uint64_t)t->off_ns);
+  hit->out->result = rec->result;
+  if (hit->site_out) *hit->site_out = nsp_an_site(t, rec->site);
+  if (rec->last_error && !(hit->out->last_error = strdup(rec->last_error))) return NSP_AN_ENOMEM;
+  return 1;
+}
+
 static int fetch_p2p(struct nsp_job *job) {
   struct p2p_req *req = NULL;
   size_t n = 0, cap = 0;
@@ -828,34 +845,7 @@ static int fetch_p2p(struct nsp_job *job) {
   }
   if (!n) return 0;
   qsort(req, n, sizeof *req, cmp_req);
-  int ret = 0;
-  for (size_t i = 0; i < n && !ret;) {
-    size_t j = i;
-    while (j < n && req[j].trace == req[i].trace) j++;
-    const struct nsp_trace *t = job->traces[req[i].trace];
-    char err[256];
-    struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
-    if (!r) {
-      ret = nsp_job_notef(job, "%s: could not be read again for send/recv details: %s", t->info.path, err);
-      i = j;
-      continue;
-    }
-    struct nsp_rec rec;
-    size_t found = 0;
-    while (found < j - i && nsp_reader_next(r, &rec) == 1) {
-      if (rec.kind != NSP_REC_CALL || nsp_api_kind(rec.api) != NSP_K_P2P) continue;
-      struct p2p_req key = {req[i].trace, rec.comm, rec.api, rec.peer, rec.seq, NULL, NULL};
-      struct p2p_req *hit = bsearch(&key, req + i, j - i, sizeof *req, cmp_req);
-      if (!hit || hit->out->time_ns) continue;
-      hit->out->time_ns = (int64_t)(rec.t_enter + (uint64_t)t->off_ns);
-      hit->out->result = rec.result;
-      if (hit->site_out) *hit->site_out = nsp_an_site(t, rec.site);
-      if (rec.last_error && !(hit->out->last_error = strdup(rec.last_error))) ret = NSP_AN_ENOMEM;
-      found++;
-    }
-    nsp_reader_destroy(r);
-    i = j;
-  }
+  int ret = nsp_an_reread_calls(job, req, n, sizeof *req, p2p_req_trace, "send/recv details", p2p_found, NULL);
   free(req);
   NSP_TRY(ret);
   for (size_t i = 0; i < job->nfindings; i++) {

@@ -130,40 +130,31 @@ static int cmp_site_req(const void *pa, const void *pb) {
   return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+static size_t site_req_trace(const void *req) { return ((const struct nsp_site_req *)req)->trace; }
+
+/* nsp_an_reread_fn: the call site of a collective some requests ask
+ * about (requests for the same call sit next to each other). */
+static int site_found(const struct nsp_trace *t, const struct nsp_rec *rec, void *reqv, size_t n, void *arg) {
+  (void)arg;
+  struct nsp_site_req *req = reqv;
+  if (nsp_api_kind(rec->api) != NSP_K_COLL) return 0;
+  struct nsp_site_req key = {req[0].trace, rec->comm, rec->seq, NULL};
+  struct nsp_site_req *hit = bsearch(&key, req, n, sizeof *req, cmp_site_req);
+  if (!hit) return 0;
+  while (hit > req && !cmp_site_req(hit - 1, &key)) hit--;
+  int found = 0;
+  for (; hit < req + n && !cmp_site_req(hit, &key); hit++) {
+    if (*hit->out) continue;
+    *hit->out = nsp_an_site(t, rec->site);
+    found++;
+  }
+  return found;
+}
+
 int nsp_an_fetch_sites(struct nsp_job *job) {
   size_t n = job->nsite_req;
   if (!n) return 0;
-  struct nsp_site_req *req = job->site_req;
-  qsort(req, n, sizeof *req, cmp_site_req);
-  int ret = 0;
-  for (size_t i = 0; i < n && !ret;) {
-    size_t j = i;
-    while (j < n && req[j].trace == req[i].trace) j++;
-    const struct nsp_trace *t = job->traces[req[i].trace];
-    char err[256];
-    struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
-    if (!r) {
-      ret = nsp_job_notef(job, "%s: could not be read again for call sites: %s", t->info.path, err);
-      i = j;
-      continue;
-    }
-    struct nsp_rec rec;
-    size_t found = 0;
-    while (found < j - i && nsp_reader_next(r, &rec) == 1) {
-      if (rec.kind != NSP_REC_CALL || nsp_api_kind(rec.api) != NSP_K_COLL) continue;
-      struct nsp_site_req key = {req[i].trace, rec.comm, rec.seq, NULL};
-      struct nsp_site_req *hit = bsearch(&key, req + i, j - i, sizeof *req, cmp_site_req);
-      if (!hit) continue;
-      /* Requests for the same call sit next to each other. */
-      while (hit > req + i && !cmp_site_req(hit - 1, &key)) hit--;
-      for (; hit < req + j && !cmp_site_req(hit, &key); hit++) {
-        if (*hit->out) continue;
-        *hit->out = nsp_an_site(t, rec.site);
-        found++;
-      }
-    }
-    nsp_reader_destroy(r);
-    i = j;
-  }
-  return ret;
+  qsort(job->site_req, n, sizeof *job->site_req, cmp_site_req);
+  return nsp_an_reread_calls(job, job->site_req, n, sizeof *job->site_req, site_req_trace, "call sites", site_found,
+                             NULL);
 }

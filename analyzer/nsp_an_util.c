@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nsp_an_internal.h"
+#include "nsp_reader.h"
 #include "nsp_names.h"
 
 int nsp_an_grow(void *pp, size_t *cap, size_t need, size_t elsize) {
@@ -392,4 +393,35 @@ void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {
     first = 0;
   }
   if (first) nsp_sbuf_printf(b, "%s", why[0]);
+}
+
+/* ---- re-reading traces for details ------------------------------------ */
+
+int nsp_an_reread_calls(struct nsp_job *job, void *req, size_t n, size_t size, size_t (*trace_of)(const void *),
+                        const char *what, nsp_an_reread_fn on_call, void *arg) {
+  char *base = req;
+  int ret = 0;
+  for (size_t i = 0; i < n && !ret;) {
+    size_t trace = trace_of(base + i * size), j = i;
+    while (j < n && trace_of(base + j * size) == trace) j++;
+    const struct nsp_trace *t = job->traces[trace];
+    char err[256];
+    struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
+    if (!r) {
+      ret = nsp_job_notef(job, "%s: could not be read again for %s: %s", t->info.path, what, err);
+      i = j;
+      continue;
+    }
+    struct nsp_rec rec;
+    size_t found = 0;
+    while (!ret && found < j - i && nsp_reader_next(r, &rec) == 1) {
+      if (rec.kind != NSP_REC_CALL) continue;
+      int got = on_call(t, &rec, base + i * size, j - i, arg);
+      if (got < 0) ret = got;
+      else found += (size_t)got;
+    }
+    nsp_reader_destroy(r);
+    i = j;
+  }
+  return ret;
 }
