@@ -44,6 +44,7 @@
 #include "nsp_analyze.h"
 #include "nsp_reader.h"
 #include "tests/nsp_tap.h"
+#include "tests/nsp_trace_dir.h"
 
 #define NRANKS 2
 
@@ -163,35 +164,27 @@ struct counts {
   int readable;
 };
 
+/* nsp_trace_dir_each callback of count_trace(). */
+static void count_one(const char *path, struct nsp_reader *r, void *arg) {
+  (void)path;
+  struct counts *c = arg;
+  c->files++;
+  c->readable = 1;
+  struct nsp_rec rec;
+  while (nsp_reader_next(r, &rec) == 1) {
+    c->calls += rec.kind == NSP_REC_CALL;
+    c->comms += rec.kind == NSP_REC_COMM;
+    c->ends += rec.kind == NSP_REC_COMM_END;
+    c->redops += rec.kind == NSP_REC_REDOP;
+    if (rec.kind == NSP_REC_DROPPED) c->dropped += (long)rec.count;
+  }
+  c->recovered += (long)nsp_reader_recovered(r);
+}
+
 /* Counts the records of one rank's trace (the file whose header has its pid). */
 static void count_trace(const char *dir, pid_t pid, struct counts *c) {
   memset(c, 0, sizeof *c);
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    size_t len = strlen(e->d_name);
-    if (len < 8 || strcmp(e->d_name + len - 8, ".ncclspy")) continue;
-    char path[512], err[256];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    struct nsp_reader *r = nsp_reader_open(path, err, sizeof err);
-    if (!r || nsp_reader_header(r)->pid != (uint32_t)pid) {
-      nsp_reader_destroy(r);
-      continue;
-    }
-    c->files++;
-    c->readable = 1;
-    struct nsp_rec rec;
-    while (nsp_reader_next(r, &rec) == 1) {
-      c->calls += rec.kind == NSP_REC_CALL;
-      c->comms += rec.kind == NSP_REC_COMM;
-      c->ends += rec.kind == NSP_REC_COMM_END;
-      c->redops += rec.kind == NSP_REC_REDOP;
-      if (rec.kind == NSP_REC_DROPPED) c->dropped += (long)rec.count;
-    }
-    c->recovered += (long)nsp_reader_recovered(r);
-    nsp_reader_destroy(r);
-  }
-  if (d) closedir(d);
+  nsp_trace_dir_each(dir, pid, count_one, c);
 }
 
 static void describe(char *buf, size_t len, int st) {

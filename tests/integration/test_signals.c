@@ -39,6 +39,7 @@
 #include "nsp_reader.h"
 #include "nsp_report.h"
 #include "tests/nsp_tap.h"
+#include "tests/nsp_trace_dir.h"
 
 NSP_NCCL_DECLARE(nccl)
 
@@ -154,42 +155,34 @@ static const char *base_name(const char *p) {
   return b ? b + 1 : p;
 }
 
+/* nsp_trace_dir_each callback of read_trace(). */
+static void read_one(const char *path, struct nsp_reader *r, void *arg) {
+  (void)path;
+  struct sigrec *s = arg;
+  struct nsp_rec rec;
+  while (nsp_reader_next(r, &rec) == 1) {
+    s->calls += rec.kind == NSP_REC_CALL;
+    if (rec.kind == NSP_REC_PROCESS && rec.ext) s->tracking = rec.ext->tracking;
+    if (rec.kind != NSP_REC_SIGNAL) continue;
+    if (!s->found++) {
+      s->signo = (int)rec.aux;
+      s->code = rec.result;
+      s->sender_pid = rec.peer;
+      s->flags = rec.flags;
+      s->addr = rec.sendbuff;
+      s->nframes = rec.ext ? rec.ext->nframes : 0;
+      if (s->nframes) {
+        snprintf(s->mod0, sizeof s->mod0, "%s", base_name(rec.ext->frame_module[0]));
+        snprintf(s->sym0, sizeof s->sym0, "%s", rec.ext->frame_symbol[0]);
+      }
+    }
+    s->n++;
+  }
+}
+
 static void read_trace(const char *dir, pid_t pid, struct sigrec *s) {
   memset(s, 0, sizeof *s);
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    size_t len = strlen(e->d_name);
-    if (len < 8 || strcmp(e->d_name + len - 8, ".ncclspy")) continue;
-    char path[512], err[256];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    struct nsp_reader *r = nsp_reader_open(path, err, sizeof err);
-    if (!r || nsp_reader_header(r)->pid != (uint32_t)pid) {
-      nsp_reader_destroy(r);
-      continue;
-    }
-    struct nsp_rec rec;
-    while (nsp_reader_next(r, &rec) == 1) {
-      s->calls += rec.kind == NSP_REC_CALL;
-      if (rec.kind == NSP_REC_PROCESS && rec.ext) s->tracking = rec.ext->tracking;
-      if (rec.kind != NSP_REC_SIGNAL) continue;
-      if (!s->found++) {
-        s->signo = (int)rec.aux;
-        s->code = rec.result;
-        s->sender_pid = rec.peer;
-        s->flags = rec.flags;
-        s->addr = rec.sendbuff;
-        s->nframes = rec.ext ? rec.ext->nframes : 0;
-        if (s->nframes) {
-          snprintf(s->mod0, sizeof s->mod0, "%s", base_name(rec.ext->frame_module[0]));
-          snprintf(s->sym0, sizeof s->sym0, "%s", rec.ext->frame_symbol[0]);
-        }
-      }
-      s->n++;
-    }
-    nsp_reader_destroy(r);
-  }
-  if (d) closedir(d);
+  nsp_trace_dir_each(dir, pid, read_one, s);
 }
 
 /* The analysis: the signal finding, whether every other finding's chain

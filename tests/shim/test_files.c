@@ -47,6 +47,7 @@
 #include "nsp_nccl.h"
 #include "nsp_reader.h"
 #include "tests/nsp_tap.h"
+#include "tests/nsp_trace_dir.h"
 
 NSP_NCCL_DECLARE(nccl)
 
@@ -243,32 +244,28 @@ struct counts {
   long long size;
 };
 
+/* nsp_trace_dir_each callback of count(): every trace file's size, and
+ * the records of those that open. */
+static void count_one(const char *path, struct nsp_reader *r, void *arg) {
+  struct counts *c = arg;
+  struct stat st;
+  if (stat(path, &st) == 0) c->size += st.st_size;
+  if (!r) return;
+  c->files++;
+  struct nsp_rec rec;
+  while (nsp_reader_next(r, &rec) == 1) {
+    c->records += rec.kind == NSP_REC_CALL || rec.kind == NSP_REC_COMM || rec.kind == NSP_REC_COMM_END;
+    c->process += rec.kind == NSP_REC_PROCESS;
+    if (rec.kind == NSP_REC_DROPPED) {
+      c->dropped += (long)rec.count;
+      if (rec.aux < 4) c->dropped_reason[rec.aux] += (long)rec.count;
+    }
+  }
+}
+
 static void count(const char *dir, struct counts *c) {
   memset(c, 0, sizeof *c);
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    size_t len = strlen(e->d_name);
-    if (len < 8 || strcmp(e->d_name + len - 8, ".ncclspy")) continue;
-    char path[4200], err[256];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    struct stat st;
-    if (stat(path, &st) == 0) c->size += st.st_size;
-    struct nsp_reader *r = nsp_reader_open(path, err, sizeof err);
-    if (!r) continue;
-    c->files++;
-    struct nsp_rec rec;
-    while (nsp_reader_next(r, &rec) == 1) {
-      c->records += rec.kind == NSP_REC_CALL || rec.kind == NSP_REC_COMM || rec.kind == NSP_REC_COMM_END;
-      c->process += rec.kind == NSP_REC_PROCESS;
-      if (rec.kind == NSP_REC_DROPPED) {
-        c->dropped += (long)rec.count;
-        if (rec.aux < 4) c->dropped_reason[rec.aux] += (long)rec.count;
-      }
-    }
-    nsp_reader_destroy(r);
-  }
-  if (d) closedir(d);
+  nsp_trace_dir_each(dir, 0, count_one, c);
 }
 
 static void rm_rf(const char *path) {
@@ -633,23 +630,19 @@ static void test_tensor(void) {
   }
 }
 
+/* nsp_trace_dir_each callback of tracking_of(). */
+static void tracking_one(const char *path, struct nsp_reader *r, void *arg) {
+  (void)path;
+  long *bits = arg;
+  struct nsp_rec rec;
+  while (r && nsp_reader_next(r, &rec) == 1)
+    if (rec.kind == NSP_REC_PROCESS && rec.ext) *bits = rec.ext->tracking;
+}
+
 /* The PROCESS record's tracking bits of the trace in dir; -1 none. */
 static long tracking_of(const char *dir) {
   long bits = -1;
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    size_t len = strlen(e->d_name);
-    if (len < 8 || strcmp(e->d_name + len - 8, ".ncclspy")) continue;
-    char path[4200], err[256];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    struct nsp_reader *r = nsp_reader_open(path, err, sizeof err);
-    struct nsp_rec rec;
-    while (r && nsp_reader_next(r, &rec) == 1)
-      if (rec.kind == NSP_REC_PROCESS && rec.ext) bits = rec.ext->tracking;
-    nsp_reader_destroy(r);
-  }
-  if (d) closedir(d);
+  nsp_trace_dir_each(dir, 0, tracking_one, &bits);
   return bits;
 }
 

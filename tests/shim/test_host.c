@@ -44,6 +44,7 @@
 #include "nsp_nccl.h"
 #include "nsp_reader.h"
 #include "tests/nsp_tap.h"
+#include "tests/nsp_trace_dir.h"
 
 NSP_NCCL_DECLARE(nccl)
 
@@ -73,44 +74,36 @@ struct counts {
   long seq_gaps; /* collectives whose seq is not previous + 1 on their comm */
 };
 
+/* nsp_trace_dir_each callback of count(). */
+static void count_one(const char *path, struct nsp_reader *r, void *arg) {
+  (void)path;
+  struct counts *c = arg;
+  if (!r) return;
+  c->files++;
+  uint64_t last_seq[4096] = {0};
+  struct nsp_rec rec;
+  while (nsp_reader_next(r, &rec) == 1) {
+    int kind = rec.kind;
+    c->calls += kind == NSP_REC_CALL;
+    c->comms += kind == NSP_REC_COMM;
+    c->ends += kind == NSP_REC_COMM_END;
+    c->records += kind == NSP_REC_CALL || kind == NSP_REC_COMM || kind == NSP_REC_COMM_END ||
+                  kind == NSP_REC_REDOP;
+    if (kind == NSP_REC_DROPPED) c->dropped += (long)rec.count;
+    if (kind == NSP_REC_CALL && rec.api == NSP_API_AllReduce) {
+      c->allreduce++;
+      if (rec.comm < 4096 && rec.result == ncclSuccess) {
+        if (rec.seq != last_seq[rec.comm] + 1) c->seq_gaps++;
+        last_seq[rec.comm] = rec.seq;
+      }
+    }
+  }
+}
+
 /* Record counts of the traces in dir written by pid (every pid when 0). */
 static void count(const char *dir, pid_t pid, struct counts *c) {
   memset(c, 0, sizeof *c);
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    size_t len = strlen(e->d_name);
-    if (len < 8 || strcmp(e->d_name + len - 8, ".ncclspy")) continue;
-    char path[4200], err[256];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    struct nsp_reader *r = nsp_reader_open(path, err, sizeof err);
-    if (!r) continue;
-    if (pid && nsp_reader_header(r)->pid != (uint32_t)pid) {
-      nsp_reader_destroy(r);
-      continue;
-    }
-    c->files++;
-    uint64_t last_seq[4096] = {0};
-    struct nsp_rec rec;
-    while (nsp_reader_next(r, &rec) == 1) {
-      int kind = rec.kind;
-      c->calls += kind == NSP_REC_CALL;
-      c->comms += kind == NSP_REC_COMM;
-      c->ends += kind == NSP_REC_COMM_END;
-      c->records += kind == NSP_REC_CALL || kind == NSP_REC_COMM || kind == NSP_REC_COMM_END ||
-                    kind == NSP_REC_REDOP;
-      if (kind == NSP_REC_DROPPED) c->dropped += (long)rec.count;
-      if (kind == NSP_REC_CALL && rec.api == NSP_API_AllReduce) {
-        c->allreduce++;
-        if (rec.comm < 4096 && rec.result == ncclSuccess) {
-          if (rec.seq != last_seq[rec.comm] + 1) c->seq_gaps++;
-          last_seq[rec.comm] = rec.seq;
-        }
-      }
-    }
-    nsp_reader_destroy(r);
-  }
-  if (d) closedir(d);
+  nsp_trace_dir_each(dir, pid, count_one, c);
 }
 
 static const char *shim_so, *self_exe;
@@ -409,29 +402,30 @@ static void test_fork(void) {
      "exactly its calls, or none (%d of %d)", good_children, children);
 }
 
+/* Records (calls, inits, ends) per trace file, for test_exec. */
+struct exec_counts {
+  long files, n[2];
+};
+
+static void exec_one(const char *path, struct nsp_reader *r, void *arg) {
+  (void)path;
+  struct exec_counts *ec = arg;
+  struct nsp_rec rec;
+  long calls = 0;
+  while (r && nsp_reader_next(r, &rec) == 1)
+    calls += rec.kind == NSP_REC_CALL || rec.kind == NSP_REC_COMM || rec.kind == NSP_REC_COMM_END;
+  if (ec->files < 2) ec->n[ec->files] = calls;
+  ec->files++;
+}
+
 static void test_exec(void) {
   static char out[256];
   int st = run_worker(shim_so, (char *[]){(char *)"exec1", NULL}, out, sizeof out, 60);
   ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exec: the exec'd program finished (status 0x%x)", st);
   /* Both images have the same pid: two files. */
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  long files = 0, n[2] = {0, 0};
-  while (d && (e = readdir(d))) {
-    size_t len = strlen(e->d_name);
-    if (len < 8 || strcmp(e->d_name + len - 8, ".ncclspy")) continue;
-    char path[4200], err[256];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    struct nsp_reader *r = nsp_reader_open(path, err, sizeof err);
-    struct nsp_rec rec;
-    long calls = 0;
-    while (r && nsp_reader_next(r, &rec) == 1)
-      calls += rec.kind == NSP_REC_CALL || rec.kind == NSP_REC_COMM || rec.kind == NSP_REC_COMM_END;
-    nsp_reader_destroy(r);
-    if (files < 2) n[files] = calls;
-    files++;
-  }
-  if (d) closedir(d);
+  struct exec_counts ec = {0, {0, 0}};
+  nsp_trace_dir_each(dir, 0, exec_one, &ec);
+  long files = ec.files, *n = ec.n;
   /* Before exec: uid + init + 100 all-reduces; after: uid + init + 50 + destroy. */
   int good = files == 2 && ((n[0] == 102 && n[1] == 53) || (n[0] == 53 && n[1] == 102));
   ok(good, "exec: the image before exec has its 102 records (from its ring) and the one after its 53 "
