@@ -174,8 +174,10 @@ static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const st
     m->comm = ci;
   }
   /* A pending (non-blocking) init may not know its rank yet; a later
-   * record for the same index fills it in. */
-  if (x->rank >= 0) m->rank = x->rank;
+   * record for the same index fills it in.  A rank outside [0, nranks)
+   * is no rank of the communicator (NCCL refused such an init with
+   * ncclInvalidArgument; its error is still reported). */
+  if (x->rank >= 0 && (x->nranks <= 0 || x->rank < x->nranks)) m->rank = x->rank;
   if (x->nranks > 0) m->nranks = x->nranks;
   if (x->device >= 0) m->device = x->device;
   /* GPU identity (1.1): a later record that knows it wins. */

@@ -285,6 +285,30 @@ static struct nsp_tracegen *rank_gen(int r, uint32_t *w, int nranks) {
   return g;
 }
 
+/* An init NCCL refused because the rank was out of range (rank 5 of a
+ * 1-rank communicator, beside a good rank 0 of it) traces no rank 5: the
+ * communicator lists rank 0 only, and the failure is an error finding. */
+static void test_refused_init_rank_not_traced(void **state) {
+  (void)state;
+  struct nsp_tracegen *g = nsp_tracegen_create("h0", 100, 0);
+  assert_non_null(g);
+  assert_true(nsp_tracegen_comm(g, 0xbbbb, 0, 1) > 0);
+  nsp_tracegen_fail_next(g, ncclInvalidArgument, "rank 5 out of range");
+  nsp_tracegen_comm(g, 0xbbbb, 5, 1);
+  struct nsp_job *job = analyse_gens(&g, 1);
+  assert_int_equal(nsp_job_ncomms(job), 1);
+  const struct nsp_comm_info *c = nsp_job_comm(job, 0);
+  assert_int_equal(c->ntraced, 1);
+  assert_int_equal(c->ranks[0], 0);
+  int errors = 0;
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
+    print_message("# %s\n", nsp_job_finding(job, i)->message);
+    errors += nsp_job_finding(job, i)->kind == NSP_FIND_ERROR;
+  }
+  assert_int_equal(errors, 1);
+  nsp_job_destroy(job);
+}
+
 /* k-th send vs k-th recv by bytes: equal bytes in other dtypes are fine,
  * a short recv is not; the first bad one per pair is reported. */
 static void test_p2p_size(void **state) {
@@ -914,6 +938,7 @@ int main(void) {
       cmocka_unit_test(test_unknown_result_and_clock),
       cmocka_unit_test(test_error_after_mismatch),
       cmocka_unit_test(test_refused_call_not_in_sequence),
+      cmocka_unit_test(test_refused_init_rank_not_traced),
       cmocka_unit_test(test_group_end_error),
       cmocka_unit_test(test_truncated_file),
       cmocka_unit_test(test_damaged_traces_analyse),
