@@ -434,6 +434,19 @@ typedef int (*nsp_an_reread_fn)(const struct nsp_trace *t, const struct nsp_rec 
  * its CALL records passed to on_call until all its requests are
  * satisfied.  A trace that cannot be reopened gets a note ("could not be
  * read again for WHAT").  Returns 0, or a negative NSP_AN_* error. */
+/* Per-process sides of the shape "the origin, then the others by kind"
+ * (the error and signal findings): ti[0..n) are trace indices, ti[0] the
+ * origin.  Allocates 1 + k sides on f: side 0 holds ti[0]; side s >= 1
+ * the other traces whose key() is the s-th distinct value (in order of
+ * first appearance in ti), sorted by rank.  Each process is set up
+ * (nsp_an_set_proc) and passed to proc(); each side, once full, to
+ * side_done().  Returns 0, or the first negative NSP_AN_* error of the
+ * callbacks or of memory. */
+int nsp_an_sides_by_key(struct nsp_job *job, struct nsp_finding_priv *f, const size_t *ti, size_t n,
+                        int (*key)(const struct nsp_trace *t),
+                        int (*proc)(struct nsp_job *job, struct nsp_proc *p, const struct nsp_trace *t),
+                        int (*side_done)(struct nsp_job *job, struct nsp_side *side));
+
 int nsp_an_reread_calls(struct nsp_job *job, void *req, size_t n, size_t size, size_t (*trace_of)(const void *),
                         const char *what, nsp_an_reread_fn on_call, void *arg);
 

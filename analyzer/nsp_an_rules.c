@@ -541,12 +541,29 @@ static int cmp_err_trace(const void *pa, const void *pb, void *ctx) {
   return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
 }
 
-static int cmp_rank_trace(const void *pa, const void *pb, void *ctx) {
-  const struct nsp_job *job = ctx;
-  const struct nsp_trace *a = job->traces[*(const size_t *)pa];
-  const struct nsp_trace *b = job->traces[*(const size_t *)pb];
-  if (a->info.rank != b->info.rank) return a->info.rank < b->info.rank ? -1 : 1;
-  return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+/* nsp_an_sides_by_key callbacks of the error finding: by result code,
+ * each process with its first error and its call site; a side's call is
+ * its first process's error. */
+static int err_key(const struct nsp_trace *t) { return t->first_err.call.result; }
+
+static int err_proc(struct nsp_job *job, struct nsp_proc *p, const struct nsp_trace *t) {
+  (void)job;
+  p->call = t->first_err.call;
+  p->call.last_error = NULL;
+  p->site = nsp_an_site(t, t->first_err.site);
+  if (t->first_err.call.last_error && !(p->call.last_error = strdup(t->first_err.call.last_error)))
+    return NSP_AN_ENOMEM;
+  return 0;
+}
+
+static int err_side(struct nsp_job *job, struct nsp_side *side) {
+  (void)job;
+  side->call = side->procs[0].call;
+  side->call.last_error = NULL;
+  if (side->procs[0].call.last_error && !(side->call.last_error = strdup(side->procs[0].call.last_error)))
+    return NSP_AN_ENOMEM;
+  char rb[32];
+  return nsp_an_set_side_text(side, nsp_result_name(side->call.result, rb, sizeof rb));
 }
 
 static int rule_errors(struct nsp_job *job) {
@@ -580,53 +597,7 @@ static int rule_errors(struct nsp_job *job) {
 
   /* Sides: the origin, then the others grouped by result code, in the
    * order each code first appeared. */
-  int *codes = malloc(n * sizeof *codes);
-  size_t ncodes = 0;
-  if (!codes) {
-    free(ti);
-    return NSP_AN_ENOMEM;
-  }
-  for (size_t i = 1; i < n; i++) {
-    int r = job->traces[ti[i]]->first_err.call.result;
-    size_t c = 0;
-    while (c < ncodes && codes[c] != r) c++;
-    if (c == ncodes) codes[ncodes++] = r;
-  }
-  int ret = nsp_an_alloc_sides(f, 1 + ncodes);
-  size_t *group = malloc(n * sizeof *group);
-  if (!group) ret = NSP_AN_ENOMEM;
-  for (size_t s = 0; s <= ncodes && !ret; s++) {
-    size_t gn = 0;
-    if (s == 0) {
-      group[gn++] = ti[0];
-    } else {
-      for (size_t i = 1; i < n; i++)
-        if (job->traces[ti[i]]->first_err.call.result == codes[s - 1]) group[gn++] = ti[i];
-      qsort_r(group, gn, sizeof *group, cmp_rank_trace, job);
-    }
-    struct nsp_side *side = &f->sides[s];
-    int *ranks;
-    struct nsp_proc *procs;
-    ret = nsp_an_side_procs(side, gn, &ranks, &procs);
-    for (size_t i = 0; i < gn && !ret; i++) {
-      const struct nsp_trace *t = job->traces[group[i]];
-      nsp_an_set_proc(job, &procs[i], &ranks[i], t->info.rank, group[i]);
-      procs[i].call = t->first_err.call;
-      procs[i].call.last_error = NULL;
-      procs[i].site = nsp_an_site(t, t->first_err.site);
-      if (t->first_err.call.last_error && !(procs[i].call.last_error = strdup(t->first_err.call.last_error)))
-        ret = NSP_AN_ENOMEM;
-    }
-    if (ret) break;
-    /* The side's call: its first process's error (the origin's for side 0). */
-    side->call = procs[0].call;
-    side->call.last_error = NULL;
-    if (procs[0].call.last_error && !(side->call.last_error = strdup(procs[0].call.last_error))) ret = NSP_AN_ENOMEM;
-    char rb[32];
-    if (!ret) ret = nsp_an_set_side_text(side, nsp_result_name(side->call.result, rb, sizeof rb));
-  }
-  free(group);
-  free(codes);
+  int ret = nsp_an_sides_by_key(job, f, ti, n, err_key, err_proc, err_side);
   free(ti);
   NSP_TRY(ret);
   f->odd = malloc(sizeof *f->odd);

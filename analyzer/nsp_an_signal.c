@@ -72,11 +72,22 @@ static int cmp_sig_trace(const void *pa, const void *pb, void *ctx) {
   return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
 }
 
-static int cmp_rank_trace(const void *pa, const void *pb, void *ctx) {
-  const struct nsp_job *job = ctx;
-  const struct nsp_trace *a = job->traces[*(const size_t *)pa], *b = job->traces[*(const size_t *)pb];
-  if (a->info.rank != b->info.rank) return a->info.rank < b->info.rank ? -1 : 1;
-  return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+/* nsp_an_sides_by_key callbacks of the signal finding: by signal, each
+ * process with its last call, its signal and the stack it died with. */
+static int sig_key(const struct nsp_trace *t) { return t->sig.signo; }
+
+static int sig_proc(struct nsp_job *job, struct nsp_proc *p, const struct nsp_trace *t) {
+  (void)job;
+  if (t->last_call.valid) p->call = t->last_call.call;
+  p->call.last_error = NULL;
+  p->signal = &t->sig;
+  p->site = t->sig.stack;
+  return 0;
+}
+
+static int sig_side(struct nsp_job *job, struct nsp_side *side) {
+  (void)job;
+  return nsp_an_set_side_text(side, side->procs[0].signal->name);
 }
 
 static const char *base_name(const char *path) {
@@ -165,50 +176,18 @@ int nsp_an_rule_signals(struct nsp_job *job) {
     }
   }
   if (!n) return 0;
-  size_t *ti = malloc(n * sizeof *ti), *group = malloc(n * sizeof *group);
-  int *sigs = malloc(n * sizeof *sigs);
-  int ret = ti && group && sigs ? 0 : NSP_AN_ENOMEM;
-  size_t k = 0, nsigs = 0;
+  size_t *ti = malloc(n * sizeof *ti);
+  int ret = ti ? 0 : NSP_AN_ENOMEM;
+  size_t k = 0;
   for (size_t i = 0; !ret && i < job->ntraces; i++)
     if (died(job->traces[i])) ti[k++] = i;
   if (!ret) qsort_r(ti, n, sizeof *ti, cmp_sig_trace, job);
   /* Sides: the first to die, then the others by signal, in the order
    * each signal first appeared. */
-  for (size_t i = 1; !ret && i < n; i++) {
-    int s = job->traces[ti[i]]->sig.signo;
-    size_t c = 0;
-    while (c < nsigs && sigs[c] != s) c++;
-    if (c == nsigs) sigs[nsigs++] = s;
-  }
   struct nsp_finding_priv *f = ret ? NULL : nsp_an_new_finding(job, NSP_FIND_SIGNAL, NULL);
   if (!ret && !f) ret = NSP_AN_ENOMEM;
-  if (!ret) ret = nsp_an_alloc_sides(f, 1 + nsigs);
-  for (size_t s = 0; !ret && s <= nsigs; s++) {
-    size_t gn = 0;
-    if (s == 0) {
-      group[gn++] = ti[0];
-    } else {
-      for (size_t i = 1; i < n; i++)
-        if (job->traces[ti[i]]->sig.signo == sigs[s - 1]) group[gn++] = ti[i];
-      qsort_r(group, gn, sizeof *group, cmp_rank_trace, job);
-    }
-    struct nsp_side *side = &f->sides[s];
-    int *ranks;
-    struct nsp_proc *procs;
-    ret = nsp_an_side_procs(side, gn, &ranks, &procs);
-    for (size_t i = 0; i < gn && !ret; i++) {
-      const struct nsp_trace *t = job->traces[group[i]];
-      nsp_an_set_proc(job, &procs[i], &ranks[i], t->info.rank, group[i]);
-      if (t->last_call.valid) procs[i].call = t->last_call.call;
-      procs[i].call.last_error = NULL;
-      procs[i].signal = &t->sig;
-      procs[i].site = t->sig.stack;
-    }
-    if (!ret) ret = nsp_an_set_side_text(side, job->traces[group[0]]->sig.name);
-  }
+  if (!ret) ret = nsp_an_sides_by_key(job, f, ti, n, sig_key, sig_proc, sig_side);
   free(ti);
-  free(group);
-  free(sigs);
   NSP_TRY(ret);
   const struct nsp_proc *o = &f->sides[0].procs[0];
   f->pub.time_ns = o->signal->time_ns;

@@ -425,3 +425,51 @@ int nsp_an_reread_calls(struct nsp_job *job, void *req, size_t n, size_t size, s
   }
   return ret;
 }
+
+/* ---- sides grouped by a key ------------------------------------------- */
+
+static int cmp_rank_trace(const void *pa, const void *pb, void *ctx) {
+  const struct nsp_job *job = ctx;
+  const struct nsp_trace *a = job->traces[*(const size_t *)pa], *b = job->traces[*(const size_t *)pb];
+  if (a->info.rank != b->info.rank) return a->info.rank < b->info.rank ? -1 : 1;
+  return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+}
+
+int nsp_an_sides_by_key(struct nsp_job *job, struct nsp_finding_priv *f, const size_t *ti, size_t n,
+                        int (*key)(const struct nsp_trace *t),
+                        int (*proc)(struct nsp_job *job, struct nsp_proc *p, const struct nsp_trace *t),
+                        int (*side_done)(struct nsp_job *job, struct nsp_side *side)) {
+  int *keys = malloc(n * sizeof *keys);
+  size_t *group = malloc(n * sizeof *group), nkeys = 0;
+  int ret = keys && group ? 0 : NSP_AN_ENOMEM;
+  for (size_t i = 1; !ret && i < n; i++) {
+    int k = key(job->traces[ti[i]]);
+    size_t c = 0;
+    while (c < nkeys && keys[c] != k) c++;
+    if (c == nkeys) keys[nkeys++] = k;
+  }
+  if (!ret) ret = nsp_an_alloc_sides(f, 1 + nkeys);
+  for (size_t s = 0; !ret && s <= nkeys; s++) {
+    size_t gn = 0;
+    if (s == 0) {
+      group[gn++] = ti[0];
+    } else {
+      for (size_t i = 1; i < n; i++)
+        if (key(job->traces[ti[i]]) == keys[s - 1]) group[gn++] = ti[i];
+      qsort_r(group, gn, sizeof *group, cmp_rank_trace, job);
+    }
+    struct nsp_side *side = &f->sides[s];
+    int *ranks;
+    struct nsp_proc *procs;
+    ret = nsp_an_side_procs(side, gn, &ranks, &procs);
+    for (size_t i = 0; i < gn && !ret; i++) {
+      const struct nsp_trace *t = job->traces[group[i]];
+      nsp_an_set_proc(job, &procs[i], &ranks[i], t->info.rank, group[i]);
+      ret = proc(job, &procs[i], t);
+    }
+    if (!ret) ret = side_done(job, side);
+  }
+  free(keys);
+  free(group);
+  return ret;
+}
