@@ -66,23 +66,29 @@ static void signal_rec(struct nsp_tracegen *g, int signo, int code, uint64_t add
   assert_int_equal(nsp_tracegen_record(g, &r), 0);
 }
 
-/* Rank 1 dies of SIGSEGV inside NCCL after seq 4; rank 0 waits in seq 5:
- * the signal comes first, the hang follows from it. */
-static void test_segv_then_hang(void **state) {
-  (void)state;
+/* Rank 1 dies of SIGSEGV inside NCCL after seq 4; rank 0 waits in seq 5.
+ * dropped: records rank 1's trace lost (ring full) after its seq 4. */
+static struct nsp_job *segv_then_hang_job(uint64_t dropped) {
   struct nsp_tracegen *g[2];
   uint32_t w[2];
   for (int r = 0; r < 2; r++) {
     g[r] = gen(r, &w[r], 1);
     for (int i = 0; i < 4; i++) AR(g[r], w[r]);
   }
+  if (dropped) assert_int_equal(nsp_tracegen_dropped(g[1], dropped, NSP_DROP_RING_FULL), 0);
   static const char *const mods[] = {"/opt/nccl/lib/libnccl.so.2", "/opt/t/train", "/opt/t/train"};
   static const uint64_t offs[] = {0x100, 0x200, 0x300};
   static const char *const syms[] = {"ncclProxyThing", "train_step", "main"};
   signal_rec(g[1], 11, 1, 0x8, 0, 3, mods, offs, syms);
   nsp_tracegen_set_auto_complete(g[0], 0, 0);
   AR(g[0], w[0]); /* seq 5: never completes */
-  struct nsp_job *job = analyse_gens(g, 2);
+  return analyse_gens(g, 2);
+}
+
+/* The signal comes first, the hang follows from it. */
+static void test_segv_then_hang(void **state) {
+  (void)state;
+  struct nsp_job *job = segv_then_hang_job(0);
 
   const struct nsp_finding *f = nsp_job_finding(job, 0);
   assert_int_equal(f->kind, NSP_FIND_SIGNAL);
@@ -125,20 +131,7 @@ static void test_segv_then_hang(void **state) {
  * arrive", and the signal is still its cause. */
 static void test_segv_then_hang_with_drops(void **state) {
   (void)state;
-  struct nsp_tracegen *g[2];
-  uint32_t w[2];
-  for (int r = 0; r < 2; r++) {
-    g[r] = gen(r, &w[r], 1);
-    for (int i = 0; i < 4; i++) AR(g[r], w[r]);
-  }
-  assert_int_equal(nsp_tracegen_dropped(g[1], 3, NSP_DROP_RING_FULL), 0);
-  static const char *const mods[] = {"/opt/t/train"};
-  static const uint64_t offs[] = {0x200};
-  static const char *const syms[] = {"train_step"};
-  signal_rec(g[1], 11, 1, 0x8, 0, 1, mods, offs, syms);
-  nsp_tracegen_set_auto_complete(g[0], 0, 0);
-  AR(g[0], w[0]); /* seq 5: never completes */
-  struct nsp_job *job = analyse_gens(g, 2);
+  struct nsp_job *job = segv_then_hang_job(3);
   assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_SIGNAL);
   size_t hi;
   const struct nsp_finding *h = find_kind(job, NSP_FIND_HANG, &hi);
