@@ -1,6 +1,9 @@
 /* nsp_gpu_micro.c - what the pieces of completion tracking cost on a GPU
  * host: ns per call of clock_gettime and of the CUDA driver calls the shim
- * makes per collective, medians of interleaved rounds in one process.
+ * makes per collective, medians of interleaved rounds in one process;
+ * then the same calls right after a kernel launch on a busy host (the
+ * launch of an empty kernel, with a few us of cache-evicting host work
+ * between launches, as a training loop has), against the launch alone.
  * Figures, not a test.  Needs libcuda.so.1 (dlopen'ed); built by hand on a
  * GPU host:  cc -O2 bench/nsp_gpu_micro.c -ldl -o /tmp/micro && /tmp/micro */
 #include <dlfcn.h>
@@ -14,6 +17,12 @@ typedef int CUresult;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+
+/* An empty kernel: what the launch costs the host, not the GPU. */
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                          ".visible .entry nsp_empty()\n{\n ret;\n}\n";
 
 static uint64_t now(void) {
   struct timespec ts;
@@ -45,7 +54,10 @@ int main(void) {
   CUresult (*init)(unsigned), (*devget)(int *, int), (*retain)(CUcontext *, int),
       (*setcur)(CUcontext), (*screate)(CUstream *, unsigned), (*capt)(CUstream, int *),
       (*getctx)(CUstream, CUcontext *), (*ecreate)(CUevent *, unsigned), (*erec)(CUevent, CUstream),
-      (*equery)(CUevent), (*ssync)(CUstream);
+      (*equery)(CUevent), (*ssync)(CUstream), (*modload)(CUmodule *, const void *),
+      (*getfn)(CUfunction *, CUmodule, const char *),
+      (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                void **, void **);
   LOAD(init, "cuInit");
   LOAD(devget, "cuDeviceGet");
   LOAD(retain, "cuDevicePrimaryCtxRetain");
@@ -57,6 +69,9 @@ int main(void) {
   LOAD(erec, "cuEventRecord");
   LOAD(equery, "cuEventQuery");
   LOAD(ssync, "cuStreamSynchronize");
+  LOAD(modload, "cuModuleLoadData");
+  LOAD(getfn, "cuModuleGetFunction");
+  LOAD(launch, "cuLaunchKernel");
   int dev;
   CUcontext ctx;
   CUstream s;
@@ -97,6 +112,54 @@ int main(void) {
   for (int k = 0; k < K; k++) {
     qsort(t[k], R, sizeof t[k][0], cmp);
     printf("  %-32s %8.1f\n", names[k], t[k][R / 2]);
+  }
+
+  /* After a launch, on a host that does other work between launches. */
+  CUmodule mod;
+  CUfunction fn;
+  if (modload(&mod, ptx) || getfn(&fn, mod, "nsp_empty")) {
+    fprintf(stderr, "no kernel (PTX JIT failed)\n");
+    return 1;
+  }
+  enum { NP = 64, N2 = 4000, R2 = 41, K2 = 6 };
+  CUevent pool[NP];
+  for (int i = 0; i < NP; i++)
+    if (ecreate(&pool[i], 2)) return 1;
+  const char *names2[K2] = {"launch alone", "+ cuEventRecord (untimed, one event)",
+                            "+ cuEventRecord (untimed, 64 in turn)", "+ cuStreamIsCapturing + record",
+                            "+ cuEventRecord (timed)", "cuEventRecord before the launch"};
+  static volatile unsigned char junk[8 << 20]; /* evicts the host's caches between launches */
+  double t2[K2][R2];
+  unsigned sink = 0;
+  for (int r = 0; r < R2; r++) {
+    for (int kk = 0; kk < K2; kk++) {
+      int k = (kk + r) % K2; /* the order rotates from round to round */
+      uint64_t sum = 0;
+      for (int i = 0; i < N2; i++) {
+        for (size_t j = (size_t)(i & 63); j < sizeof junk; j += 4096) sink += junk[j];
+        int st;
+        uint64_t t0 = now();
+        if (k == 5) erec(plain, s);
+        launch(fn, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+        switch (k) {
+          case 1: erec(plain, s); break;
+          case 2: erec(pool[i % NP], s); break;
+          case 3: capt(s, &st); erec(plain, s); break;
+          case 4: erec(timed, s); break;
+        }
+        sum += now() - t0;
+      }
+      ssync(s);
+      t2[k][r] = (double)sum / N2;
+    }
+  }
+  printf("ns per launch and what follows it (%u), median of %d rounds of %d:\n", sink & 1, R2 - 1, N2);
+  double base = 0;
+  for (int k = 0; k < K2; k++) {
+    qsort(t2[k] + 1, R2 - 1, sizeof t2[k][0], cmp); /* round 0 warms up */
+    double m = t2[k][1 + (R2 - 1) / 2];
+    if (k == 0) base = m;
+    printf("  %-40s %8.1f  (%+.1f)\n", names2[k], m, m - base);
   }
   return 0;
 }
