@@ -124,38 +124,46 @@ struct nsp_reader *nsp_reader_open_mem(const uint8_t *data, size_t len, char *er
   return r;
 }
 
-struct nsp_reader *nsp_reader_open(const char *path, char *err, size_t errlen) {
-  /* O_NONBLOCK: a FIFO named like a trace must not hang the open; it is
-   * refused below as not a regular file. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    snprintf(err, errlen, "cannot open: %s", strerror(errno));
-    return NULL;
-  }
+int nsp_map_regular(const char *path, int oflags, const void **data, size_t *len) {
+  *data = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | oflags);
+  if (fd < 0) return -1;
   struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "not a regular file");
-    close(fd);
+  int ret = 0;
+  if (fstat(fd, &st) < 0) ret = -1;
+  else if (!S_ISREG(st.st_mode)) ret = -2;
+  else if (st.st_size > 0) {
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) ret = -1;
+    else {
+      *data = m;
+      *len = (size_t)st.st_size;
+    }
+  }
+  int saved = errno;
+  close(fd);
+  errno = saved;
+  return ret;
+}
+
+struct nsp_reader *nsp_reader_open(const char *path, char *err, size_t errlen) {
+  const void *m;
+  size_t len;
+  int rc = nsp_map_regular(path, 0, &m, &len);
+  if (rc < 0) {
+    if (rc == -2) snprintf(err, errlen, "not a regular file");
+    else snprintf(err, errlen, "cannot open: %s", strerror(errno));
     return NULL;
   }
   struct nsp_reader *r = calloc(1, sizeof *r);
   if (!r) {
-    close(fd);
+    if (m) munmap((void *)m, len);
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
-  if (st.st_size > 0) {
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      snprintf(err, errlen, "cannot map: %s", strerror(errno));
-      close(fd);
-      free(r);
-      return NULL;
-    }
-    r->data = m;
-    r->len = r->map_len = (size_t)st.st_size;
-  }
-  close(fd);
+  r->data = m;
+  r->len = r->map_len = len;
   if (!open_common(r, err, errlen)) {
     nsp_reader_destroy(r);
     return NULL;

@@ -9,6 +9,7 @@
  * bytes: a quarter of the file at most) and one blob's data (at most the
  * blob area). */
 #include "nsp_ringread.h"
+#include "nsp_reader.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -203,32 +204,24 @@ struct nsp_ringread *nsp_ringread_open(const char *trace_path, const struct nsp_
   note[0] = 0;
   char path[4200];
   if (snprintf(path, sizeof path, "%s.ring", trace_path) >= (int)sizeof path) return NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
+  const void *m;
+  size_t len;
+  int rc = nsp_map_regular(path, O_NOFOLLOW, &m, &len);
+  if (rc == -1) {
     if (errno != ENOENT) notef(note, notelen, path, " not read: %s", strerror(errno));
     return NULL;
   }
-  struct stat st;
-  if (fstat(fd, &st) < 0) {
-    notef(note, notelen, path, " not read: %s", strerror(errno));
-    close(fd);
+  if (rc == -2) {
+    notef(note, notelen, path, " ignored: not a regular file");
     return NULL;
   }
-  if (!S_ISREG(st.st_mode) || st.st_size < (off_t)NSP_RR_MIN_FILE) {
-    if (!S_ISREG(st.st_mode)) notef(note, notelen, path, " ignored: not a regular file");
-    else
-      notef(note, notelen, path, " ignored: not a ring file (it ends at byte %lld, within the %u-byte header)",
-            (long long)st.st_size, NSP_RR_MIN_FILE);
-    close(fd);
+  if (len < NSP_RR_MIN_FILE) {
+    notef(note, notelen, path, " ignored: not a ring file (it ends at byte %zu, within the %u-byte header)", len,
+          NSP_RR_MIN_FILE);
+    if (m) munmap((void *)m, len);
     return NULL;
   }
-  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (m == MAP_FAILED) {
-    notef(note, notelen, path, " not read: cannot map it: %s", strerror(errno));
-    return NULL;
-  }
-  return open_common(m, (size_t)st.st_size, (size_t)st.st_size, path, h, note, notelen);
+  return open_common(m, len, len, path, h, note, notelen);
 }
 
 struct nsp_ringread *nsp_ringread_open_mem(const void *data, size_t len, const char *name,

@@ -220,7 +220,14 @@ static void test_damaged_inputs(void **state) {
   const uint8_t *data;
   size_t len;
   assert_int_equal(nsp_tracegen_bytes(g[1], &data, &len), 0);
-  assert_int_equal(nsp_tracegen_write(g[0], dir, SIZE_MAX, NULL, 0), 0);
+  char whole[400], fifo[500], fifo_trace[400];
+  assert_int_equal(nsp_tracegen_write(g[0], dir, SIZE_MAX, whole, sizeof whole), 0);
+  /* FIFOs named like a crash ring and like a trace: refused at once, not
+   * waited on (opening a FIFO for reading blocks until a writer comes). */
+  snprintf(fifo, sizeof fifo, "%s.ring", whole);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  snprintf(fifo_trace, sizeof fifo_trace, "%s/zz-fifo.ncclspy", dir);
+  assert_int_equal(mkfifo(fifo_trace, 0600), 0);
   char cut[400];
   assert_int_equal(nsp_tracegen_write(g[1], dir, len - 3, cut, sizeof cut), 0); /* its only frame, cut */
   nsp_tracegen_destroy(g[0]);
@@ -238,10 +245,13 @@ static void test_damaged_inputs(void **state) {
    * are notes */
   assert_int_equal(r.status, 1);
   assert_contains(r.out, "env-missing-ranks");
-  assert_contains(r.out, "Notes (2)");
+  assert_contains(r.out, "Notes (4)");
   char want[600];
   snprintf(want, sizeof want, "%s: incomplete frame at byte 128", cut);
   assert_contains(r.out, want);
+  snprintf(want, sizeof want, "%s ignored: not a regular file", fifo);
+  assert_contains(r.out, want);
+  assert_contains(r.out, "zz-fifo.ncclspy: not read: not a regular file");
   assert_contains(r.out, "damaged: incomplete frame at byte 128");
   assert_contains(r.out, "zz-junk.ncclspy: not read: not an ncclspy trace (shorter than its header)");
   result_free(&r);
@@ -255,6 +265,14 @@ static void test_damaged_inputs(void **state) {
   result_free(&r);
   r = run((const char *[]){"dump", junk, NULL});
   assert_int_equal(r.status, 2);
+  result_free(&r);
+  r = run((const char *[]){"dump", whole, NULL});
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "HEADER file=");
+  result_free(&r);
+  r = run((const char *[]){"dump", fifo_trace, NULL});
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "not a regular file");
   result_free(&r);
 }
 
