@@ -226,6 +226,7 @@ struct nsp_trace {
   char **env;           /* 2*nenv owned strings */
   uint8_t *mem;         /* owned copy for traces added from memory */
   size_t mem_len;
+  size_t size;          /* bytes of the trace as read (file or memory) */
   int64_t off_ns;       /* wall = monotonic + off_ns */
   int env_rank, file_rank;
   struct nsp_event first_err;

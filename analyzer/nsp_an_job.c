@@ -4,9 +4,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "nsp_an_internal.h"
+#include "nsp_reader.h"
 
 struct nsp_job *nsp_job_create(void) {
   struct nsp_job *job = calloc(1, sizeof(struct nsp_job));
@@ -141,6 +143,65 @@ static int dir_has_traces(const char *path) {
   return found;
 }
 
+/* One file of a directory, for the order it is read in. */
+struct dir_entry {
+  char *name;
+  size_t pos;         /* in name order */
+  size_t size;        /* bytes */
+  uint8_t id[32 + NSP_HOST_MAX]; /* the header's clock pair, pid and host; all 0 when unreadable */
+};
+
+/* The bytes of a trace header that say which process wrote it (the copy
+ * check of nsp_an_load_trace compares the same fields). */
+static void read_identity(struct dir_entry *e) {
+  const void *m;
+  size_t len;
+  memset(e->id, 0, sizeof e->id);
+  e->size = 0;
+  if (nsp_map_regular(e->name, 0, &m, &len) < 0) return;
+  const uint8_t *d = m;
+  if (len >= 48 + NSP_HOST_MAX && !memcmp(d, NSP_MAGIC, 8)) {
+    memcpy(e->id, d + 16, 24);        /* realtime, monotonic, pid */
+    memcpy(e->id + 32, d + 48, NSP_HOST_MAX);
+    e->size = len;
+  }
+  if (m) munmap((void *)m, len);
+}
+
+static int cmp_identity(const void *a, const void *b) {
+  const struct dir_entry *x = a, *y = b;
+  int c = memcmp(x->id, y->id, sizeof x->id);
+  if (c) return c;
+  if (x->size != y->size) return x->size > y->size ? -1 : 1; /* longest first */
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Copies of one process's trace (a trace renamed to .rank<R> mid-copy, a
+ * snapshot beside the final file) are one process, read once, the first
+ * in reading order: put the longest copy (traces are only appended to)
+ * where the first copy by name was.  names[n] are in name order. */
+static void longest_copy_first(char **names, size_t n) {
+  struct dir_entry *e = calloc(n ? n : 1, sizeof *e);
+  if (!e) return; /* name order, then: still correct, maybe not the longest */
+  for (size_t i = 0; i < n; i++) {
+    e[i].name = names[i];
+    e[i].pos = i;
+    read_identity(&e[i]);
+  }
+  qsort(e, n, sizeof *e, cmp_identity);
+  static const uint8_t none[sizeof e->id];
+  for (size_t i = 0, j; i < n; i = j) {
+    size_t first = e[i].pos;
+    for (j = i + 1; j < n && !memcmp(e[j].id, e[i].id, sizeof e->id); j++)
+      if (e[j].pos < first) first = e[j].pos;
+    if (j - i < 2 || !memcmp(e[i].id, none, sizeof none) || first == e[i].pos) continue;
+    char *t = names[first]; /* e[i] is the longest copy */
+    names[first] = names[e[i].pos];
+    names[e[i].pos] = t;
+  }
+  free(e);
+}
+
 static int add_dir(struct nsp_job *job, const char *path) {
   DIR *d = opendir(path);
   if (!d) {
@@ -182,6 +243,7 @@ static int add_dir(struct nsp_job *job, const char *path) {
   closedir(d);
   /* Name order makes the report independent of readdir order. */
   if (n) qsort(names, n, sizeof *names, cmp_str);
+  longest_copy_first(names, n);
   int added = 0;
   for (size_t i = 0; i < n && ret == 0; i++) {
     struct stat st;

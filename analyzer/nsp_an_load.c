@@ -654,10 +654,20 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     if (o->info.pid != h->pid || o->info.realtime_ns != (int64_t)h->realtime_ns ||
         o->info.monotonic_ns != (int64_t)h->monotonic_ns || strncmp(o->hdr_host, h->host, sizeof h->host))
       continue;
+    size_t size = nsp_reader_size(r);
     free(mem);
     nsp_reader_destroy(r);
-    NSP_TRY(nsp_job_notef(job, "%s: a copy of %s (the same host, pid and start time: one process); read once",
-                          path, o->info.path));
+    /* A directory's copies are read longest first (nsp_an_job.c); copies
+     * named in separate arguments are read in argument order. */
+    if (size > o->size)
+      NSP_TRY(nsp_job_notef(job,
+                            "%s: a copy of %s (the same host, pid and start time: one process), %zu bytes longer; "
+                            "the shorter was read, so this process's last records may be missing: name only "
+                            "the longer copy",
+                            path, o->info.path, size - o->size));
+    else
+      NSP_TRY(nsp_job_notef(job, "%s: a copy of %s (the same host, pid and start time: one process); read once",
+                            path, o->info.path));
     return 1;
   }
   struct nsp_trace *t = calloc(1, sizeof *t);
@@ -671,6 +681,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   job->traces[job->ntraces++] = t; /* owned by the job from here on */
   t->mem = mem;
   t->mem_len = mem_len;
+  t->size = nsp_reader_size(r);
   t->env_rank = -1;
   t->file_rank = rank_from_name(path);
   t->path = strdup(path);

@@ -179,6 +179,7 @@ const char *nsp_reader_ring_note(const struct nsp_reader *r) { return r->ring_no
 const struct nsp_file_header *nsp_reader_header(const struct nsp_reader *r) { return &r->hdr; }
 const char *nsp_reader_problem(const struct nsp_reader *r) { return r->problem[0] ? r->problem : NULL; }
 uint64_t nsp_reader_frames(const struct nsp_reader *r) { return r->frames; }
+size_t nsp_reader_size(const struct nsp_reader *r) { return r->len; }
 
 /* Appends to the problem sentence (the first damage's, plus a summary). */
 static void problem_cat(struct nsp_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

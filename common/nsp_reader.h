@@ -73,6 +73,9 @@ const char *nsp_reader_ring_note(const struct nsp_reader *r);
 /* Frames read so far. */
 uint64_t nsp_reader_frames(const struct nsp_reader *r);
 
+/* The trace's length in bytes (the file's, or the buffer's). */
+size_t nsp_reader_size(const struct nsp_reader *r);
+
 /* Frees everything; r may be NULL. */
 void nsp_reader_destroy(struct nsp_reader *r);
 

@@ -328,6 +328,61 @@ static void test_same_trace_twice(void **state) {
   nsp_case_rmdir(copies);
 }
 
+/* Copies of one trace that differ in length (a snapshot taken mid-run
+ * under the name before the .rank<R> rename, beside the final file): the
+ * longest is read, whichever name sorts first, and a shorter copy read
+ * first (another argument) is said to miss records. */
+static void test_shorter_copy(void **state) {
+  (void)state;
+  char dir[300], snap[300];
+  snprintf(dir, sizeof dir, "%s/copies-cut", tmpdir);
+  snprintf(snap, sizeof snap, "%s/snapshot", tmpdir);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(mkdir(snap, 0755), 0);
+  struct nsp_tracegen *g[NSP_CASE_MAX_RANKS];
+  int n = nsp_case_build("c10", g); /* a healthy job: no finding */
+  assert_int_equal(n, 4);
+  char full[400], cut[400], cut2[400];
+  for (int i = 0; i < n; i++) assert_int_equal(nsp_tracegen_write(g[i], dir, SIZE_MAX, i ? NULL : full, i ? 0 : sizeof full), 0);
+  size_t nframes;
+  const size_t *frames = nsp_tracegen_frame_offsets(g[0], &nframes);
+  assert_true(nframes > 4);
+  size_t keep = frames[nframes / 2]; /* a whole number of frames: no cut to note */
+  const uint8_t *data;
+  size_t len;
+  assert_int_equal(nsp_tracegen_bytes(g[0], &data, &len), 0);
+  /* <host>.<pid>.ncclspy: the name before the rename, sorting first */
+  const char *dot = strstr(full, ".rank0.ncclspy");
+  assert_non_null(dot);
+  snprintf(cut, sizeof cut, "%.*s.ncclspy", (int)(dot - full), full);
+  snprintf(cut2, sizeof cut2, "%s/%s", snap, strrchr(cut, '/') + 1);
+  for (int k = 0; k < 2; k++) {
+    FILE *f = fopen(k ? cut2 : cut, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, keep, f), keep);
+    assert_int_equal(fclose(f), 0);
+  }
+  for (int i = 0; i < n; i++) nsp_tracegen_destroy(g[i]);
+
+  struct result r = run((const char *[]){"analyze", dir, NULL});
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "ncclspy report: 4 traces, 3 communicators, 0 findings");
+  char want[2000];
+  snprintf(want, sizeof want, "%s: a copy of %s (the same host, pid and start time: one process); read once", cut,
+           full);
+  assert_contains(r.out, want);
+  result_free(&r);
+
+  r = run((const char *[]){"analyze", snap, dir, NULL});
+  snprintf(want, sizeof want, "%s: a copy of %s (the same host, pid and start time: one process), %zu bytes longer; "
+           "the shorter was read, so this process's last records may be missing: name only the longer copy",
+           full, cut2, len - keep);
+  assert_contains(r.out, want);
+  result_free(&r);
+  nsp_case_rmdir(dir);
+  nsp_case_rmdir(snap);
+}
+
 /* -o must not overwrite a trace; its errors say "ncclspy:". */
 static void test_output_guard(void **state) {
   (void)state;
@@ -774,6 +829,7 @@ int main(void) {
       cmocka_unit_test(test_exit_codes),
       cmocka_unit_test(test_damaged_inputs),
       cmocka_unit_test(test_same_trace_twice),
+      cmocka_unit_test(test_shorter_copy),
       cmocka_unit_test(test_output_guard),
       cmocka_unit_test(test_no_records),
       cmocka_unit_test(test_subdirs_and_rings),
