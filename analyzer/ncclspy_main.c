@@ -110,6 +110,24 @@ static int same_file(const struct stat *a, const struct stat *b) {
   return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* Whether `output`, which does not exist, would be created as `path`
+ * (the same directory, by identity, and the same file name). */
+static int same_place_new(const char *output, const char *path) {
+  char *a = strdup(output), *b = strdup(path);
+  int same = 0;
+  if (a && b) {
+    char *abase = strdup(basename(a)), *bbase = strdup(basename(b));
+    struct stat ad, bd;
+    if (abase && bbase && !strcmp(abase, bbase) && stat(dirname(a), &ad) == 0 && stat(dirname(b), &bd) == 0)
+      same = same_file(&ad, &bd);
+    free(abase);
+    free(bbase);
+  }
+  free(a);
+  free(b);
+  return same;
+}
+
 /* Whether writing the report to `output` would overwrite an input: a
  * file named on the command line (or its .ring), or a trace (or .ring)
  * inside a directory named there.  Prints why and returns 1. */
@@ -126,11 +144,13 @@ static int output_clobbers_input(const char *output, int argc, char **argv, int 
     if (stat(argv[i], &is) < 0) continue;
     int hit = exists && same_file(&os, &is);
     if (!hit && S_ISDIR(is.st_mode)) hit = dir_ok && trace_name && same_file(&ds, &is);
-    if (!hit && exists && S_ISREG(is.st_mode) && ends_with(output, ".ring")) {
-      char ring[4096];
+    if (!hit && S_ISREG(is.st_mode) && ends_with(output, ".ring")) {
+      /* Its .ring, there already or not yet (a crash may make it later,
+       * and the next analyze would read the report as the ring). */
+      char ring[4200];
       struct stat rs;
       snprintf(ring, sizeof ring, "%s.ring", argv[i]);
-      hit = stat(ring, &rs) == 0 && same_file(&os, &rs);
+      hit = exists ? stat(ring, &rs) == 0 && same_file(&os, &rs) : same_place_new(output, ring);
     }
     if (hit) {
       fprintf(stderr, "ncclspy: -o %s would overwrite the input trace %s%s; write the report elsewhere\n", output,

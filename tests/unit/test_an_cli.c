@@ -398,6 +398,7 @@ static void test_output_guard(void **state) {
       (const char *[]){"analyze", "-o", f0, f0, NULL},
       (const char *[]){"analyze", "-o", in_dir, c01, NULL},
       (const char *[]){"analyze", "-o", ring, c01, NULL},
+      (const char *[]){"analyze", "-o", ring, f0, NULL}, /* its .ring, not there yet */
       (const char *[]){"perf", "-o", f0, c01, NULL},
   };
   for (size_t i = 0; i < sizeof argvs / sizeof *argvs; i++) {
