@@ -30,7 +30,8 @@ static const char *const nsp_sym_names[] = {NSP_NCCL_APIS(NSP_STR_)};
 static pthread_mutex_t nsp_resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *nsp_lib_handle; /* the libnccl found by step 2 or 3 */
 static char nsp_lib_path[512];
-static _Atomic int nsp_warned_missing[NSP_API_COUNT];
+static _Atomic int nsp_warned_missing[NSP_API_COUNT]; /* a function the loaded libnccl lacks */
+static _Atomic int nsp_warned_nolib;                  /* no libnccl loaded at all: said once */
 
 static _Atomic int nsp_lib_path_set; /* nsp_lib_path is written once, then this is set */
 
@@ -112,17 +113,29 @@ static void *find_library(void) {
 nsp_any_fn nsp_resolve(int api) {
   void *f = dlsym(RTLD_NEXT, nsp_sym_names[api]);
   if (f && is_self(f)) f = NULL;
+  int have_lib = 1;
   if (!f) {
     pthread_mutex_lock(&nsp_resolve_lock);
     if (!nsp_lib_handle) nsp_lib_handle = find_library();
     if (nsp_lib_handle) f = sym_from(nsp_lib_handle, api);
+    else have_lib = 0;
     pthread_mutex_unlock(&nsp_resolve_lock);
+  }
+  if (!f && !have_lib) {
+    /* Once per process, whichever function came first: until a libnccl
+     * is loaded every call misses alike. */
+    nsp_warn_once(&nsp_warned_nolib,
+                  "%s: no real NCCL function found: no libnccl is loaded in this process (a library "
+                  "that vendors NCCL under another name: set NCCLSPY_NCCL_LIBRARY to its name once it is "
+                  "loaded); NCCL calls return ncclInvalidUsage without recording until one is",
+                  nsp_sym_names[api]);
+    return NULL;
   }
   if (!f) {
     nsp_warn_once(&nsp_warned_missing[api],
-                  "%s: no real NCCL function found (is libnccl loaded? set NCCLSPY_NCCL_LIBRARY); "
-                  "returning an error without recording",
-                  nsp_sym_names[api]);
+                  "%s: no real NCCL function found: the loaded libnccl (%s) does not have it; "
+                  "it returns ncclInvalidUsage without recording",
+                  nsp_sym_names[api], nsp_nccl_path()[0] ? nsp_nccl_path() : "its path unknown");
     return NULL;
   }
   pthread_mutex_lock(&nsp_resolve_lock);
