@@ -40,7 +40,7 @@ static const char nsp_usage_analyze[] =
     "\n"
     "Loads every *.ncclspy file in each DIR (not recursive) and each FILE, each\n"
     "file once (a copy of a trace too); *.ncclspy.ring files are read by their trace.\n"
-    "unifies communicators across ranks, and checks, per communicator:\n"
+    "Unifies communicators across ranks, and checks, per communicator:\n"
     "  - collectives at each sequence number: kind, dtype, count, reduction op, root\n"
     "    (the first mismatching seq per communicator);\n"
     "  - the k-th send against the k-th recv of every rank pair (bytes, unmatched);\n"
@@ -205,6 +205,13 @@ static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
     else if (r == 0) fprintf(stderr, "ncclspy: warning: %s: no *.ncclspy trace in it\n", argv[i]);
   }
   if (!nsp_job_ntraces(job)) {
+    int rings = 0, others = 0;
+    for (int i = first; i < argc; i++) ends_with(argv[i], ".ncclspy.ring") ? rings++ : others++;
+    if (rings && !others) {
+      fprintf(stderr, "ncclspy: %s is a crash ring, read along with its trace: name the trace (%.*s) or its "
+                      "directory\n", argv[first], (int)(strlen(argv[first]) - 5), argv[first]);
+      return NSP_EXIT_USAGE;
+    }
     fprintf(stderr, "ncclspy: no readable trace");
     for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "%s %s", i ? ";" : ":", nsp_job_note(job, i));
     fprintf(stderr, "\n");

@@ -380,7 +380,10 @@ int nsp_dump_file(const char *path, int json, FILE *out, FILE *err) {
   char e[256];
   struct nsp_reader *r = nsp_reader_open(path, e, sizeof e);
   if (!r) {
-    fprintf(err, "ncclspy: %s: %s\n", path, e);
+    size_t n = strlen(path);
+    if (n > 13 && !strcmp(path + n - 13, ".ncclspy.ring"))
+      fprintf(err, "ncclspy: %s: a crash ring, read along with its trace: dump %.*s\n", path, (int)(n - 5), path);
+    else fprintf(err, "ncclspy: %s: %s\n", path, e);
     return 2;
   }
   const struct nsp_file_header *h = nsp_reader_header(r);

@@ -483,6 +483,19 @@ static void test_subdirs_and_rings(void **state) {
   assert_string_equal(r.err, "");
   assert_contains(r.out, "ncclspy report: 2 traces");
   result_free(&r);
+  /* Only rings named: what to name instead. */
+  r = run((const char *[]){"analyze", ring, NULL});
+  assert_int_equal(r.status, 2);
+  snprintf(want, sizeof want, "ncclspy: %s is a crash ring, read along with its trace: name the trace (%.*s) or its "
+           "directory\n", ring, (int)(strlen(ring) - 5), ring);
+  assert_string_equal(r.err, want);
+  result_free(&r);
+  r = run((const char *[]){"dump", ring, NULL});
+  assert_int_equal(r.status, 2);
+  snprintf(want, sizeof want, "ncclspy: %s: a crash ring, read along with its trace: dump %.*s\n", ring,
+           (int)(strlen(ring) - 5), ring);
+  assert_string_equal(r.err, want);
+  result_free(&r);
   nsp_case_rmdir(sub);
   assert_int_equal(rmdir(top), 0);
 }
