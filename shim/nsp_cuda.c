@@ -55,6 +55,8 @@ static void load(void) {
   NSP_CU_SYM(DeviceGetUuid, "cuDeviceGetUuid", "cuDeviceGetUuid_v2");
   NSP_CU_SYM(DeviceGetPCIBusId, "cuDeviceGetPCIBusId", "cuDeviceGetPCIBusId");
   NSP_CU_SYM(DeviceGetName, "cuDeviceGetName", "cuDeviceGetName");
+  NSP_CU_SYM(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode",
+             "cuThreadExchangeStreamCaptureMode");
   if (nsp_cu.CtxGetCurrent && nsp_cu.CtxSetCurrent && nsp_cu.StreamGetCtx && nsp_cu.StreamIsCapturing &&
       nsp_cu.StreamCreate && nsp_cu.EventCreate && nsp_cu.EventRecord && nsp_cu.EventQuery &&
       nsp_cu.EventSynchronize && nsp_cu.EventElapsedTime && nsp_cu.EventDestroy)

@@ -28,6 +28,11 @@ typedef struct {
 #define NSP_CU_EVENT_DISABLE_TIMING 0x2
 #define NSP_CU_STREAM_NON_BLOCKING 0x1
 #define NSP_CU_STREAM_CAPTURE_STATUS_NONE 0
+/* CUstreamCaptureMode: a thread in this mode may make potentially unsafe
+ * calls (cuEventQuery, cuEventSynchronize...) while other threads capture
+ * graphs, even in CU_STREAM_CAPTURE_MODE_GLOBAL (0, every thread's
+ * default), whose captures such a call from a GLOBAL thread invalidates. */
+#define NSP_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
 /* The driver functions, or NULL members when libcuda is absent. */
 struct nsp_cuda {
@@ -47,6 +52,8 @@ struct nsp_cuda {
   CUresult (*DeviceGetUuid)(CUuuid *, CUdevice);
   CUresult (*DeviceGetPCIBusId)(char *, int, CUdevice);
   CUresult (*DeviceGetName)(char *, int, CUdevice);
+  /* CUDA 10.1+; NULL on older drivers (then nothing is exchanged). */
+  CUresult (*ThreadExchangeStreamCaptureMode)(int *);
 };
 
 /* Resolves the driver once.  Returns the table when every function event

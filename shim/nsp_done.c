@@ -11,8 +11,10 @@
  * Never changes what the program sees: events are only recorded (no
  * waits are added to a stream), an event is never recorded into a stream
  * being captured into a CUDA graph (that would add a node to the user's
- * graph: such calls are marked captured and never queried), and driver
- * errors turn tracking off for that call, never into an NCCL error.
+ * graph: such calls are marked captured and never queried), the poller's
+ * queries never invalidate the program's graph captures (it runs in the
+ * THREAD_LOCAL capture interaction mode), and driver errors turn tracking
+ * off for that call, never into an NCCL error.
  *
  * Settings:
  *   NCCLSPY_TIMING=0       no GPU timing: one untimed event per call, for
@@ -717,10 +719,38 @@ static void heartbeat(void) {
   nsp_ring_commit(r);
 }
 
+/* Makes the calling thread's driver calls safe while the program captures
+ * a CUDA graph on another thread: in the default GLOBAL interaction mode,
+ * a cuEventQuery or cuEventSynchronize from any thread invalidates every
+ * capture begun in GLOBAL mode (torch.cuda.graph's default), and the
+ * program's cuStreamEndCapture fails.  THREAD_LOCAL binds the thread only
+ * by captures of its own, which the shim never makes (what PyTorch's NCCL
+ * watchdog does: pytorch/pytorch#148594).  Returns the previous mode, for
+ * restore_capture_mode; -1 when nothing was changed. */
+static int thread_local_capture_mode(void) {
+  int mode = NSP_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+  if (!cu || !cu->ThreadExchangeStreamCaptureMode ||
+      cu->ThreadExchangeStreamCaptureMode(&mode) != NSP_CUDA_SUCCESS)
+    return -1;
+  return mode;
+}
+
+static void restore_capture_mode(int mode) {
+  if (mode >= 0) cu->ThreadExchangeStreamCaptureMode(&mode);
+}
+
 static void *poller_main(void *arg) {
   (void)arg;
   unsigned tick = 0, beat = 0;
+  int mode_set = 0;
   while (!atomic_load_explicit(&nsp_poller_stop, memory_order_acquire)) {
+    /* The poller queries and synchronizes events whatever the program's
+     * threads are doing; it never captures.  (It may start, to follow a
+     * non-blocking init, before the driver is resolved.) */
+    if (!mode_set && nsp_track > 0) {
+      (void)thread_local_capture_mode();
+      mode_set = 1;
+    }
     if (nsp_track > 0) poll_once();
     if (nsp_track > 0 && ++beat * nsp_poll_ns >= 1000000000u) { /* about every second */
       beat = 0;
@@ -785,7 +815,11 @@ void nsp_done_stop(void) {
   atomic_store(&nsp_poller_stop, 1);
   pthread_join(nsp_poller, NULL);
   nsp_poller_running = 0;
-  if (nsp_track > 0) poll_once(); /* what finished just before exit */
+  if (nsp_track > 0) { /* what finished just before exit */
+    int mode = thread_local_capture_mode(); /* the program's thread: put back after */
+    poll_once();
+    restore_capture_mode(mode);
+  }
 }
 
 void nsp_done_group_discard(void) { nsp_group_nstreams = 0; }

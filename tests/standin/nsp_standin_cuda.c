@@ -50,6 +50,14 @@
  *   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED), CUDA_ERROR_CAPTURED_EVENT
  *   after it.  cuStreamSynchronize/cuStreamQuery on a capturing stream
  *   return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate it too.
+ *   Those four calls are also what the driver calls potentially unsafe
+ *   during any capture: made from a thread whose interaction mode
+ *   (cuThreadExchangeStreamCaptureMode, GLOBAL by default) is not
+ *   RELAXED, during the thread's own capture, or, in GLOBAL mode, during
+ *   another thread's capture begun in GLOBAL mode, they return
+ *   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate that capture (a
+ *   watchdog thread querying events while the program captures a graph:
+ *   pytorch/pytorch#104487, #148594).
  *   The NULL stream cannot be captured.
  * - cuStreamDestroy returns at once, like the real driver: work already
  *   queued still runs.  An idle stream's worker is joined there; a busy
@@ -139,6 +147,8 @@ struct CUstream_st {
   int exited;
   CUstreamCaptureStatus capture;
   uint64_t capture_id;
+  CUstreamCaptureMode capture_mode; /* of the capture under way */
+  pthread_t capture_thread;         /* the thread that began it */
   /* under nsp_cu.lock */
   struct CUstream_st *all_next; /* every stream whose worker is not joined */
   int destroyed;                /* the handle is gone; join when drained */
@@ -190,6 +200,11 @@ static _Thread_local struct {
   int set;
   struct CUctx_st *ctx;
 } nsp_cu_tls;
+
+/* The calling thread's stream capture interaction mode
+ * (cuThreadExchangeStreamCaptureMode); CU_STREAM_CAPTURE_MODE_GLOBAL,
+ * which is 0, by default. */
+static _Thread_local CUstreamCaptureMode nsp_cu_thread_mode;
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -797,6 +812,50 @@ NSP_CU_API CUresult cuStreamDestroy(CUstream hStream)
   return cuStreamDestroy_v2(hStream);
 }
 
+/* A potentially unsafe call (a query or synchronize of a stream or event)
+ * made while captures are under way, as the real driver judges it
+ * (cuThreadExchangeStreamCaptureMode): unless the calling thread's mode is
+ * RELAXED, it is prohibited during its own captures not begun RELAXED,
+ * and, in GLOBAL mode, during other threads' captures begun GLOBAL.  A
+ * prohibited call invalidates those captures and returns 1 (the caller
+ * then returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).  Takes nsp_cu.lock
+ * and the streams' locks: call it holding neither. */
+static int nsp_cu_unsafe_call_refused(void)
+{
+  struct CUstream_st *s;
+  pthread_t self = pthread_self();
+  int refused = 0;
+  if (nsp_cu_thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+    return 0;
+  pthread_mutex_lock(&nsp_cu.lock);
+  for (s = nsp_cu.streams; s; s = s->all_next) {
+    pthread_mutex_lock(&s->lock);
+    if (s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+      int own = pthread_equal(s->capture_thread, self);
+      if (own || (nsp_cu_thread_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+                  s->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL)) {
+        s->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        refused = 1;
+      }
+    }
+    pthread_mutex_unlock(&s->lock);
+  }
+  pthread_mutex_unlock(&nsp_cu.lock);
+  return refused;
+}
+
+NSP_CU_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+  CUstreamCaptureMode old;
+  NSP_CU_CHECK_INIT();
+  if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  old = nsp_cu_thread_mode;
+  nsp_cu_thread_mode = *mode;
+  *mode = old;
+  return CUDA_SUCCESS;
+}
+
 /* A synchronizing call on a capturing stream: refused, and the capture is
  * invalidated.  Returns 1 if it was capturing.  Caller holds s->lock. */
 static int nsp_cu_refuse_if_capturing_locked(struct CUstream_st *s)
@@ -816,6 +875,8 @@ NSP_CU_API CUresult cuStreamSynchronize(CUstream hStream)
   r = nsp_cu_stream_get(hStream, &s);
   if (r != CUDA_SUCCESS)
     return r;
+  if (nsp_cu_unsafe_call_refused())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   pthread_mutex_lock(&s->lock);
   if (nsp_cu_refuse_if_capturing_locked(s)) {
     pthread_mutex_unlock(&s->lock);
@@ -836,6 +897,8 @@ NSP_CU_API CUresult cuStreamQuery(CUstream hStream)
   r = nsp_cu_stream_get(hStream, &s);
   if (r != CUDA_SUCCESS)
     return r;
+  if (nsp_cu_unsafe_call_refused())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   pthread_mutex_lock(&s->lock);
   if (nsp_cu_refuse_if_capturing_locked(s))
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -904,6 +967,8 @@ NSP_CU_API CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMod
   } else {
     hStream->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
     hStream->capture_id = ++nsp_cu.capture_ids;
+    hStream->capture_mode = mode;
+    hStream->capture_thread = pthread_self();
   }
   pthread_mutex_unlock(&hStream->lock);
   pthread_mutex_unlock(&nsp_cu.lock);
@@ -1038,6 +1103,8 @@ NSP_CU_API CUresult cuEventQuery(CUevent hEvent)
   NSP_CU_CHECK_INIT();
   if (!hEvent)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (nsp_cu_unsafe_call_refused())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   pthread_mutex_lock(&nsp_cu.lock);
   if (hEvent->magic != NSP_CU_EVENT_MAGIC)
     r = CUDA_ERROR_INVALID_HANDLE;
@@ -1056,6 +1123,8 @@ NSP_CU_API CUresult cuEventSynchronize(CUevent hEvent)
   NSP_CU_CHECK_INIT();
   if (!hEvent)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (nsp_cu_unsafe_call_refused())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   pthread_mutex_lock(&nsp_cu.lock);
   if (hEvent->magic != NSP_CU_EVENT_MAGIC) {
     r = CUDA_ERROR_INVALID_HANDLE;
@@ -1216,6 +1285,7 @@ static const struct nsp_cu_proc nsp_cu_procs[] = {
   {"cuStreamBeginCapture", 10000, NSP_CU_FN(cuStreamBeginCapture), 10010,
    NSP_CU_FN(cuStreamBeginCapture_v2)},
   {"cuStreamEndCapture", 10000, NSP_CU_FN(cuStreamEndCapture), 0, NULL},
+  {"cuThreadExchangeStreamCaptureMode", 10010, NSP_CU_FN(cuThreadExchangeStreamCaptureMode), 0, NULL},
   {"cuEventCreate", 2000, NSP_CU_FN(cuEventCreate), 0, NULL},
   {"cuEventRecord", 2000, NSP_CU_FN(cuEventRecord), 0, NULL},
   {"cuEventRecordWithFlags", 11010, NSP_CU_FN(cuEventRecordWithFlags), 0, NULL},

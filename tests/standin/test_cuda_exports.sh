@@ -44,6 +44,7 @@ cuStreamGetCtx
 cuStreamIsCapturing
 cuStreamQuery
 cuStreamSynchronize
+cuThreadExchangeStreamCaptureMode
 nsp_standin_stream_enqueue
 LIST
 echo "1..2"

@@ -401,6 +401,91 @@ static void test_capture(void **state)
   assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+/* What a query of `e` from another thread returns, that thread's capture
+ * interaction mode set to `mode` first (-1: left at its default). */
+struct query_arg {
+  CUevent e;
+  int mode;
+  CUresult result;
+  CUstreamCaptureMode was;
+};
+
+static void *query_thread(void *p)
+{
+  struct query_arg *a = p;
+  a->was = (CUstreamCaptureMode)-1;
+  if (a->mode >= 0) {
+    CUstreamCaptureMode m = (CUstreamCaptureMode)a->mode;
+    if (cuThreadExchangeStreamCaptureMode(&m) != CUDA_SUCCESS)
+      return NULL;
+    a->was = m;
+  }
+  a->result = cuEventQuery(a->e);
+  return NULL;
+}
+
+static CUresult query_from_thread(CUevent e, int mode)
+{
+  struct query_arg a = {e, mode, (CUresult)-1, (CUstreamCaptureMode)-1};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, query_thread, &a), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  if (mode >= 0)
+    assert_int_equal(a.was, CU_STREAM_CAPTURE_MODE_GLOBAL); /* a new thread's default */
+  return a.result;
+}
+
+/* Queries are potentially unsafe during a capture: refused (and the
+ * capture invalidated) from a thread in GLOBAL mode while another thread
+ * captures in GLOBAL mode, and from the capturing thread itself unless it
+ * is RELAXED; allowed from a thread in THREAD_LOCAL or RELAXED mode during
+ * another's capture.  Events here were recorded outside any capture. */
+static void test_capture_modes(void **state)
+{
+  CUstream s;
+  CUevent e;
+  CUgraph graph = NULL;
+  CUstreamCaptureMode m;
+  (void)state;
+  assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  assert_int_equal(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  assert_int_equal(cuEventRecord(e, s), CUDA_SUCCESS);
+  assert_int_equal(cuEventSynchronize(e), CUDA_SUCCESS);
+
+  /* another thread in GLOBAL mode, a GLOBAL capture here: refused */
+  assert_int_equal(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  assert_int_equal(query_from_thread(e, -1), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  assert_int_equal(cuStreamEndCapture(s, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  /* the same thread in THREAD_LOCAL (or RELAXED) mode: allowed */
+  assert_int_equal(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  assert_int_equal(query_from_thread(e, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  assert_int_equal(query_from_thread(e, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  assert_int_equal(cuStreamEndCapture(s, &graph), CUDA_SUCCESS);
+  /* a THREAD_LOCAL capture: other threads are not bound by it */
+  assert_int_equal(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  assert_int_equal(query_from_thread(e, -1), CUDA_SUCCESS);
+  assert_int_equal(cuStreamEndCapture(s, &graph), CUDA_SUCCESS);
+  /* the capturing thread itself: refused unless RELAXED */
+  m = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&m), CUDA_SUCCESS);
+  assert_int_equal(m, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  assert_int_equal(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  assert_int_equal(cuEventQuery(e), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  assert_int_equal(cuStreamEndCapture(s, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&m), CUDA_SUCCESS);
+  assert_int_equal(m, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  assert_int_equal(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  assert_int_equal(cuEventQuery(e), CUDA_SUCCESS);
+  assert_int_equal(cuStreamEndCapture(s, &graph), CUDA_SUCCESS);
+  m = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&m), CUDA_SUCCESS);
+  m = (CUstreamCaptureMode)7;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&m), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(cuEventDestroy(e), CUDA_SUCCESS);
+  assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
 typedef CUresult (*record_fn)(CUevent, CUstream);
 typedef CUresult (*destroy_fn)(CUevent);
 typedef CUresult (*elapsed_fn)(float *, CUevent, CUevent);
@@ -651,6 +736,7 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_events),
     cmocka_unit_test(test_disable_timing),
     cmocka_unit_test(test_capture),
+    cmocka_unit_test(test_capture_modes),
     cmocka_unit_test(test_get_proc_address),
     cmocka_unit_test(test_errors),
     cmocka_unit_test(test_destroy_busy),
