@@ -3,8 +3,11 @@
 Each round enqueues two 1 GiB all-reduces through ctypes ncclAllReduce (as
 vLLM's pynccl does; torch's process group, which waits for its own work
 before a capture, is not involved), then at once captures a CUDA graph of
-small matrix products on a side stream, in torch's default GLOBAL capture
-mode, and replays it.  While the all-reduces run, the shim's poller
+small matrix products and one small ctypes all-reduce on a side stream,
+in torch's default GLOBAL capture mode, and replays it (the replayed
+all-reduce must sum the ranks' ones).  The shim records the captured
+all-reduce as captured: no event goes into the graph, and it is never
+queried.  While the all-reduces run, the shim's poller
 queries their completion events: from a thread in the GLOBAL interaction
 mode, such a query invalidates the capture (capture_end fails); the shim's
 poller runs in THREAD_LOCAL mode, so every capture must succeed.
@@ -37,6 +40,7 @@ def main():
     big = torch.zeros(256 << 20, device="cuda")  # 1 GiB of float32
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     a = torch.randn(128, 128, device="cuda")
+    small = torch.ones(1024, device="cuda")
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # warm-up outside a capture (cuBLAS makes its handle here)
@@ -56,17 +60,23 @@ def main():
                 y = a
                 for _ in range(1000):  # some ms of capturing: the poller looks every 2 ms
                     y = torch.tanh(y @ a)
+                assert lib.ncclAllReduce(small.data_ptr(), small.data_ptr(), small.numel(), NCCL_FLOAT32,
+                                         NCCL_SUM, comm, side.cuda_stream) == 0
                 capturing = False
                 g.capture_end()
+            small.fill_(1)
+            torch.cuda.synchronize()
             g.replay()
             torch.cuda.synchronize()
             want = a
             for _ in range(1000):
                 want = torch.tanh(want @ a)
-            if torch.allclose(y, want, atol=1e-3):
-                ok += 1
+            if not torch.allclose(y, want, atol=1e-3):
+                errors.append(f"round {r}: the replayed graph gave other products")
+            elif not bool((small == world).all()):
+                errors.append(f"round {r}: the replayed all-reduce gave {small[0].item()}, not {world}")
             else:
-                errors.append(f"round {r}: the replayed graph gave other values")
+                ok += 1
         except RuntimeError as e:  # torch.AcceleratorError is one
             errors.append(f"round {r}: {str(e).splitlines()[0]}")
             if capturing:
