@@ -491,20 +491,21 @@ static int rule_missing(struct nsp_job *job, struct nsp_comm *c) {
                   have == 1 ? "has" : "have", missing == 1 ? "rank" : "ranks");
   int *list = missing <= NSP_MISSING_LIST_MAX ? malloc(missing * sizeof *list) : NULL;
   size_t nl = 0, shown = 0;
-  int next = 0;
+  /* 64-bit: the rank after a traced rank INT_MAX (hostile nranks) is no int. */
+  int64_t next = 0;
   for (size_t i = 0; i <= c->info.ntraced; i++) {
-    int upto = i < c->info.ntraced ? c->ranks[i] : nr; /* exclusive */
+    int64_t upto = i < c->info.ntraced ? c->ranks[i] : nr; /* exclusive */
     if (upto > nr) upto = nr;
     if (upto < next) continue;
-    if (upto > next) {
+    if (upto > next) { /* next < upto <= nr: both fit in an int */
       if (shown < 20) {
-        if (upto - 1 > next) nsp_sbuf_printf(&b, "%s%d-%d", shown ? "," : "", next, upto - 1);
-        else nsp_sbuf_printf(&b, "%s%d", shown ? "," : "", next);
+        if (upto - 1 > next) nsp_sbuf_printf(&b, "%s%d-%d", shown ? "," : "", (int)next, (int)(upto - 1));
+        else nsp_sbuf_printf(&b, "%s%d", shown ? "," : "", (int)next);
       } else if (shown == 20) {
         nsp_sbuf_printf(&b, ",...");
       }
       shown++;
-      for (int r = next; list && r < upto; r++) list[nl++] = r;
+      for (int64_t r = next; list && r < upto; r++) list[nl++] = (int)r;
     }
     next = upto + 1;
   }

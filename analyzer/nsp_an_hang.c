@@ -39,6 +39,10 @@ static int role_of(const struct nsp_job *job, const struct nsp_member *m, uint64
   if (m->last_seq < h) return nsp_an_member_uncovered(job, m) ? NSP_ROLE_ARRIVAL_UNKNOWN : NSP_ROLE_NOT_ARRIVED;
   if (m->first_err_seq == h) return NSP_ROLE_FAILED;
   if (!tracked(job->traces[m->trace])) return NSP_ROLE_UNTRACKED;
+  /* Records lost after its last collective here may have held the
+   * COMPLETION of h (or of an earlier call, which h ran after): whether h
+   * completed is not known. */
+  if (m->first_pending && m->first_pending <= h && nsp_an_member_uncovered(job, m)) return NSP_ROLE_UNTRACKED;
   if (m->first_pending == h) return NSP_ROLE_WAITING;
   /* Some of its calls here asked for no completion (NCCLSPY_TRACK=0): it
    * may not have completed this one either. */
@@ -85,6 +89,9 @@ static int hang_comm(struct nsp_job *job, struct nsp_comm *c) {
   for (size_t k = 0; k < c->nmembers; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
     if (m->rank < 0 || !tracked(job->traces[m->trace]) || !m->first_pending) continue;
+    /* A call whose COMPLETION may be among records the trace lost after
+     * it is no evidence of a hang (role_of: untracked). */
+    if (nsp_an_member_uncovered(job, m)) continue;
     if (!h || m->first_pending < h) h = m->first_pending;
   }
   if (!h) return 0;
@@ -246,6 +253,44 @@ static const struct nsp_comm *left_after_mismatch(const struct nsp_job *job, con
   return c && c->mismatch_seq && c->mismatch_seq == p->call.seq ? c : NULL;
 }
 
+/* The communicator of a mismatch that a process of finding f is stuck
+ * in: its last call (on any communicator) is a collective on another
+ * communicator at or after that communicator's mismatched seq, made no
+ * earlier than the mismatch.  NULL when there is no such evidence. */
+static const struct nsp_comm *stuck_after_mismatch(struct nsp_job *job, const struct nsp_finding_priv *f,
+                                                   const struct nsp_proc *p) {
+  if (p->call.api < 0 || !p->call.comm_id || p->call.comm_id == f->pub.comm_id) return NULL;
+  if (nsp_api_kind(p->call.api) != NSP_K_COLL) return NULL;
+  const struct nsp_comm *c = comm_of(job, p->call.comm_id);
+  if (!c || !c->mismatch_seq || p->call.seq < c->mismatch_seq) return NULL;
+  const struct nsp_finding_priv *m = nsp_an_finding_by_id(job, c->mismatch_id);
+  if (m && m->pub.time_ns && p->call.time_ns && p->call.time_ns < m->pub.time_ns) return NULL;
+  return c;
+}
+
+/* The member of communicator c that trace ti is, or NULL. */
+static const struct nsp_member *member_of_trace(const struct nsp_job *job, const struct nsp_comm *c, size_t ti) {
+  for (size_t k = 0; c && k < c->nmembers; k++)
+    if (job->members[c->members[k]].trace == ti) return &job->members[c->members[k]];
+  return NULL;
+}
+
+/* True when error e's origin o follows the mismatch of its communicator c:
+ * a collective it called at or after the mismatched seq failed, or (an
+ * async error, a failed finalize or abort: the timeout of a rank blocked
+ * in the mismatch) the process reached that seq on c and the error came
+ * no earlier than the mismatch. */
+static int error_after_mismatch(struct nsp_job *job, const struct nsp_comm *c, const struct nsp_proc *o) {
+  if (!c || !c->mismatch_seq) return 0;
+  if (o->call.source == NSP_SRC_CALL)
+    return nsp_api_kind(o->call.api) == NSP_K_COLL && o->call.seq >= c->mismatch_seq;
+  if (o->call.source != NSP_SRC_ASYNC && o->call.source != NSP_SRC_COMM_END) return 0;
+  const struct nsp_member *m = member_of_trace(job, c, o->trace);
+  const struct nsp_finding_priv *mf = nsp_an_finding_by_id(job, c->mismatch_id);
+  if (!m || m->last_seq < c->mismatch_seq) return 0;
+  return !(mf && mf->pub.time_ns && o->call.time_ns && o->call.time_ns < mf->pub.time_ns);
+}
+
 static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
   const struct nsp_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
   if (c && c->mismatch_seq && c->mismatch_seq <= f->pub.seq) {
@@ -285,9 +330,7 @@ static void put_ranks(struct nsp_sbuf *b, const int *ranks, size_t n) {
 
 /* "rank 1" or, when its job rank differs, "rank 1 (job rank 3)". */
 static void put_rank(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_proc *p) {
-  int jr = job->traces[p->trace]->info.rank;
-  nsp_sbuf_printf(b, "rank %d", p->rank);
-  if (jr >= 0 && jr != p->rank) nsp_sbuf_printf(b, " (job rank %d)", jr);
+  nsp_an_put_rank(b, job, p->rank, p->trace);
 }
 
 static void put_call_where(struct nsp_sbuf *b, const struct nsp_call *c, uint64_t comm_id) {
@@ -412,7 +455,8 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
     nsp_sbuf_printf(&b, "; the waiting %s abandoned when the communicator was aborted",
                     nab == 1 ? "call was" : "calls were");
   else if (nab)
-    nsp_sbuf_printf(&b, "; %zu of the waiting calls were abandoned when the communicator was aborted", nab);
+    nsp_sbuf_printf(&b, "; %zu of the waiting calls %s abandoned when the communicator was aborted", nab,
+                    nab == 1 ? "was" : "were");
   if (ner) nsp_sbuf_printf(&b, "; %zu of the waiting calls failed on the GPU (the event query returned an error)", ner);
   /* How long the waiting ranks waited, as far as their traces go. */
   if (wt) {
@@ -443,7 +487,9 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
       size_t ws = wt->nranks < 4 ? wt->nranks : 4;
       for (size_t p = 0; p < ws; p++) {
         const struct nsp_proc *pr = &wt->procs[p];
-        nsp_sbuf_printf(&b, "%s rank %d waited %.3f s", p ? "," : ";", pr->rank, (double)pr->wait_ns / 1e9);
+        nsp_sbuf_printf(&b, "%s ", p ? "," : ";");
+        put_rank(&b, job, pr);
+        nsp_sbuf_printf(&b, " waited %.3f s", (double)pr->wait_ns / 1e9);
       }
       nsp_sbuf_printf(&b, "%s (enqueue to the end of each trace)", wt->nranks > ws ? ", ..." : "");
     }
@@ -457,7 +503,14 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
                     nsp_finding_kind_name(cause->pub.kind), (unsigned long long)cause->pub.seq,
                     (unsigned long long)cause->pub.comm_id);
   } else if (cause && cause->pub.kind == NSP_FIND_ERROR) {
-    nsp_sbuf_printf(&b, "; this follows the error of rank %d", cause->pub.nodd ? cause->pub.odd_ranks[0] : -1);
+    /* The error finding names job ranks: its origin as a rank of this
+     * communicator when it is one. */
+    nsp_sbuf_printf(&b, "; this follows the error of ");
+    const struct nsp_proc *o = cause->pub.nsides && cause->sides[0].nranks ? &cause->sides[0].procs[0] : NULL;
+    const struct nsp_comm *c = fp->comm_index != SIZE_MAX ? job->comms[fp->comm_index] : NULL;
+    const struct nsp_member *om = o ? member_of_trace(job, c, o->trace) : NULL;
+    if (om) nsp_an_put_rank(&b, job, om->rank, om->trace);
+    else nsp_sbuf_printf(&b, "job rank %d", o ? o->rank : -1);
   } else if (cause && cause->pub.comm_id == fp->pub.comm_id) {
     nsp_sbuf_printf(&b, "; this follows the %s at seq %llu on the same communicator",
                     nsp_finding_kind_name(cause->pub.kind), (unsigned long long)cause->pub.seq);
@@ -510,8 +563,7 @@ int nsp_an_link_hangs(struct nsp_job *job) {
   if (e && e->pub.nsides && e->sides[0].nranks) {
     const struct nsp_proc *o = &e->sides[0].procs[0];
     const struct nsp_comm *c = comm_of(job, e->pub.comm_id);
-    if (c && c->mismatch_seq && o->call.source == NSP_SRC_CALL && nsp_api_kind(o->call.api) == NSP_K_COLL &&
-        o->call.seq >= c->mismatch_seq) {
+    if (error_after_mismatch(job, c, o)) {
       e->cause_id = c->mismatch_id;
     } else {
       for (size_t i = 0; i < n && e->cause_id == SIZE_MAX; i++) {
@@ -543,6 +595,25 @@ int nsp_an_link_hangs(struct nsp_job *job) {
         if (!origin_behind || silent) e->cause_id = w->id;
       }
     }
+  }
+  /* A wavefront whose ranks behind all made, as their last call, a
+   * collective at or after a mismatch on another communicator is that
+   * mismatch's consequence: they are blocked in it (the tensor-parallel
+   * partners of data-parallel ranks stuck in a mismatched all-reduce). */
+  for (size_t i = 0; i < n; i++) {
+    struct nsp_finding_priv *w = &job->findings[i];
+    if (w->pub.kind != NSP_FIND_STOPPED_EARLY || w->cause_id != SIZE_MAX || !w->pub.nsides) continue;
+    const struct nsp_side *behind = &w->sides[0];
+    const struct nsp_comm *first = NULL;
+    size_t p = 0;
+    for (; p < behind->nranks; p++) {
+      const struct nsp_comm *mc = stuck_after_mismatch(job, w, &behind->procs[p]);
+      if (!mc) break; /* free to go on and did not: no evidence */
+      const struct nsp_finding_priv *a = first ? nsp_an_finding_by_id(job, first->mismatch_id) : NULL;
+      const struct nsp_finding_priv *b = nsp_an_finding_by_id(job, mc->mismatch_id);
+      if (!first || (a && b && b->pub.time_ns && b->pub.time_ns < a->pub.time_ns)) first = mc;
+    }
+    if (p == behind->nranks && first) w->cause_id = first->mismatch_id;
   }
   /* A send or recv left unmatched because its peer's trace ends early (the
    * peer died, stalled or was killed) is that stop's consequence, not a

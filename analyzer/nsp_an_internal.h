@@ -70,6 +70,10 @@ struct nsp_sbuf {
 void nsp_sbuf_printf(struct nsp_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Returns the string (caller frees) or NULL when out of memory. */
 char *nsp_sbuf_take(struct nsp_sbuf *b);
+/* Appends s (NULL: "") in double quotes with '"' and '\' escaped as \"
+ * and \\, as nsp_escape.h's NSP_ESC_QUOTED writes them; control bytes
+ * are left to the writers, which escape every string they print. */
+void nsp_sbuf_quoted(struct nsp_sbuf *b, const char *s);
 
 /* ---- calls awaiting completion (nsp_an_pend.c) ------------------------- */
 
@@ -143,6 +147,9 @@ struct nsp_runs {
   struct nsp_run *v;
   size_t n, cap;
   uint64_t max_seq; /* highest seq posted (== calls when no record was lost) */
+  uint64_t last_rec; /* record number (t->info.records) of the send/recv at
+                        max_seq: where the trace's coverage of this peer and
+                        direction ends when records were dropped after it */
 };
 struct nsp_p2p {
   int32_t peer;
@@ -421,6 +428,14 @@ int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *
  * "size cap (NCCLSPY_MAX_MB)", "unknown reason", comma-separated in that
  * order ("unknown reason" when no count says). */
 void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t);
+/* True when m's trace dropped records after its last send to (r is
+ * m's dir[0] runs for a peer) or recv from (dir[1]) a peer, or dropped any
+ * when r is NULL or empty: whether that rank posted more of them is not
+ * known. */
+int nsp_an_p2p_uncovered(const struct nsp_job *job, const struct nsp_member *m, const struct nsp_runs *r);
+/* "rank 1" (a communicator rank), or "rank 1 (job rank 3)" when the job
+ * rank of the process (trace) differs and is known, into b. */
+void nsp_an_put_rank(struct nsp_sbuf *b, const struct nsp_job *job, int rank, size_t trace);
 
 /* Called by nsp_an_reread_calls for each CALL record of trace t, with that
  * trace's requests (req, n of them, contiguous).  Returns how many

@@ -260,7 +260,7 @@ static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *
   return 0;
 }
 
-static int on_p2p(struct nsp_job *job, struct nsp_member *m, const struct nsp_rec *rec) {
+static int on_p2p(struct nsp_job *job, const struct nsp_trace *t, struct nsp_member *m, const struct nsp_rec *rec) {
   struct nsp_comm *c = job->comms[m->comm];
   size_t *pi = nsp_u64map_get(&m->p2p_index, (uint64_t)(int64_t)rec->peer);
   struct nsp_p2p *p;
@@ -288,7 +288,10 @@ static int on_p2p(struct nsp_job *job, struct nsp_member *m, const struct nsp_re
     r->count = rec->count;
     r->dtype = rec->dtype;
   }
-  if (k > rs->max_seq) rs->max_seq = k;
+  if (k >= rs->max_seq) {
+    rs->max_seq = k;
+    rs->last_rec = t->info.records; /* where this direction's coverage ends */
+  }
   c->info.np2p++;
   return 0;
 }
@@ -365,7 +368,7 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
     m->has_refused = 0; /* a later collective took its place */
     return on_coll(job, t, m, rec);
   }
-  if (kind == NSP_K_P2P) return on_p2p(job, m, rec);
+  if (kind == NSP_K_P2P) return on_p2p(job, t, m, rec);
   return 0;
 }
 

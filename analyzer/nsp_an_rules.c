@@ -104,9 +104,10 @@ static int prepare_comms(struct nsp_job *job) {
     c->info.ranks = c->ranks;
     c->info.ntraced = nr;
     if (unknown)
-      NSP_TRY(nsp_job_notef(job, "communicator %016llx: %zu members never learnt their rank (non-blocking init "
-                                 "that did not complete?); they are left out of the findings",
-                            (unsigned long long)c->info.id, unknown));
+      NSP_TRY(nsp_job_notef(job, "communicator %016llx: %zu member%s never learnt %s rank (non-blocking init "
+                                 "that did not complete?); %s left out of the findings",
+                            (unsigned long long)c->info.id, unknown, unknown == 1 ? "" : "s",
+                            unknown == 1 ? "its" : "their", unknown == 1 ? "it is" : "they are"));
     /* Untraced ranks: an env-missing-ranks finding names them. */
   }
   return 0;
@@ -205,6 +206,7 @@ int nsp_an_side_procs(struct nsp_side *s, size_t n, int **ranks, struct nsp_proc
 void nsp_an_set_proc(struct nsp_job *job, struct nsp_proc *p, int *rank_slot, int rank, size_t trace) {
   const struct nsp_trace *t = job->traces[trace];
   p->rank = rank;
+  p->comm_rank = rank; /* job-rank findings: set by proc_comm_ranks */
   *rank_slot = rank;
   p->trace = trace;
   p->host = t->info.host;
@@ -456,6 +458,38 @@ static const struct nsp_run *run_at(const struct nsp_runs *r, uint64_t seq) {
   return NULL;
 }
 
+/* The note for n sends (dir 0) or recvs (dir 1) of `from` posted to/from
+ * `to` above `to`'s highest matching seq (the first: #k), left unjudged
+ * because `to`'s trace stops covering that direction (its runs: r). */
+static int note_p2p_uncovered(struct nsp_job *job, const struct nsp_comm *c, const struct nsp_member *from,
+                              const struct nsp_member *to, int dir, uint64_t n, uint64_t k, const struct nsp_runs *r) {
+  const struct nsp_trace *t = job->traces[to->trace];
+  const char *op = dir ? "recv" : "send", *their = dir ? "send" : "recv";
+  struct nsp_sbuf b = {0};
+  nsp_an_put_rank(&b, job, from->rank, from->trace);
+  if (n == 1) nsp_sbuf_printf(&b, "'s %s #%llu %s ", op, (unsigned long long)k, dir ? "from" : "to");
+  else nsp_sbuf_printf(&b, "'s %llu %ss %s ", (unsigned long long)n, op, dir ? "from" : "to");
+  nsp_an_put_rank(&b, job, to->rank, to->trace);
+  if (n == 1) nsp_sbuf_printf(&b, " on communicator %016llx is not judged: ", (unsigned long long)c->info.id);
+  else
+    nsp_sbuf_printf(&b, " from #%llu on, on communicator %016llx, are not judged: ", (unsigned long long)k,
+                    (unsigned long long)c->info.id);
+  nsp_sbuf_printf(&b, "the trace of ");
+  nsp_an_put_rank(&b, job, to->rank, to->trace);
+  if (r && r->n)
+    nsp_sbuf_printf(&b, " dropped records after its %s #%llu %s rank %d", their, (unsigned long long)r->max_seq,
+                    dir ? "to" : "from", from->rank);
+  else
+    nsp_sbuf_printf(&b, " holds no %s %s rank %d and dropped records", their, dir ? "to" : "from", from->rank);
+  nsp_sbuf_printf(&b, " (%llu dropped: ", (unsigned long long)t->info.dropped);
+  nsp_an_put_drop_reasons(&b, t);
+  nsp_sbuf_printf(&b, "), so it may have posted the matching %s%s", their, n == 1 ? "" : "s");
+  char *s = nsp_sbuf_take(&b);
+  int ret = s ? nsp_job_notef(job, "%s", s) : NSP_AN_ENOMEM;
+  free(s);
+  return ret;
+}
+
 static int p2p_pair(struct nsp_job *job, struct nsp_comm *c, const struct nsp_member *snd,
                     const struct nsp_member *rcv, const struct nsp_runs *sends, const struct nsp_runs *recvs) {
   uint64_t first_bad = 0, nbad = 0;
@@ -476,6 +510,16 @@ static int p2p_pair(struct nsp_job *job, struct nsp_comm *c, const struct nsp_me
   uint64_t first_us = 0, first_ur = 0;
   uint64_t un_s = runs_above(sends, rmax, &first_us); /* sends nobody receives */
   uint64_t un_r = runs_above(recvs, smax, &first_ur); /* recvs nobody sends */
+  /* Past the point where the other side's trace stops covering the pair
+   * (records dropped after its last matching op) nothing is judged. */
+  if (un_s && nsp_an_p2p_uncovered(job, rcv, recvs)) {
+    NSP_TRY(note_p2p_uncovered(job, c, snd, rcv, 0, un_s, first_us, recvs));
+    un_s = 0;
+  }
+  if (un_r && nsp_an_p2p_uncovered(job, snd, sends)) {
+    NSP_TRY(note_p2p_uncovered(job, c, rcv, snd, 1, un_r, first_ur, sends));
+    un_r = 0;
+  }
   if (!first_bad && !un_s && !un_r) return 0;
 
   int kind = first_bad ? NSP_FIND_P2P_SIZE_MISMATCH : NSP_FIND_P2P_UNMATCHED;
@@ -642,7 +686,7 @@ static uint64_t comm_reached(const struct nsp_job *job, const struct nsp_comm *c
 static void put_uncovered(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_comm *c,
                           const struct nsp_member *m) {
   const struct nsp_trace *t = job->traces[m->trace];
-  put_trace_name(b, t);
+  nsp_an_put_rank(b, job, m->rank, m->trace);
   if (m->last_seq)
     nsp_sbuf_printf(b, "'s trace stops covering communicator %016llx at seq %llu", (unsigned long long)c->info.id,
                     (unsigned long long)m->last_seq);
@@ -832,6 +876,9 @@ static int fetch_p2p(struct nsp_job *job) {
 
 /* ---- messages, order, summary ------------------------------------------ */
 
+/* "s", or "" when n == 1. */
+static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
+
 static const char *ranks_word(size_t n) { return n == 1 ? "rank" : "ranks"; }
 
 static void put_ranks(struct nsp_sbuf *b, const struct nsp_side *s) {
@@ -840,11 +887,37 @@ static void put_ranks(struct nsp_sbuf *b, const struct nsp_side *s) {
   nsp_sbuf_printf(b, "%s %s", ranks_word(s->nranks), rb);
 }
 
-static void put_odd(struct nsp_sbuf *b, const struct nsp_finding *f, const char *what) {
+/* The process of f with communicator rank `rank` (first found), or NULL. */
+static const struct nsp_proc *proc_of_rank(const struct nsp_finding *f, int rank) {
+  for (size_t s = 0; s < f->nsides; s++)
+    for (size_t p = 0; p < f->sides[s].nranks; p++)
+      if (f->sides[s].procs[p].rank == rank) return &f->sides[s].procs[p];
+  return NULL;
+}
+
+/* Up to 4 ranks of f one by one, each "rank R (job rank J)" where the
+ * job rank differs; more as ranges with no job ranks ("ranks 0-7"). */
+static void put_ranks_job(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f, const int *ranks,
+                          size_t n) {
+  if (n > 4) {
+    char rb[160];
+    nsp_format_ranks(rb, sizeof rb, ranks, n);
+    nsp_sbuf_printf(b, "ranks %s", rb);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const struct nsp_proc *p = proc_of_rank(f, ranks[i]);
+    nsp_sbuf_printf(b, "%s", i == 0 ? "" : i + 1 == n ? " and " : ", ");
+    if (p) nsp_an_put_rank(b, job, ranks[i], p->trace);
+    else nsp_sbuf_printf(b, "rank %d", ranks[i]);
+  }
+}
+
+static void put_odd(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f, const char *what) {
   if (!f->nodd) return;
-  char rb[160];
-  nsp_format_ranks(rb, sizeof rb, f->odd_ranks, f->nodd);
-  nsp_sbuf_printf(b, "; %s %s %s", ranks_word(f->nodd), rb, f->nodd == 1 ? what : "are the odd ones");
+  nsp_sbuf_printf(b, "; ");
+  put_ranks_job(b, job, f, f->odd_ranks, f->nodd);
+  nsp_sbuf_printf(b, " %s", f->nodd == 1 ? what : "are the odd ones");
 }
 
 static const char *mismatch_phrase(int kind) {
@@ -857,15 +930,17 @@ static const char *mismatch_phrase(int kind) {
   }
 }
 
-static void message_mismatch(struct nsp_sbuf *b, const struct nsp_finding *f) {
+static void message_mismatch(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {
   nsp_sbuf_printf(b, "%s at seq %llu: ", mismatch_phrase(f->kind), (unsigned long long)f->seq);
   for (size_t s = 0; s < f->nsides; s++) {
     if (s) nsp_sbuf_printf(b, " vs ");
     put_ranks(b, &f->sides[s]);
     nsp_sbuf_printf(b, " %s", f->sides[s].text);
   }
-  put_odd(b, f, "is the odd one");
-  if (f->later) nsp_sbuf_printf(b, " (and %llu later seqs also differ)", (unsigned long long)f->later);
+  put_odd(b, job, f, "is the odd one");
+  if (f->later)
+    nsp_sbuf_printf(b, " (and %llu later seq%s also differ%s)", (unsigned long long)f->later, plural(f->later),
+                    f->later == 1 ? "s" : "");
 }
 
 static void put_p2p_call(struct nsp_sbuf *b, const struct nsp_call *c) {
@@ -875,27 +950,39 @@ static void put_p2p_call(struct nsp_sbuf *b, const struct nsp_call *c) {
   if (esz) nsp_sbuf_printf(b, " = %llu bytes", (unsigned long long)(c->count * esz));
 }
 
-static void message_p2p(struct nsp_sbuf *b, const struct nsp_finding *f) {
+
+static void message_p2p(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {
   const struct nsp_side *s = &f->sides[0], *r = &f->sides[1];
   unsigned long long k = (unsigned long long)f->seq;
   if (f->kind == NSP_FIND_P2P_SIZE_MISMATCH) {
-    nsp_sbuf_printf(b, "send #%llu from rank %d to rank %d (", k, f->src, f->dst);
+    nsp_sbuf_printf(b, "send #%llu from ", k);
+    nsp_an_put_rank(b, job, f->src, s->procs[0].trace);
+    nsp_sbuf_printf(b, " to ");
+    nsp_an_put_rank(b, job, f->dst, r->procs[0].trace);
+    nsp_sbuf_printf(b, " (");
     put_p2p_call(b, &s->call);
     nsp_sbuf_printf(b, ") does not match recv #%llu at rank %d (", k, f->dst);
     put_p2p_call(b, &r->call);
     nsp_sbuf_printf(b, ")");
-    if (f->later) nsp_sbuf_printf(b, " (and %llu later sends/recvs of this pair also differ or are unmatched)",
-                                  (unsigned long long)f->later);
+    if (f->later)
+      nsp_sbuf_printf(b, " (and %llu later %s of this pair also %s)", (unsigned long long)f->later,
+                      f->later == 1 ? "send/recv" : "sends/recvs",
+                      f->later == 1 ? "differs or is unmatched" : "differ or are unmatched");
     return;
   }
   const struct nsp_side *has = s->call.api >= 0 ? s : r;
-  nsp_sbuf_printf(b, "unmatched %s #%llu from rank %d to rank %d (", has == s ? "send" : "recv", k, f->src, f->dst);
+  nsp_sbuf_printf(b, "unmatched %s #%llu from ", has == s ? "send" : "recv", k);
+  nsp_an_put_rank(b, job, f->src, s->procs[0].trace);
+  nsp_sbuf_printf(b, " to ");
+  nsp_an_put_rank(b, job, f->dst, r->procs[0].trace);
+  nsp_sbuf_printf(b, " (");
   put_p2p_call(b, &has->call);
-  nsp_sbuf_printf(b, "): rank %d posted %llu sends to rank %d, rank %d posted %llu recvs from rank %d", f->src,
-                  (unsigned long long)s->posted, f->dst, f->dst, (unsigned long long)r->posted, f->src);
+  nsp_sbuf_printf(b, "): rank %d posted %llu send%s to rank %d, rank %d posted %llu recv%s from rank %d", f->src,
+                  (unsigned long long)s->posted, plural(s->posted), f->dst, f->dst, (unsigned long long)r->posted,
+                  plural(r->posted), f->src);
 }
 
-static void message_stopped(struct nsp_sbuf *b, const struct nsp_finding_priv *fp, const struct nsp_job *job) {
+static void message_stopped(struct nsp_sbuf *b, const struct nsp_finding_priv *fp, struct nsp_job *job) {
   const struct nsp_finding *f = &fp->pub;
   for (size_t s = 0; s < f->nsides; s++) {
     const struct nsp_side *side = &f->sides[s];
@@ -914,7 +1001,9 @@ static void message_stopped(struct nsp_sbuf *b, const struct nsp_finding_priv *f
     if (c->api < 0) continue;
     char cb[256];
     nsp_format_call(cb, sizeof cb, c);
-    nsp_sbuf_printf(b, "; rank %d's last call: %s", low->procs[p].rank, cb);
+    nsp_sbuf_printf(b, "; ");
+    nsp_an_put_rank(b, job, low->procs[p].rank, low->procs[p].trace);
+    nsp_sbuf_printf(b, "'s last call: %s", cb);
     if (nsp_api_kind(c->api) == NSP_K_COLL || nsp_api_kind(c->api) == NSP_K_P2P)
       nsp_sbuf_printf(b, " seq %llu", (unsigned long long)c->seq);
     if (c->comm_id == f->comm_id) nsp_sbuf_printf(b, " on this communicator");
@@ -925,10 +1014,21 @@ static void message_stopped(struct nsp_sbuf *b, const struct nsp_finding_priv *f
   for (size_t s = 0; s + 1 < f->nsides; s++)
     for (size_t p = 0; p < f->sides[s].nranks; p++) {
       unsigned long long at;
-      if (trace_cut(job->traces[f->sides[s].procs[p].trace], &at))
-        nsp_sbuf_printf(b, "; rank %d's trace is cut at byte %llu, so it may have gone further", f->sides[s].procs[p].rank,
-                        at);
+      if (trace_cut(job->traces[f->sides[s].procs[p].trace], &at)) {
+        nsp_sbuf_printf(b, "; ");
+        nsp_an_put_rank(b, job, f->sides[s].procs[p].rank, f->sides[s].procs[p].trace);
+        nsp_sbuf_printf(b, "'s trace is cut at byte %llu, so it may have gone further", at);
+      }
     }
+  /* Linked to a mismatch elsewhere (nsp_an_link_hangs): the ranks behind
+   * are blocked in it. */
+  const struct nsp_finding_priv *cause = fp->cause_id != SIZE_MAX ? nsp_an_finding_by_id(job, fp->cause_id) : NULL;
+  if (cause && cause->pub.kind <= NSP_FIND_ROOT_MISMATCH && cause->pub.comm_id != f->comm_id)
+    nsp_sbuf_printf(b, "; this follows the %s at seq %llu on communicator %016llx, the last call of the %s behind, "
+                       "where %s probably blocked",
+                    nsp_finding_kind_name(cause->pub.kind), (unsigned long long)cause->pub.seq,
+                    (unsigned long long)cause->pub.comm_id, low->nranks == 1 ? "rank" : "ranks",
+                    low->nranks == 1 ? "it" : "they");
   if (fp->comm_index == SIZE_MAX) return;
   const struct nsp_comm *c = job->comms[fp->comm_index];
   uint64_t reached = comm_reached(job, c);
@@ -949,19 +1049,44 @@ static void put_error_call(struct nsp_sbuf *b, const struct nsp_call *c, int wit
   else if (c->api >= 0)
     nsp_sbuf_printf(b, " in %s", nsp_op_name(c->api));
   nsp_sbuf_printf(b, ": %s", nsp_result_name(c->result, rb, sizeof rb));
-  if (with_text && c->last_error) nsp_sbuf_printf(b, " (\"%s\")", c->last_error);
+  if (with_text && c->last_error) {
+    nsp_sbuf_printf(b, " (");
+    nsp_sbuf_quoted(b, c->last_error);
+    nsp_sbuf_printf(b, ")");
+  }
+}
+
+/* A process of an error finding: "rank R" (its rank in the finding's
+ * communicator, "(job rank J)" added where that differs), or "job rank J"
+ * when it is not a member. */
+static void put_err_proc(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f,
+                         const struct nsp_proc *p) {
+  if (p->comm_rank >= 0) nsp_an_put_rank(b, job, p->comm_rank, p->trace);
+  else nsp_sbuf_printf(b, "%srank %d", f->comm_id ? "job " : "", p->rank);
+}
+
+/* A side of an error finding: its (job) ranks as "ranks 0-3" when every
+ * process has that rank in the finding's communicator too, else as "job
+ * ranks 0-3". */
+static void put_err_side(struct nsp_sbuf *b, const struct nsp_finding *f, const struct nsp_side *s) {
+  int same = 1;
+  for (size_t p = 0; f->comm_id && p < s->nranks; p++)
+    if (s->procs[p].comm_rank != s->procs[p].rank) same = 0;
+  if (!same) nsp_sbuf_printf(b, "job ");
+  put_ranks(b, s);
 }
 
 static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, struct nsp_job *job, size_t cause_id) {
   const struct nsp_proc *o = &f->sides[0].procs[0];
-  nsp_sbuf_printf(b, "first error: rank %d", o->rank);
+  nsp_sbuf_printf(b, "first error: ");
+  put_err_proc(b, job, f, o);
   put_error_call(b, &o->call, 1);
   if (f->nsides > 1) {
     nsp_sbuf_printf(b, "; later:");
     for (size_t s = 1; s < f->nsides; s++) {
       char rb[32];
       nsp_sbuf_printf(b, "%s ", s > 1 ? "," : "");
-      put_ranks(b, &f->sides[s]);
+      put_err_side(b, f, &f->sides[s]);
       nsp_sbuf_printf(b, " %s", nsp_result_name(f->sides[s].call.result, rb, sizeof rb));
     }
     /* Hosts' clocks are only as aligned as their NTP: flag a close call. */
@@ -978,20 +1103,38 @@ static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, struc
                       next->host, (double)gap / 1e6);
   }
   /* A rank that times out in a mismatched collective reports an error
-   * there: say which finding it most likely follows from. */
-  const size_t *ci = f->comm_id ? nsp_u64map_get(&job->comm_by_id, f->comm_id) : NULL;
-  const struct nsp_comm *c = ci ? job->comms[*ci] : NULL;
-  if (c && c->mismatch_seq && o->call.source == NSP_SRC_CALL && nsp_api_kind(o->call.api) == NSP_K_COLL &&
-      o->call.seq >= c->mismatch_seq)
-    nsp_sbuf_printf(b, "; this follows the %s at seq %llu on the same communicator and is probably its consequence",
-                    nsp_finding_kind_name(c->mismatch_kind), (unsigned long long)c->mismatch_seq);
-  /* A rank that gave up waiting in a hang (a timeout, the watchdog). */
+   * there: say which finding it most likely follows from (the link,
+   * nsp_an_link_hangs, is made to its communicator's mismatch only). */
   const struct nsp_finding_priv *h = cause_id != SIZE_MAX ? nsp_an_finding_by_id(job, cause_id) : NULL;
-  if (h && (h->pub.kind == NSP_FIND_HANG || h->pub.kind == NSP_FIND_NEVER_COMPLETED))
-    nsp_sbuf_printf(b, "; rank %d was waiting in the %s at seq %llu on communicator %016llx, which began earlier: the error "
+  if (h && h->pub.kind <= NSP_FIND_ROOT_MISMATCH && h->pub.comm_id == f->comm_id)
+    nsp_sbuf_printf(b, "; this follows the %s at seq %llu on the same communicator and is probably its consequence",
+                    nsp_finding_kind_name(h->pub.kind), (unsigned long long)h->pub.seq);
+  /* A rank that gave up waiting in a hang (a timeout, the watchdog). */
+  if (h && (h->pub.kind == NSP_FIND_HANG || h->pub.kind == NSP_FIND_NEVER_COMPLETED)) {
+    nsp_sbuf_printf(b, "; ");
+    put_err_proc(b, job, f, o);
+    nsp_sbuf_printf(b, " was waiting in the %s at seq %llu on communicator %016llx, which began earlier: the error "
                        "is probably its consequence",
-                    o->rank, nsp_finding_kind_name(h->pub.kind), (unsigned long long)h->pub.seq,
+                    nsp_finding_kind_name(h->pub.kind), (unsigned long long)h->pub.seq,
                     (unsigned long long)h->pub.comm_id);
+  }
+}
+
+/* Processes of findings that name job ranks: their rank in the finding's
+ * communicator (-1 when not a member, or no communicator). */
+static void proc_comm_ranks(struct nsp_job *job) {
+  for (size_t i = 0; i < job->nfindings; i++) {
+    struct nsp_finding_priv *f = &job->findings[i];
+    if (!nsp_finding_job_ranks(&f->pub)) continue;
+    const struct nsp_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
+    for (size_t s = 0; s < f->pub.nsides; s++)
+      for (size_t p = 0; p < f->sides[s].nranks; p++) {
+        struct nsp_proc *pr = (struct nsp_proc *)&f->sides[s].procs[p];
+        pr->comm_rank = -1;
+        for (size_t k = 0; c && k < c->nmembers && pr->comm_rank < 0; k++)
+          if (job->members[c->members[k]].trace == pr->trace) pr->comm_rank = job->members[c->members[k]].rank;
+      }
+  }
 }
 
 static int build_messages(struct nsp_job *job) {
@@ -1003,21 +1146,22 @@ static int build_messages(struct nsp_job *job) {
     switch (f->kind) {
       case NSP_FIND_P2P_SIZE_MISMATCH:
       case NSP_FIND_P2P_UNMATCHED:
-        message_p2p(&b, f);
+        message_p2p(&b, job, f);
         for (int s = 0; s < 2; s++) {
           struct nsp_side *side = &fp->sides[s];
           if (side->call.api >= 0) {
             NSP_TRY(nsp_an_side_text_call(side));
           } else {
             char t[96];
-            snprintf(t, sizeof t, "posted %llu %s", (unsigned long long)side->posted, s ? "recvs" : "sends");
+            snprintf(t, sizeof t, "posted %llu %s%s", (unsigned long long)side->posted, s ? "recv" : "send",
+                     plural(side->posted));
             NSP_TRY(nsp_an_set_side_text(side, t));
           }
         }
         break;
       case NSP_FIND_STOPPED_EARLY: message_stopped(&b, fp, job); break;
       case NSP_FIND_ERROR: message_error(&b, f, job, fp->cause_id); break;
-      default: message_mismatch(&b, f); break;
+      default: message_mismatch(&b, job, f); break;
     }
     fp->message = nsp_sbuf_take(&b);
     if (!fp->message) return NSP_AN_ENOMEM;
@@ -1113,7 +1257,10 @@ static int build_summary(struct nsp_job *job) {
       if (f->comm->parent_id)
         nsp_sbuf_printf(&b, ", split from %016llx with color %d", (unsigned long long)f->comm->parent_id,
                         f->comm->color);
-      if (f->comm->name[0]) nsp_sbuf_printf(&b, ", \"%s\"", f->comm->name);
+      if (f->comm->name[0]) {
+        nsp_sbuf_printf(&b, ", ");
+        nsp_sbuf_quoted(&b, f->comm->name);
+      }
       nsp_sbuf_printf(&b, ")");
     }
     nsp_sbuf_printf(&b, ": %s. Hint: %s.", f->message, f->hint);
@@ -1128,7 +1275,7 @@ static int build_summary(struct nsp_job *job) {
       if (m->rank < 0 || m->last_seq >= reached || !nsp_an_member_uncovered(job, m)) continue;
       const struct nsp_trace *t = job->traces[m->trace];
       nsp_sbuf_printf(&b, " ");
-      put_trace_name(&b, t);
+      nsp_an_put_rank(&b, job, m->rank, m->trace);
       nsp_sbuf_printf(&b, "'s trace stops covering communicator %016llx at seq %llu because records were dropped (",
                       (unsigned long long)c->info.id, (unsigned long long)m->last_seq);
       nsp_an_put_drop_reasons(&b, t);
@@ -1206,6 +1353,7 @@ int nsp_an_run_rules(struct nsp_job *job) {
   nsp_an_link_signals(job);
   NSP_TRY(fetch_p2p(job));
   NSP_TRY(nsp_an_fetch_sites(job));
+  proc_comm_ranks(job);
   NSP_TRY(build_messages(job));
   NSP_TRY(order_findings(job));
   return build_summary(job);

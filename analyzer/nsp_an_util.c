@@ -169,6 +169,17 @@ char *nsp_sbuf_take(struct nsp_sbuf *b) {
   return s;
 }
 
+void nsp_sbuf_quoted(struct nsp_sbuf *b, const char *s) {
+  nsp_sbuf_printf(b, "\"");
+  for (const char *p = s ? s : ""; *p;) {
+    size_t n = strcspn(p, "\"\\");
+    if (n) nsp_sbuf_printf(b, "%.*s", (int)(n < INT32_MAX ? n : INT32_MAX), p);
+    p += n < INT32_MAX ? n : INT32_MAX;
+    if (*p == '"' || *p == '\\') nsp_sbuf_printf(b, "\\%c", *p++);
+  }
+  nsp_sbuf_printf(b, "\"");
+}
+
 void nsp_call_clear(struct nsp_call *c) {
   memset(c, 0, sizeof *c);
   c->api = -1;
@@ -249,6 +260,10 @@ static const char *const nsp_kind_names[NSP_FIND_KIND_COUNT] = {
     "env-duplicate-gpu",  "env-duplicate-rank", "env-nranks",        "env-missing-ranks",
     "env-world-size",     "signal",
 };
+
+int nsp_finding_job_ranks(const struct nsp_finding *f) {
+  return f->kind == NSP_FIND_ERROR || f->kind == NSP_FIND_SIGNAL || (nsp_finding_kind_is_env(f->kind) && !f->comm_id);
+}
 
 int nsp_finding_kind_is_env(int kind) { return kind >= NSP_FIND_ENV_NCCL_VERSION && kind <= NSP_FIND_ENV_WORLD_SIZE; }
 
@@ -381,6 +396,17 @@ const char *nsp_an_strerror(int err) {
 int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *m) {
   const struct nsp_trace *t = job->traces[m->trace];
   return t->info.dropped && t->drop_rec > m->last_rec;
+}
+
+int nsp_an_p2p_uncovered(const struct nsp_job *job, const struct nsp_member *m, const struct nsp_runs *r) {
+  const struct nsp_trace *t = job->traces[m->trace];
+  return t->info.dropped && t->drop_rec > (r && r->n ? r->last_rec : 0);
+}
+
+void nsp_an_put_rank(struct nsp_sbuf *b, const struct nsp_job *job, int rank, size_t trace) {
+  int jr = job->traces[trace]->info.rank;
+  nsp_sbuf_printf(b, "rank %d", rank);
+  if (jr >= 0 && jr != rank) nsp_sbuf_printf(b, " (job rank %d)", jr);
 }
 
 void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {

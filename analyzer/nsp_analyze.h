@@ -31,7 +31,10 @@
  * Ranks: a finding about a communicator names ranks of that
  * communicator.  "error" findings and the per-process env-* kinds (no
  * communicator) name job ranks (nsp_trace_info.rank), since they span
- * communicators.
+ * communicators (nsp_finding_job_ranks); each process of an "error"
+ * finding also has its rank in the finding's communicator (comm_rank).
+ * Messages name communicator ranks, with "(job rank N)" where the job rank
+ * differs, and "job rank N" for a process outside the communicator.
  *
  * Memory: the loader streams records; it keeps O(1) state per
  * (communicator, rank), one reference signature per (communicator,
@@ -94,6 +97,12 @@ enum nsp_finding_kind {
   NSP_FIND_SIGNAL,            /* "signal": processes died of a fatal signal (SIGSEGV, SIGABRT, ...) */
   NSP_FIND_KIND_COUNT
 };
+
+struct nsp_finding;
+/* True when f's ranks (sides, procs, odd_ranks) are job ranks
+ * (nsp_trace_info.rank): "error", "signal" and the env-* findings without
+ * a communicator; false when they are ranks of f's communicator. */
+int nsp_finding_job_ranks(const struct nsp_finding *f);
 
 /* True for the env-* kinds (NSP_FIND_ENV_NCCL_VERSION to
  * NSP_FIND_ENV_WORLD_SIZE: the report's Environment section). */
@@ -262,7 +271,13 @@ struct nsp_comm_info {
 
 /* One process on a side of a finding. */
 struct nsp_proc {
-  int rank;             /* communicator rank (job rank for "error") */
+  int rank;             /* communicator rank (job rank for "error", "signal" and
+                           the env-* kinds without a communicator:
+                           nsp_finding_job_ranks) */
+  int comm_rank;        /* its rank in the finding's communicator: == rank
+                           where ranks are communicator ranks; for "error",
+                           -1 when the process is not a member of it (its
+                           first error was elsewhere) or there is none */
   size_t trace;         /* index for nsp_job_trace() */
   const char *host;
   uint32_t pid;

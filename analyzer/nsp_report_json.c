@@ -171,6 +171,12 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
         break;
       }
       put(j, po, "rank", jint(pr->rank));
+      put(j, po, "job_rank", jint(nsp_job_trace(job, pr->trace)->rank));
+      /* error: its rank in the finding's communicator, null outside it */
+      if (nsp_finding_job_ranks(f) && f->comm_id) {
+        if (pr->comm_rank >= 0) put(j, po, "comm_rank", jint(pr->comm_rank));
+        else put_null(po, "comm_rank");
+      }
       put(j, po, "host", jstr(pr->host));
       put(j, po, "pid", jint(pr->pid));
       put(j, po, "trace", jint((int64_t)pr->trace));
@@ -202,6 +208,18 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
   }
   put(j, o, "sides", sides);
   put(j, o, "odd_ranks", jranks(j, f->odd_ranks, f->nodd));
+  /* The same processes' job ranks (-1 unknown; a rank without a trace,
+   * env-missing-ranks, has none) */
+  json_object *oj = json_object_new_array();
+  for (size_t i = 0; oj && i < f->nodd; i++) {
+    int jr = nsp_finding_job_ranks(f) ? f->odd_ranks[i] : -1;
+    for (size_t s = 0; jr < 0 && !nsp_finding_job_ranks(f) && s < f->nsides; s++)
+      for (size_t p = 0; jr < 0 && p < f->sides[s].nranks; p++)
+        if (f->sides[s].procs[p].rank == f->odd_ranks[i]) jr = nsp_job_trace(job, f->sides[s].procs[p].trace)->rank;
+    push(j, oj, jint(jr));
+  }
+  if (!oj) j->oom = 1;
+  put(j, o, "odd_job_ranks", oj);
   put(j, o, "later", jint((int64_t)f->later));
   put(j, o, "hint", jstr(f->hint));
   if (f->hint_id) put(j, o, "hint_id", jstr(f->hint_id));

@@ -57,8 +57,11 @@ static void put_wrapped(FILE *out, const char *text, int indent, int width) {
 
 static void put_rel(FILE *out, const struct nsp_job *job, int64_t t) {
   if (!t) return;
-  /* Times come from the traces: subtract without signed overflow. */
-  fprintf(out, ", at +%.6f s", (double)(int64_t)((uint64_t)t - (uint64_t)nsp_job_start_ns(job)) / 1e9);
+  /* Times come from the traces: subtract without signed overflow.  A time
+   * before the earliest header (skewed clocks) reads "-0.5", not "+-0.5". */
+  double d = (double)(int64_t)((uint64_t)t - (uint64_t)nsp_job_start_ns(job)) / 1e9;
+  if (d < 0 && d > -5e-7) d = 0; /* prints as 0.000000: no sign to show */
+  fprintf(out, ", at %s%.6f s", d < 0 ? "-" : "+", d < 0 ? -d : d);
 }
 
 static void put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id) {
@@ -227,9 +230,30 @@ static void put_proc_call(FILE *out, const struct nsp_job *job, const struct nsp
   put_rel(out, job, c->time_ns);
 }
 
+/* A process as the findings name it: "rank R" in the finding's
+ * communicator, with "(job rank J)" where that differs; "job rank J" for a
+ * process of an error finding outside the communicator; findings without
+ * a communicator name job ranks as "rank J". */
+static void put_proc_rank(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, const struct nsp_proc *p) {
+  int jr = nsp_job_trace(job, p->trace)->rank;
+  if (nsp_finding_job_ranks(f) && f->comm_id && p->comm_rank < 0) {
+    fprintf(out, "job rank %d", p->rank);
+    return;
+  }
+  int r = nsp_finding_job_ranks(f) && f->comm_id ? p->comm_rank : p->rank;
+  fprintf(out, "rank %d", r);
+  if (jr >= 0 && jr != r) fprintf(out, " (job rank %d)", jr);
+}
+
 static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, size_t si) {
   const struct nsp_side *s = &f->sides[si];
   fprintf(out, "    side %zu: ", si + 1);
+  /* An error finding's sides hold job ranks: say so where they are not
+   * also the communicator's ranks. */
+  int job_space = 0;
+  for (size_t p = 0; f->kind == NSP_FIND_ERROR && f->comm_id && p < s->nranks; p++)
+    if (s->procs[p].comm_rank != s->procs[p].rank) job_space = 1;
+  if (job_space) fprintf(out, "job ");
   put_ranks(out, s->ranks, s->nranks);
   fprintf(out, ": ");
   nsp_put_esc(out, s->text);
@@ -247,10 +271,9 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
   for (size_t p = 0; p < shown; p++) {
     const struct nsp_proc *pr = &s->procs[p];
     if (detail) {
-      fprintf(out, "        rank %d", pr->rank);
       /* Ranks of a split communicator are not job ranks: say both. */
-      int jr = nsp_job_trace(job, pr->trace)->rank;
-      if (hang && jr >= 0 && jr != pr->rank) fprintf(out, " (job rank %d)", jr);
+      fprintf(out, "        ");
+      put_proc_rank(out, job, f, pr);
       fprintf(out, " on ");
       nsp_put_esc(out, pr->host);
       fprintf(out, " pid %" PRIu32, pr->pid);
@@ -267,7 +290,9 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
         put_site(out, pr->site, 12);
       }
     } else {
-      fprintf(out, "%s rank %d on ", p ? "," : "       ", pr->rank);
+      fprintf(out, "%s ", p ? "," : "       ");
+      put_proc_rank(out, job, f, pr);
+      fprintf(out, " on ");
       nsp_put_esc(out, pr->host);
       fprintf(out, " pid %" PRIu32, pr->pid);
     }

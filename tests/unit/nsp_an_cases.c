@@ -290,13 +290,47 @@ static int c13(struct nsp_tracegen **g, uint32_t *w) {
   return 4;
 }
 
+/* c14 (a CPU run without completion tracking, like the stand-in's
+ * c2d-dp-mismatch): tensor parallel {0,1} and {2,3} (CHILD0, CHILD1),
+ * data parallel {0,2} and {1,3} (DP0, DP1), so job rank 3 is rank 1 of
+ * both its communicators.  Two steps of one TP and one DP all-reduce; at
+ * step 3 job rank 3 all-reduces float16 on DP1 while job rank 1 uses
+ * float32, and both block there (their last call); ranks 0 and 2 go on to
+ * TP seq 4, where their partners never come.  3 s later the timeouts, as
+ * async errors: on DP1 (job rank 3 first, then 1), then on the TP
+ * communicators (0, 2). */
+static int c14(struct nsp_tracegen **g, uint32_t *w) {
+  if (make_ranks(g, 4, w) < 0) return -1;
+  uint32_t tp[4], dp[4];
+  for (int r = 0; r < 4; r++) {
+    tp[r] = nsp_tracegen_split(g[r], w[r], r / 2 ? NSP_CASE_CHILD1 : NSP_CASE_CHILD0, r / 2, r, r % 2, 2);
+    dp[r] = nsp_tracegen_split(g[r], w[r], r % 2 ? NSP_CASE_DP1 : NSP_CASE_DP0, r % 2, r, r / 2, 2);
+    if (!tp[r] || !dp[r]) return -1;
+    for (int step = 1; step <= 3; step++) {
+      AR(g[r], tp[r], 4096, ncclFloat32);
+      AR(g[r], dp[r], 1024, step == 3 && r == 3 ? ncclFloat16 : ncclFloat32);
+    }
+    if (r % 2 == 0) AR(g[r], tp[r], 4096, ncclFloat32); /* TP seq 4: the partner never comes */
+  }
+  static const int order[4] = {3, 1, 0, 2};
+  for (int k = 0; k < 4; k++) {
+    int r = order[k];
+    nsp_tracegen_set_time(g[r], 4000000000ull + (uint64_t)k * 1000000);
+    if (nsp_tracegen_async_error(g[r], r % 2 ? dp[r] : tp[r], ncclSystemError, "stand-in: timed out after 3000 ms") <
+        0)
+      return -1;
+  }
+  return 4;
+}
+
 int nsp_case_build(const char *name, struct nsp_tracegen **g) {
   static const struct {
     const char *name;
     int (*fn)(struct nsp_tracegen **, uint32_t *);
   } cases[] = {{"c01", c01}, {"c02", c02}, {"c03", c03}, {"c04", c04}, {"c05", c05}, {"c06", c06},
                {"c07", c07}, {"c08", c08}, {"c09", c09}, {"c10", c10}, {"c11", c11},
-               {"c11-notrack", c11_notrack}, {"c01-gpu", c01_gpu}, {"c12", c12}, {"c13", c13}};
+               {"c11-notrack", c11_notrack}, {"c01-gpu", c01_gpu}, {"c12", c12}, {"c13", c13},
+               {"c14", c14}};
   for (int i = 0; i < NSP_CASE_MAX_RANKS; i++) g[i] = NULL;
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     if (strcmp(cases[i].name, name)) continue;

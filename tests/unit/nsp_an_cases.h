@@ -4,7 +4,9 @@
  * GPU runs with completion tracking (format 1.1): "c01-gpu", "c11"
  * (c11 as a CPU run without tracking: "c11-notrack"), "c12" (a killed
  * hang: rank 1 never arrives at seq 3) and "c13" (a tensor-parallel hang
- * that causes a data-parallel one). */
+ * that causes a data-parallel one); "c14" (CPU: a data-parallel dtype
+ * mismatch that stops tensor-parallel partners, split ranks differing
+ * from job ranks). */
 #ifndef NSP_AN_CASES_H
 #define NSP_AN_CASES_H
 
@@ -18,12 +20,12 @@
 #define NSP_CASE_WORLD 0x57a1d0c0ffee0001ull
 #define NSP_CASE_CHILD0 0x57a1d0c0ffee0a00ull /* split color 0 */
 #define NSP_CASE_CHILD1 0x57a1d0c0ffee0a01ull /* split color 1 */
-#define NSP_CASE_DP0 0x57a1d0c0ffee0b00ull    /* c13: data-parallel {0,2} */
-#define NSP_CASE_DP1 0x57a1d0c0ffee0b01ull    /* c13: data-parallel {1,3} */
+#define NSP_CASE_DP0 0x57a1d0c0ffee0b00ull    /* c13, c14: data-parallel {0,2} */
+#define NSP_CASE_DP1 0x57a1d0c0ffee0b01ull    /* c13, c14: data-parallel {1,3} */
 
 #define NSP_CASE_MAX_RANKS 8
 
-/* Builds case `name` ("c01".."c13", "c01-gpu", "c11-notrack"): one generator per rank into gens
+/* Builds case `name` ("c01".."c14", "c01-gpu", "c11-notrack"): one generator per rank into gens
  * (room for NSP_CASE_MAX_RANKS).  Returns the number of ranks, -1 for an
  * unknown name or out of memory.  The caller destroys the generators. */
 int nsp_case_build(const char *name, struct nsp_tracegen **gens);

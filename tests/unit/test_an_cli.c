@@ -707,6 +707,33 @@ static void test_json_hangs(void **state) {
   json_object_put(root);
   result_free(&r);
 
+  /* c14 (TP x DP): communicator ranks with their job ranks beside them;
+   * the error finding's ranks are job ranks, each with its comm_rank */
+  case_dir("c14", dir, sizeof dir);
+  r = run((const char *[]){"analyze", "--json", dir, NULL});
+  root = json_tokener_parse(r.out);
+  assert_non_null(root);
+  finds = get(root, "findings");
+  assert_int_equal(json_object_array_length(finds), 4);
+  json_object *mm = json_object_array_get_idx(finds, 0), *se = json_object_array_get_idx(finds, 2),
+              *er = json_object_array_get_idx(finds, 3);
+  assert_string_equal(get_str(mm, "kind"), "dtype-mismatch");
+  json_object *odd = json_object_array_get_idx(get(json_object_array_get_idx(get(mm, "sides"), 1), "procs"), 0);
+  assert_int_equal(get_int(odd, "rank"), 1);
+  assert_int_equal(get_int(odd, "job_rank"), 3);
+  assert_string_equal(get_str(se, "kind"), "stopped-early");
+  assert_int_equal(get_int(se, "caused_by"), 0);
+  assert_int_equal(json_object_get_int(json_object_array_get_idx(get(se, "odd_ranks"), 0)), 1);
+  assert_int_equal(json_object_get_int(json_object_array_get_idx(get(se, "odd_job_ranks"), 0)), 3);
+  assert_string_equal(get_str(er, "kind"), "error");
+  assert_int_equal(get_int(er, "caused_by"), 0);
+  json_object *origin = json_object_array_get_idx(get(json_object_array_get_idx(get(er, "sides"), 0), "procs"), 0);
+  assert_int_equal(get_int(origin, "rank"), 3);
+  assert_int_equal(get_int(origin, "job_rank"), 3);
+  assert_int_equal(get_int(origin, "comm_rank"), 1);
+  json_object_put(root);
+  result_free(&r);
+
   /* c11: the sites of the waiting rank, NCCL/c10d frames left out */
   case_dir("c11", dir, sizeof dir);
   r = run((const char *[]){"analyze", "--json", dir, NULL});
@@ -822,7 +849,7 @@ static void check_golden(const char *name, const char *dir, int want_status) {
 
 static void test_golden(void **state) {
   (void)state;
-  static const char *const names[] = {"c01", "c05", "c07", "c08", "c11", "c01-gpu", "c13"};
+  static const char *const names[] = {"c01", "c05", "c07", "c08", "c11", "c01-gpu", "c13", "c14"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     char d[300];
     case_dir(names[i], d, sizeof d);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +311,27 @@ static void test_missing_ranks(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Hostile nranks: INT_MAX ranks, the last one (INT_MAX - 1) traced.  The
+ * walk over the gaps steps past the end (INT_MAX + 1 was a signed
+ * overflow, which the sanitized build's UBSan fails on); the message
+ * names the one gap. */
+static void test_missing_ranks_int_max(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  static const int ranks[2] = {0, INT_MAX - 1};
+  for (int i = 0; i < 2; i++) {
+    g[i] = gen(i);
+    world(g[i], ranks[i], INT_MAX);
+  }
+  struct nsp_job *job = analyse_gens(g, 2);
+  const struct nsp_finding *f = only(job, NSP_FIND_ENV_MISSING_RANKS);
+  assert_side(&f->sides[0], "0,2147483646");
+  assert_string_equal(f->message, "communicator has 2147483647 ranks but 2 have a trace; no trace for ranks "
+                                  "1-2147483645");
+  assert_int_equal(f->nodd, 0); /* too many to list */
+  nsp_job_destroy(job);
+}
+
 /* The same, with a file that could not be read among the traces: the
  * missing ranks may be in it, and the message says so. */
 static void test_missing_ranks_unreadable(void **state) {
@@ -566,6 +588,7 @@ int main(void) {
       cmocka_unit_test(test_nranks_majority),
       cmocka_unit_test(test_duplicate_rank_and_nranks),
       cmocka_unit_test(test_missing_ranks),
+      cmocka_unit_test(test_missing_ranks_int_max),
       cmocka_unit_test(test_missing_ranks_unreadable),
       cmocka_unit_test(test_hint_table),
       cmocka_unit_test(test_error_hint_settings),

@@ -234,6 +234,69 @@ static void test_c09_split(void **state) {
   nsp_job_destroy(job);
 }
 
+/* The first finding of a kind on communicator id, or a test failure. */
+static const struct nsp_finding *finding_on(const struct nsp_job *job, int kind, uint64_t id) {
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
+    const struct nsp_finding *f = nsp_job_finding(job, i);
+    if (f->kind == kind && f->comm_id == id) return f;
+  }
+  fail_msg("no %s finding on %016llx", nsp_finding_kind_name(kind), (unsigned long long)id);
+  return NULL;
+}
+
+/* c14 (TP x DP): ranks of a split communicator are not job ranks.  Every
+ * message names communicator ranks, with "(job rank N)" where it
+ * differs; the error finding's ranks stay job ranks (its sides span
+ * communicators), its processes have their rank in its communicator too
+ * (comm_rank), and its message names them in that space or says "job
+ * rank" for processes outside it. */
+static void test_c14_rank_spaces(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c14", 4);
+  const struct nsp_finding *m = finding_on(job, NSP_FIND_DTYPE_MISMATCH, NSP_CASE_DP1);
+  assert_side(&m->sides[1], "1");
+  assert_int_equal(m->sides[1].procs[0].pid, 1003);
+  assert_int_equal(m->sides[1].procs[0].comm_rank, 1);
+  const struct nsp_finding *w = finding_on(job, NSP_FIND_STOPPED_EARLY, NSP_CASE_CHILD1);
+  assert_contains(w->message, "rank 1 (job rank 3)'s last call: all-reduce 1024 x float16 sum (2048 bytes) seq 3 on "
+                              "communicator 57a1d0c0ffee0b01");
+  const struct nsp_finding *e = finding_on(job, NSP_FIND_ERROR, NSP_CASE_DP1);
+  assert_ranks(e->odd_ranks, e->nodd, "3"); /* a job rank, as before */
+  assert_int_equal(e->sides[0].procs[0].rank, 3);
+  assert_int_equal(e->sides[0].procs[0].comm_rank, 1);
+  assert_side(&e->sides[1], "0-2");
+  assert_int_equal(e->sides[1].procs[0].comm_rank, -1); /* job rank 0: not in DP1 */
+  assert_int_equal(e->sides[1].procs[1].comm_rank, 0);  /* job rank 1: DP1's rank 0 */
+  assert_contains(e->message, "first error: rank 1 (job rank 3) in an async error: ncclSystemError");
+  assert_contains(e->message, "later: job ranks 0-2 ncclSystemError");
+  nsp_job_destroy(job);
+}
+
+/* c14: the tensor-parallel wavefronts exist only because the DP ranks
+ * are blocked in the mismatched DP all-reduce (each rank behind made it
+ * last), and the async error after it on DP1 is its timeout: all three
+ * are caused by the mismatch, which stays the only root. */
+static void test_c14_consequences_linked(void **state) {
+  (void)state;
+  struct nsp_job *job = analyse_case("c14", 4);
+  assert_int_equal(nsp_job_nfindings(job), 4);
+  const struct nsp_finding *m = nsp_job_finding(job, 0);
+  assert_int_equal(m->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_true(m->cause == SIZE_MAX);
+  for (size_t i = 1; i < 4; i++) {
+    const struct nsp_finding *f = nsp_job_finding(job, i);
+    assert_int_equal(f->cause, 0);
+    if (f->kind == NSP_FIND_STOPPED_EARLY)
+      assert_contains(f->message, "this follows the dtype-mismatch at seq 3 on communicator 57a1d0c0ffee0b01, the "
+                                  "last call of the rank behind, where it probably blocked");
+    else
+      assert_contains(f->message, "this follows the dtype-mismatch at seq 3 on the same communicator");
+  }
+  assert_int_equal(count_kind(job, NSP_FIND_STOPPED_EARLY), 2);
+  assert_int_equal(count_kind(job, NSP_FIND_ERROR), 1);
+  nsp_job_destroy(job);
+}
+
 static void test_c10_healthy(void **state) {
   (void)state;
   struct nsp_job *job = analyse_case("c10", 4);
@@ -793,6 +856,126 @@ static void test_drop_share_in_summary(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Two ranks of communicator 0xdd; rank 0 sends rank 1 `n` messages and
+ * rank 1 receives them (dir: 1 the other way round).  The rank `dropper`
+ * writes a DROPPED record of 5 records (`reason`) after its `at`-th op and,
+ * with `stop`, nothing after it (NCCLSPY_MAX_MB: the rest is not written). */
+static struct nsp_job *p2p_drop_job(int n, int dir, int dropper, int at, int stop, uint32_t reason) {
+  struct nsp_tracegen *g[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = nsp_tracegen_create("h", 900u + (uint32_t)r, r);
+    assert_non_null(g[r]);
+    uint32_t c = nsp_tracegen_comm(g[r], 0xdd, r, 2);
+    int sends = (r == 0) != (dir == 1);
+    for (int k = 1; k <= n; k++) {
+      assert_int_equal(nsp_tracegen_p2p(g[r], sends ? NSP_API_Send : NSP_API_Recv, c, 10, ncclFloat32, 1 - r),
+                       (uint64_t)k);
+      if (r == dropper && k == at) {
+        assert_int_equal(nsp_tracegen_dropped(g[r], 5, reason), 0);
+        if (stop) break;
+      }
+    }
+  }
+  return analyse_gens(g, 2);
+}
+
+/* The receiver's trace hits NCCLSPY_MAX_MB after recv #5 of 10: the sends
+ * from #6 on are not judged (a note says why), not "unmatched"; the same
+ * with the sender's trace cut short and the recvs past it. */
+static void test_drop_p2p_not_judged(void **state) {
+  (void)state;
+  for (int dir = 0; dir < 2; dir++) {
+    /* dir 0: rank 0 sends, rank 1's trace stops; dir 1: rank 1 sends, and
+     * its trace stops, so rank 0's recvs are the ones left over. */
+    struct nsp_job *job = p2p_drop_job(10, dir, 1, 5, 1, NSP_DROP_SIZE_CAP);
+    for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %s\n", nsp_job_finding(job, i)->message);
+    assert_int_equal(nsp_job_nfindings(job), 0);
+    const char *n = find_note(job, dir ? "rank 0's 5 recvs from rank 1 from #6 on, on communicator 00000000000000dd, "
+                                         "are not judged: the trace of rank 1 dropped records after its send #5 to "
+                                         "rank 0 (5 dropped: size cap (NCCLSPY_MAX_MB)), so it may have posted the "
+                                         "matching sends"
+                                       : "rank 0's 5 sends to rank 1 from #6 on, on communicator 00000000000000dd, "
+                                         "are not judged: the trace of rank 1 dropped records after its recv #5 from "
+                                         "rank 0 (5 dropped: size cap (NCCLSPY_MAX_MB)), so it may have posted the "
+                                         "matching recvs");
+    assert_non_null(n);
+    assert_contains(nsp_job_summary(job), "No problems found in what was recorded in 2 traces");
+    nsp_job_destroy(job);
+  }
+  /* One op past the cut: singular. */
+  struct nsp_job *job = p2p_drop_job(6, 0, 1, 5, 1, NSP_DROP_WRITE_ERROR);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  assert_non_null(find_note(job, "rank 0's send #6 to rank 1 on communicator 00000000000000dd is not judged: the "
+                                 "trace of rank 1 dropped records after its recv #5 from rank 0 (5 dropped: write "
+                                 "errors), so it may have posted the matching recv"));
+  nsp_job_destroy(job);
+}
+
+/* Drops before the receiver's last recv (ring full after recv #2, then
+ * recvs 3-5 recorded, then the rank stops) leave its last recv known:
+ * sends 6-10 are still unmatched. */
+static void test_drop_p2p_before_last_still_judged(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = nsp_tracegen_create("h", 900u + (uint32_t)r, r);
+    uint32_t c = nsp_tracegen_comm(g[r], 0xdd, r, 2);
+    for (int k = 1; k <= (r ? 5 : 10); k++) {
+      nsp_tracegen_p2p(g[r], r ? NSP_API_Recv : NSP_API_Send, c, 10, ncclFloat32, 1 - r);
+      if (r == 1 && k == 2) assert_int_equal(nsp_tracegen_dropped(g[r], 3, NSP_DROP_RING_FULL), 0);
+    }
+  }
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_P2P_UNMATCHED);
+  assert_int_equal(f->seq, 6);
+  assert_int_equal(f->src, 0);
+  assert_int_equal(f->dst, 1);
+  assert_null(find_note(job, "not judged"));
+  nsp_job_destroy(job);
+}
+
+/* Strings from the traces inside the analyzer's quotes (a communicator
+ * name in the summary, NCCL's last-error text in the error message) get
+ * '"' and '\' escaped, as the finding header escapes them; counts of one
+ * read in the singular ("posted 1 recv", "1 later seq also differs"). */
+static void test_quoting_and_plurals(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = nsp_tracegen_create("h", 100u + (uint32_t)r, r);
+    nsp_tracegen_set_comm_name(g[r], "tp\"0\\x");
+    w[r] = nsp_tracegen_comm(g[r], 0xaaaa, r, 2);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 8, r ? ncclFloat16 : ncclFloat32, ncclSum, -1);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 8, r ? ncclFloat16 : ncclFloat32, ncclSum, -1);
+    nsp_tracegen_p2p(g[r], r ? NSP_API_Recv : NSP_API_Send, w[r], 4, ncclInt32, 1 - r);
+    if (!r) nsp_tracegen_p2p(g[r], NSP_API_Send, w[r], 4, ncclInt32, 1);
+  }
+  nsp_tracegen_fail_next(g[1], ncclSystemError, "peer said \"bye\\\"");
+  nsp_tracegen_coll(g[1], NSP_API_AllReduce, w[1], 8, ncclFloat32, ncclSum, -1);
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_contains(nsp_job_summary(job), "(2 ranks, \"tp\\\"0\\\\x\"): ranks disagree on dtype at seq 1");
+  const struct nsp_finding *m = nsp_job_finding(job, 0);
+  assert_int_equal(m->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_contains(m->message, " (and 1 later seq also differs)");
+  int seen_p2p = 0, seen_err = 0;
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
+    const struct nsp_finding *f = nsp_job_finding(job, i);
+    if (f->kind == NSP_FIND_P2P_UNMATCHED) {
+      seen_p2p = 1;
+      assert_contains(f->message, "rank 0 posted 2 sends to rank 1, rank 1 posted 1 recv from rank 0");
+      assert_string_equal(f->sides[1].text, "posted 1 recv");
+    } else if (f->kind == NSP_FIND_ERROR) {
+      seen_err = 1;
+      assert_contains(f->message, ": ncclSystemError (\"peer said \\\"bye\\\\\\\"\")");
+    }
+  }
+  assert_true(seen_p2p && seen_err);
+  nsp_job_destroy(job);
+}
+
 /* Rank 1's file is cut inside its last frame (seqs 61 on lost): the
  * stopped-early finding is still made (the process may have died), but
  * its own text says the trace is cut. */
@@ -928,6 +1111,8 @@ int main(void) {
       cmocka_unit_test(test_c07_first_error),
       cmocka_unit_test(test_c08_p2p_count),
       cmocka_unit_test(test_c09_split),
+      cmocka_unit_test(test_c14_rank_spaces),
+      cmocka_unit_test(test_c14_consequences_linked),
       cmocka_unit_test(test_c10_healthy),
       cmocka_unit_test(test_c11_straggler),
       cmocka_unit_test(test_p2p_size),
@@ -947,6 +1132,9 @@ int main(void) {
       cmocka_unit_test(test_drop_size_cap_not_stopped),
       cmocka_unit_test(test_drop_middle_still_judged),
       cmocka_unit_test(test_drop_share_in_summary),
+      cmocka_unit_test(test_drop_p2p_not_judged),
+      cmocka_unit_test(test_drop_p2p_before_last_still_judged),
+      cmocka_unit_test(test_quoting_and_plurals),
       cmocka_unit_test(test_cut_trace_in_finding),
       cmocka_unit_test(test_format_ranks),
       cmocka_unit_test(test_format_call_and_names),
