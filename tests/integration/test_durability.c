@@ -43,6 +43,7 @@
 
 #include "nsp_analyze.h"
 #include "nsp_reader.h"
+#include "tests/nsp_child_env.h"
 #include "tests/nsp_tap.h"
 #include "tests/nsp_trace_dir.h"
 
@@ -90,37 +91,42 @@ static int start(struct run *run, const char *die[NRANKS], unsigned flush_ms, un
   for (int k = 0; k < NRANKS; k++) {
     run->r[k].last_phase = -1;
     run->r[k].last_n = 0;
+    /* The child's environment, built here: the child only execs. */
+    struct nsp_child_env e;
+    char v[4200];
+    nsp_child_env_init(&e);
+    snprintf(v, sizeof v, "%d", k);
+    nsp_child_env_set(&e, "RANK", v);
+    nsp_child_env_set(&e, "LOCAL_RANK", v);
+    nsp_child_env_set(&e, "WORLD_SIZE", "2");
+    nsp_child_env_set(&e, "LOCAL_WORLD_SIZE", "2");
+    snprintf(v, sizeof v, "%s/uid", run->dir);
+    nsp_child_env_set(&e, "NSP_UID_FILE", v);
+    nsp_child_env_set(&e, "NCCLSPY_DIR", run->trace_dir);
+    nsp_child_env_set(&e, "LD_PRELOAD", shim_so);
+    snprintf(v, sizeof v, "%d", fds[1]);
+    nsp_child_env_set(&e, "NSP_CASES_LOG_FD", v);
+    /* A rank whose peer died gives up soon (and exits 1, records intact). */
+    nsp_child_env_set(&e, "NSP_STANDIN_TIMEOUT_MS", "500");
+    snprintf(v, sizeof v, "%u", flush_ms);
+    nsp_child_env_set(&e, "NCCLSPY_FLUSH_MS", v);
+    snprintf(v, sizeof v, "%u", ring);
+    nsp_child_env_set(&e, "NCCLSPY_RING", v);
+    if (die && die[k]) nsp_child_env_set(&e, "NSP_CASES_DIE", die[k]);
+    /* Under a sanitizer, fatal signals must stay fatal, as without it. */
+    nsp_child_env_set(&e, "TSAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:halt_on_error=1");
+    nsp_child_env_set(&e, "ASAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:detect_leaks=0");
+    char *const argv[] = {(char *)cases_exe, (char *)"c10", NULL};
     pid_t pid = fork();
     if (pid == 0) {
-      char v[4200];
       struct rlimit no_core = {0, 0};
       setrlimit(RLIMIT_CORE, &no_core); /* fatal signals: no core files */
-      snprintf(v, sizeof v, "%d", k);
-      setenv("RANK", v, 1);
-      setenv("LOCAL_RANK", v, 1);
-      setenv("WORLD_SIZE", "2", 1);
-      setenv("LOCAL_WORLD_SIZE", "2", 1);
-      snprintf(v, sizeof v, "%s/uid", run->dir);
-      setenv("NSP_UID_FILE", v, 1);
-      setenv("NCCLSPY_DIR", run->trace_dir, 1);
-      setenv("LD_PRELOAD", shim_so, 1);
-      snprintf(v, sizeof v, "%d", fds[1]);
-      setenv("NSP_CASES_LOG_FD", v, 1);
-      /* A rank whose peer died gives up soon (and exits 1, records intact). */
-      setenv("NSP_STANDIN_TIMEOUT_MS", "500", 1);
-      snprintf(v, sizeof v, "%u", flush_ms);
-      setenv("NCCLSPY_FLUSH_MS", v, 1);
-      snprintf(v, sizeof v, "%u", ring);
-      setenv("NCCLSPY_RING", v, 1);
-      if (die && die[k]) setenv("NSP_CASES_DIE", die[k], 1);
-      /* Under a sanitizer, fatal signals must stay fatal, as without it. */
-      setenv("TSAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:halt_on_error=1", 1);
-      setenv("ASAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:detect_leaks=0", 1);
       int devnull = open("/dev/null", O_WRONLY);
       if (devnull >= 0) dup2(devnull, 1);
-      execl(cases_exe, cases_exe, "c10", (char *)NULL);
+      execve(cases_exe, argv, e.v);
       _exit(127);
     }
+    nsp_child_env_free(&e);
     run->r[k].pid = pid;
   }
   close(fds[1]);

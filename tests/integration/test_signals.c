@@ -38,6 +38,7 @@
 #include "nsp_nccl.h"
 #include "nsp_reader.h"
 #include "nsp_report.h"
+#include "tests/nsp_child_env.h"
 #include "tests/nsp_tap.h"
 #include "tests/nsp_trace_dir.h"
 
@@ -79,41 +80,47 @@ static int run_job(struct run *run, const char *mode, int nranks, int shim, cons
   char hex[2 * sizeof id.internal + 1];
   for (size_t i = 0; i < sizeof id.internal; i++) snprintf(hex + 2 * i, 3, "%02x", (unsigned char)id.internal[i]);
   for (int k = 0; k < nranks; k++) {
+    /* The child's environment, built here: the child only execs. */
+    struct nsp_child_env e;
+    char v[256];
+    nsp_child_env_init(&e);
+    snprintf(v, sizeof v, "%d", k);
+    nsp_child_env_set(&e, "RANK", v);
+    snprintf(v, sizeof v, "%d", nranks);
+    nsp_child_env_set(&e, "WORLD_SIZE", v);
+    nsp_child_env_set(&e, "NSP_SIGJOB_ID", hex);
+    nsp_child_env_set(&e, "NSP_SIGJOB_LIB", lib_so);
+    nsp_child_env_set(&e, "NCCLSPY_DIR", run->trace_dir);
+    /* The rank whose peer died gives up soon. */
+    nsp_child_env_set(&e, "NSP_STANDIN_TIMEOUT_MS", "1000");
+    if (shim) nsp_child_env_set(&e, "LD_PRELOAD", shim_so);
+    else nsp_child_env_unset(&e, "LD_PRELOAD");
+    if (extra) nsp_child_env_put(&e, extra);
+    /* Under a sanitizer, fatal signals must stay fatal, as without it
+     * (added to what the test setup gives). */
+    static const char *const san[][2] = {
+        {"ASAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigfpe=0:handle_sigill=0:detect_leaks=0"},
+        {"TSAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigfpe=0:handle_sigill=0"},
+    };
+    for (int i = 0; i < 2; i++) {
+      const char *old = nsp_child_env_get(&e, san[i][0]);
+      char opt[1024];
+      snprintf(opt, sizeof opt, "%s%s%s", old ? old : "", old && *old ? ":" : "", san[i][1]);
+      nsp_child_env_set(&e, san[i][0], opt);
+    }
+    char out[300];
+    snprintf(out, sizeof out, "%s/rank%d.out", run->dir, k);
+    char *const argv[] = {(char *)job_exe, (char *)mode, NULL};
     pid_t pid = fork();
     if (pid == 0) {
-      char v[256];
       struct rlimit no_core = {0, 0};
       setrlimit(RLIMIT_CORE, &no_core); /* fatal signals: no core files */
-      snprintf(v, sizeof v, "%d", k);
-      setenv("RANK", v, 1);
-      snprintf(v, sizeof v, "%d", nranks);
-      setenv("WORLD_SIZE", v, 1);
-      setenv("NSP_SIGJOB_ID", hex, 1);
-      setenv("NSP_SIGJOB_LIB", lib_so, 1);
-      setenv("NCCLSPY_DIR", run->trace_dir, 1);
-      /* The rank whose peer died gives up soon. */
-      setenv("NSP_STANDIN_TIMEOUT_MS", "1000", 1);
-      if (shim) setenv("LD_PRELOAD", shim_so, 1);
-      else unsetenv("LD_PRELOAD");
-      if (extra) putenv((char *)extra);
-      /* Under a sanitizer, fatal signals must stay fatal, as without it
-       * (added to what the test setup gives). */
-      static const char *const san[][2] = {
-          {"ASAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigfpe=0:handle_sigill=0:detect_leaks=0"},
-          {"TSAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigfpe=0:handle_sigill=0"},
-      };
-      for (int i = 0; i < 2; i++) {
-        const char *old = getenv(san[i][0]);
-        char opt[1024];
-        snprintf(opt, sizeof opt, "%s%s%s", old ? old : "", old && *old ? ":" : "", san[i][1]);
-        setenv(san[i][0], opt, 1);
-      }
-      snprintf(v, sizeof v, "%s/rank%d.out", run->dir, k);
-      int fd = open(v, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
       if (fd >= 0) dup2(fd, 1);
-      execl(job_exe, job_exe, mode, (char *)NULL);
+      execve(job_exe, argv, e.v);
       _exit(127);
     }
+    nsp_child_env_free(&e);
     run->pid[k] = pid;
   }
   for (int k = 0; k < nranks; k++) {
