@@ -744,15 +744,15 @@ static void *poller_main(void *arg) {
   unsigned tick = 0, beat = 0;
   int mode_set = 0;
   while (!atomic_load_explicit(&nsp_poller_stop, memory_order_acquire)) {
+    int track = nsp_track; /* read once: the mode is set before any query */
     /* The poller queries and synchronizes events whatever the program's
      * threads are doing; it never captures.  (It may start, to follow a
-     * non-blocking init, before the driver is resolved.) */
-    if (!mode_set && nsp_track > 0) {
-      (void)thread_local_capture_mode();
-      mode_set = 1;
-    }
-    if (nsp_track > 0) poll_once();
-    if (nsp_track > 0 && ++beat * nsp_poll_ns >= 1000000000u) { /* about every second */
+     * non-blocking init, before the driver is resolved.)  A failed switch
+     * is tried again on the next pass. */
+    if (!mode_set && track > 0)
+      mode_set = !cu->ThreadExchangeStreamCaptureMode || thread_local_capture_mode() >= 0;
+    if (track > 0) poll_once();
+    if (track > 0 && ++beat * nsp_poll_ns >= 1000000000u) { /* about every second */
       beat = 0;
       heartbeat();
     }
@@ -816,8 +816,16 @@ void nsp_done_stop(void) {
   pthread_join(nsp_poller, NULL);
   nsp_poller_running = 0;
   if (nsp_track > 0) { /* what finished just before exit */
-    int mode = thread_local_capture_mode(); /* the program's thread: put back after */
+    /* On the program's thread: its capture mode and current context are
+     * put back after (poll_once switches contexts through use_ctx, whose
+     * cache belonged to the poller thread). */
+    int mode = thread_local_capture_mode();
+    CUcontext saved = NULL;
+    int have_saved = cu->CtxGetCurrent(&saved) == NSP_CUDA_SUCCESS;
+    nsp_poller_ctx = NULL;
     poll_once();
+    if (have_saved && nsp_poller_ctx != saved) cu->CtxSetCurrent(saved);
+    nsp_poller_ctx = NULL;
     restore_capture_mode(mode);
   }
 }
