@@ -99,7 +99,8 @@ static int run_job(struct run *run, const char *mode, int nranks, int shim, cons
     /* Under a sanitizer, fatal signals must stay fatal, as without it
      * (added to what the test setup gives). */
     static const char *const san[][2] = {
-        {"ASAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigfpe=0:handle_sigill=0:detect_leaks=0"},
+        {"ASAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigfpe=0:handle_sigill=0:detect_leaks=0:"
+                         "verify_asan_link_order=0"},
         {"TSAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigfpe=0:handle_sigill=0"},
     };
     for (int i = 0; i < 2; i++) {
