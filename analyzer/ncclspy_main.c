@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "nsp_analyze.h"
 #include "nsp_config.h"
@@ -194,7 +195,10 @@ static FILE *open_output(const char *output) {
 static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
   for (int i = first; i < argc; i++) {
     /* A crash-ring sidecar is read with its trace; a shell glob names both. */
-    if (ends_with(argv[i], ".ncclspy.ring")) continue;
+    if (ends_with(argv[i], ".ncclspy.ring")) {
+      if (access(argv[i], F_OK) != 0) fprintf(stderr, "ncclspy: warning: %s: %s\n", argv[i], strerror(errno));
+      continue;
+    }
     int r = nsp_job_add_path(job, argv[i]);
     if (r == NSP_AN_ENOMEM) {
       fprintf(stderr, "ncclspy: out of memory\n");
@@ -207,7 +211,7 @@ static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
   if (!nsp_job_ntraces(job)) {
     int rings = 0, others = 0;
     for (int i = first; i < argc; i++) ends_with(argv[i], ".ncclspy.ring") ? rings++ : others++;
-    if (rings && !others) {
+    if (rings && !others && access(argv[first], F_OK) == 0) {
       fprintf(stderr, "ncclspy: %s is a crash ring, read along with its trace: name the trace (%.*s) or its "
                       "directory\n", argv[first], (int)(strlen(argv[first]) - 5), argv[first]);
       return NSP_EXIT_USAGE;

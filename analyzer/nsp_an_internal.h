@@ -268,6 +268,8 @@ struct nsp_trace {
   /* DROPPED records: the record number of the last one (0 none) and the
    * records lost by NSP_DROP_* reason (index 0: unknown reasons). */
   uint64_t drop_rec;
+  uint64_t drop_mono;   /* monotonic time of the last DROPPED record: the lost
+                           records came before it */
   uint64_t drop_by[4];
 };
 

@@ -508,6 +508,7 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
       case NSP_REC_DROPPED:
         t->info.dropped += rec.count;
         t->drop_rec = t->info.records;
+        if (rec.t_enter > t->drop_mono) t->drop_mono = rec.t_enter;
         t->drop_by[rec.aux < 4 ? rec.aux : 0] += rec.count;
         break;
       case NSP_REC_HEARTBEAT: /* alive and waiting: the trace ends later */
@@ -586,7 +587,11 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
     if (e->state != NSP_PEND_WAIT && e->state != NSP_PEND_ABANDONED && e->state != NSP_PEND_FAILED) continue;
     const size_t *later = nsp_u64map_get(&t->done_by_stream, e->stream);
     if (e->state == NSP_PEND_WAIT && later && (uint64_t)*later > e->t_enter) continue; /* ran before a later one */
-    if (too_recent(t, recent_ns, e)) {
+    /* Its COMPLETION may be among records lost after it was enqueued
+     * (a DROPPED record came later), or the process died too soon after
+     * it to tell: whether it completed is unknown. */
+    if (too_recent(t, recent_ns, e) ||
+        (e->state == NSP_PEND_WAIT && t->info.dropped && t->drop_mono >= e->t_enter)) {
       struct nsp_member *m = local_member(job, t, e->local);
       if (m) m->nuntracked++; /* completion unknown */
       continue;

@@ -458,11 +458,25 @@ static const struct nsp_run *run_at(const struct nsp_runs *r, uint64_t seq) {
   return NULL;
 }
 
+/* Sends/recvs left unjudged on one communicator because one member's
+ * trace stops covering them (rule 2): counted per such member, so that a
+ * job of thousands of pairs (an all-to-all by send/recv) gets one note per
+ * member, with its first pair as the example. */
+struct p2p_uncovered {
+  uint64_t pairs, ops; /* 0: nothing left unjudged for this member */
+  const struct nsp_member *from;
+  int dir;
+  uint64_t n, k;
+  const struct nsp_runs *r;
+};
+
 /* The note for n sends (dir 0) or recvs (dir 1) of `from` posted to/from
  * `to` above `to`'s highest matching seq (the first: #k), left unjudged
- * because `to`'s trace stops covering that direction (its runs: r). */
+ * because `to`'s trace stops covering that direction (its runs: r); `more`
+ * pairs (`more_ops` operations) with `to` were left unjudged besides. */
 static int note_p2p_uncovered(struct nsp_job *job, const struct nsp_comm *c, const struct nsp_member *from,
-                              const struct nsp_member *to, int dir, uint64_t n, uint64_t k, const struct nsp_runs *r) {
+                              const struct nsp_member *to, int dir, uint64_t n, uint64_t k, const struct nsp_runs *r,
+                              uint64_t more, uint64_t more_ops) {
   const struct nsp_trace *t = job->traces[to->trace];
   const char *op = dir ? "recv" : "send", *their = dir ? "send" : "recv";
   struct nsp_sbuf b = {0};
@@ -484,14 +498,28 @@ static int note_p2p_uncovered(struct nsp_job *job, const struct nsp_comm *c, con
   nsp_sbuf_printf(&b, " (%llu dropped: ", (unsigned long long)t->info.dropped);
   nsp_an_put_drop_reasons(&b, t);
   nsp_sbuf_printf(&b, "), so it may have posted the matching %s%s", their, n == 1 ? "" : "s");
+  if (more)
+    nsp_sbuf_printf(&b, "; the same holds for %llu more pair%s with it (%llu sends/recvs)", (unsigned long long)more,
+                    more == 1 ? "" : "s", (unsigned long long)more_ops);
   char *s = nsp_sbuf_take(&b);
   int ret = s ? nsp_job_notef(job, "%s", s) : NSP_AN_ENOMEM;
   free(s);
   return ret;
 }
 
+/* Counts n unjudged operations of `from` with `to` (see p2p_uncovered;
+ * acc has a slot per member of the job). */
+static void count_uncovered(struct nsp_job *job, struct p2p_uncovered *acc, const struct nsp_member *from,
+                            const struct nsp_member *to, int dir, uint64_t n, uint64_t k, const struct nsp_runs *r) {
+  struct p2p_uncovered *u = &acc[to - job->members];
+  if (!u->pairs++) *u = (struct p2p_uncovered){1, 0, from, dir, n, k, r};
+  u->ops += n;
+}
+
+/* acc: where unjudged operations are counted (see p2p_uncovered). */
 static int p2p_pair(struct nsp_job *job, struct nsp_comm *c, const struct nsp_member *snd,
-                    const struct nsp_member *rcv, const struct nsp_runs *sends, const struct nsp_runs *recvs) {
+                    const struct nsp_member *rcv, const struct nsp_runs *sends, const struct nsp_runs *recvs,
+                    struct p2p_uncovered *acc) {
   uint64_t first_bad = 0, nbad = 0;
   size_t i = 0, j = 0;
   while (sends && recvs && i < sends->n && j < recvs->n) {
@@ -513,11 +541,11 @@ static int p2p_pair(struct nsp_job *job, struct nsp_comm *c, const struct nsp_me
   /* Past the point where the other side's trace stops covering the pair
    * (records dropped after its last matching op) nothing is judged. */
   if (un_s && nsp_an_p2p_uncovered(job, rcv, recvs)) {
-    NSP_TRY(note_p2p_uncovered(job, c, snd, rcv, 0, un_s, first_us, recvs));
+    count_uncovered(job, acc, snd, rcv, 0, un_s, first_us, recvs);
     un_s = 0;
   }
   if (un_r && nsp_an_p2p_uncovered(job, snd, sends)) {
-    NSP_TRY(note_p2p_uncovered(job, c, rcv, snd, 1, un_r, first_ur, sends));
+    count_uncovered(job, acc, rcv, snd, 1, un_r, first_ur, sends);
     un_r = 0;
   }
   if (!first_bad && !un_s && !un_r) return 0;
@@ -555,23 +583,36 @@ static int p2p_pair(struct nsp_job *job, struct nsp_comm *c, const struct nsp_me
 }
 
 static int rule_p2p_comm(struct nsp_job *job, struct nsp_comm *c) {
-  for (size_t k = 0; k < c->nmembers; k++) {
+  int any = 0;
+  for (size_t k = 0; k < c->nmembers && !any; k++) any = job->members[c->members[k]].np2p > 0;
+  if (!any) return 0;
+  struct p2p_uncovered *acc = calloc(job->nmembers, sizeof *acc);
+  if (!acc) return NSP_AN_ENOMEM;
+  int ret = 0;
+  for (size_t k = 0; k < c->nmembers && !ret; k++) {
     const struct nsp_member *a = &job->members[c->members[k]];
     if (a->rank < 0) continue;
     /* Duplicated ranks: pair only the first member of a rank. */
     if (k && job->members[c->members[k - 1]].rank == a->rank) continue;
-    for (size_t p = 0; p < a->np2p; p++) {
+    for (size_t p = 0; p < a->np2p && !ret; p++) {
       const struct nsp_p2p *s = &a->p2p[p];
       const struct nsp_member *b = nsp_an_find_member(job, c, s->peer);
       if (!b) continue; /* peer not traced: nothing to pair with */
-      if (s->dir[0].n) NSP_TRY(p2p_pair(job, c, a, b, &s->dir[0], member_runs(b, a->rank, 1)));
+      if (s->dir[0].n) ret = p2p_pair(job, c, a, b, &s->dir[0], member_runs(b, a->rank, 1), acc);
       /* Recvs from a peer that never sent to us at all: the loop above
        * never visits them from the sender's side. */
       const struct nsp_runs *bs = member_runs(b, a->rank, 0);
-      if (s->dir[1].n && (!bs || !bs->n)) NSP_TRY(p2p_pair(job, c, b, a, NULL, &s->dir[1]));
+      if (!ret && s->dir[1].n && (!bs || !bs->n)) ret = p2p_pair(job, c, b, a, NULL, &s->dir[1], acc);
     }
   }
-  return 0;
+  for (size_t k = 0; k < c->nmembers && !ret; k++) {
+    const struct nsp_member *to = &job->members[c->members[k]];
+    const struct p2p_uncovered *u = &acc[c->members[k]];
+    if (u->pairs)
+      ret = note_p2p_uncovered(job, c, u->from, to, u->dir, u->n, u->k, u->r, u->pairs - 1, u->ops - u->n);
+  }
+  free(acc);
+  return ret;
 }
 
 /* ---- rule 4: errors ----------------------------------------------------- */
@@ -1122,19 +1163,24 @@ static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, struc
 
 /* Processes of findings that name job ranks: their rank in the finding's
  * communicator (-1 when not a member, or no communicator). */
-static void proc_comm_ranks(struct nsp_job *job) {
+static int proc_comm_ranks(struct nsp_job *job) {
+  int *rank_of = NULL; /* trace -> rank in the finding's communicator, -1 */
   for (size_t i = 0; i < job->nfindings; i++) {
     struct nsp_finding_priv *f = &job->findings[i];
     if (!nsp_finding_job_ranks(&f->pub)) continue;
+    if (!rank_of && !(rank_of = malloc((job->ntraces ? job->ntraces : 1) * sizeof *rank_of))) return NSP_AN_ENOMEM;
+    for (size_t t = 0; t < job->ntraces; t++) rank_of[t] = -1;
     const struct nsp_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
+    for (size_t k = c ? c->nmembers : 0; k-- > 0;) /* the first member of a trace wins */
+      rank_of[job->members[c->members[k]].trace] = job->members[c->members[k]].rank;
     for (size_t s = 0; s < f->pub.nsides; s++)
       for (size_t p = 0; p < f->sides[s].nranks; p++) {
         struct nsp_proc *pr = (struct nsp_proc *)&f->sides[s].procs[p];
-        pr->comm_rank = -1;
-        for (size_t k = 0; c && k < c->nmembers && pr->comm_rank < 0; k++)
-          if (job->members[c->members[k]].trace == pr->trace) pr->comm_rank = job->members[c->members[k]].rank;
+        pr->comm_rank = rank_of[pr->trace];
       }
   }
+  free(rank_of);
+  return 0;
 }
 
 static int build_messages(struct nsp_job *job) {
@@ -1353,7 +1399,7 @@ int nsp_an_run_rules(struct nsp_job *job) {
   nsp_an_link_signals(job);
   NSP_TRY(fetch_p2p(job));
   NSP_TRY(nsp_an_fetch_sites(job));
-  proc_comm_ranks(job);
+  NSP_TRY(proc_comm_ranks(job));
   NSP_TRY(build_messages(job));
   NSP_TRY(order_findings(job));
   return build_summary(job);

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nsp_escape.h"
 #include "nsp_names.h"
@@ -381,7 +382,7 @@ int nsp_dump_file(const char *path, int json, FILE *out, FILE *err) {
   struct nsp_reader *r = nsp_reader_open(path, e, sizeof e);
   if (!r) {
     size_t n = strlen(path);
-    if (n > 13 && !strcmp(path + n - 13, ".ncclspy.ring"))
+    if (n > 13 && !strcmp(path + n - 13, ".ncclspy.ring") && access(path, F_OK) == 0)
       fprintf(err, "ncclspy: %s: a crash ring, read along with its trace: dump %.*s\n", path, (int)(n - 5), path);
     else fprintf(err, "ncclspy: %s: %s\n", path, e);
     return 2;

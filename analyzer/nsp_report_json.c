@@ -119,6 +119,33 @@ static json_object *signal_json(struct jctx *j, const struct nsp_job *job, const
   return o;
 }
 
+
+/* (communicator rank, job rank) of each process of a finding, sorted by
+ * the former for bsearch: the job ranks of odd_ranks without a scan of
+ * every process per odd rank (a finding can hold thousands of each). */
+struct rank_pair {
+  int rank, job_rank;
+};
+
+static int cmp_rank_pair(const void *a, const void *b) {
+  const struct rank_pair *x = a, *y = b;
+  return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* NULL when out of memory or f has no process. */
+static struct rank_pair *rank_pairs(const struct nsp_job *job, const struct nsp_finding *f) {
+  size_t n = 0;
+  for (size_t s = 0; s < f->nsides; s++) n += f->sides[s].nranks;
+  struct rank_pair *v = n ? malloc(n * sizeof *v) : NULL;
+  if (!v) return NULL;
+  n = 0;
+  for (size_t s = 0; s < f->nsides; s++)
+    for (size_t p = 0; p < f->sides[s].nranks; p++)
+      v[n++] = (struct rank_pair){f->sides[s].procs[p].rank, nsp_job_trace(job, f->sides[s].procs[p].trace)->rank};
+  qsort(v, n, sizeof *v, cmp_rank_pair);
+  return v;
+}
+
 static json_object *finding_json(struct jctx *j, const struct nsp_job *job, const struct nsp_finding *f) {
   json_object *o = json_object_new_object();
   if (!o) return NULL;
@@ -211,13 +238,20 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
   /* The same processes' job ranks (-1 unknown; a rank without a trace,
    * env-missing-ranks, has none) */
   json_object *oj = json_object_new_array();
+  struct rank_pair *by_rank = nsp_finding_job_ranks(f) ? NULL : rank_pairs(job, f);
+  size_t nprocs = 0;
+  for (size_t s = 0; s < f->nsides; s++) nprocs += f->sides[s].nranks;
+  if (!nsp_finding_job_ranks(f) && nprocs && !by_rank) j->oom = 1;
   for (size_t i = 0; oj && i < f->nodd; i++) {
     int jr = nsp_finding_job_ranks(f) ? f->odd_ranks[i] : -1;
-    for (size_t s = 0; jr < 0 && !nsp_finding_job_ranks(f) && s < f->nsides; s++)
-      for (size_t p = 0; jr < 0 && p < f->sides[s].nranks; p++)
-        if (f->sides[s].procs[p].rank == f->odd_ranks[i]) jr = nsp_job_trace(job, f->sides[s].procs[p].trace)->rank;
+    if (by_rank) {
+      struct rank_pair key = {f->odd_ranks[i], -1};
+      const struct rank_pair *hit = bsearch(&key, by_rank, nprocs, sizeof *by_rank, cmp_rank_pair);
+      if (hit) jr = hit->job_rank;
+    }
     push(j, oj, jint(jr));
   }
+  free(by_rank);
   if (!oj) j->oom = 1;
   put(j, o, "odd_job_ranks", oj);
   put(j, o, "later", jint((int64_t)f->later));

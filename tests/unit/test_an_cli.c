@@ -490,6 +490,17 @@ static void test_subdirs_and_rings(void **state) {
            "directory\n", ring, (int)(strlen(ring) - 5), ring);
   assert_string_equal(r.err, want);
   result_free(&r);
+  char gone[600];
+  snprintf(gone, sizeof gone, "%s/gone.ncclspy.ring", sub); /* no such file: said as such */
+  r = run((const char *[]){"analyze", gone, NULL});
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "gone.ncclspy.ring: No such file or directory");
+  if (strstr(r.err, "crash ring")) fail_msg("%s", r.err);
+  result_free(&r);
+  r = run((const char *[]){"dump", gone, NULL});
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "cannot open: No such file or directory");
+  result_free(&r);
   r = run((const char *[]){"dump", ring, NULL});
   assert_int_equal(r.status, 2);
   snprintf(want, sizeof want, "ncclspy: %s: a crash ring, read along with its trace: dump %.*s\n", ring,

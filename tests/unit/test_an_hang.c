@@ -456,6 +456,36 @@ static void test_hang_completion_dropped_not_judged(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Rank 1's COMPLETION of seq 5 was lost (a DROPPED record after it),
+ * then both ranks hang in seq 6: the hang is at seq 6, not at the seq
+ * whose completion the trace lost. */
+static void test_hang_completion_lost_before_next_call(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = tracked_gen(r, &w[r], 2);
+    for (int i = 0; i < 4; i++) assert_true(AR(g[r], w[r]) > 0);
+  }
+  assert_int_equal(AR(g[0], w[0]), 5);
+  nsp_tracegen_set_auto_complete(g[0], 0, 0);
+  assert_int_equal(AR(g[0], w[0]), 6);
+  nsp_tracegen_set_auto_complete(g[1], 0, 0);
+  assert_int_equal(AR(g[1], w[1]), 5);
+  assert_int_equal(nsp_tracegen_dropped(g[1], 1, NSP_DROP_RING_FULL), 0); /* seq 5's COMPLETION */
+  assert_int_equal(AR(g[1], w[1]), 6);
+  struct nsp_job *job = analyse_gens(g, 2);
+  const struct nsp_finding *f = NULL;
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
+    const struct nsp_finding *x = nsp_job_finding(job, i);
+    print_message("finding: %s\n", x->message);
+    if (x->kind == NSP_FIND_HANG || x->kind == NSP_FIND_NEVER_COMPLETED) f = x;
+  }
+  assert_non_null(f);
+  assert_int_equal(f->seq, 6);
+  nsp_job_destroy(job);
+}
+
 /* The hang finding on communicator 0xaaaa, or a test failure. */
 static const struct nsp_finding *hang_of(const struct nsp_job *job) {
   const struct nsp_finding *f = NULL;
@@ -635,6 +665,7 @@ int main(void) {
       cmocka_unit_test(test_hang_drop_before_last_coll),
       cmocka_unit_test(test_hang_drop_mixed),
       cmocka_unit_test(test_hang_completion_dropped_not_judged),
+      cmocka_unit_test(test_hang_completion_lost_before_next_call),
 
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

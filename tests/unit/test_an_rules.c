@@ -911,6 +911,36 @@ static void test_drop_p2p_not_judged(void **state) {
   nsp_job_destroy(job);
 }
 
+/* An all-to-all by send/recv (8 ranks, every pair both ways) whose traces
+ * all hit the size cap, the odd ranks one round later than the even ones:
+ * nothing is judged past the cuts, and the unjudged pairs get one note per
+ * rank whose trace stops covering them, not one per pair. */
+static void test_drop_p2p_all_to_all_one_note_per_rank(void **state) {
+  (void)state;
+  enum { N = 8 };
+  struct nsp_tracegen *g[N];
+  for (int r = 0; r < N; r++) {
+    g[r] = nsp_tracegen_create("h", 900u + (uint32_t)r, r);
+    uint32_t c = nsp_tracegen_comm(g[r], 0xdd, r, N);
+    for (int round = 0; round < (r & 1 ? 4 : 3); round++) {
+      for (int p = 0; p < N; p++)
+        if (p != r) nsp_tracegen_p2p(g[r], NSP_API_Send, c, 10, ncclFloat32, p);
+      for (int p = 0; p < N; p++)
+        if (p != r) nsp_tracegen_p2p(g[r], NSP_API_Recv, c, 10, ncclFloat32, p);
+    }
+    assert_int_equal(nsp_tracegen_dropped(g[r], 5, NSP_DROP_SIZE_CAP), 0);
+  }
+  struct nsp_job *job = analyse_gens(g, N);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  size_t p2p_notes = 0;
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++) p2p_notes += strstr(nsp_job_note(job, i), " not judged: ") != NULL;
+  assert_int_equal(p2p_notes, N / 2); /* the even ranks, which stopped a round early */
+  /* each even rank's note names its first pair (an odd rank's send or
+   * recv #4) and counts the other 7: 4 odd peers, both directions */
+  assert_non_null(find_note(job, "the same holds for 7 more pairs with it (7 sends/recvs)"));
+  nsp_job_destroy(job);
+}
+
 /* Drops before the receiver's last recv (ring full after recv #2, then
  * recvs 3-5 recorded, then the rank stops) leave its last recv known:
  * sends 6-10 are still unmatched. */
@@ -1134,6 +1164,7 @@ int main(void) {
       cmocka_unit_test(test_drop_share_in_summary),
       cmocka_unit_test(test_drop_p2p_not_judged),
       cmocka_unit_test(test_drop_p2p_before_last_still_judged),
+      cmocka_unit_test(test_drop_p2p_all_to_all_one_note_per_rank),
       cmocka_unit_test(test_quoting_and_plurals),
       cmocka_unit_test(test_cut_trace_in_finding),
       cmocka_unit_test(test_format_ranks),
