@@ -434,6 +434,18 @@ static struct nsp_job *c11_like(int drop_after, int drop_before) {
   return analyse_gens(g, 2);
 }
 
+/* Two tracked ranks through seq 5, rank 0's seq 5 completed, rank 1's
+ * left without a COMPLETION (for the tests of lost completions). */
+static void five_ars_rank1_open(struct nsp_tracegen *g[2], uint32_t w[2]) {
+  for (int r = 0; r < 2; r++) {
+    g[r] = tracked_gen(r, &w[r], 2);
+    for (int i = 0; i < 4; i++) assert_true(AR(g[r], w[r]) > 0);
+  }
+  assert_int_equal(AR(g[0], w[0]), 5);
+  nsp_tracegen_set_auto_complete(g[1], 0, 0);
+  assert_int_equal(AR(g[1], w[1]), 5);
+}
+
 /* Both ranks make seqs 1-5; rank 1's COMPLETION records after its seq 5
  * are lost (its trace ends in a DROPPED record of `lost` records, ring
  * full): whether seq 5 completed there is not known, so it is no
@@ -442,13 +454,7 @@ static void test_hang_completion_dropped_not_judged(void **state) {
   (void)state;
   struct nsp_tracegen *g[2];
   uint32_t w[2];
-  for (int r = 0; r < 2; r++) {
-    g[r] = tracked_gen(r, &w[r], 2);
-    for (int i = 0; i < 4; i++) assert_true(AR(g[r], w[r]) > 0);
-  }
-  assert_int_equal(AR(g[0], w[0]), 5);
-  nsp_tracegen_set_auto_complete(g[1], 0, 0);
-  assert_int_equal(AR(g[1], w[1]), 5);
+  five_ars_rank1_open(g, w);
   assert_int_equal(nsp_tracegen_dropped(g[1], 4, NSP_DROP_RING_FULL), 0);
   struct nsp_job *job = analyse_gens(g, 2);
   for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %s\n", nsp_job_finding(job, i)->message);
@@ -463,15 +469,9 @@ static void test_hang_completion_lost_before_next_call(void **state) {
   (void)state;
   struct nsp_tracegen *g[2];
   uint32_t w[2];
-  for (int r = 0; r < 2; r++) {
-    g[r] = tracked_gen(r, &w[r], 2);
-    for (int i = 0; i < 4; i++) assert_true(AR(g[r], w[r]) > 0);
-  }
-  assert_int_equal(AR(g[0], w[0]), 5);
+  five_ars_rank1_open(g, w);
   nsp_tracegen_set_auto_complete(g[0], 0, 0);
   assert_int_equal(AR(g[0], w[0]), 6);
-  nsp_tracegen_set_auto_complete(g[1], 0, 0);
-  assert_int_equal(AR(g[1], w[1]), 5);
   assert_int_equal(nsp_tracegen_dropped(g[1], 1, NSP_DROP_RING_FULL), 0); /* seq 5's COMPLETION */
   assert_int_equal(AR(g[1], w[1]), 6);
   struct nsp_job *job = analyse_gens(g, 2);
