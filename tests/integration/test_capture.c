@@ -16,7 +16,6 @@
  *      pending call's COMPLETION says it completed, seen by the poller
  *      during the capture (so the poller did query then).
  * The worker's exit status names the step that failed.  Output is TAP. */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include "nsp_reader.h"
 #include "nsp_standin_cuda.h"
 #include "tests/nsp_tap.h"
+#include "tests/nsp_trace_dir.h"
 
 NSP_NCCL_DECLARE(nccl)
 
@@ -126,6 +126,25 @@ static int worker(const char *libcuda, const char *times) {
   return 0;
 }
 
+/* The COMPLETION records of seqs 1-4. */
+struct completions {
+  uint32_t flags[5];
+  uint64_t t_seen[5]; /* when the poller saw it (the record's count field) */
+  int seen[5];
+};
+
+static void read_completions(const char *path, struct nsp_reader *r, void *arg) {
+  struct completions *c = arg;
+  struct nsp_rec rec;
+  (void)path;
+  while (r && nsp_reader_next(r, &rec) == 1)
+    if (rec.kind == NSP_REC_COMPLETION && rec.seq >= 1 && rec.seq <= 4) {
+      c->seen[rec.seq]++;
+      c->flags[rec.seq] = rec.flags;
+      c->t_seen[rec.seq] = rec.count;
+    }
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "worker")) return worker(argv[2], argv[3]);
   if (argc != 3) {
@@ -154,28 +173,11 @@ int main(int argc, char **argv) {
      "cuStreamEndCapture failed)", code);
   ok(code == 0, "captures of another stream while a call is pending (the poller querying it) succeed, and the "
      "program runs to the end (worker status %d; 21: cuStreamEndCapture failed)", code);
-  DIR *d = opendir(trace_dir);
-  struct dirent *e;
-  int files = 0;
-  uint32_t flags[5] = {0};
-  uint64_t t_seen[5] = {0};
-  int seen[5] = {0};
-  while (d && (e = readdir(d))) {
-    if (!strstr(e->d_name, ".ncclspy") || strstr(e->d_name, ".ring")) continue;
-    char path[4200], err[256];
-    snprintf(path, sizeof path, "%s/%s", trace_dir, e->d_name);
-    struct nsp_reader *r = nsp_reader_open(path, err, sizeof err);
-    struct nsp_rec rec;
-    files++;
-    while (r && nsp_reader_next(r, &rec) == 1)
-      if (rec.kind == NSP_REC_COMPLETION && rec.seq >= 1 && rec.seq <= 4) {
-        seen[rec.seq]++;
-        flags[rec.seq] = rec.flags;
-        t_seen[rec.seq] = rec.count; /* when the poller saw it */
-      }
-    nsp_reader_destroy(r);
-  }
-  if (d) closedir(d);
+  struct completions c = {0};
+  int files = nsp_trace_dir_each(trace_dir, 0, read_completions, &c);
+  const uint32_t *flags = c.flags;
+  const uint64_t *t_seen = c.t_seen;
+  const int *seen = c.seen;
   ok(files == 1 && seen[2] == 1 && flags[2] == NSP_DONE_CAPTURED && seen[4] == 1 && flags[4] == NSP_DONE_CAPTURED,
      "the captured calls (seq 2 and 4) have one COMPLETION each, flagged captured (%d file; flags 0x%x, 0x%x)",
      files, flags[2], flags[4]);
