@@ -1097,24 +1097,12 @@ static void put_error_call(struct nsp_sbuf *b, const struct nsp_call *c, int wit
   }
 }
 
-/* A process of an error finding: "rank R" (its rank in the finding's
- * communicator, "(job rank J)" added where that differs), or "job rank J"
- * when it is not a member. */
+/* A process of an error finding, as nsp_format_proc_rank names it. */
 static void put_err_proc(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f,
                          const struct nsp_proc *p) {
-  if (p->comm_rank >= 0) nsp_an_put_rank(b, job, p->comm_rank, p->trace);
-  else nsp_sbuf_printf(b, "%srank %d", f->comm_id ? "job " : "", p->rank);
-}
-
-/* A side of an error finding: its (job) ranks as "ranks 0-3" when every
- * process has that rank in the finding's communicator too, else as "job
- * ranks 0-3". */
-static void put_err_side(struct nsp_sbuf *b, const struct nsp_finding *f, const struct nsp_side *s) {
-  int same = 1;
-  for (size_t p = 0; f->comm_id && p < s->nranks; p++)
-    if (s->procs[p].comm_rank != s->procs[p].rank) same = 0;
-  if (!same) nsp_sbuf_printf(b, "job ");
-  put_ranks(b, s);
+  char rb[64];
+  nsp_format_proc_rank(rb, sizeof rb, job, f, p);
+  nsp_sbuf_printf(b, "%s", rb);
 }
 
 static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, struct nsp_job *job, size_t cause_id) {
@@ -1127,7 +1115,8 @@ static void message_error(struct nsp_sbuf *b, const struct nsp_finding *f, struc
     for (size_t s = 1; s < f->nsides; s++) {
       char rb[32];
       nsp_sbuf_printf(b, "%s ", s > 1 ? "," : "");
-      put_err_side(b, f, &f->sides[s]);
+      if (nsp_side_job_ranks(f, &f->sides[s])) nsp_sbuf_printf(b, "job ");
+      put_ranks(b, &f->sides[s]);
       nsp_sbuf_printf(b, " %s", nsp_result_name(f->sides[s].call.result, rb, sizeof rb));
     }
     /* Hosts' clocks are only as aligned as their NTP: flag a close call. */

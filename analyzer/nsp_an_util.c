@@ -403,6 +403,22 @@ int nsp_an_p2p_uncovered(const struct nsp_job *job, const struct nsp_member *m, 
   return t->info.dropped && t->drop_rec > (r && r->n ? r->last_rec : 0);
 }
 
+size_t nsp_format_proc_rank(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_finding *f,
+                            const struct nsp_proc *p) {
+  int in_comm = nsp_finding_job_ranks(f) && f->comm_id; /* job ranks, each with its comm_rank */
+  if (in_comm && p->comm_rank < 0) return (size_t)snprintf(buf, buflen, "job rank %d", p->rank);
+  int r = in_comm ? p->comm_rank : p->rank, jr = job->traces[p->trace]->info.rank;
+  if (jr >= 0 && jr != r) return (size_t)snprintf(buf, buflen, "rank %d (job rank %d)", r, jr);
+  return (size_t)snprintf(buf, buflen, "rank %d", r);
+}
+
+int nsp_side_job_ranks(const struct nsp_finding *f, const struct nsp_side *s) {
+  if (f->kind != NSP_FIND_ERROR || !f->comm_id) return 0;
+  for (size_t p = 0; p < s->nranks; p++)
+    if (s->procs[p].comm_rank != s->procs[p].rank) return 1;
+  return 0;
+}
+
 void nsp_an_put_rank(struct nsp_sbuf *b, const struct nsp_job *job, int rank, size_t trace) {
   int jr = job->traces[trace]->info.rank;
   nsp_sbuf_printf(b, "rank %d", rank);

@@ -437,6 +437,19 @@ int64_t nsp_job_start_ns(const struct nsp_job *job);
  * snprintf. */
 size_t nsp_format_ranks(char *buf, size_t buflen, const int *ranks, size_t n);
 
+/* Writes how messages and reports name process p of finding f into buf:
+ * "rank R" (its rank in f's communicator, or its job rank where f names
+ * job ranks and has no communicator), "rank R (job rank J)" where its job
+ * rank J differs, "job rank J" for a process of an "error" finding that is
+ * not a member of f's communicator.  Returns the snprintf-style length. */
+size_t nsp_format_proc_rank(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_finding *f,
+                            const struct nsp_proc *p);
+
+/* True when side s of f lists job ranks that are not also ranks of f's
+ * communicator (an "error" finding's side with a process outside it, or
+ * numbered otherwise there): the reports then write "job ranks 0-2". */
+int nsp_side_job_ranks(const struct nsp_finding *f, const struct nsp_side *s);
+
 /* Writes a call as the report shows it, "all-reduce 1024 x float16 sum
  * (2048 bytes)", "broadcast 8 x int32 root 1 (32 bytes)", "send 4 x
  * float32 to 1 (16 bytes)"; returns the snprintf-style length. */

@@ -230,19 +230,11 @@ static void put_proc_call(FILE *out, const struct nsp_job *job, const struct nsp
   put_rel(out, job, c->time_ns);
 }
 
-/* A process as the findings name it: "rank R" in the finding's
- * communicator, with "(job rank J)" where that differs; "job rank J" for a
- * process of an error finding outside the communicator; findings without
- * a communicator name job ranks as "rank J". */
+/* A process as the findings name it (nsp_format_proc_rank). */
 static void put_proc_rank(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, const struct nsp_proc *p) {
-  int jr = nsp_job_trace(job, p->trace)->rank;
-  if (nsp_finding_job_ranks(f) && f->comm_id && p->comm_rank < 0) {
-    fprintf(out, "job rank %d", p->rank);
-    return;
-  }
-  int r = nsp_finding_job_ranks(f) && f->comm_id ? p->comm_rank : p->rank;
-  fprintf(out, "rank %d", r);
-  if (jr >= 0 && jr != r) fprintf(out, " (job rank %d)", jr);
+  char rb[64];
+  nsp_format_proc_rank(rb, sizeof rb, job, f, p);
+  fputs(rb, out);
 }
 
 static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, size_t si) {
@@ -250,10 +242,7 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
   fprintf(out, "    side %zu: ", si + 1);
   /* An error finding's sides hold job ranks: say so where they are not
    * also the communicator's ranks. */
-  int job_space = 0;
-  for (size_t p = 0; f->kind == NSP_FIND_ERROR && f->comm_id && p < s->nranks; p++)
-    if (s->procs[p].comm_rank != s->procs[p].rank) job_space = 1;
-  if (job_space) fprintf(out, "job ");
+  if (nsp_side_job_ranks(f, s)) fprintf(out, "job ");
   put_ranks(out, s->ranks, s->nranks);
   fprintf(out, ": ");
   nsp_put_esc(out, s->text);
