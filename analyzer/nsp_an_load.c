@@ -300,6 +300,7 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   t->info.calls++;
   if (rec->t_enter > t->max_call_mono) t->max_call_mono = rec->t_enter;
   int kind = nsp_api_kind(rec->api);
+  if (kind == NSP_K_COLL || kind == NSP_K_P2P) t->info.work_calls++;
   struct nsp_member *m = rec->comm ? local_member(job, t, rec->comm) : NULL;
   uint64_t comm_id = m ? job->comms[m->comm]->info.id : 0;
   if (is_error(rec->result)) {

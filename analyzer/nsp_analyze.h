@@ -227,6 +227,8 @@ struct nsp_trace_info {
   uint64_t records;     /* records read */
   uint64_t frames;      /* zstd frames read */
   uint64_t calls;       /* CALL records read */
+  uint64_t work_calls;  /* those of collectives and send/recv: the calls
+                           completion tracking follows */
   uint64_t dropped;     /* records the shim reported as dropped */
   uint64_t recovered;   /* records recovered from the crash ring "<path>.ring":
                            the process died before writing them (included in
@@ -265,7 +267,8 @@ struct nsp_comm_info {
   size_t ntraced;       /* distinct ranks with a trace */
   const int *ranks;     /* those ranks, ascending */
   uint64_t max_seq;     /* highest collective seq any rank reached */
-  uint64_t ncoll;       /* collective calls, all ranks together */
+  uint64_t ncoll;       /* collective calls NCCL accepted, all ranks together (a
+                           refused one counts only as a rank's last call) */
   uint64_t np2p;        /* send/recv calls, all ranks together */
 };
 

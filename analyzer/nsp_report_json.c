@@ -296,6 +296,7 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
     put(&j, o, "dropped", jint((int64_t)t->dropped));
     put(&j, o, "errors", jint((int64_t)t->errors));
     put(&j, o, "untracked_calls", jint((int64_t)t->untracked_calls));
+    put(&j, o, "work_calls", jint((int64_t)t->work_calls));
     put(&j, o, "nccl_path", jstr(t->nccl_path));
     put(&j, o, "driver_version", jint(t->driver_version));
     put(&j, o, "runtime_version", jint(t->runtime_version));

@@ -385,8 +385,8 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
               t->tracking & NSP_TRACK_TIMING ? " timing" : "", t->tracking & NSP_TRACK_CALLSITES ? " call-sites" : "",
               t->tracking & NSP_TRACK_SIGNALS ? " signals" : "", t->tracking ? "" : " none");
       if (t->untracked_calls)
-        fprintf(out, " (but %" PRIu64 " of %" PRIu64 " calls not tracked: NCCLSPY_TRACK=0)", t->untracked_calls,
-                t->calls);
+        fprintf(out, " (but %" PRIu64 " of %" PRIu64 " collective and send/recv calls not tracked: NCCLSPY_TRACK=0)",
+                t->untracked_calls, t->work_calls);
       fputc('\n', out);
     }
     if (t->problem) {
