@@ -31,27 +31,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nsp_bench_stats.h"
 #include "nsp_nccl.h"
 #include "nsp_names.h"
 #include "nsp_reader.h"
 
 NSP_NCCL_DECLARE(nccl)
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static ncclComm_t one_rank_comm(void) {
   ncclUniqueId id;
@@ -83,15 +69,15 @@ static int child_overhead(int rounds, int calls) {
     for (int order = 0; order < 2; order++) {
       int use_shim = (order + r) % 2;
       allreduce_fn f = use_shim ? shim : direct;
-      uint64_t t0 = now_ns();
+      uint64_t t0 = nsp_bench_now_ns();
       for (int i = 0; i < calls; i++) f(&x, &y, 1, ncclFloat32, ncclSum, comm, NULL);
-      double per = (double)(now_ns() - t0) / calls;
+      double per = (double)(nsp_bench_now_ns() - t0) / calls;
       (use_shim ? s : d)[r] = per;
       struct timespec pause = {0, 30000000}; /* 30 ms: the writer drains */
       nanosleep(&pause, NULL);
     }
   }
-  printf("%.2f %.2f\n", median(d, rounds), median(s, rounds));
+  printf("%.2f %.2f\n", nsp_bench_median(d, rounds), nsp_bench_median(s, rounds));
   ncclCommDestroy(comm);
   free(d);
   free(s);
@@ -100,8 +86,8 @@ static int child_overhead(int rounds, int calls) {
 
 /* Busy "compute" for about ns nanoseconds. */
 static void compute(uint64_t ns) {
-  uint64_t end = now_ns() + ns;
-  while (now_ns() < end) {
+  uint64_t end = nsp_bench_now_ns() + ns;
+  while (nsp_bench_now_ns() < end) {
   }
 }
 

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "nsp_bench_stats.h"
+
 typedef int CUresult;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUevent_st *CUevent;
@@ -24,16 +26,6 @@ typedef struct CUfunc_st *CUfunction;
 static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
                           ".visible .entry nsp_empty()\n{\n ret;\n}\n";
 
-static uint64_t now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 #define LOAD(var, name)                        \
   do {                                         \
@@ -89,10 +81,10 @@ int main(void) {
     for (int k = 0; k < K; k++) {
       int st;
       CUcontext c;
-      uint64_t t0 = now();
+      uint64_t t0 = nsp_bench_now_ns();
       for (int i = 0; i < N; i++) {
         switch (k) {
-          case 0: (void)now(); break;
+          case 0: (void)nsp_bench_now_ns(); break;
           case 1: capt(s, &st); break;
           case 2: getctx(s, &c); break;
           case 3: erec(plain, s); break;
@@ -100,7 +92,7 @@ int main(void) {
           case 5: equery(plain); break;
         }
       }
-      t[k][r] = (double)(now() - t0) / N;
+      t[k][r] = (double)(nsp_bench_now_ns() - t0) / N;
       ssync(s);
     }
   }
@@ -110,7 +102,7 @@ int main(void) {
   if (f) fclose(f);
   printf("ns per call, median of %d rounds of %d (clocksource %s):\n", R, N, cs);
   for (int k = 0; k < K; k++) {
-    qsort(t[k], R, sizeof t[k][0], cmp);
+    qsort(t[k], R, sizeof t[k][0], nsp_bench_cmp_double);
     printf("  %-32s %8.1f\n", names[k], t[k][R / 2]);
   }
 
@@ -138,7 +130,7 @@ int main(void) {
       for (int i = 0; i < N2; i++) {
         for (size_t j = (size_t)(i & 63); j < sizeof junk; j += 4096) sink += junk[j];
         int st;
-        uint64_t t0 = now();
+        uint64_t t0 = nsp_bench_now_ns();
         if (k == 5) erec(plain, s);
         launch(fn, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
         switch (k) {
@@ -147,7 +139,7 @@ int main(void) {
           case 3: capt(s, &st); erec(plain, s); break;
           case 4: erec(timed, s); break;
         }
-        sum += now() - t0;
+        sum += nsp_bench_now_ns() - t0;
       }
       ssync(s);
       t2[k][r] = (double)sum / N2;
@@ -156,7 +148,7 @@ int main(void) {
   printf("ns per launch and what follows it (%u), median of %d rounds of %d:\n", sink & 1, R2 - 1, N2);
   double base = 0;
   for (int k = 0; k < K2; k++) {
-    qsort(t2[k] + 1, R2 - 1, sizeof t2[k][0], cmp); /* round 0 warms up */
+    qsort(t2[k] + 1, R2 - 1, sizeof t2[k][0], nsp_bench_cmp_double); /* round 0 warms up */
     double m = t2[k][1 + (R2 - 1) / 2];
     if (k == 0) base = m;
     printf("  %-40s %8.1f  (%+.1f)\n", names2[k], m, m - base);

@@ -1,10 +1,17 @@
-/* nsp_codec.c - records to bytes and back (format: include/ncclspy/trace.h). */
+/* nsp_codec.c - records to bytes and back.
+ *
+ * The encoder and the decoder are made from the record schema
+ * (include/ncclspy/trace_schema.h): each kind's field list expands, once
+ * per purpose, into straight-line code (no table walked per field at run
+ * time), so a field added to the schema is written and read with no edit
+ * here. */
 #include "nsp_record.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "nsp_names.h"
+#include "nsp_schema.h"
 
 int nsp_buf_reserve(struct nsp_buf *b, size_t n) {
   if (b->cap - b->len >= n) return 0;
@@ -57,7 +64,46 @@ int nsp_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
 static uint64_t zz_enc(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static int64_t zz_dec(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
 
-static const struct nsp_pred nsp_pred_zero = {.dtype = 0, .redop = -1, .peer = -1};
+/* ---- the schema's columns, as code -------------------------------------
+ *
+ * loc: where a field lives, as an lvalue (r: the record, x: its ext). */
+#define NSP_LOC_R(member) r->member
+#define NSP_LOC_X(member) x->member
+#define NSP_LOC_XENV() x
+#define NSP_LOC_XFRAMES() x
+#define NSP_LOC_WIRE() mask
+
+/* pred: NSP_PRED(op, pred, args...) calls op_<how>(init, args...), where
+ * pred is PREV(init), NEXTSEQ, PREVT, DEF or NONE. */
+#define NSP_PSPLIT_PREV(v) PREV, v
+#define NSP_PSPLIT_NEXTSEQ NEXTSEQ, 0
+#define NSP_PSPLIT_PREVT PREVT, 0
+#define NSP_PSPLIT_DEF DEF, 0
+#define NSP_PSPLIT_NONE NONE, 0
+#define NSP_PRED(op, pred, ...) NSP_PRED_A_(op, NSP_PSPLIT_##pred, __VA_ARGS__)
+#define NSP_PRED_A_(op, ...) NSP_PRED_B_(op, __VA_ARGS__)
+#define NSP_PRED_B_(op, how, init, ...) op##_##how(init, __VA_ARGS__)
+
+/* The prediction state of one comm: a member per predicted CALL field. */
+#define NSP_PM_(K, name, enc, cm, pred, loc, type, unit, since, meaning) NSP_PRED(NSP_PM, pred, type, name)
+#define NSP_PM_PREV(init, type, name) type name;
+#define NSP_PM_NEXTSEQ(init, type, name) type name;
+#define NSP_PM_PREVT(init, type, name)
+#define NSP_PM_DEF(init, type, name)
+#define NSP_PM_NONE(init, type, name)
+struct nsp_pred {
+  NSP_REC_FIELDS_CALL(NSP_PM_, CALL)
+  uint32_t gen; /* the frame (nsp_codec.gen) this prediction belongs to */
+};
+
+/* At frame start: each PREV field's init, the rest 0. */
+#define NSP_PI_(K, name, enc, cm, pred, loc, type, unit, since, meaning) NSP_PRED(NSP_PI, pred, name)
+#define NSP_PI_PREV(init, name) .name = (init),
+#define NSP_PI_NEXTSEQ(init, name)
+#define NSP_PI_PREVT(init, name)
+#define NSP_PI_DEF(init, name)
+#define NSP_PI_NONE(init, name)
+static const struct nsp_pred nsp_pred_zero = {NSP_REC_FIELDS_CALL(NSP_PI_, CALL)};
 
 void nsp_codec_reset(struct nsp_codec *c) {
   c->prev_t = 0;
@@ -75,9 +121,9 @@ void nsp_codec_free(struct nsp_codec *c) {
   c->npred = 0;
 }
 
-static struct nsp_pred *pred_for(struct nsp_codec *c, uint32_t comm) {
+static struct nsp_pred *pred_for(struct nsp_codec *c, uint64_t comm) {
   if (comm >= NSP_MAX_COMMS) return NULL;
-  size_t pg = comm / NSP_PRED_PAGE;
+  size_t pg = (size_t)comm / NSP_PRED_PAGE;
   if (pg >= c->npred) {
     size_t n = c->npred ? c->npred : 4;
     while (n <= pg) n *= 2;
@@ -104,51 +150,28 @@ static struct nsp_pred *pred_for(struct nsp_codec *c, uint32_t comm) {
   return pr;
 }
 
+/* After a CALL, on both sides: its values become the comm's predictions
+ * (seq only for collectives), and its t_enter the frame's. */
+#define NSP_PS_(K, name, enc, cm, pred, loc, type, unit, since, meaning) NSP_PRED(NSP_PS, pred, name, NSP_LOC_##loc)
+#define NSP_PS_PREV(init, name, lv) pr->name = (lv);
+#define NSP_PS_NEXTSEQ(init, name, lv) \
+  if (api_kind == NSP_K_COLL) pr->name = (lv);
+#define NSP_PS_PREVT(init, name, lv) c->prev_t = (lv);
+#define NSP_PS_DEF(init, name, lv)
+#define NSP_PS_NONE(init, name, lv)
+
 /* ---- encoder ---------------------------------------------------------- */
 
-/* Payload builder over a fixed scratch area sized for the largest record
- * the shim makes; strings are bounded to NSP_MAX_STRING. */
-struct enc {
-  uint8_t *p, *start, *end;
-};
-
-static void put_v(struct enc *e, uint64_t v) { e->p += nsp_put_varint(e->p, v); }
-static void put_z(struct enc *e, int64_t v) { put_v(e, zz_enc(v)); }
-static void put_u64(struct enc *e, uint64_t v) {
-  for (int i = 0; i < 8; i++) *e->p++ = (uint8_t)(v >> (8 * i));
-}
-static void put_s(struct enc *e, const char *s) {
-  size_t n = s ? strnlen(s, NSP_MAX_STRING) : 0;
-  put_v(e, n);
-  if (n) memcpy(e->p, s, n);
-  e->p += n;
-}
-static size_t str_room(const char *s) { return 10 + (s ? strnlen(s, NSP_MAX_STRING) : 0); }
-
-static size_t payload_bound(const struct nsp_rec *r) {
-  size_t n = 256 + str_room(r->last_error);
-  const struct nsp_rec_ext *x = r->ext;
-  if (x) {
-    n += str_room(x->comm_name) + str_room(x->host) + str_room(x->shim_version) +
-         str_room(x->nccl_path);
-    for (uint32_t i = 0; x->env && i < 2 * x->nenv; i++) n += str_room(x->env[i]);
-    n += str_room(x->gpu_uuid) + str_room(x->gpu_pci_bus_id) + str_room(x->gpu_name) +
-         str_room(x->launcher);
-    for (uint32_t i = 0; i < x->nframes; i++)
-      n += 10 + str_room(x->frame_module ? x->frame_module[i] : NULL) +
-           str_room(x->frame_symbol ? x->frame_symbol[i] : NULL);
-  }
-  return n;
-}
-
-/* A writer that checks room before every byte (the SIGNAL record is also
- * encoded by the shim's signal handler, into a fixed buffer). */
+/* A payload writer that checks room before every byte: the SIGNAL record
+ * is also encoded by the shim's signal handler, into a fixed buffer, so
+ * everything below is async-signal-safe (no allocation, no lock, only the
+ * C string functions) for every kind but CALL (its predictions). */
 struct benc {
   uint8_t *p, *end;
   int over;
 };
 
-static void b_put(struct benc *e, const void *src, size_t n) {
+static void put(struct benc *e, const void *src, size_t n) {
   if (e->over || (size_t)(e->end - e->p) < n) {
     e->over = 1;
     return;
@@ -156,42 +179,152 @@ static void b_put(struct benc *e, const void *src, size_t n) {
   if (n) memcpy(e->p, src, n);
   e->p += n;
 }
-static void b_v(struct benc *e, uint64_t v) {
+static inline void put_v(struct benc *e, uint64_t v) {
+  if (!e->over && e->end - e->p >= 10) { /* the common case: room for any varint */
+    while (v >= 0x80) {
+      *e->p++ = (uint8_t)(v | 0x80);
+      v >>= 7;
+    }
+    *e->p++ = (uint8_t)v;
+    return;
+  }
   uint8_t t[10];
-  b_put(e, t, nsp_put_varint(t, v));
+  put(e, t, nsp_put_varint(t, v));
 }
-static void b_s(struct benc *e, const char *s) {
+static void put_z(struct benc *e, int64_t v) { put_v(e, zz_enc(v)); }
+static void put_u64(struct benc *e, uint64_t v) {
+  uint8_t t[8];
+  for (int i = 0; i < 8; i++) t[i] = (uint8_t)(v >> (8 * i));
+  put(e, t, 8);
+}
+static void put_s(struct benc *e, const char *s) {
   size_t n = s ? strnlen(s, NSP_MAX_STRING) : 0;
-  b_v(e, n);
-  b_put(e, s, n);
+  put_v(e, n);
+  put(e, s, n);
 }
-
-/* The SIGNAL payload (include/ncclspy/trace.h). */
-static void signal_payload(struct benc *e, const struct nsp_rec *r) {
-  const struct nsp_rec_ext *x = r->ext;
-  uint32_t nf = x && x->frame_offset ? x->nframes : 0;
-  if (nf > NSP_MAX_FRAMES) nf = NSP_MAX_FRAMES;
-  b_v(e, r->aux);
-  b_v(e, zz_enc(r->result));
-  b_v(e, r->sendbuff);
-  b_v(e, r->seq);
-  b_v(e, r->t_enter);
-  b_v(e, r->flags);
-  b_v(e, (uint32_t)r->peer);
-  b_v(e, nf);
+static void put_env(struct benc *e, const struct nsp_rec_ext *x) {
+  uint32_t n = x->env ? x->nenv : 0;
+  put_v(e, n);
+  for (uint32_t i = 0; i < 2 * n; i++) put_s(e, x->env[i]);
+}
+/* A stack without offsets is written as none. */
+static uint32_t nframes_of(const struct nsp_rec_ext *x) {
+  if (!x->frame_offset) return 0;
+  return x->nframes > NSP_MAX_FRAMES ? NSP_MAX_FRAMES : x->nframes;
+}
+static void put_frames(struct benc *e, const struct nsp_rec_ext *x) {
+  uint32_t nf = nframes_of(x);
+  put_v(e, nf);
   for (uint32_t i = 0; i < nf; i++) {
-    b_s(e, x->frame_module ? x->frame_module[i] : NULL);
-    b_v(e, x->frame_offset[i]);
-    b_s(e, x->frame_symbol ? x->frame_symbol[i] : NULL);
+    put_s(e, x->frame_module ? x->frame_module[i] : NULL);
+    put_v(e, x->frame_offset[i]);
+    put_s(e, x->frame_symbol ? x->frame_symbol[i] : NULL);
   }
 }
 
-size_t nsp_encode_signal(uint8_t *dst, size_t cap, const struct nsp_rec *r) {
-  /* The payload goes 11 bytes in (kind and length take at most that),
-   * then moves down behind its header. */
-  if (r->kind != NSP_REC_SIGNAL || cap < 11) return 0;
+/* V writes a signed 32-bit field as its unsigned pattern. */
+#define NSP_VBITS(v) _Generic((v), int32_t: (uint64_t)(uint32_t)(v), default: (uint64_t)(v))
+
+/* enc: how each encoding writes the field `name` of type `type` at lv. */
+#define NSP_ENC_V(name, type, lv) put_v(e, NSP_VBITS((type)(lv)))
+#define NSP_ENC_Z(name, type, lv) put_z(e, (int64_t)(type)(lv))
+#define NSP_ENC_U64(name, type, lv) put_u64(e, (uint64_t)(lv))
+#define NSP_ENC_S(name, type, lv) put_s(e, (lv))
+#define NSP_ENC_ENV(name, type, lv) put_env(e, (lv))
+#define NSP_ENC_FRAMES(name, type, lv) put_frames(e, (lv))
+#define NSP_ENC_MASK(name, type, lv) put_v(e, mask)
+#define NSP_ENC_TDELTA(name, type, lv) put_z(e, (int64_t)((lv) - c->prev_t))
+#define NSP_ENC_DUR(name, type, lv) put_v(e, (lv) - r->t_enter)
+#define NSP_ENC_SEQ(name, type, lv) put_v(e, (lv))
+#define NSP_ENC_ZDELTA(name, type, lv) put_z(e, (int64_t)((lv) - pr->name))
+
+/* A field is written when it is always present or its mask bit is set. */
+#define NSP_EF_(K, name, enc, cm, pred, loc, type, unit, since, meaning) \
+  if (NSP_CM_##cm == NSP_CM_ALWAYS || (mask & NSP_CM_##cm)) NSP_ENC_##enc(name, type, NSP_LOC_##loc);
+
+/* CALL's mask: a bit is set when one of its fields differs from its
+ * prediction. */
+#define NSP_MB_(K, name, enc, cm, pred, loc, type, unit, since, meaning) \
+  NSP_PRED(NSP_MB, pred, NSP_CM_##cm, name, NSP_LOC_##loc)
+#define NSP_MB_PREV(init, bit, name, lv) \
+  if ((lv) != pr->name) mask |= (bit);
+#define NSP_MB_NEXTSEQ(init, bit, name, lv) \
+  if (api_kind == NSP_K_P2P || (lv) != seq_pred) mask |= (bit);
+#define NSP_MB_DEF(init, bit, name, lv) \
+  if ((lv) != 0) mask |= (bit);
+#define NSP_MB_PREVT(init, bit, name, lv)
+#define NSP_MB_NONE(init, bit, name, lv)
+
+/* Bytes a field may take at most. */
+#define NSP_BOUND_(K, name, enc, cm, pred, loc, type, unit, since, meaning) n += NSP_BOUND_##enc(NSP_LOC_##loc);
+#define NSP_BOUND_V(lv) 10
+#define NSP_BOUND_Z(lv) 10
+#define NSP_BOUND_U64(lv) 8
+#define NSP_BOUND_S(lv) str_room(lv)
+#define NSP_BOUND_ENV(lv) env_room(lv)
+#define NSP_BOUND_FRAMES(lv) frames_room(lv)
+#define NSP_BOUND_MASK(lv) 10
+#define NSP_BOUND_TDELTA(lv) 10
+#define NSP_BOUND_DUR(lv) 10
+#define NSP_BOUND_SEQ(lv) 10
+#define NSP_BOUND_ZDELTA(lv) 10
+
+static size_t str_room(const char *s) { return 10 + (s ? strnlen(s, NSP_MAX_STRING) : 0); }
+static size_t env_room(const struct nsp_rec_ext *x) {
+  size_t n = 10;
+  for (uint32_t i = 0; x->env && i < 2 * x->nenv; i++) n += str_room(x->env[i]);
+  return n;
+}
+static size_t frames_room(const struct nsp_rec_ext *x) {
+  size_t n = 10;
+  for (uint32_t i = 0, nf = nframes_of(x); i < nf; i++)
+    n += 10 + str_room(x->frame_module ? x->frame_module[i] : NULL) +
+         str_room(x->frame_symbol ? x->frame_symbol[i] : NULL);
+  return n;
+}
+
+/* One encoder and one bound per kind.  pr is the comm's prediction (CALL
+ * only; NULL otherwise). */
+#define NSP_GEN_ENC_(NAME, name, value, since, has_ext, ring, meaning)                                             \
+  static void enc_##name(struct benc *e, struct nsp_codec *c, struct nsp_pred *pr, const struct nsp_rec *r,   \
+                         const struct nsp_rec_ext *x) {                                                        \
+    unsigned mask = 0;                                                                                         \
+    int api_kind = pr ? nsp_api_kind(r->api) : NSP_K_OTHER;                                                    \
+    uint64_t seq_pred = pr && api_kind == NSP_K_COLL ? pr->seq + 1 : 0;                                        \
+    (void)c, (void)pr, (void)x, (void)api_kind, (void)seq_pred;                                                \
+    NSP_REC_FIELDS_##NAME(NSP_MB_, NAME)                                                                       \
+    NSP_REC_FIELDS_##NAME(NSP_EF_, NAME)                                                                       \
+    NSP_REC_FIELDS_##NAME(NSP_PS_, NAME)                                                                       \
+  }                                                                                                            \
+  static size_t bound_##name(const struct nsp_rec *r, const struct nsp_rec_ext *x) {                          \
+    unsigned mask = 0;                                                                                         \
+    size_t n = 0;                                                                                              \
+    (void)r, (void)x, (void)mask;                                                                              \
+    NSP_REC_FIELDS_##NAME(NSP_BOUND_, NAME)                                                                    \
+    return n;                                                                                                  \
+  }
+NSP_REC_KINDS(NSP_GEN_ENC_)
+
+static const struct nsp_rec_ext nsp_ext_zero;
+
+/* Encodes r (kind, length, payload) into [dst, dst + cap): the payload
+ * goes 11 bytes in, then moves down behind its header.  Returns the bytes
+ * written, 0 when they do not fit or the kind is unknown. */
+static size_t encode_into(uint8_t *dst, size_t cap, struct nsp_codec *c, struct nsp_pred *pr,
+                          const struct nsp_rec *r) {
+  if (cap < 11) return 0;
+  const struct nsp_rec_ext *x = r->ext ? r->ext : &nsp_ext_zero;
   struct benc e = {dst + 11, dst + cap, 0};
-  signal_payload(&e, r);
+  switch (r->kind) {
+#define NSP_ENC_CASE_(NAME, name, value, since, has_ext, ring, meaning) \
+  case NSP_REC_##NAME:                                             \
+    enc_##name(&e, c, pr, r, x);                                   \
+    break;
+    NSP_REC_KINDS(NSP_ENC_CASE_)
+#undef NSP_ENC_CASE_
+    default:
+      return 0;
+  }
   if (e.over) return 0;
   size_t plen = (size_t)(e.p - (dst + 11));
   uint8_t hdr[20];
@@ -203,196 +336,32 @@ size_t nsp_encode_signal(uint8_t *dst, size_t cap, const struct nsp_rec *r) {
   return h + plen;
 }
 
-static void enc_call(struct enc *e, struct nsp_pred *pr, uint64_t *prev_t, const struct nsp_rec *r) {
-  int kind = nsp_api_kind(r->api);
-  uint64_t seq_pred = kind == NSP_K_COLL ? pr->seq + 1 : 0;
-  unsigned mask = 0;
-  if (kind == NSP_K_P2P || r->seq != seq_pred) mask |= NSP_CM_SEQ;
-  if (r->count != pr->count) mask |= NSP_CM_COUNT;
-  if (r->dtype != pr->dtype || r->redop != pr->redop) mask |= NSP_CM_TYPE;
-  if (r->peer != pr->peer) mask |= NSP_CM_PEER;
-  if (r->stream != pr->stream) mask |= NSP_CM_STREAM;
-  if (r->sendbuff != pr->sendbuff) mask |= NSP_CM_SENDBUF;
-  if (r->recvbuff != pr->recvbuff) mask |= NSP_CM_RECVBUF;
-  if (r->group_id != pr->group_id || r->group_depth != pr->group_depth) mask |= NSP_CM_GROUP;
-  if (r->result != 0 || r->last_error) mask |= NSP_CM_RESULT;
-  if (r->flags != pr->flags) mask |= NSP_CM_FLAGS;
-  if (r->site != pr->site) mask |= NSP_CM_SITE;
-
-  put_v(e, r->api);
-  put_v(e, r->comm);
-  put_v(e, mask);
-  put_z(e, (int64_t)(r->t_enter - *prev_t));
-  put_v(e, r->t_exit - r->t_enter);
-  if (mask & NSP_CM_SEQ) put_v(e, r->seq);
-  if (mask & NSP_CM_COUNT) put_v(e, r->count);
-  if (mask & NSP_CM_TYPE) {
-    put_v(e, (uint32_t)r->dtype);
-    put_z(e, r->redop);
-  }
-  if (mask & NSP_CM_PEER) put_z(e, r->peer);
-  if (mask & NSP_CM_STREAM) put_v(e, r->stream);
-  if (mask & NSP_CM_SENDBUF) put_v(e, r->sendbuff);
-  if (mask & NSP_CM_RECVBUF) put_v(e, r->recvbuff);
-  if (mask & NSP_CM_GROUP) {
-    put_z(e, (int64_t)(r->group_id - pr->group_id));
-    put_v(e, r->group_depth);
-  }
-  if (mask & NSP_CM_RESULT) {
-    put_z(e, r->result);
-    put_s(e, r->last_error);
-  }
-  if (mask & NSP_CM_FLAGS) put_v(e, r->flags);
-  if (mask & NSP_CM_SITE) put_v(e, r->site);
-
-  *prev_t = r->t_enter;
-  if (kind == NSP_K_COLL) pr->seq = r->seq;
-  pr->count = r->count;
-  pr->dtype = r->dtype;
-  pr->redop = r->redop;
-  pr->peer = r->peer;
-  pr->stream = r->stream;
-  pr->sendbuff = r->sendbuff;
-  pr->recvbuff = r->recvbuff;
-  pr->group_id = r->group_id;
-  pr->group_depth = r->group_depth;
-  pr->flags = r->flags;
-  pr->site = r->site;
+size_t nsp_encode_signal(uint8_t *dst, size_t cap, const struct nsp_rec *r) {
+  if (r->kind != NSP_REC_SIGNAL) return 0;
+  return encode_into(dst, cap, NULL, NULL, r);
 }
 
-static const struct nsp_rec_ext nsp_ext_zero;
-
-int nsp_encode(struct nsp_buf *out, struct nsp_codec *c, const struct nsp_rec *r) {
-  size_t bound = payload_bound(r);
-  if (nsp_buf_reserve(out, bound + 20) < 0) return -1;
-  struct nsp_pred *pr = NULL;
-  if (r->kind == NSP_REC_CALL && !(pr = pred_for(c, r->comm))) return -1;
-
-  /* The payload goes 20 bytes in, then moves down behind its header. */
-  uint8_t *base = out->data + out->len;
-  struct enc e = {base + 20, base + 20, base + 20 + bound};
+static size_t payload_bound(const struct nsp_rec *r) {
   const struct nsp_rec_ext *x = r->ext ? r->ext : &nsp_ext_zero;
   switch (r->kind) {
-    case NSP_REC_PROCESS:
-      put_v(&e, x->pid);
-      put_v(&e, x->ppid);
-      put_z(&e, x->nccl_version);
-      put_v(&e, x->realtime_ns);
-      put_v(&e, x->monotonic_ns);
-      put_s(&e, x->host);
-      put_s(&e, x->shim_version);
-      put_s(&e, x->nccl_path);
-      put_v(&e, x->env ? x->nenv : 0);
-      for (uint32_t i = 0; x->env && i < 2 * x->nenv; i++) put_s(&e, x->env[i]);
-      put_z(&e, x->driver_version);
-      put_z(&e, x->runtime_version);
-      put_s(&e, x->launcher);
-      put_v(&e, x->tracking);
-      break;
-    case NSP_REC_COMM:
-      put_v(&e, r->comm);
-      put_u64(&e, x->comm_id);
-      put_v(&e, r->api);
-      put_z(&e, x->rank);
-      put_z(&e, x->nranks);
-      put_z(&e, x->device);
-      put_u64(&e, x->parent_id);
-      put_z(&e, x->color);
-      put_z(&e, x->key);
-      put_v(&e, x->split_index);
-      put_s(&e, x->comm_name);
-      put_v(&e, x->handle);
-      put_z(&e, r->result);
-      put_v(&e, r->t_enter);
-      put_v(&e, r->t_exit);
-      put_s(&e, r->last_error);
-      put_v(&e, r->flags);
-      put_s(&e, x->gpu_uuid);
-      put_s(&e, x->gpu_pci_bus_id);
-      put_s(&e, x->gpu_name);
-      break;
-    case NSP_REC_COMM_END:
-      put_v(&e, r->comm);
-      put_v(&e, r->api);
-      put_z(&e, r->result);
-      put_v(&e, r->t_enter);
-      put_v(&e, r->t_exit);
-      put_s(&e, r->last_error);
-      break;
-    case NSP_REC_CALL:
-      enc_call(&e, pr, &c->prev_t, r);
-      break;
-    case NSP_REC_REDOP:
-      put_v(&e, r->api);
-      put_v(&e, r->comm);
-      put_z(&e, r->redop);
-      put_z(&e, r->dtype);
-      put_z(&e, (int32_t)r->aux);
-      put_v(&e, r->count);
-      put_z(&e, r->result);
-      put_v(&e, r->t_enter);
-      put_v(&e, r->t_exit);
-      break;
-    case NSP_REC_DROPPED:
-      put_v(&e, r->count);
-      put_v(&e, r->aux);
-      put_v(&e, r->t_enter);
-      break;
-    case NSP_REC_ASYNC_ERROR:
-      put_v(&e, r->comm);
-      put_z(&e, r->result);
-      put_v(&e, r->t_enter);
-      put_s(&e, r->last_error);
-      break;
-    case NSP_REC_COMPLETION:
-      put_v(&e, r->comm);
-      put_v(&e, r->api);
-      put_v(&e, r->seq);
-      put_z(&e, r->peer);
-      put_v(&e, r->group_id);
-      put_v(&e, r->flags);
-      put_v(&e, r->t_enter);
-      put_v(&e, r->t_exit);
-      put_v(&e, r->count);
-      break;
-    case NSP_REC_CALLSITE: {
-      uint32_t nf = x->nframes > NSP_MAX_FRAMES ? NSP_MAX_FRAMES : x->nframes;
-      put_v(&e, r->site);
-      put_v(&e, r->flags);
-      put_v(&e, nf);
-      for (uint32_t i = 0; i < nf; i++) {
-        put_s(&e, x->frame_module ? x->frame_module[i] : NULL);
-        put_v(&e, x->frame_offset ? x->frame_offset[i] : 0);
-        put_s(&e, x->frame_symbol ? x->frame_symbol[i] : NULL);
-      }
-      break;
-    }
-    case NSP_REC_RINGPOS:
-      put_v(&e, r->seq);
-      put_v(&e, r->count);
-      break;
-    case NSP_REC_HEARTBEAT:
-      put_v(&e, r->t_enter);
-      put_v(&e, r->count);
-      put_v(&e, r->t_exit);
-      break;
-    case NSP_REC_SIGNAL: {
-      struct benc be = {e.p, e.end, 0};
-      signal_payload(&be, r);
-      if (be.over) return -1; /* never: the bound counts every frame */
-      e.p = be.p;
-      break;
-    }
+#define NSP_BOUND_CASE_(NAME, name, value, since, has_ext, ring, meaning) \
+  case NSP_REC_##NAME:                                               \
+    return bound_##name(r, x);
+    NSP_REC_KINDS(NSP_BOUND_CASE_)
+#undef NSP_BOUND_CASE_
     default:
-      return -1;
+      return 0;
   }
-  size_t plen = (size_t)(e.p - e.start);
-  uint8_t hdr[20];
-  size_t h = nsp_put_varint(hdr, r->kind);
-  h += nsp_put_varint(hdr + h, plen);
-  memcpy(base, hdr, h);
-  memmove(base + h, e.start, plen);
-  out->len += h + plen;
+}
+
+int nsp_encode(struct nsp_buf *out, struct nsp_codec *c, const struct nsp_rec *r) {
+  size_t bound = payload_bound(r); /* 0 for unknown kinds, refused below */
+  if (nsp_buf_reserve(out, bound + 11) < 0) return -1;
+  struct nsp_pred *pr = NULL;
+  if (r->kind == NSP_REC_CALL && !(pr = pred_for(c, r->comm))) return -1;
+  size_t n = encode_into(out->data + out->len, bound + 11, c, pr, r);
+  if (!n) return -1; /* an unknown kind (the bound counts every byte) */
+  out->len += n;
   return 0;
 }
 
@@ -418,6 +387,13 @@ static int32_t get_z32(struct dec *d) {
   int64_t v = get_z(d);
   if (v < INT32_MIN || v > INT32_MAX) d->bad = 1;
   return (int32_t)v;
+}
+/* A varint of a unit: a communicator index beyond NSP_MAX_COMMS makes
+ * the record malformed. */
+static inline uint64_t get_v_unit(struct dec *d, int unit) {
+  uint64_t v = get_v(d);
+  if (unit == NSP_UNIT_COMM && v >= NSP_MAX_COMMS) d->bad = 1;
+  return v;
 }
 static uint64_t get_u64(struct dec *d) {
   if (d->p >= d->end) return 0;
@@ -449,81 +425,52 @@ static const char *get_s(struct dec *d) {
   return s;
 }
 
-static void dec_call(struct dec *d, struct nsp_codec *c, struct nsp_rec *r) {
-  r->api = (uint8_t)get_v(d);
-  uint64_t comm = get_v(d);
-  struct nsp_pred *pr = comm < NSP_MAX_COMMS ? pred_for(c, (uint32_t)comm) : NULL;
-  if (!pr) {
+/* The count that starts an environment or a stack: one the payload
+ * cannot hold (each entry takes at least min_bytes) is hostile, and marks
+ * the record bad before anything is allocated; so does one over max.
+ * Returns the count, or 0 when bad. */
+static uint64_t get_count(struct dec *d, uint64_t max, uint64_t min_bytes) {
+  uint64_t n = get_v(d);
+  if (n > max || n * min_bytes > (uint64_t)(d->end - d->p)) {
     d->bad = 1;
-    return;
+    d->p = d->end;
+    return 0;
   }
-  r->comm = (uint32_t)comm;
-  uint64_t mask = get_v(d);
-  r->t_enter = c->prev_t + (uint64_t)get_z(d);
-  r->t_exit = r->t_enter + get_v(d);
-  int kind = nsp_api_kind(r->api);
-  r->seq = (mask & NSP_CM_SEQ) ? get_v(d) : (kind == NSP_K_COLL ? pr->seq + 1 : 0);
-  r->count = (mask & NSP_CM_COUNT) ? get_v(d) : pr->count;
-  if (mask & NSP_CM_TYPE) {
-    r->dtype = (int32_t)(uint32_t)get_v(d);
-    r->redop = get_z32(d);
-  } else {
-    r->dtype = pr->dtype;
-    r->redop = pr->redop;
-  }
-  r->peer = (mask & NSP_CM_PEER) ? get_z32(d) : pr->peer;
-  r->stream = (mask & NSP_CM_STREAM) ? get_v(d) : pr->stream;
-  r->sendbuff = (mask & NSP_CM_SENDBUF) ? get_v(d) : pr->sendbuff;
-  r->recvbuff = (mask & NSP_CM_RECVBUF) ? get_v(d) : pr->recvbuff;
-  if (mask & NSP_CM_GROUP) {
-    r->group_id = pr->group_id + (uint64_t)get_z(d);
-    r->group_depth = (uint32_t)get_v(d);
-  } else {
-    r->group_id = pr->group_id;
-    r->group_depth = pr->group_depth;
-  }
-  if (mask & NSP_CM_RESULT) {
-    r->result = get_z32(d);
-    r->last_error = get_s(d);
-  }
-  r->flags = (uint16_t)((mask & NSP_CM_FLAGS) ? get_v(d) : pr->flags);
-  r->site = (uint32_t)((mask & NSP_CM_SITE) ? get_v(d) : pr->site);
+  return n;
+}
 
-  c->prev_t = r->t_enter;
-  if (kind == NSP_K_COLL) pr->seq = r->seq;
-  pr->count = r->count;
-  pr->dtype = r->dtype;
-  pr->redop = r->redop;
-  pr->peer = r->peer;
-  pr->stream = r->stream;
-  pr->sendbuff = r->sendbuff;
-  pr->recvbuff = r->recvbuff;
-  pr->group_id = r->group_id;
-  pr->group_depth = r->group_depth;
-  pr->flags = r->flags;
-  pr->site = r->site;
+/* Makes room for n pointers at *v (with room for *cap); 0 or -1. */
+static int room_for(void *v, size_t *cap, uint64_t n, size_t elsize) {
+  if (*cap >= n) return 0;
+  void *p = realloc(*(void **)v, (size_t)n * elsize);
+  if (!p) return -1;
+  *(void **)v = p;
+  *cap = (size_t)n;
+  return 0;
+}
+
+/* nenv (name, value) pairs into st->env and x.  Returns 0, or -1 when out
+ * of memory. */
+static int get_env(struct dec *d, struct nsp_rec_ext *x) {
+  struct nsp_dec_store *st = d->st;
+  uint64_t nenv = get_count(d, NSP_MAX_ENV, 2);
+  if (room_for(&st->env, &st->env_cap, nenv * 2 + 1, sizeof *st->env) < 0) return -1;
+  for (uint64_t i = 0; i < nenv * 2; i++) st->env[i] = get_s(d);
+  x->nenv = (uint32_t)nenv;
+  x->env = st->env;
+  return 0;
 }
 
 /* nf frames (str module, varint offset, str symbol) into st's frame
- * arrays and x.  Returns 0, or -1 when out of memory; a count the payload
- * cannot hold marks the record bad. */
-static int dec_frames(struct dec *d, struct nsp_dec_store *st, struct nsp_rec_ext *x) {
-  uint64_t nf = get_v(d);
-  /* A frame takes at least three bytes: refuse counts the payload cannot
-   * hold before allocating. */
-  if (nf > NSP_MAX_FRAMES || nf * 3 > (uint64_t)(d->end - d->p)) {
-    d->bad = 1;
-    return 0;
-  }
-  if (st->frame_cap < nf * 2 + 1) {
-    const char **fs = realloc(st->frame_str, (nf * 2 + 1) * sizeof *fs);
-    if (!fs) return -1;
-    st->frame_str = fs;
-    uint64_t *fo = realloc(st->frame_off, (nf + 1) * sizeof *fo);
-    if (!fo) return -1;
-    st->frame_off = fo;
-    st->frame_cap = nf * 2 + 1;
-  }
+ * arrays and x.  Returns 0, or -1 when out of memory. */
+static int get_frames(struct dec *d, struct nsp_rec_ext *x) {
+  struct nsp_dec_store *st = d->st;
+  uint64_t nf = get_count(d, NSP_MAX_FRAMES, 3);
+  /* frame_cap counts both arrays: it grows only once both have. */
+  size_t off_cap = st->frame_cap;
+  if (room_for(&st->frame_off, &off_cap, nf * 2 + 1, sizeof *st->frame_off) < 0 ||
+      room_for(&st->frame_str, &st->frame_cap, nf * 2 + 1, sizeof *st->frame_str) < 0)
+    return -1;
   for (uint64_t i = 0; i < nf; i++) {
     st->frame_str[i] = get_s(d);
     st->frame_off[i] = get_v(d);
@@ -535,6 +482,65 @@ static int dec_frames(struct dec *d, struct nsp_dec_store *st, struct nsp_rec_ex
   x->frame_symbol = st->frame_str + nf;
   return 0;
 }
+
+/* dec: how each encoding reads the field `name` of type `type` into lv.
+ * A field of a unit COMM is a communicator index (range-checked). */
+#define NSP_DEC_V(name, type, unit, lv) (lv) = (__typeof__(lv))(type)get_v_unit(d, NSP_UNIT_##unit);
+#define NSP_DEC_Z(name, type, unit, lv) (lv) = (__typeof__(lv))(type)get_z32(d);
+#define NSP_DEC_U64(name, type, unit, lv) (lv) = get_u64(d);
+#define NSP_DEC_S(name, type, unit, lv) (lv) = get_s(d);
+#define NSP_DEC_ENV(name, type, unit, lv) \
+  if (get_env(d, (lv)) < 0) return -1;
+#define NSP_DEC_FRAMES(name, type, unit, lv) \
+  if (get_frames(d, (lv)) < 0) return -1;
+/* CALL: the mask, then the comm's prediction (its comm came before). */
+#define NSP_DEC_MASK(name, type, unit, lv)                       \
+  mask = (unsigned)get_v(d);                                     \
+  if (!(pr = pred_for(c, r->comm))) {                            \
+    d->bad = 1;                                                  \
+    return 0;                                                    \
+  }                                                              \
+  api_kind = nsp_api_kind(r->api);                               \
+  seq_pred = api_kind == NSP_K_COLL ? pr->seq + 1 : 0;
+#define NSP_DEC_TDELTA(name, type, unit, lv) (lv) = c->prev_t + (uint64_t)get_z(d);
+#define NSP_DEC_DUR(name, type, unit, lv) (lv) = r->t_enter + get_v(d);
+#define NSP_DEC_SEQ(name, type, unit, lv) (lv) = get_v(d);
+#define NSP_DEC_ZDELTA(name, type, unit, lv) (lv) = pr->name + (uint64_t)get_z(d);
+
+/* A field whose mask bit is clear takes its prediction. */
+#define NSP_PG_PREV(init, name, lv) (lv) = pr->name;
+#define NSP_PG_NEXTSEQ(init, name, lv) (lv) = seq_pred;
+#define NSP_PG_PREVT(init, name, lv)
+#define NSP_PG_DEF(init, name, lv)
+#define NSP_PG_NONE(init, name, lv)
+#define NSP_DF_(K, name, enc, cm, pred, loc, type, unit, since, meaning)         \
+  if (NSP_CM_##cm == NSP_CM_ALWAYS || (mask & NSP_CM_##cm)) {                     \
+    NSP_DEC_##enc(name, type, unit, NSP_LOC_##loc)                                \
+  } else {                                                                        \
+    NSP_PRED(NSP_PG, pred, name, NSP_LOC_##loc)                                   \
+  }
+
+/* ext: the decoded strings and arrays hang off the record. */
+#define NSP_EXT_YES r->ext = x;
+#define NSP_EXT_MAY r->ext = x;
+#define NSP_EXT_NO
+
+/* One decoder per kind: 0 (d->bad set when malformed), or -1 when out of
+ * memory. */
+#define NSP_GEN_DEC_(NAME, name, value, since, has_ext, ring, meaning)                                   \
+  static int dec_##name(struct dec *d, struct nsp_codec *c, struct nsp_rec *r) {                   \
+    struct nsp_rec_ext *x = &d->st->ext;                                                            \
+    struct nsp_pred *pr = NULL;                                                                     \
+    unsigned mask = 0;                                                                              \
+    int api_kind = 0;                                                                               \
+    uint64_t seq_pred = 0;                                                                          \
+    (void)c, (void)x, (void)pr, (void)mask, (void)api_kind, (void)seq_pred;                         \
+    NSP_REC_FIELDS_##NAME(NSP_DF_, NAME)                                                            \
+    NSP_REC_FIELDS_##NAME(NSP_PS_, NAME)                                                            \
+    NSP_EXT_##has_ext                                                                                 \
+    return 0;                                                                                       \
+  }
+NSP_REC_KINDS(NSP_GEN_DEC_)
 
 void nsp_dec_store_free(struct nsp_dec_store *s) {
   if (!s) return;
@@ -559,11 +565,6 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
   r->redop = -1;
   r->kind = kind > 255 ? 0 : (uint8_t)kind;
   const uint8_t *next = p + len;
-  if (kind < NSP_REC_PROCESS || kind > NSP_REC_SIGNAL) {
-    r->kind = 0; /* unknown: skipped by length */
-    *pp = next;
-    return 1;
-  }
   size_t need = (size_t)len * 2 + 1;
   if (st->strings_cap < need) {
     char *s = realloc(st->strings, need);
@@ -572,134 +573,20 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
     st->strings_cap = need;
   }
   struct dec d = {p, next, 0, st, 0};
-  struct nsp_rec_ext *x = &st->ext;
+  int rc;
   switch (kind) {
-    case NSP_REC_PROCESS: {
-      x->pid = (uint32_t)get_v(&d);
-      x->ppid = (uint32_t)get_v(&d);
-      x->nccl_version = get_z32(&d);
-      x->realtime_ns = get_v(&d);
-      x->monotonic_ns = get_v(&d);
-      x->host = get_s(&d);
-      x->shim_version = get_s(&d);
-      x->nccl_path = get_s(&d);
-      uint64_t nenv = get_v(&d);
-      /* Each entry takes at least two bytes, so a count the payload cannot
-       * hold is hostile: refuse it before allocating. */
-      if (nenv > NSP_MAX_ENV || nenv * 2 > (uint64_t)(d.end - d.p)) {
-        d.bad = 1;
-        break;
-      }
-      if (st->env_cap < nenv * 2 + 1) {
-        const char **e = realloc(st->env, (nenv * 2 + 1) * sizeof *e);
-        if (!e) return -1;
-        st->env = e;
-        st->env_cap = nenv * 2 + 1;
-      }
-      for (uint64_t i = 0; i < nenv * 2; i++) st->env[i] = get_s(&d);
-      x->nenv = (uint32_t)nenv;
-      x->env = st->env;
-      x->driver_version = get_z32(&d);
-      x->runtime_version = get_z32(&d);
-      x->launcher = get_s(&d);
-      x->tracking = (uint32_t)get_v(&d);
-      r->ext = x;
-      break;
-    }
-    case NSP_REC_COMM:
-      r->comm = (uint32_t)get_v(&d);
-      x->comm_id = get_u64(&d);
-      r->api = (uint8_t)get_v(&d);
-      x->rank = get_z32(&d);
-      x->nranks = get_z32(&d);
-      x->device = get_z32(&d);
-      x->parent_id = get_u64(&d);
-      x->color = get_z32(&d);
-      x->key = get_z32(&d);
-      x->split_index = (uint32_t)get_v(&d);
-      x->comm_name = get_s(&d);
-      x->handle = get_v(&d);
-      r->result = get_z32(&d);
-      r->t_enter = get_v(&d);
-      r->t_exit = get_v(&d);
-      r->last_error = get_s(&d);
-      r->flags = (uint16_t)get_v(&d);
-      x->gpu_uuid = get_s(&d);
-      x->gpu_pci_bus_id = get_s(&d);
-      x->gpu_name = get_s(&d);
-      r->ext = x;
-      break;
-    case NSP_REC_COMM_END:
-      r->comm = (uint32_t)get_v(&d);
-      r->api = (uint8_t)get_v(&d);
-      r->result = get_z32(&d);
-      r->t_enter = get_v(&d);
-      r->t_exit = get_v(&d);
-      r->last_error = get_s(&d);
-      break;
-    case NSP_REC_CALL:
-      dec_call(&d, c, r);
-      break;
-    case NSP_REC_REDOP:
-      r->api = (uint8_t)get_v(&d);
-      r->comm = (uint32_t)get_v(&d);
-      r->redop = get_z32(&d);
-      r->dtype = get_z32(&d);
-      r->aux = (uint32_t)get_z32(&d);
-      r->count = get_v(&d);
-      r->result = get_z32(&d);
-      r->t_enter = get_v(&d);
-      r->t_exit = get_v(&d);
-      break;
-    case NSP_REC_DROPPED:
-      r->count = get_v(&d);
-      r->aux = (uint32_t)get_v(&d);
-      r->t_enter = get_v(&d);
-      break;
-    case NSP_REC_ASYNC_ERROR:
-      r->comm = (uint32_t)get_v(&d);
-      r->result = get_z32(&d);
-      r->t_enter = get_v(&d);
-      r->last_error = get_s(&d);
-      break;
-    case NSP_REC_COMPLETION:
-      r->comm = (uint32_t)get_v(&d);
-      r->api = (uint8_t)get_v(&d);
-      r->seq = get_v(&d);
-      r->peer = get_z32(&d);
-      r->group_id = get_v(&d);
-      r->flags = (uint16_t)get_v(&d);
-      r->t_enter = get_v(&d);
-      r->t_exit = get_v(&d);
-      r->count = get_v(&d);
-      break;
-    case NSP_REC_CALLSITE:
-      r->site = (uint32_t)get_v(&d);
-      r->flags = (uint16_t)get_v(&d);
-      if (dec_frames(&d, st, x) < 0) return -1;
-      r->ext = x;
-      break;
-    case NSP_REC_SIGNAL:
-      r->aux = (uint32_t)get_v(&d);
-      r->result = get_z32(&d);
-      r->sendbuff = get_v(&d);
-      r->seq = get_v(&d);
-      r->t_enter = get_v(&d);
-      r->flags = (uint16_t)get_v(&d);
-      r->peer = (int32_t)(uint32_t)get_v(&d);
-      if (dec_frames(&d, st, x) < 0) return -1;
-      r->ext = x;
-      break;
-    case NSP_REC_RINGPOS:
-      r->seq = get_v(&d);
-      r->count = get_v(&d);
-      break;
-    case NSP_REC_HEARTBEAT:
-      r->t_enter = get_v(&d);
-      r->count = get_v(&d);
-      r->t_exit = get_v(&d);
-      break;
+#define NSP_DEC_CASE_(NAME, name, value, since, has_ext, ring, meaning) \
+  case NSP_REC_##NAME:                                             \
+    rc = dec_##name(&d, c, r);                                     \
+    break;
+    NSP_REC_KINDS(NSP_DEC_CASE_)
+#undef NSP_DEC_CASE_
+    default:
+      r->kind = 0; /* unknown: skipped by length */
+      *pp = next;
+      return 1;
   }
+  if (rc < 0) return -1;
   if (d.bad || r->comm >= NSP_MAX_COMMS) return -1;
   if (r->last_error && !r->last_error[0]) r->last_error = NULL;
   *pp = next;

@@ -318,10 +318,11 @@ int nsp_reader_next(struct nsp_reader *r, struct nsp_rec *rec) {
       if (ret == 1) {
         if (rec->kind == 0) continue; /* unknown kind, skipped */
         if (rec->kind == NSP_REC_RINGPOS) { /* bookkeeping for recovery, not shown */
-          if (rec->count > r->ring_end) r->ring_end = rec->count;
+          if (nsp_rec_ringpos_end(rec) > r->ring_end) r->ring_end = nsp_rec_ringpos_end(rec);
           continue;
         }
-        if (rec->kind == NSP_REC_DROPPED && rec->aux < 4) r->dropped_seen[rec->aux] += rec->count;
+        if (rec->kind == NSP_REC_DROPPED && nsp_rec_dropped_reason(rec) < 4)
+          r->dropped_seen[nsp_rec_dropped_reason(rec)] += nsp_rec_dropped_count(rec);
         return 1;
       }
       /* The rest of this frame cannot be framed into records: go on

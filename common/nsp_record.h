@@ -41,46 +41,47 @@ struct nsp_rec_ext {
   const char *const *frame_symbol;
 };
 
-/* One record.  Which fields mean something depends on kind:
- *  CALL        all but aux; strings: last_error when result != 0.
- *  COMM        comm, api, result, t_enter, t_exit, flags, last_error, ext.
- *  COMM_END    comm, api, result, t_enter, t_exit, last_error.
- *  REDOP       api, comm, redop, dtype, result, t_*, aux = residence,
- *              count = host scalar bits.
- *  DROPPED     count = records lost, aux = NSP_DROP_* reason, t_enter.
- *  ASYNC_ERROR comm, result, t_enter, last_error.
- *  PROCESS     ext only.
- *  COMPLETION  comm, api, seq, peer, group_id, flags (NSP_DONE_*),
- *              t_enter = gpu_start, t_exit = gpu_end, count = t_seen.
- *  CALLSITE    site, flags (NSP_SITE_*), ext frames.
- *  SIGNAL      aux = signal number, result = si_code, sendbuff = si_addr,
- *              seq = thread id, t_enter = when, flags (NSP_SIG_*), peer =
- *              sender pid (0: none), ext frames (NULL: no stack) (1.3).
- *  HEARTBEAT   t_enter = now, count = calls pending, t_exit = the oldest
- *              pending call's enqueue time.
- *  RINGPOS     seq = first ring position of the frame, count = end
- *              (nsp_reader consumes these; callers never see them).
- * Fields are sized for the shim's ring (128-byte slots). */
+/* One record in memory: what the shim fills in its ring slot (128 bytes)
+ * and what nsp_decode gives back.  Its members are slots
+ * (ncclspy/trace_schema.h, NSP_REC_SLOTS) that each kind uses for fields of
+ * its own: SIGNAL keeps its thread id in `seq`, COMPLETION its t_seen in
+ * `count`.  So code reads and writes a record through its kind's accessors
+ * (below), nsp_rec_<kind>_<field>(r) and nsp_rec_<kind>_set_<field>(r, v),
+ * never through a member whose name is another field's. */
+#define NSP_REC_SLOT_MEMBER_(ID, member, type, is_signed, ring_default) type member;
 struct nsp_rec {
-  uint8_t kind;          /* enum nsp_rec_kind */
-  uint8_t api;           /* enum nsp_api (common/nsp_nccl.h) */
-  uint16_t flags;        /* NSP_CALL_* or NSP_COMM_* */
-  uint32_t comm;         /* process-local communicator index, from 1; 0 none */
-  int32_t result;        /* ncclResult_t as returned */
-  int32_t peer;          /* root or peer rank; -1 none */
-  int32_t dtype;         /* ncclDataType_t; -1 none */
-  int32_t redop;         /* ncclRedOp_t; -1 none */
-  uint32_t group_depth;  /* ncclGroupStart nesting at the call; 0 outside */
-  uint32_t aux;
-  uint64_t seq;          /* per comm (collectives) or per comm/peer/direction */
-  uint64_t count;        /* elements, as passed */
-  uint64_t stream, sendbuff, recvbuff; /* addresses, never contents */
-  uint64_t group_id;     /* process-wide group counter; 0 outside groups */
-  uint64_t t_enter, t_exit; /* CLOCK_MONOTONIC ns */
-  const char *last_error;   /* NULL or NUL-terminated */
-  const struct nsp_rec_ext *ext;
-  uint32_t site;            /* call-site id (CALL, CALLSITE); 0 none */
+  NSP_REC_SLOTS(NSP_REC_SLOT_MEMBER_)
 };
+#undef NSP_REC_SLOT_MEMBER_
+
+/* ---- typed accessors, one pair per field of each kind -------------------
+ *
+ * nsp_rec_signal_tid(r) reads SIGNAL's thread id wherever it lives, as
+ * the field's type; nsp_rec_signal_set_tid(r, v) writes it.  Fields kept in
+ * struct nsp_rec_ext (strings, ids of COMM and PROCESS) have getters only,
+ * reading r->ext, which must be set; the shim fills the ext directly.
+ * Fields only on the wire (CALL's mask), the environment and the frames
+ * have none (use r->ext). */
+#define NSP_REC_ACC_(k, name, enc, cm, pred, loc, type, unit, since, meaning) \
+  NSP_REC_ACC_A_(NSP_REC_ACCL_##loc, k, name, type)
+#define NSP_REC_ACC_A_(...) NSP_REC_ACC_B_(__VA_ARGS__)
+#define NSP_REC_ACC_B_(how, member, k, name, type) how(k, name, type, member)
+#define NSP_REC_ACCL_R(member) NSP_REC_ACC_R_, member
+#define NSP_REC_ACCL_X(member) NSP_REC_ACC_X_, member
+#define NSP_REC_ACCL_XENV() NSP_REC_ACC_NONE_, _
+#define NSP_REC_ACCL_XFRAMES() NSP_REC_ACC_NONE_, _
+#define NSP_REC_ACCL_WIRE() NSP_REC_ACC_NONE_, _
+#define NSP_REC_ACC_R_(k, name, type, member)                                                 \
+  static inline type nsp_rec_##k##_##name(const struct nsp_rec *r) { return (type)r->member; } \
+  static inline void nsp_rec_##k##_set_##name(struct nsp_rec *r, type v) {                     \
+    r->member = (__typeof__(r->member))v;                                                       \
+  }
+#define NSP_REC_ACC_X_(k, name, type, member) \
+  static inline type nsp_rec_##k##_##name(const struct nsp_rec *r) { return (type)r->ext->member; }
+#define NSP_REC_ACC_NONE_(k, name, type, member)
+#define NSP_REC_ACC_KIND_(NAME, name, value, since, has_ext, ring, meaning) NSP_REC_FIELDS_##NAME(NSP_REC_ACC_, name)
+NSP_REC_KINDS(NSP_REC_ACC_KIND_)
+#undef NSP_REC_ACC_KIND_
 
 /* A growable byte buffer. */
 struct nsp_buf {
@@ -93,14 +94,10 @@ int nsp_buf_reserve(struct nsp_buf *b, size_t n);
 /* Frees the bytes; b may be NULL. */
 void nsp_buf_free(struct nsp_buf *b);
 
-/* Prediction state of one frame (see NSP_REC_CALL).  Zero it, or call
- * nsp_codec_reset, at every frame start, on both sides. */
-struct nsp_pred {
-  uint64_t seq, count, stream, sendbuff, recvbuff, group_id;
-  int32_t dtype, redop, peer, result;
-  uint32_t group_depth, flags, site;
-  uint32_t gen; /* the frame (nsp_codec.gen) this prediction belongs to */
-};
+/* Prediction state of one frame, per comm (see NSP_REC_CALL): made from
+ * the CALL fields' predictions in trace_schema.h (nsp_codec.c).  Every
+ * frame starts afresh, on both sides. */
+struct nsp_pred;
 /* Predictions live in pages of NSP_PRED_PAGE comms, made when a comm of
  * the page is first used: a comm index near NSP_MAX_COMMS costs one page
  * and the directory, not a prediction for every lower index. */

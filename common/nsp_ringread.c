@@ -9,6 +9,7 @@
  * bytes: a quarter of the file at most) and one blob's data (at most the
  * blob area). */
 #include "nsp_ringread.h"
+#include "nsp_schema.h"
 #include "nsp_reader.h"
 
 #include <errno.h>
@@ -54,7 +55,7 @@ struct nsp_ringread {
   struct {
     uint16_t offset;
     uint8_t size, is_signed, have;
-  } f[NSP_RF_SITE + 1];
+  } f[NSP_RF_END_];
   int begun;
   uint64_t pos, end;
   int drop_reason; /* next reason whose drops to report, 1..3; 4 done */
@@ -392,11 +393,9 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
     uint64_t kind = field(rr, slot, NSP_RF_KIND, 0);
     /* Kinds this reader knows and the shim puts in its ring; others may
      * be a later shim's, skipped like unknown kinds in frames. */
-    if (kind < NSP_REC_PROCESS || kind > NSP_REC_SIGNAL || kind == NSP_REC_DROPPED ||
-        kind == NSP_REC_RINGPOS)
-      continue;
-    int has_ext = field(rr, slot, NSP_RF_EXT, 0) != 0 || kind == NSP_REC_PROCESS ||
-                  kind == NSP_REC_COMM || kind == NSP_REC_CALLSITE;
+    const struct nsp_kind_info *ki = kind <= INT32_MAX ? nsp_schema_kind((int)kind) : NULL;
+    if (!ki || ki->ring != NSP_KRING_RING) continue;
+    int has_ext = ki->ext == NSP_KEXT_YES || (ki->ext == NSP_KEXT_MAY && field(rr, slot, NSP_RF_EXT, 0) != 0);
     if (has_ext) {
       /* Kept whole, encoded as in a frame. */
       long n = find_blob(rr, p, NSP_BLOB_RECORD);
@@ -416,25 +415,15 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
       return 1;
     }
     memset(rec, 0, sizeof *rec);
-    rec->kind = (uint8_t)kind;
-    rec->api = (uint8_t)field(rr, slot, NSP_RF_API, 0);
-    rec->flags = (uint16_t)field(rr, slot, NSP_RF_FLAGS, 0);
-    rec->comm = (uint32_t)field(rr, slot, NSP_RF_COMM, 0);
-    rec->result = (int32_t)field(rr, slot, NSP_RF_RESULT, 0);
-    rec->peer = (int32_t)field(rr, slot, NSP_RF_PEER, (uint64_t)-1);
-    rec->dtype = (int32_t)field(rr, slot, NSP_RF_DTYPE, (uint64_t)-1);
-    rec->redop = (int32_t)field(rr, slot, NSP_RF_REDOP, (uint64_t)-1);
-    rec->group_depth = (uint32_t)field(rr, slot, NSP_RF_GROUP_DEPTH, 0);
-    rec->aux = (uint32_t)field(rr, slot, NSP_RF_AUX, 0);
-    rec->seq = field(rr, slot, NSP_RF_SEQ, 0);
-    rec->count = field(rr, slot, NSP_RF_COUNT, 0);
-    rec->stream = field(rr, slot, NSP_RF_STREAM, 0);
-    rec->sendbuff = field(rr, slot, NSP_RF_SENDBUFF, 0);
-    rec->recvbuff = field(rr, slot, NSP_RF_RECVBUFF, 0);
-    rec->group_id = field(rr, slot, NSP_RF_GROUP_ID, 0);
-    rec->t_enter = field(rr, slot, NSP_RF_T_ENTER, 0);
-    rec->t_exit = field(rr, slot, NSP_RF_T_EXIT, 0);
-    rec->site = (uint32_t)field(rr, slot, NSP_RF_SITE, 0);
+    /* Every member of the memory form, from the slot.  The pointers
+     * (last_error, ext) were the dead process's: their strings are
+     * looked up in the blobs below. */
+#define NSP_SLOT_COPY_(ID, member, type, is_signed, ring_default) \
+  rec->member = (__typeof__(rec->member))(uintptr_t)field(rr, slot, NSP_RF_##ID, (uint64_t)(ring_default));
+    NSP_REC_SLOTS(NSP_SLOT_COPY_)
+#undef NSP_SLOT_COPY_
+    rec->last_error = NULL;
+    rec->ext = NULL;
     uint64_t comm = field(rr, slot, NSP_RF_COMM, 0);
     if (comm >= NSP_MAX_COMMS) {
       damage(rr, "slot at byte %llu (ring position %llu): communicator index %llu out of range",
@@ -458,8 +447,8 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
     memset(rec, 0, sizeof *rec);
     rec->kind = NSP_REC_DROPPED;
     rec->peer = rec->dtype = rec->redop = -1;
-    rec->count = rr->drop_left[rr->drop_reason];
-    rec->aux = (uint32_t)rr->drop_reason++;
+    nsp_rec_dropped_set_count(rec, rr->drop_left[rr->drop_reason]);
+    nsp_rec_dropped_set_reason(rec, (uint32_t)rr->drop_reason++);
     return 1;
   }
   return 0;

@@ -292,9 +292,10 @@ static void add_field(struct nsp_ring_header *h, int id, size_t off, size_t size
   f->is_signed = (uint8_t)is_signed;
 }
 
-#define NSP_FIELD(h, id, member, sgn)                                                         \
-  add_field(h, id, offsetof(struct nsp_slot, rec) + offsetof(struct nsp_rec, member),         \
-            sizeof(((struct nsp_rec *)0)->member), sgn)
+/* The field table describes struct nsp_rec's members (NSP_REC_SLOTS). */
+#define NSP_RING_FIELD_(ID, member, type, is_signed, ring_default)                          \
+  add_field(h, NSP_RF_##ID, offsetof(struct nsp_slot, rec) + offsetof(struct nsp_rec, member), \
+            sizeof(((struct nsp_rec *)0)->member), is_signed);
 
 static void fill_header(struct nsp_ring_header *h, size_t nslots, uint64_t trace_realtime) {
   memset(h, 0, sizeof *h);
@@ -310,27 +311,7 @@ static void fill_header(struct nsp_ring_header *h, size_t nslots, uint64_t trace
   h->nblob_slots = NSP_BLOB_SLOTS + NSP_SIG_RESERVE;
   h->pid = (uint32_t)getpid();
   h->trace_realtime_ns = trace_realtime;
-  NSP_FIELD(h, NSP_RF_KIND, kind, 0);
-  NSP_FIELD(h, NSP_RF_API, api, 0);
-  NSP_FIELD(h, NSP_RF_FLAGS, flags, 0);
-  NSP_FIELD(h, NSP_RF_COMM, comm, 0);
-  NSP_FIELD(h, NSP_RF_RESULT, result, 1);
-  NSP_FIELD(h, NSP_RF_PEER, peer, 1);
-  NSP_FIELD(h, NSP_RF_DTYPE, dtype, 1);
-  NSP_FIELD(h, NSP_RF_REDOP, redop, 1);
-  NSP_FIELD(h, NSP_RF_GROUP_DEPTH, group_depth, 0);
-  NSP_FIELD(h, NSP_RF_AUX, aux, 0);
-  NSP_FIELD(h, NSP_RF_SEQ, seq, 0);
-  NSP_FIELD(h, NSP_RF_COUNT, count, 0);
-  NSP_FIELD(h, NSP_RF_STREAM, stream, 0);
-  NSP_FIELD(h, NSP_RF_SENDBUFF, sendbuff, 0);
-  NSP_FIELD(h, NSP_RF_RECVBUFF, recvbuff, 0);
-  NSP_FIELD(h, NSP_RF_GROUP_ID, group_id, 0);
-  NSP_FIELD(h, NSP_RF_T_ENTER, t_enter, 0);
-  NSP_FIELD(h, NSP_RF_T_EXIT, t_exit, 0);
-  NSP_FIELD(h, NSP_RF_LAST_ERROR, last_error, 0);
-  NSP_FIELD(h, NSP_RF_EXT, ext, 0);
-  NSP_FIELD(h, NSP_RF_SITE, site, 0);
+  NSP_REC_SLOTS(NSP_RING_FIELD_)
   /* The magic last: a file with it is a whole header. */
   memcpy(h->magic, NSP_RING_MAGIC, 8);
 }

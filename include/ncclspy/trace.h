@@ -37,6 +37,8 @@
 
 #include <stdint.h>
 
+#include "ncclspy/trace_schema.h"
+
 #define NSP_MAGIC "NCCLSPY\0" /* 8 bytes at offset 0 */
 #define NSP_FORMAT_MAJOR 1    /* bumped on incompatible change */
 #define NSP_FORMAT_MINOR 4    /* bumped when fields or kinds are added */
@@ -60,144 +62,40 @@ struct nsp_file_header {
   uint8_t reserved[16];
 };
 
-/* Record kinds (the leading varint of a record). */
-enum nsp_rec_kind {
-  /* Process snapshot, once, first in the file.
-   * varint pid, varint ppid, zz nccl_version, varint realtime_ns,
-   * varint monotonic_ns, str host, str shim_version, str nccl_path,
-   * varint nenv, then nenv pairs (str name, str value): the allowlisted
-   * environment (rank/world variables of torchrun, Slurm, Open MPI, PMI,
-   * NCCL_*, CUDA_VISIBLE_DEVICES, ...), never values of other variables.
-   * Since 1.1: zz driver_version (cuDriverGetVersion, 0 unknown),
-   * zz runtime_version (cudaRuntimeGetVersion of the loaded libcudart, 0
-   * unknown), str launcher ("torchrun", "slurm", "openmpi", "pmi" or ""),
-   * varint tracking (NSP_TRACK_* bits: what completion tracking ran). */
-  NSP_REC_PROCESS = 1,
-
-  /* A communicator was made (init, split, shrink) or learnt more about
-   * itself (a non-blocking init that completed later: same comm index,
-   * written again with the fields now known).
-   * varint comm (process-local index, from 1), u64 comm_id, varint api
-   * (NSP_API_* of the call that made it), zz rank, zz nranks, zz device,
-   * u64 parent_id (0: none), zz color, zz key, varint split_index (the
-   * parent's count of splits before this one), str comm_name (config
-   * commName, "" when unset), varint handle (the ncclComm_t value),
-   * zz result, varint t_enter, varint t_exit, str last_error,
-   * varint flags (NSP_COMM_*).
-   * Since 1.1: str gpu_uuid ("GPU-xxxxxxxx-..."), str gpu_pci_bus_id
-   * ("0000:1b:00.0"), str gpu_name, all "" when unknown. */
-  NSP_REC_COMM = 2,
-
-  /* Finalize, destroy, abort or revoke of a communicator.
-   * varint comm, varint api, zz result, varint t_enter, varint t_exit,
-   * str last_error. */
-  NSP_REC_COMM_END = 3,
-
-  /* One NCCL call: a collective, a send/recv, a group start/end, or
-   * another entry point that acts (registration, memory).  Compact,
-   * predicted from the previous CALL of the same comm in the same frame
-   * (all-zero state at frame start; comm 0 means "no communicator"):
-   *   varint api, varint comm, varint mask (NSP_CM_*),
-   *   zz   t_enter minus the previous CALL's t_enter in this frame
-   *        (0 at frame start),
-   *   varint t_exit - t_enter,
-   * then, in this order, only the fields whose mask bit is set; a field
-   * whose bit is clear equals the prediction:
-   *   NSP_CM_SEQ      varint seq      (predicted: previous collective
-   *                                    seq of this comm + 1 for
-   *                                    collectives; always present for
-   *                                    send/recv)
-   *   NSP_CM_COUNT    varint count    (elements, as passed)
-   *   NSP_CM_TYPE     varint dtype, zz redop (-1: none)
-   *   NSP_CM_PEER     zz peer          (root for rooted collectives,
-   *                                    peer for send/recv, -1 none)
-   *   NSP_CM_STREAM   varint stream
-   *   NSP_CM_SENDBUF  varint sendbuff
-   *   NSP_CM_RECVBUF  varint recvbuff
-   *   NSP_CM_GROUP    zz group id minus predicted, varint group depth
-   *   NSP_CM_RESULT   zz result, str last_error
-   *   NSP_CM_FLAGS    varint flags (NSP_CALL_*)
-   *   NSP_CM_SITE     varint call-site id (NSP_REC_CALLSITE), 1.1
-   * Predictions other than seq are the previous CALL's values on the same
-   * comm; at frame start: seq 0, count 0, dtype 0, redop -1, peer -1,
-   * buffers and stream 0, group 0/0, result 0, flags 0. */
-  NSP_REC_CALL = 4,
-
-  /* ncclRedOpCreatePreMulSum or ncclRedOpDestroy.
-   * varint api, varint comm, zz redop (the op made or destroyed),
-   * zz dtype, zz residence, varint scalar (host-immediate scalars: the
-   * value's bytes zero-extended to 64 bits; 0 otherwise), zz result,
-   * varint t_enter, varint t_exit. */
-  NSP_REC_REDOP = 5,
-
-  /* Records the shim could not keep (ring full, disk full, size cap).
-   * varint count (since the previous DROPPED record), varint reason
-   * (NSP_DROP_*), varint t (when noticed). */
-  NSP_REC_DROPPED = 6,
-
-  /* ncclCommGetAsyncError's answer changed for a communicator.
-   * varint comm, zz async_result, varint t, str last_error. */
-  NSP_REC_ASYNC_ERROR = 7,
-
-  /* Completion of work on the GPU (1.1).  It names either one call,
-   * (comm, api, seq, peer) with group_id 0 -- seq and peer as in its CALL
-   * record -- or, with group_id != 0, every call this process made in that
-   * ncclGroupStart/End group (their events belong to the group).
-   *   varint comm, varint api, varint seq, zz peer, varint group_id,
-   *   varint flags (NSP_DONE_*), varint gpu_start, varint gpu_end
-   *   (CLOCK_MONOTONIC ns of this host, mapped from GPU events; 0 when
-   *   not timed), varint t_seen (when the shim saw it complete).
-   * A call with no COMPLETION record in a trace whose PROCESS record has
-   * NSP_TRACK_COMPLETION never completed as far as the trace knows. */
-  NSP_REC_COMPLETION = 8,
-
-  /* A native call site, written once per distinct site before the first
-   * CALL that names it (1.1).
-   *   varint site, varint flags (NSP_SITE_*), varint nframes, then nframes
-   *   times (str module path, varint offset in module, str symbol).
-   * Frames are innermost first. */
-  NSP_REC_CALLSITE = 9,
-
-  /* Ring positions of the records in this frame (1.2).  The shim's
-   * records pass through a ring (see "The crash ring" below) in which each
-   * record has a position, counted from 0 over the life of the process.
-   * The shim writes one RINGPOS as the last record of every frame that
-   * holds ring records:
-   *   varint first, varint end
-   * meaning the records of ring positions [first, end) are in this frame,
-   * in position order.  Records the writer makes itself (DROPPED,
-   * RINGPOS) have no position.  A reader that recovers records from a
-   * <trace>.ring file starts after the largest `end` of the frames it
-   * read (or the ring header's `written`, whichever is larger), so a
-   * crash between writing a frame and updating the ring header never
-   * duplicates records. */
-  NSP_REC_RINGPOS = 10,
-
-  /* The process is alive and still waiting for the GPU (1.2): written by
-   * the completion poller about once a second while calls are pending, so
-   * a hung rank's trace says how long it waited, not only when it last
-   * enqueued.  varint t (now), varint pending (calls awaiting completion),
-   * varint oldest (t_enter of the oldest of them). */
-  NSP_REC_HEARTBEAT = 11,
-
-  /* A fatal signal reached the process (1.3): SIGSEGV, SIGBUS, SIGABRT,
-   * SIGILL or SIGFPE, recorded by the shim's handler before the program's
-   * own handler (or the default action) runs.  Written into the crash
-   * ring from the handler, so it survives the death that follows.
-   *   varint signo, zz code (si_code), varint addr (si_addr: the faulting
-   *   address of SIGSEGV/SIGBUS/SIGILL/SIGFPE, 0 otherwise),
-   *   varint tid (the thread that received it), varint t (CLOCK_MONOTONIC
-   *   ns), varint flags (NSP_SIG_*), varint sender_pid (kill/raise/abort:
-   *   the sending process, from si_pid; 0 for a fault), varint nframes,
-   *   then nframes times (str module path, varint offset in module, str
-   *   symbol): the receiving thread's stack, innermost first.  Frame 0 is
-   *   the interrupted instruction itself; the others are return
-   *   addresses.  The offset is from the module's load address (as in
-   *   CALLSITE); symbols come from the module's dynamic symbol table
-   *   (exported names only, as dladdr gives them; "" when none covers
-   *   the address).  nframes is 0 when no stack could be taken. */
-  NSP_REC_SIGNAL = 12,
-};
+/* Record kinds (the leading varint of a record): NSP_REC_PROCESS = 1,
+ * NSP_REC_COMM, ... NSP_REC_SIGNAL = 12.  Each kind's fields, their
+ * encodings, units and meanings are in ncclspy/trace_schema.h
+ * (NSP_REC_KINDS and NSP_REC_FIELDS_<KIND>), and docs/FORMAT.md lists them.
+ *
+ * Two kinds need more than their fields:
+ *
+ * CALL is compact, predicted from the previous CALL of the same comm in
+ * the same frame (all-zero state at frame start; comm 0 means "no
+ * communicator"): after its api, comm and a mask of NSP_CM_* bits come
+ * the times, then only the fields whose mask bit is set; a field whose
+ * bit is clear equals its prediction (trace_schema.h, "Presence").
+ *
+ * RINGPOS (1.2): the shim's records pass through a ring (see "The crash
+ * ring" below) in which each record has a position, counted from 0 over
+ * the life of the process.  The shim writes one RINGPOS as the last record
+ * of every frame that holds ring records, meaning the records of ring
+ * positions [first, end) are in this frame, in position order.  Records
+ * the writer makes itself (DROPPED, RINGPOS) have no position.  A reader
+ * that recovers records from a <trace>.ring file starts after the largest
+ * `end` of the frames it read (or the ring header's `written`, whichever
+ * is larger), so a crash between writing a frame and updating the ring
+ * header never duplicates records.
+ *
+ * SIGNAL (1.3) is written into the crash ring by a signal handler, so it
+ * survives the death that follows.  Its frame 0 is the interrupted
+ * instruction itself; the others are return addresses.  The offset is from
+ * the module's load address (as in CALLSITE); symbols come from the
+ * module's dynamic symbol table (exported names only, as dladdr gives
+ * them; "" when none covers the address).  It has no frames when no stack
+ * could be taken. */
+#define NSP_REC_KIND_ENUM_(NAME, name, value, since, has_ext, ring, meaning) NSP_REC_##NAME = value,
+enum nsp_rec_kind { NSP_REC_KINDS(NSP_REC_KIND_ENUM_) };
+#undef NSP_REC_KIND_ENUM_
 
 /* Flags of a SIGNAL record (1.3). */
 enum nsp_signal_flags {
@@ -233,6 +131,7 @@ enum nsp_site_flags {
 
 /* Mask bits of NSP_REC_CALL. */
 enum nsp_call_mask {
+  NSP_CM_ALWAYS = 0, /* trace_schema.h: a field written in every record */
   NSP_CM_SEQ = 1u << 0,
   NSP_CM_COUNT = 1u << 1,
   NSP_CM_TYPE = 1u << 2,
@@ -334,12 +233,11 @@ struct nsp_ring_field {
   uint16_t reserved;
 };
 
-enum nsp_ring_field_id {
-  NSP_RF_KIND = 1, NSP_RF_API, NSP_RF_FLAGS, NSP_RF_COMM, NSP_RF_RESULT, NSP_RF_PEER,
-  NSP_RF_DTYPE, NSP_RF_REDOP, NSP_RF_GROUP_DEPTH, NSP_RF_AUX, NSP_RF_SEQ, NSP_RF_COUNT,
-  NSP_RF_STREAM, NSP_RF_SENDBUFF, NSP_RF_RECVBUFF, NSP_RF_GROUP_ID, NSP_RF_T_ENTER,
-  NSP_RF_T_EXIT, NSP_RF_LAST_ERROR, NSP_RF_EXT, NSP_RF_SITE,
-};
+/* Field ids, from the memory form's members (NSP_REC_SLOTS): NSP_RF_KIND
+ * = 1, NSP_RF_API, ... NSP_RF_SITE = 21. */
+#define NSP_RF_ENUM_(ID, member, type, is_signed, ring_default) NSP_RF_##ID,
+enum nsp_ring_field_id { NSP_RF_NONE_ = 0, NSP_REC_SLOTS(NSP_RF_ENUM_) NSP_RF_END_ };
+#undef NSP_RF_ENUM_
 
 /* The ring file's header.  `written`, `dropped` and `blobs_lost` change
  * while the process runs; the rest is set once, before the first record. */

@@ -1,0 +1,102 @@
+/* nsp_schema.c - the record schema as data (nsp_schema.h). */
+#include "nsp_schema.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define NSP_FI_SIGNED_(type) _Generic((type)0, int8_t: 1, int16_t: 1, int32_t: 1, int64_t: 1, default: 0)
+#define NSP_FI_REC_(m) NSP_FLOC_REC, sizeof(((struct nsp_rec *)0)->m), offsetof(struct nsp_rec, m)
+#define NSP_FI_LOC_R(m) NSP_FI_REC_(m)
+#define NSP_FI_LOC_X(m) NSP_FLOC_EXT, sizeof(((struct nsp_rec_ext *)0)->m), offsetof(struct nsp_rec_ext, m)
+#define NSP_FI_LOC_XENV() NSP_FLOC_ENV, 0, 0
+#define NSP_FI_LOC_XFRAMES() NSP_FLOC_FRAMES, 0, 0
+#define NSP_FI_LOC_WIRE() NSP_FLOC_WIRE, 0, 0
+#define NSP_FI_AT_(l_, s_, o_) .loc = (l_), .size = (s_), .offset = (o_)
+#define NSP_FI_AT(...) NSP_FI_AT_(__VA_ARGS__)
+
+#define NSP_FI_(K, fname, fenc, fcm, fpred, where, ftype, funit, fsince, fmeaning)                           \
+  {.name = #fname, .wire = NSP_WIRE_##fenc, .unit = NSP_UNIT_##funit, NSP_FI_AT(NSP_FI_LOC_##where),          \
+   .since = (fsince), .is_signed = NSP_FI_SIGNED_(ftype), .cm = NSP_CM_##fcm, .cm_name = #fcm, .pred = #fpred, \
+   .type = #ftype, .meaning = (fmeaning)},
+
+#define NSP_FI_LIST_(NAME, name, value, since, has_ext, ring, meaning) \
+  static const struct nsp_field_info nsp_fields_##name[] = {NSP_REC_FIELDS_##NAME(NSP_FI_, NAME)};
+NSP_REC_KINDS(NSP_FI_LIST_)
+
+#define NSP_KI_(NAME, kname, value, ksince, has_ext, kring, kmeaning)                                       \
+  {.kind = NSP_REC_##NAME, .name = #NAME, .lname = #kname, .since = (ksince), .ext = NSP_KEXT_##has_ext,    \
+   .ring = NSP_KRING_##kring, .meaning = (kmeaning), .fields = nsp_fields_##kname,                           \
+   .nfields = sizeof nsp_fields_##kname / sizeof nsp_fields_##kname[0]},
+static const struct nsp_kind_info nsp_kinds[] = {NSP_REC_KINDS(NSP_KI_)};
+#define NSP_NKINDS (sizeof nsp_kinds / sizeof nsp_kinds[0])
+
+const struct nsp_kind_info *nsp_schema_kind(int kind) {
+  for (size_t k = 0; k < NSP_NKINDS; k++)
+    if (nsp_kinds[k].kind == kind) return &nsp_kinds[k];
+  return NULL;
+}
+
+size_t nsp_schema_nkinds(void) { return NSP_NKINDS; }
+
+int nsp_schema_time_field(const struct nsp_kind_info *k) {
+  for (size_t i = 0; i < k->nfields; i++)
+    if (k->fields[i].unit == NSP_UNIT_TIME) return (int)i;
+  return -1;
+}
+
+const struct nsp_kind_info *nsp_schema_kind_at(size_t i) {
+  return i < NSP_NKINDS ? &nsp_kinds[i] : NULL;
+}
+
+#define NSP_WIRE_ROW_(w, doc, txt) {#w, doc, txt},
+static const struct {
+  const char *token, *name, *text;
+} nsp_wires[NSP_WIRES_N] = {NSP_REC_WIRES(NSP_WIRE_ROW_)};
+#undef NSP_WIRE_ROW_
+#define NSP_UNIT_ROW_(u, txt) {#u, txt},
+static const struct {
+  const char *token, *text;
+} nsp_units[NSP_UNITS_N] = {NSP_REC_UNITS(NSP_UNIT_ROW_)};
+#undef NSP_UNIT_ROW_
+
+const char *nsp_wire_name(int wire) { return wire >= 0 && wire < NSP_WIRES_N ? nsp_wires[wire].name : "?"; }
+const char *nsp_wire_token(int wire) { return wire >= 0 && wire < NSP_WIRES_N ? nsp_wires[wire].token : "?"; }
+const char *nsp_wire_text(int wire) { return wire >= 0 && wire < NSP_WIRES_N ? nsp_wires[wire].text : "?"; }
+const char *nsp_unit_name(int unit) { return unit >= 0 && unit < NSP_UNITS_N ? nsp_units[unit].token : "?"; }
+const char *nsp_unit_text(int unit) { return unit >= 0 && unit < NSP_UNITS_N ? nsp_units[unit].text : "?"; }
+
+static const void *field_base(const struct nsp_rec *r, const struct nsp_field_info *f) {
+  if (f->loc == NSP_FLOC_REC) return r;
+  if (f->loc == NSP_FLOC_EXT) return r->ext;
+  return NULL;
+}
+
+uint64_t nsp_field_uint(const struct nsp_rec *r, const struct nsp_field_info *f) {
+  const unsigned char *b = field_base(r, f);
+  if (!b || f->wire == NSP_WIRE_S) return 0;
+  b += f->offset;
+  uint8_t v8;
+  uint16_t v16;
+  uint32_t v32;
+  uint64_t v = 0;
+  switch (f->size) { /* host order: the member as the process stored it */
+    case 1: memcpy(&v8, b, 1), v = v8; break;
+    case 2: memcpy(&v16, b, 2), v = v16; break;
+    case 4: memcpy(&v32, b, 4), v = v32; break;
+    case 8: memcpy(&v, b, 8); break;
+    default: return 0;
+  }
+  if (f->is_signed && f->size < 8) { /* sign-extend */
+    unsigned sh = 64 - 8u * f->size;
+    v = (uint64_t)((int64_t)(v << sh) >> sh);
+  }
+  return v;
+}
+
+const char *nsp_field_str(const struct nsp_rec *r, const struct nsp_field_info *f) {
+  const unsigned char *b = field_base(r, f);
+  if (!b || f->wire != NSP_WIRE_S) return "";
+  const char *s;
+  memcpy(&s, b + f->offset, sizeof s);
+  return s ? s : "";
+}

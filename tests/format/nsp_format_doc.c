@@ -1,0 +1,167 @@
+/* nsp_format_doc.c - docs/FORMAT.md's record tables, from the schema.
+ *
+ *   nsp_format_doc FORMAT.md           exit 0 when FORMAT.md's generated
+ *                                      block matches the schema, 1 (with
+ *                                      the first differing line) when not
+ *   nsp_format_doc --write FORMAT.md   rewrites the block in place
+ *   nsp_format_doc --print             prints the block
+ *
+ * The block sits between the marker lines NSP_BEGIN and NSP_END below;
+ * everything else in FORMAT.md is prose written by hand.  A field or kind
+ * added to include/ncclspy/trace_schema.h without regenerating the block
+ * fails the `format-doc` test. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_schema.h"
+
+#define NSP_BEGIN "<!-- record-schema: generated from include/ncclspy/trace_schema.h by tests/format/nsp_format_doc --write; do not edit -->\n"
+#define NSP_END "<!-- /record-schema -->\n"
+
+struct out {
+  char *s;
+  size_t len, cap;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...) {
+  va_list ap;
+  for (;;) {
+    va_start(ap, fmt);
+    int n = vsnprintf(o->s ? o->s + o->len : NULL, o->s ? o->cap - o->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) exit(2);
+    if (o->s && o->len + (size_t)n < o->cap) {
+      o->len += (size_t)n;
+      return;
+    }
+    o->cap = (o->cap + (size_t)n + 1) * 2;
+    if (!(o->s = realloc(o->s, o->cap))) exit(2);
+  }
+}
+
+/* Markdown table cells: '|' would end the cell. */
+static void cell(struct out *o, const char *s) {
+  for (; *s; s++) put(o, *s == '|' ? "\\|" : "%c", *s);
+}
+
+static const char *since(unsigned minor, char *buf, size_t len) {
+  snprintf(buf, len, "1.%u", minor);
+  return buf;
+}
+
+static void render(struct out *o) {
+  char b[16];
+  put(o, "%s\n", NSP_BEGIN);
+  put(o, "Encodings:\n\n| token | name | what is written |\n|---|---|---|\n");
+  for (int w = 0; w < NSP_WIRES_N; w++) {
+    put(o, "| %s | %s | ", nsp_wire_token(w), nsp_wire_name(w));
+    cell(o, nsp_wire_text(w));
+    put(o, " |\n");
+  }
+  put(o, "\nUnits:\n\n| unit | a value is |\n|---|---|\n");
+  for (int u = 0; u < NSP_UNITS_N; u++) {
+    put(o, "| %s | ", nsp_unit_name(u));
+    cell(o, nsp_unit_text(u));
+    put(o, " |\n");
+  }
+  put(o, "\n| kind | name | since | payload |\n|---|---|---|---|\n");
+  for (size_t k = 0; k < nsp_schema_nkinds(); k++) {
+    const struct nsp_kind_info *ki = nsp_schema_kind_at(k);
+    put(o, "| %d | %s | %s | ", ki->kind, ki->name, since(ki->since, b, sizeof b));
+    for (size_t i = 0; i < ki->nfields; i++) {
+      const struct nsp_field_info *f = &ki->fields[i];
+      put(o, "%s%s %s", i ? ", " : "", nsp_wire_name(f->wire), f->name);
+      if (f->cm) put(o, " [%s]", f->cm_name);
+      if (f->since > ki->since) put(o, " (%s)", since(f->since, b, sizeof b));
+    }
+    put(o, " |\n");
+  }
+  for (size_t k = 0; k < nsp_schema_nkinds(); k++) {
+    const struct nsp_kind_info *ki = nsp_schema_kind_at(k);
+    put(o, "\n#### %d %s (%s)\n\n", ki->kind, ki->name, since(ki->since, b, sizeof b));
+    put(o, "%s\n\n", ki->meaning);
+    int call = ki->kind == NSP_REC_CALL;
+    put(o, call ? "| field | encoding | present | prediction | unit | since | meaning |\n|---|---|---|---|---|---|---|\n"
+                : "| field | encoding | unit | since | meaning |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < ki->nfields; i++) {
+      const struct nsp_field_info *f = &ki->fields[i];
+      put(o, "| %s | %s | ", f->name, nsp_wire_name(f->wire));
+      if (call) {
+        if (f->cm) put(o, "bit %d (%s) | %s | ", __builtin_ctz(f->cm), f->cm_name, f->pred);
+        else put(o, "always | - | ");
+      }
+      put(o, "%s | %s | ", nsp_unit_name(f->unit), since(f->since, b, sizeof b));
+      cell(o, f->meaning);
+      put(o, " |\n");
+    }
+  }
+  put(o, "\n%s", NSP_END);
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  struct out o = {0};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) put(&o, "%.*s", (int)n, buf);
+  fclose(f);
+  *len = o.len;
+  return o.s ? o.s : calloc(1, 1);
+}
+
+int main(int argc, char **argv) {
+  struct out want = {0};
+  render(&want);
+  if (argc == 2 && !strcmp(argv[1], "--print")) {
+    fputs(want.s, stdout);
+    return 0;
+  }
+  int write = argc == 3 && !strcmp(argv[1], "--write");
+  if (argc != 2 + write) {
+    fprintf(stderr, "usage: nsp_format_doc [--write] FORMAT.md | --print\n");
+    return 2;
+  }
+  const char *path = argv[1 + write];
+  size_t len;
+  char *doc = slurp(path, &len);
+  if (!doc) {
+    perror(path);
+    return 2;
+  }
+  char *b = strstr(doc, NSP_BEGIN), *e = b ? strstr(b, NSP_END) : NULL;
+  if (!b || !e) {
+    fprintf(stderr, "%s: no generated record-schema block (marker lines %s...%s)\n", path, NSP_BEGIN, NSP_END);
+    return 1;
+  }
+  e += strlen(NSP_END);
+  if (write) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(doc, 1, (size_t)(b - doc), f) != (size_t)(b - doc) || fputs(want.s, f) < 0 ||
+        fwrite(e, 1, len - (size_t)(e - doc), f) != len - (size_t)(e - doc) || fclose(f) != 0) {
+      perror(path);
+      return 2;
+    }
+    return 0;
+  }
+  size_t have = (size_t)(e - b);
+  if (have == want.len && !memcmp(b, want.s, have)) {
+    printf("ok: %s's record tables match the schema (%zu kinds)\n", path, nsp_schema_nkinds());
+    return 0;
+  }
+  /* The first line that differs, to say what to look at. */
+  size_t i = 0, line = 1;
+  while (i < have && i < want.len && b[i] == want.s[i]) line += b[i++] == '\n';
+  size_t ls = i;
+  while (ls > 0 && want.s[ls - 1] != '\n') ls--;
+  const char *wl = want.s + ls, *hl = b + ls;
+  fprintf(stderr,
+          "%s: the record tables differ from include/ncclspy/trace_schema.h at line %zu of the block:\n"
+          "  schema: %.*s\n  doc:    %.*s\n"
+          "regenerate with: nsp_format_doc --write %s (build/tests/format/)\n",
+          path, line, (int)strcspn(wl, "\n"), wl, (int)strcspn(hl, "\n"), hl, path);
+  return 1;
+}
