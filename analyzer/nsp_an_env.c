@@ -188,7 +188,7 @@ static int rule_settings(struct nsp_job *job, struct item *it) {
     const struct nsp_trace_info *t = &job->traces[i]->info;
     for (size_t e = 0; e < t->nenv; e++) {
       if (setting_excluded(t->env[2 * e])) continue;
-      if (nsp_an_grow(&names, &cap, n + 1, sizeof *names) < 0) {
+      if (nsp_grow(&names, &cap, n + 1, sizeof *names) < 0) {
         free(names);
         return NSP_AN_ENOMEM;
       }
@@ -366,11 +366,11 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_comm *c) {
     const struct nsp_member *m = &job->members[c->members[k]];
     if (m->rank < 0) continue;
     if (m->gpu_uuid && m->gpu_uuid[0]) {
-      if (!(keys[nk].key = nsp_an_asprintf("u%s", m->gpu_uuid))) ret = NSP_AN_ENOMEM;
+      if (!(keys[nk].key = nsp_asprintf("u%s", m->gpu_uuid))) ret = NSP_AN_ENOMEM;
       keys[nk++].k = k;
     }
     if (m->gpu_pci && m->gpu_pci[0]) {
-      if (!(keys[nk].key = nsp_an_asprintf("p%s\n%s", job->traces[m->trace]->info.host, m->gpu_pci)))
+      if (!(keys[nk].key = nsp_asprintf("p%s\n%s", job->traces[m->trace]->info.host, m->gpu_pci)))
         ret = NSP_AN_ENOMEM;
       keys[nk++].k = k;
     }

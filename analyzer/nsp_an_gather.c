@@ -26,7 +26,7 @@ static const char *env_get(const struct nsp_trace *t, const char *name) {
 
 /* Appends "s" to the growing string *buf (NULL-safe); -1 when out of memory. */
 static int cat(char **buf, const char *s) {
-  char *n = nsp_an_asprintf("%s%s", *buf ? *buf : "", s);
+  char *n = nsp_asprintf("%s%s", *buf ? *buf : "", s);
   if (!n) return -1;
   free(*buf);
   *buf = n;
@@ -115,7 +115,7 @@ static int by_env(struct nsp_job *job, size_t *group, int *found) {
     for (size_t v = 0; v < NVARS && !ret; v++) {
       if (!differs[v]) continue;
       const char *val = env_get(t, run_vars[v]);
-      char *part = nsp_an_asprintf("%s%s=%s", key ? " " : "", run_vars[v], val ? val : "(unset)");
+      char *part = nsp_asprintf("%s%s=%s", key ? " " : "", run_vars[v], val ? val : "(unset)");
       if (!part || cat(&key, part) < 0) ret = NSP_AN_ENOMEM;
       free(part);
     }
@@ -167,7 +167,7 @@ static int by_time(struct nsp_job *job, size_t *group) {
       const struct nsp_trace *t = job->traces[order[k]];
       size_t g = group[order[k]];
       if (labels[g]) continue;
-      labels[g] = nsp_an_asprintf("run %zu (from +%.3fs)", g + 1, (double)(t->info.realtime_ns - t0) / 1e9);
+      labels[g] = nsp_asprintf("run %zu (from +%.3fs)", g + 1, (double)(t->info.realtime_ns - t0) / 1e9);
       if (!labels[g]) ret = NSP_AN_ENOMEM;
     }
     if (!ret) ret = run_note(job, ngroups, group, labels, "their time ranges do not overlap");
@@ -223,7 +223,7 @@ static int by_comms(struct nsp_job *job, size_t *group) {
     char **labels = calloc(ngroups, sizeof *labels);
     ret = labels ? 0 : NSP_AN_ENOMEM;
     for (size_t g = 0; g < ngroups && !ret; g++)
-      if (!(labels[g] = nsp_an_asprintf("run %zu", g + 1))) ret = NSP_AN_ENOMEM;
+      if (!(labels[g] = nsp_asprintf("run %zu", g + 1))) ret = NSP_AN_ENOMEM;
     if (!ret) ret = run_note(job, ngroups, group, labels, "no communicator has ranks in more than one of them");
     for (size_t g = 0; labels && g < ngroups; g++) free(labels[g]);
     free(labels);

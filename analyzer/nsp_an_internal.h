@@ -11,7 +11,14 @@
 #include <stdlib.h>
 
 #include "nsp_analyze.h"
+#include "nsp_grow.h"
+#include "nsp_paged.h"
 #include "nsp_record.h"
+#include "nsp_sbuf.h"
+#include "nsp_u64map.h"
+
+/* The small containers of common/ report running out of memory as -1. */
+_Static_assert(NSP_AN_ENOMEM == -1, "nsp_grow, nsp_u64map_put: -1 is NSP_AN_ENOMEM");
 
 /* Forwards a negative error value (zstd's error_private.h habit); debug
  * builds say where it came from, which is what one wants when a test
@@ -33,47 +40,6 @@
     }                                                                          \
   } while (0)
 #endif
-
-/* ---- helpers (nsp_an_util.c) ------------------------------------------ */
-
-/* Grows *p (an array of elsize-byte elements with room for *cap) to hold
- * at least need elements, doubling.  Returns 0 or NSP_AN_ENOMEM. */
-int nsp_an_grow(void *p, size_t *cap, size_t need, size_t elsize);
-
-/* Open-addressing hash map from uint64_t to size_t (any key, 0 too). */
-struct nsp_u64map {
-  uint64_t *keys;
-  size_t *vals;
-  uint8_t *used;
-  size_t cap, len;
-};
-/* Sets key -> val.  Returns 0 or NSP_AN_ENOMEM. */
-int nsp_u64map_put(struct nsp_u64map *m, uint64_t key, size_t val);
-/* Removes key; returns 1 when it was there. */
-int nsp_u64map_del(struct nsp_u64map *m, uint64_t key);
-/* The value slot of key, or NULL. */
-size_t *nsp_u64map_get(const struct nsp_u64map *m, uint64_t key);
-void nsp_u64map_free(struct nsp_u64map *m);
-
-/* strdup that returns NULL only when out of memory (s may be NULL: ""). */
-char *nsp_an_strdup(const char *s);
-/* malloc'd printf; NULL when out of memory. */
-char *nsp_an_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-char *nsp_an_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
-
-/* A growable string. */
-struct nsp_sbuf {
-  char *s;
-  size_t len, cap;
-  int oom;
-};
-void nsp_sbuf_printf(struct nsp_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Returns the string (caller frees) or NULL when out of memory. */
-char *nsp_sbuf_take(struct nsp_sbuf *b);
-/* Appends s (NULL: "") in double quotes with '"' and '\' escaped as \"
- * and \\, as nsp_escape.h's NSP_ESC_QUOTED writes them; control bytes
- * are left to the writers, which escape every string they print. */
-void nsp_sbuf_quoted(struct nsp_sbuf *b, const char *s);
 
 /* ---- calls awaiting completion (nsp_an_pend.c) ------------------------- */
 
@@ -132,10 +98,8 @@ struct nsp_ref {
   uint8_t set;     /* a rank has reached this seq */
   uint8_t differs; /* some rank's signature differed from sig */
 };
+/* Refs per page of a communicator's paged array of refs by seq. */
 #define NSP_SEQ_PAGE 256
-struct nsp_seq_page {
-  struct nsp_ref e[NSP_SEQ_PAGE];
-};
 
 /* Send/recv sizes to/from one peer, run-length encoded by value over
  * consecutive seqs (pipeline stages send the same shape over and over). */
@@ -192,8 +156,9 @@ struct nsp_member {
   struct nsp_p2p *p2p;
   size_t np2p, p2p_cap;
   struct nsp_u64map p2p_index; /* peer -> p2p index */
-  /* the seq page last used (seqs arrive in order, so this hits) */
-  struct nsp_seq_page *page;
+  /* the page of refs last used (seqs arrive in order, so this hits): its
+   * first ref, for seq page_no * NSP_SEQ_PAGE */
+  struct nsp_ref *page;
   uint64_t page_no;
 };
 
@@ -203,9 +168,7 @@ struct nsp_comm {
   int *ranks;
   size_t *members;      /* indices into job->members */
   size_t nmembers, members_cap;
-  struct nsp_u64map pages; /* seq / NSP_SEQ_PAGE -> index in pagev */
-  struct nsp_seq_page **pagev;
-  size_t npages, pages_cap;
+  struct nsp_paged refs; /* seq -> struct nsp_ref, NSP_SEQ_PAGE to a page */
   uint64_t mismatch_seq; /* rule 1's finding seq; 0 none */
   int mismatch_kind;     /* and its kind */
   size_t mismatch_id;    /* its finding id */

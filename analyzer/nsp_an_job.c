@@ -55,9 +55,7 @@ static void comm_free(struct nsp_comm *c) {
   free(c->name);
   free(c->ranks);
   free(c->members);
-  for (size_t i = 0; i < c->npages; i++) free(c->pagev[i]);
-  free(c->pagev);
-  nsp_u64map_free(&c->pages);
+  nsp_paged_free(&c->refs);
   free(c);
 }
 
@@ -97,10 +95,10 @@ void nsp_job_destroy(struct nsp_job *job) {
 }
 
 int nsp_job_notef(struct nsp_job *job, const char *fmt, ...) {
-  NSP_TRY(nsp_an_grow(&job->notes, &job->notes_cap, job->nnotes + 1, sizeof *job->notes));
+  NSP_TRY(nsp_grow(&job->notes, &job->notes_cap, job->nnotes + 1, sizeof *job->notes));
   va_list ap;
   va_start(ap, fmt);
-  char *s = nsp_an_vasprintf(fmt, ap);
+  char *s = nsp_vasprintf(fmt, ap);
   va_end(ap);
   if (!s) return NSP_AN_ENOMEM;
   job->notes[job->nnotes++] = s;
@@ -125,7 +123,7 @@ static int is_ring(const char *path) { return ends_with(path, ".ncclspy.ring"); 
 static int add_file(struct nsp_job *job, const char *path, const struct stat *st) {
   for (size_t i = 0; i < job->nfiles; i++)
     if (job->files[i].dev == (uint64_t)st->st_dev && job->files[i].ino == (uint64_t)st->st_ino) return 1;
-  NSP_TRY(nsp_an_grow(&job->files, &job->files_cap, job->nfiles + 1, sizeof *job->files));
+  NSP_TRY(nsp_grow(&job->files, &job->files_cap, job->nfiles + 1, sizeof *job->files));
   job->files[job->nfiles].dev = (uint64_t)st->st_dev;
   job->files[job->nfiles].ino = (uint64_t)st->st_ino;
   job->nfiles++;
@@ -221,7 +219,7 @@ static int add_dir(struct nsp_job *job, const char *path) {
     if (e->d_name[0] == '.') continue;
     if (!ends_with(e->d_name, ".ncclspy")) {
       if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN && e->d_type != DT_LNK) continue;
-      char *sub = nsp_an_asprintf("%s%s%s", path, sep, e->d_name);
+      char *sub = nsp_asprintf("%s%s%s", path, sep, e->d_name);
       struct stat st;
       if (sub && stat(sub, &st) == 0 && S_ISDIR(st.st_mode) && dir_has_traces(sub)) {
         size_t len = strlen(subdirs);
@@ -232,8 +230,8 @@ static int add_dir(struct nsp_job *job, const char *path) {
       free(sub);
       continue;
     }
-    char *full = nsp_an_asprintf("%s%s%s", path, sep, e->d_name);
-    if (!full || nsp_an_grow(&names, &cap, n + 1, sizeof *names) < 0) {
+    char *full = nsp_asprintf("%s%s%s", path, sep, e->d_name);
+    if (!full || nsp_grow(&names, &cap, n + 1, sizeof *names) < 0) {
       free(full);
       ret = NSP_AN_ENOMEM;
       break;

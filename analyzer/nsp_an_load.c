@@ -17,31 +17,20 @@
 static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
 
 struct nsp_ref *nsp_comm_ref(struct nsp_comm *c, uint64_t seq, int create) {
-  uint64_t no = seq / NSP_SEQ_PAGE;
-  size_t *idx = nsp_u64map_get(&c->pages, no);
-  if (idx) return &c->pagev[*idx]->e[seq % NSP_SEQ_PAGE];
-  if (!create) return NULL;
-  struct nsp_seq_page *pg = calloc(1, sizeof *pg);
-  if (!pg) return NULL;
-  if (nsp_an_grow(&c->pagev, &c->pages_cap, c->npages + 1, sizeof *c->pagev) < 0 ||
-      nsp_u64map_put(&c->pages, no, c->npages) < 0) {
-    free(pg);
-    return NULL;
-  }
-  c->pagev[c->npages++] = pg;
-  return &pg->e[seq % NSP_SEQ_PAGE];
+  return nsp_paged_at(&c->refs, seq, create);
 }
 
 /* The ref of seq for member m, through m's cached page: a rank's seqs come
  * in order, so the hash is consulted once per NSP_SEQ_PAGE calls. */
 static struct nsp_ref *member_ref(struct nsp_member *m, struct nsp_comm *c, uint64_t seq) {
   uint64_t no = seq / NSP_SEQ_PAGE;
-  if (m->page && m->page_no == no) return &m->page->e[seq % NSP_SEQ_PAGE];
-  struct nsp_ref *ref = nsp_comm_ref(c, seq, 1);
-  if (!ref) return NULL;
-  m->page = c->pagev[*nsp_u64map_get(&c->pages, no)];
-  m->page_no = no;
-  return ref;
+  if (!m->page || m->page_no != no) {
+    struct nsp_ref *pg = nsp_paged_page(&c->refs, no, 1);
+    if (!pg) return NULL;
+    m->page = pg;
+    m->page_no = no;
+  }
+  return &m->page[seq % NSP_SEQ_PAGE];
 }
 
 static int sig_eq(const struct nsp_sig *a, const struct nsp_sig *b) {
@@ -55,9 +44,10 @@ static struct nsp_comm *comm_get(struct nsp_job *job, uint64_t id, size_t *index
     *index = *slot;
     return job->comms[*slot];
   }
-  if (nsp_an_grow(&job->comms, &job->comms_cap, job->ncomms + 1, sizeof *job->comms) < 0) return NULL;
+  if (nsp_grow(&job->comms, &job->comms_cap, job->ncomms + 1, sizeof *job->comms) < 0) return NULL;
   struct nsp_comm *c = calloc(1, sizeof *c);
   if (!c) return NULL;
+  nsp_paged_init(&c->refs, sizeof(struct nsp_ref), NSP_SEQ_PAGE);
   c->name = strdup("");
   if (!c->name || nsp_u64map_put(&job->comm_by_id, id, job->ncomms) < 0) {
     free(c->name);
@@ -149,12 +139,12 @@ static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const st
 
   if (rec->comm >= t->nlocal) {
     size_t old = t->nlocal;
-    NSP_TRY(nsp_an_grow(&t->local_member, &t->nlocal, (size_t)rec->comm + 1, sizeof *t->local_member));
+    NSP_TRY(nsp_grow(&t->local_member, &t->nlocal, (size_t)rec->comm + 1, sizeof *t->local_member));
     memset(t->local_member + old, 0, (t->nlocal - old) * sizeof *t->local_member);
   }
   struct nsp_member *m = local_member(job, t, rec->comm);
   if (!m) {
-    NSP_TRY(nsp_an_grow(&job->members, &job->members_cap, job->nmembers + 1, sizeof *job->members));
+    NSP_TRY(nsp_grow(&job->members, &job->members_cap, job->nmembers + 1, sizeof *job->members));
     m = &job->members[job->nmembers];
     memset(m, 0, sizeof *m);
     m->comm = ci;
@@ -226,8 +216,8 @@ static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *
    * open a page of NSP_SEQ_PAGE refs per call.  Past 1024 pages, a new
    * page needs 16 collectives on the communicator per page. */
   uint64_t page_no = rec->seq / NSP_SEQ_PAGE;
-  if (!(m->page && m->page_no == page_no) && c->npages >= 1024 && c->npages * 16 > c->info.ncoll &&
-      !nsp_u64map_get(&c->pages, page_no)) {
+  if (!(m->page && m->page_no == page_no) && c->refs.npages >= 1024 && c->refs.npages * 16 > c->info.ncoll &&
+      !nsp_paged_page(&c->refs, page_no, 0)) {
     t->bad_seq++;
     return 0;
   }
@@ -267,7 +257,7 @@ static int on_p2p(struct nsp_job *job, const struct nsp_trace *t, struct nsp_mem
   if (pi) {
     p = &m->p2p[*pi];
   } else {
-    NSP_TRY(nsp_an_grow(&m->p2p, &m->p2p_cap, m->np2p + 1, sizeof *m->p2p));
+    NSP_TRY(nsp_grow(&m->p2p, &m->p2p_cap, m->np2p + 1, sizeof *m->p2p));
     NSP_TRY(nsp_u64map_put(&m->p2p_index, (uint64_t)(int64_t)rec->peer, m->np2p));
     p = &m->p2p[m->np2p++];
     memset(p, 0, sizeof *p);
@@ -281,7 +271,7 @@ static int on_p2p(struct nsp_job *job, const struct nsp_trace *t, struct nsp_mem
   if (last && last->count == rec->count && last->dtype == rec->dtype && k == last->seq0 + last->n) {
     last->n++;
   } else {
-    NSP_TRY(nsp_an_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v));
+    NSP_TRY(nsp_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v));
     struct nsp_run *r = &rs->v[rs->n++];
     r->seq0 = k;
     r->n = 1;
@@ -680,7 +670,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     return 1;
   }
   struct nsp_trace *t = calloc(1, sizeof *t);
-  if (!t || nsp_an_grow(&job->traces, &job->traces_cap, job->ntraces + 1, sizeof *job->traces) < 0) {
+  if (!t || nsp_grow(&job->traces, &job->traces_cap, job->ntraces + 1, sizeof *job->traces) < 0) {
     free(t);
     free(mem);
     nsp_reader_destroy(r);
@@ -738,7 +728,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
    * copy of the traces without it loses them. */
   int no_ring = 0;
   if (!mem && (problem || !t->info.records)) {
-    char *ring = nsp_an_asprintf("%s.ring", path);
+    char *ring = nsp_asprintf("%s.ring", path);
     struct stat st;
     if (!ring) ret = NSP_AN_ENOMEM;
     else no_ring = stat(ring, &st) != 0;

@@ -21,13 +21,8 @@
 #define NSP_PEND_EARLY_GROUPS 4096
 
 static uint64_t pend_hash(uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
-  uint64_t x = seq * 0x9e3779b97f4a7c15ull ^ ((uint64_t)local << 32 | (uint32_t)peer) ^ ((uint64_t)(uint32_t)api << 56);
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
+  return nsp_u64map_hash(seq * 0x9e3779b97f4a7c15ull ^ ((uint64_t)local << 32 | (uint32_t)peer) ^
+                         ((uint64_t)(uint32_t)api << 56));
 }
 
 static int same_key(const struct nsp_pend *e, uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
@@ -123,7 +118,7 @@ static int insert(struct nsp_pend_tab *t, const struct nsp_pend *src, uint8_t st
     idx = t->free_head;
     t->free_head = t->v[idx].gnext;
   } else {
-    NSP_TRY(nsp_an_grow(&t->v, &t->cap, t->n + 1, sizeof *t->v));
+    NSP_TRY(nsp_grow(&t->v, &t->cap, t->n + 1, sizeof *t->v));
     idx = t->n++;
   }
   struct nsp_pend *e = &t->v[idx];

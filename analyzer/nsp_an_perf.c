@@ -88,7 +88,7 @@ static int dist_add(struct dist *d, int64_t v) {
   d->n++;
   if (v > d->max) d->max = v;
   if (d->nraw < NSP_PERF_RAW && !d->hist) {
-    NSP_TRY(nsp_an_grow(&d->raw, &d->rawcap, d->nraw + 1, sizeof *d->raw));
+    NSP_TRY(nsp_grow(&d->raw, &d->rawcap, d->nraw + 1, sizeof *d->raw));
     d->raw[d->nraw++] = v;
     return 0;
   }
@@ -141,10 +141,8 @@ struct arrival {
   int32_t last, api;
   uint32_t n, ties;
 };
+/* Arrivals per page of a communicator's paged array of them by seq. */
 #define NSP_ARR_PAGE 256
-struct arr_page {
-  struct arrival e[NSP_ARR_PAGE];
-};
 
 struct perf_comm {
   struct nsp_perf_comm pub;
@@ -152,9 +150,7 @@ struct perf_comm {
   size_t nacc, acc_cap;
   struct nsp_u64map acc_by_key;
   struct nsp_perf_row *rows;
-  struct arr_page **pages;
-  size_t npages, pages_cap;
-  struct nsp_u64map page_by_no;
+  struct nsp_paged arrivals; /* seq -> struct arrival, NSP_ARR_PAGE to a page */
   struct nsp_perf_spread worst[NSP_PERF_WORST];
   struct nsp_perf_straggler *strag;
 };
@@ -172,9 +168,7 @@ void nsp_an_perf_free(struct nsp_perf *p) {
     free(c->acc);
     nsp_u64map_free(&c->acc_by_key);
     free(c->rows);
-    for (size_t k = 0; k < c->npages; k++) free(c->pages[k]);
-    free(c->pages);
-    nsp_u64map_free(&c->page_by_no);
+    nsp_paged_free(&c->arrivals);
     free(c->strag);
   }
   free(p->c);
@@ -188,7 +182,7 @@ static struct rowacc *row_for(struct perf_comm *c, int api, uint64_t s) {
   uint64_t key = (uint64_t)(uint32_t)api << 8 | (uint64_t)(lg + 1);
   size_t *i = nsp_u64map_get(&c->acc_by_key, key);
   if (i) return &c->acc[*i];
-  if (nsp_an_grow(&c->acc, &c->acc_cap, c->nacc + 1, sizeof *c->acc) < 0 ||
+  if (nsp_grow(&c->acc, &c->acc_cap, c->nacc + 1, sizeof *c->acc) < 0 ||
       nsp_u64map_put(&c->acc_by_key, key, c->nacc) < 0)
     return NULL;
   struct rowacc *r = &c->acc[c->nacc++];
@@ -196,21 +190,6 @@ static struct rowacc *row_for(struct perf_comm *c, int api, uint64_t s) {
   r->row.api = api;
   r->row.log2 = lg;
   return r;
-}
-
-static struct arrival *arrival_at(struct perf_comm *c, uint64_t seq) {
-  uint64_t no = seq / NSP_ARR_PAGE;
-  size_t *i = nsp_u64map_get(&c->page_by_no, no);
-  if (i) return &c->pages[*i]->e[seq % NSP_ARR_PAGE];
-  struct arr_page *pg = calloc(1, sizeof *pg);
-  if (!pg) return NULL;
-  if (nsp_an_grow(&c->pages, &c->pages_cap, c->npages + 1, sizeof *c->pages) < 0 ||
-      nsp_u64map_put(&c->page_by_no, no, c->npages) < 0) {
-    free(pg);
-    return NULL;
-  }
-  c->pages[c->npages++] = pg;
-  return &pg->e[seq % NSP_ARR_PAGE];
 }
 
 /* ---- the pass --------------------------------------------------------------- */
@@ -257,7 +236,7 @@ static int note_cut(struct pass *ps, const struct nsp_rec *rec) {
   if (!cut || !rec->comm) return 0;
   if (rec->comm >= ps->ncut) {
     size_t cap = ps->ncut, old = ps->ncut;
-    NSP_TRY(nsp_an_grow(&ps->cut, &cap, (size_t)rec->comm + 1, sizeof *ps->cut));
+    NSP_TRY(nsp_grow(&ps->cut, &cap, (size_t)rec->comm + 1, sizeof *ps->cut));
     memset(ps->cut + old, 0, (cap - old) * sizeof *ps->cut);
     ps->ncut = cap;
   }
@@ -277,7 +256,7 @@ static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *d
   if (!l) return;
   int api = nsp_api_coll_class(e->api);
   uint64_t s = nsp_perf_size(api, e->count, e->dtype, ps->job->comms[l->comm]->info.nranks);
-  if (nsp_an_grow(&ps->calls, &ps->calls_cap, ps->ncalls + 1, sizeof *ps->calls) < 0) {
+  if (nsp_grow(&ps->calls, &ps->calls_cap, ps->ncalls + 1, sizeof *ps->calls) < 0) {
     ps->oom = 1;
     return;
   }
@@ -299,7 +278,7 @@ static int on_call(struct pass *ps, struct nsp_pend_tab *tab, int tracked, const
     return 0;
   }
   if (kind == NSP_K_COLL && rec->seq && l->rank >= 0) {
-    struct arrival *a = arrival_at(c, rec->seq);
+    struct arrival *a = nsp_paged_at(&c->arrivals, rec->seq, 1);
     if (!a) return NSP_AN_ENOMEM;
     int64_t tw = (int64_t)(rec->t_enter + (uint64_t)t->off_ns);
     if (!a->n) {
@@ -373,7 +352,7 @@ static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct
       ps->parts[k].s += p->s;
       continue;
     }
-    NSP_TRY(nsp_an_grow(&ps->parts, &ps->parts_cap, ps->nparts + 1, sizeof *ps->parts));
+    NSP_TRY(nsp_grow(&ps->parts, &ps->parts_cap, ps->nparts + 1, sizeof *ps->parts));
     ps->parts[ps->nparts++] = *p;
   }
   int64_t dur = (int64_t)(rec->t_exit - rec->t_enter);
@@ -447,7 +426,7 @@ static int read_trace(struct pass *ps, size_t ti) {
       case NSP_REC_COMM: {
         if (rec.comm >= ps->nloc) {
           size_t cap = ps->nloc, old = ps->nloc;
-          if (nsp_an_grow(&ps->loc, &cap, (size_t)rec.comm + 1, sizeof *ps->loc) < 0) {
+          if (nsp_grow(&ps->loc, &cap, (size_t)rec.comm + 1, sizeof *ps->loc) < 0) {
             ret = NSP_AN_ENOMEM;
             break;
           }
@@ -525,12 +504,11 @@ static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
   uint64_t *counts = NULL;
   size_t ncounts = 0, counts_cap = 0;
   int ret = 0;
-  for (size_t p = 0; p < c->page_by_no.cap && !ret; p++) {
-    if (!c->page_by_no.used[p]) continue;
-    uint64_t no = c->page_by_no.keys[p];
-    const struct arr_page *pg = c->pages[c->page_by_no.vals[p]];
+  for (size_t p = 0; p < c->arrivals.npages && !ret; p++) {
+    uint64_t no = c->arrivals.page_nos[p];
+    const struct arrival *pg = c->arrivals.pages[p];
     for (unsigned e = 0; e < NSP_ARR_PAGE && !ret; e++) {
-      const struct arrival *a = &pg->e[e];
+      const struct arrival *a = &pg[e];
       if (a->n < nt) continue;
       /* Times come from the traces: no signed overflow. */
       uint64_t usp = (uint64_t)a->tmax - (uint64_t)a->tmin;
@@ -554,7 +532,7 @@ static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
       size_t *slot = nsp_u64map_get(&last_by_rank, (uint64_t)last);
       if (slot) {
         counts[*slot]++;
-      } else if (nsp_an_grow(&counts, &counts_cap, ncounts + 1, sizeof *counts) < 0 ||
+      } else if (nsp_grow(&counts, &counts_cap, ncounts + 1, sizeof *counts) < 0 ||
                  nsp_u64map_put(&last_by_rank, (uint64_t)last, ncounts) < 0) {
         ret = NSP_AN_ENOMEM;
       } else {
@@ -603,6 +581,7 @@ int nsp_job_perf(struct nsp_job *job) {
     return NSP_AN_ENOMEM;
   }
   perf->n = job->ncomms;
+  for (size_t i = 0; i < perf->n; i++) nsp_paged_init(&perf->c[i].arrivals, sizeof(struct arrival), NSP_ARR_PAGE);
   job->perf = perf;
   struct pass ps;
   memset(&ps, 0, sizeof ps);

@@ -61,9 +61,7 @@ static int prepare_comms(struct nsp_job *job) {
     struct nsp_comm *c = job->comms[i];
     if (!remap[i]) {
       free(c->name);
-      for (size_t p = 0; p < c->npages; p++) free(c->pagev[p]);
-      free(c->pagev);
-      nsp_u64map_free(&c->pages);
+      nsp_paged_free(&c->refs);
       free(c);
       continue;
     }
@@ -78,7 +76,7 @@ static int prepare_comms(struct nsp_job *job) {
     struct nsp_member *m = &job->members[i];
     m->comm = remap[m->comm];
     struct nsp_comm *c = job->comms[m->comm];
-    ret = nsp_an_grow(&c->members, &c->members_cap, c->nmembers + 1, sizeof *c->members);
+    ret = nsp_grow(&c->members, &c->members_cap, c->nmembers + 1, sizeof *c->members);
     if (!ret) c->members[c->nmembers++] = i;
   }
   free(remap);
@@ -139,7 +137,7 @@ static void assign_job_ranks(struct nsp_job *job) {
 /* ---- building findings ------------------------------------------------ */
 
 struct nsp_finding_priv *nsp_an_new_finding(struct nsp_job *job, int kind, const struct nsp_comm *c) {
-  if (nsp_an_grow(&job->findings, &job->findings_cap, job->nfindings + 1, sizeof *job->findings) < 0) return NULL;
+  if (nsp_grow(&job->findings, &job->findings_cap, job->nfindings + 1, sizeof *job->findings) < 0) return NULL;
   struct nsp_finding_priv *f = &job->findings[job->nfindings++];
   memset(f, 0, sizeof *f);
   f->pub.kind = kind;
@@ -390,12 +388,10 @@ static int rule_alignment_comm(struct nsp_job *job, struct nsp_comm *c) {
   /* Later differing seqs are usually consequences (a skipped collective
    * shifts every later one); count them instead of reporting them. */
   uint64_t later = 0;
-  for (size_t i = 0; i < c->pages.cap; i++) {
-    if (!c->pages.used[i]) continue;
-    uint64_t no = c->pages.keys[i];
-    const struct nsp_seq_page *pg = c->pagev[c->pages.vals[i]];
+  for (size_t k = 0; k < c->refs.npages; k++) {
+    const struct nsp_ref *pg = c->refs.pages[k];
     for (unsigned e = 0; e < NSP_SEQ_PAGE; e++)
-      if (pg->e[e].set && pg->e[e].differs && no * NSP_SEQ_PAGE + e > s_min) later++;
+      if (pg[e].set && pg[e].differs && c->refs.page_nos[k] * NSP_SEQ_PAGE + e > s_min) later++;
   }
   f->pub.later = later;
   c->mismatch_seq = s_min;
@@ -894,7 +890,7 @@ static int fetch_p2p(struct nsp_job *job) {
       struct nsp_side *side = &f->sides[s];
       if (side->call.api < 0) continue;
       const struct nsp_member *m = &job->members[f->p2p_member[s]];
-      NSP_TRY(nsp_an_grow(&req, &cap, n + 1, sizeof *req));
+      NSP_TRY(nsp_grow(&req, &cap, n + 1, sizeof *req));
       req[n++] = (struct p2p_req){m->trace,          m->local,   side->call.api, side->call.peer, side->call.seq,
                                   &side->call, side->nranks ? &((struct nsp_proc *)side->procs)[0].site : NULL};
     }

@@ -92,7 +92,7 @@ int nsp_an_site_add(struct nsp_trace *t, const struct nsp_rec *rec) {
   if (nsp_u64map_get(&t->site_by_id, rec->site)) return 0; /* the first record of an id wins */
   struct nsp_callsite *cs = nsp_an_stack_make(x, rec->site, rec->flags, 0);
   if (!cs) return NSP_AN_ENOMEM;
-  if (nsp_an_grow(&t->sites, &t->sites_cap, t->info.nsites + 1, sizeof *t->sites) < 0 ||
+  if (nsp_grow(&t->sites, &t->sites_cap, t->info.nsites + 1, sizeof *t->sites) < 0 ||
       nsp_u64map_put(&t->site_by_id, rec->site, t->info.nsites) < 0) {
     free(cs);
     return NSP_AN_ENOMEM;
@@ -118,7 +118,7 @@ void nsp_an_sites_free(struct nsp_trace *t) {
 int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t seq,
                      const struct nsp_callsite **out) {
   if (!job->traces[trace]->info.nsites) return 0; /* no call sites in that trace */
-  NSP_TRY(nsp_an_grow(&job->site_req, &job->site_req_cap, job->nsite_req + 1, sizeof *job->site_req));
+  NSP_TRY(nsp_grow(&job->site_req, &job->site_req_cap, job->nsite_req + 1, sizeof *job->site_req));
   job->site_req[job->nsite_req++] = (struct nsp_site_req){trace, local, seq, out};
   return 0;
 }
