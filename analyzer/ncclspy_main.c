@@ -96,12 +96,6 @@ static int usage_error(const char *cmd, const char *what, const char *arg) {
   return NSP_EXIT_USAGE;
 }
 
-static int no_json(void) {
-  fprintf(stderr, "ncclspy: --json is not available: this ncclspy was built without json-c "
-                  "(install json-c and reconfigure with -Djson=enabled)\n");
-  return NSP_EXIT_USAGE;
-}
-
 static int ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
   return n >= m && !strcmp(s + n - m, suffix);
@@ -273,7 +267,6 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
     }
   }
   if (optind >= argc) return usage_error(k->name, k->needs, NULL);
-  if (json && !NSP_HAVE_JSON) return no_json();
 
   struct nsp_job *job = nsp_job_create();
   if (!job) {
@@ -298,10 +291,6 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   if (output && !(out = open_output(output))) goto out;
   r = json ? k->json(job, out) : k->text(job, out);
   if (out != stdout && fclose(out) != 0) r = -1;
-  if (r == NSP_REPORT_NOJSON) {
-    status = no_json();
-    goto out;
-  }
   if (r < 0) {
     fprintf(stderr, "ncclspy: could not write%s to %s\n", k->what, output ? output : "standard output");
     goto out;
@@ -328,11 +317,9 @@ static int cmd_dump(int argc, char **argv) {
     }
   }
   if (optind >= argc) return usage_error("dump", "dump needs a trace file", NULL);
-  if (json && !NSP_HAVE_JSON) return no_json();
   int status = NSP_EXIT_CLEAN;
   for (int i = optind; i < argc; i++) {
     int r = nsp_dump_file(argv[i], json, stdout, stderr);
-    if (r == NSP_REPORT_NOJSON) return no_json();
     if (r < 0) {
       fprintf(stderr, "ncclspy: could not write to standard output\n");
       return NSP_EXIT_USAGE;

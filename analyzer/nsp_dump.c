@@ -166,7 +166,6 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
   fputc('\n', out);
 }
 
-#if NSP_HAVE_JSON
 /* Keys and strings are made valid UTF-8 (nsp_escape.h): environment
  * variable names are keys from the trace. */
 static void jput(json_object *o, const char *k, json_object *v) {
@@ -372,12 +371,8 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
   if (r->last_error) jput(o, "last_error", js(r->last_error));
   json_line(out, o);
 }
-#endif
 
 int nsp_dump_file(const char *path, int json, FILE *out, FILE *err) {
-#if !NSP_HAVE_JSON
-  if (json) return NSP_REPORT_NOJSON;
-#endif
   char e[256];
   struct nsp_reader *r = nsp_reader_open(path, e, sizeof e);
   if (!r) {
@@ -388,23 +383,16 @@ int nsp_dump_file(const char *path, int json, FILE *out, FILE *err) {
     return 2;
   }
   const struct nsp_file_header *h = nsp_reader_header(r);
-#if NSP_HAVE_JSON
   if (json) json_header(out, path, h);
-  else
-#endif
-    text_header(out, path, h);
+  else text_header(out, path, h);
   struct nsp_rec rec;
   int ret;
   while ((ret = nsp_reader_next(r, &rec)) == 1) {
-#if NSP_HAVE_JSON
     if (json) json_record(out, h, &rec);
-    else
-#endif
-      text_record(out, h, &rec);
+    else text_record(out, h, &rec);
   }
   const char *problem = nsp_reader_problem(r);
   if (problem) {
-#if NSP_HAVE_JSON
     if (json) {
       json_object *o = json_object_new_object();
       if (o) {
@@ -413,9 +401,7 @@ int nsp_dump_file(const char *path, int json, FILE *out, FILE *err) {
         jput(o, "message", js(problem));
         json_line(out, o);
       }
-    } else
-#endif
-    {
+    } else {
       fprintf(out, "PROBLEM ");
       nsp_put_quoted(out, problem);
       fputc('\n', out);

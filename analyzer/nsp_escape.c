@@ -3,11 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_escape.h"
-
-#if NSP_HAVE_JSON
 #include <json-c/json.h>
-#endif
+
+#include "nsp_escape.h"
 
 /* How many bytes at p (of at most n) make one escaped unit and how it is
  * written: 0 plain byte, 1 "\xNN" per byte, 2 backslash + the byte. */
@@ -117,7 +115,6 @@ const char *nsp_utf8_valid(const char *s, char **tofree) {
   return o;
 }
 
-#if NSP_HAVE_JSON
 struct json_object *nsp_json_string(const char *s) {
   char *tmp;
   const char *v = nsp_utf8_valid(s, &tmp);
@@ -134,4 +131,3 @@ int nsp_json_add(struct json_object *o, const char *key, struct json_object *v) 
   free(tmp);
   return ret;
 }
-#endif

@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "nsp_config.h"
+struct json_object;
 
 /* Flag of nsp_put_escaped: the string is printed inside double quotes,
  * so '"' and '\' are escaped too (as \" and \\). */
@@ -50,7 +50,6 @@ static inline void nsp_put_quoted(FILE *out, const char *s) {
  * set to NULL when no copy was made. */
 const char *nsp_utf8_valid(const char *s, char **tofree);
 
-#if NSP_HAVE_JSON
 /* A JSON string of s (NULL: ""), made valid UTF-8 by nsp_utf8_valid: the
  * only way the writers make strings.  NULL when out of memory. */
 struct json_object *nsp_json_string(const char *s);
@@ -59,6 +58,5 @@ struct json_object *nsp_json_string(const char *s);
  * json_object_object_add returns, and -1 without touching v when out of
  * memory: v's ownership is as with json_object_object_add. */
 int nsp_json_add(struct json_object *o, const char *key, struct json_object *v);
-#endif
 
 #endif /* NSP_ESCAPE_H */

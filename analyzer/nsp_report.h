@@ -6,15 +6,9 @@
 
 #include <stdio.h>
 
-#include "nsp_analyze.h"
-#include "nsp_config.h"
-
-#if NSP_HAVE_JSON
 #include <json-c/json.h>
-#endif
 
-/* Returned by the JSON functions when ncclspy was built without json-c. */
-#define NSP_REPORT_NOJSON (-2)
+#include "nsp_analyze.h"
 
 /* Version of the JSON report's schema ("schema" member); bumped when a
  * member changes meaning or disappears, not when one is added. */
@@ -27,27 +21,22 @@
 int nsp_report_text(const struct nsp_job *job, FILE *out);
 
 /* Writes the JSON report (one object, pretty-printed, newline-terminated).
- * Returns 0, -1 when writing failed or memory ran out, or
- * NSP_REPORT_NOJSON. */
+ * Returns 0, or -1 when writing failed or memory ran out. */
 int nsp_report_json(const struct nsp_job *job, FILE *out);
 
-#if NSP_HAVE_JSON
 /* The JSON report as a json-c object (the caller owns it: json_object_put).
  * NULL when out of memory. */
 struct json_object *nsp_report_json_object(const struct nsp_job *job);
-#endif
 
 /* `ncclspy perf`: the figures of nsp_job_perf (call it first) as text,
  * per communicator: a table of (op, size bucket) with calls, timed calls,
  * GPU duration p50/p99, algbw and busbw; the arrival spread and the ranks
  * that arrive last.  Returns 0 or -1 when writing failed. */
 int nsp_report_perf_text(const struct nsp_job *job, FILE *out);
-/* The same as one JSON object (schema in docs/REPORT.md).  Returns 0, -1,
- * or NSP_REPORT_NOJSON. */
+/* The same as one JSON object (schema in docs/REPORT.md).  Returns 0 or
+ * -1. */
 int nsp_report_perf_json(const struct nsp_job *job, FILE *out);
-#if NSP_HAVE_JSON
 struct json_object *nsp_report_perf_json_object(const struct nsp_job *job);
-#endif
 
 /* Writes one line per record of the trace at path to out, header first:
  * text ("t=+12.345678ms CALL all-reduce comm=1 seq=2 ...", times relative
@@ -56,8 +45,7 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job);
  * to err as a sentence.
  * Returns 0 when the file read cleanly, 1 when reading stopped at damage
  * or a cut frame (what came before was written), 2 when the file could not
- * be read as a trace at all, NSP_REPORT_NOJSON when json is asked for
- * without json-c, -1 when writing failed. */
+ * be read as a trace at all, -1 when writing failed. */
 int nsp_dump_file(const char *path, int json, FILE *out, FILE *err);
 
 /* "2.28.9" for an ncclGetVersion() code (22809; codes below 10000 are the
@@ -67,7 +55,6 @@ const char *nsp_nccl_version_str(int code, char *buf, size_t buflen);
 /* Writes a JSON document (pretty, one trailing newline) and frees it;
  * root may be NULL (out of memory: nothing written).  Returns 0, or -1 on
  * a write error or NULL root.  Shared by the report and perf writers. */
-struct json_object;
 int nsp_report_json_emit(struct json_object *root, FILE *out);
 
 #endif /* NSP_REPORT_H */

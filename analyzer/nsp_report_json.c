@@ -5,11 +5,10 @@
 #include <string.h>
 
 #include "ncclspy/trace.h"
+#include "nsp_config.h"
 #include "nsp_escape.h"
 #include "nsp_names.h"
 #include "nsp_report.h"
-
-#if NSP_HAVE_JSON
 
 /* json-c's add functions take ownership even on failure; a NULL value
  * (out of memory) is turned into a missing member, and the whole report
@@ -376,13 +375,3 @@ int nsp_report_json_emit(struct json_object *root, FILE *out) {
 int nsp_report_json(const struct nsp_job *job, FILE *out) {
   return nsp_report_json_emit(nsp_report_json_object(job), out);
 }
-
-#else
-
-int nsp_report_json(const struct nsp_job *job, FILE *out) {
-  (void)job;
-  (void)out;
-  return NSP_REPORT_NOJSON;
-}
-
-#endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nsp_config.h"
 #include "nsp_escape.h"
 #include "nsp_names.h"
 #include "nsp_report.h"
@@ -131,8 +132,6 @@ int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
   return ferror(out) ? -1 : 0;
 }
 
-#if NSP_HAVE_JSON
-
 static int jput(json_object *o, const char *k, json_object *v, int *oom) {
   if (!v || json_object_object_add(o, k, v) != 0) *oom = 1;
   return 0;
@@ -240,13 +239,3 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
 int nsp_report_perf_json(const struct nsp_job *job, FILE *out) {
   return nsp_report_json_emit(nsp_report_perf_json_object(job), out);
 }
-
-#else
-
-int nsp_report_perf_json(const struct nsp_job *job, FILE *out) {
-  (void)job;
-  (void)out;
-  return NSP_REPORT_NOJSON;
-}
-
-#endif
