@@ -60,7 +60,7 @@ void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s) {
 /* A finding whose sides are the distinct values among items (at least
  * two, or none is made).  label: what differs ("NCCL version"); name: the
  * variable for env-nccl-setting / env-world-size (side text "NAME=v"). */
-static int by_value(struct nsp_job *job, int kind, const struct nsp_comm *c, struct item *it, size_t n,
+static int by_value(struct nsp_job *job, int kind, const struct nsp_an_comm *c, struct item *it, size_t n,
                     const char *label, const char *name, const char *extra) {
   if (n < 2) return 0;
   qsort(it, n, sizeof *it, cmp_item);
@@ -267,7 +267,7 @@ static int rule_world_size(struct nsp_job *job, struct item *it) {
 
 /* ---- per communicator -------------------------------------------------- */
 
-static int rule_nranks(struct nsp_job *job, struct nsp_comm *c, struct item *it, char (*bufs)[32]) {
+static int rule_nranks(struct nsp_job *job, struct nsp_an_comm *c, struct item *it, char (*bufs)[32]) {
   if (!c->nranks_conflict) return 0;
   size_t n = 0;
   for (size_t k = 0; k < c->nmembers; k++) {
@@ -282,7 +282,7 @@ static int rule_nranks(struct nsp_job *job, struct nsp_comm *c, struct item *it,
 
 /* Members are sorted by rank: the run of one rank starting at k ends at
  * *end; true when it holds more than one process. */
-static int dup_run(const struct nsp_job *job, const struct nsp_comm *c, size_t k, size_t *end) {
+static int dup_run(const struct nsp_job *job, const struct nsp_an_comm *c, size_t k, size_t *end) {
   const struct nsp_member *a = &job->members[c->members[k]];
   size_t j = k + 1;
   int distinct = 0;
@@ -292,7 +292,7 @@ static int dup_run(const struct nsp_job *job, const struct nsp_comm *c, size_t k
   return a->rank >= 0 && distinct;
 }
 
-static int rule_dup_rank(struct nsp_job *job, struct nsp_comm *c) {
+static int rule_dup_rank(struct nsp_job *job, struct nsp_an_comm *c) {
   size_t nsides = 0;
   for (size_t k = 0, j; k < c->nmembers; k = j) nsides += dup_run(job, c, k, &j);
   if (!nsides) return 0;
@@ -337,7 +337,7 @@ static int cmp_gkey(const void *pa, const void *pb) {
   return c ? c : a->k < b->k ? -1 : a->k > b->k;
 }
 
-static int has_uuid(const struct nsp_job *job, const struct nsp_comm *c, size_t k) {
+static int has_uuid(const struct nsp_job *job, const struct nsp_an_comm *c, size_t k) {
   const struct nsp_member *m = &job->members[c->members[k]];
   return m->gpu_uuid && m->gpu_uuid[0];
 }
@@ -353,7 +353,7 @@ static const char *gpu_field(const struct nsp_job *job, const size_t *order, siz
   return "";
 }
 
-static int rule_dup_gpu(struct nsp_job *job, struct nsp_comm *c) {
+static int rule_dup_gpu(struct nsp_job *job, struct nsp_an_comm *c) {
   size_t n = c->nmembers;
   if (n < 2) return 0;
   size_t *parent = malloc(n * sizeof *parent);
@@ -463,7 +463,7 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_comm *c) {
 /* Ranks 0..nranks-1 without a trace, listed when there are not too many. */
 #define NSP_MISSING_LIST_MAX 65536
 
-static int rule_missing(struct nsp_job *job, struct nsp_comm *c) {
+static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
   int32_t nr = c->info.nranks;
   size_t have = 0;
   for (size_t i = 0; i < c->info.ntraced; i++) have += c->ranks[i] >= 0 && c->ranks[i] < nr;
@@ -534,7 +534,7 @@ int nsp_an_rule_env(struct nsp_job *job) {
   if (!ret) ret = rule_settings(job, it);
   if (!ret) ret = rule_world_size(job, it);
   for (size_t i = 0; i < job->ncomms && !ret; i++) {
-    struct nsp_comm *c = job->comms[i];
+    struct nsp_an_comm *c = job->comms[i];
     ret = rule_dup_gpu(job, c);
     if (!ret) ret = rule_dup_rank(job, c);
     if (!ret) ret = rule_nranks(job, c, it, bufs);

@@ -84,7 +84,7 @@ static int side_text(struct nsp_side *s, int role, uint64_t h, uint64_t lost_aft
   return nsp_an_set_side_text(s, buf);
 }
 
-static int hang_comm(struct nsp_job *job, struct nsp_comm *c) {
+static int hang_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   uint64_t h = 0;
   for (size_t k = 0; k < c->nmembers; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
@@ -95,7 +95,7 @@ static int hang_comm(struct nsp_job *job, struct nsp_comm *c) {
     if (!h || m->first_pending < h) h = m->first_pending;
   }
   if (!h) return 0;
-  const struct nsp_ref *ref = nsp_comm_ref(c, h, 0);
+  const struct nsp_ref *ref = nsp_an_comm_ref(c, h, 0);
   if (!ref || !ref->set) return 0;
 
   size_t *by_role[NROLES];
@@ -223,7 +223,7 @@ int nsp_an_rule_hangs(struct nsp_job *job) {
 
 /* ---- links and messages --------------------------------------------------- */
 
-static const struct nsp_comm *comm_of(const struct nsp_job *job, uint64_t id) {
+static const struct nsp_an_comm *comm_of(const struct nsp_job *job, uint64_t id) {
   const size_t *ci = id ? nsp_u64map_get(&job->comm_by_id, id) : NULL;
   return ci ? job->comms[*ci] : NULL;
 }
@@ -234,10 +234,10 @@ static int is_hang(const struct nsp_finding_priv *f) {
 
 /* The hang a not-arrived process is stuck in: its earliest call that never
  * completed, when that is on another communicator with a hang. */
-static const struct nsp_comm *blocked_in(const struct nsp_job *job, const struct nsp_finding_priv *f,
+static const struct nsp_an_comm *blocked_in(const struct nsp_job *job, const struct nsp_finding_priv *f,
                                          const struct nsp_proc *p) {
   if (p->blocked.api < 0 || p->blocked.comm_id == f->pub.comm_id) return NULL;
-  const struct nsp_comm *c = comm_of(job, p->blocked.comm_id);
+  const struct nsp_an_comm *c = comm_of(job, p->blocked.comm_id);
   return c && c->hang_seq ? c : NULL;
 }
 
@@ -245,11 +245,11 @@ static const struct nsp_comm *blocked_in(const struct nsp_job *job, const struct
  * last call (it took part in the mismatch, then never came here), or NULL.
  * Only when that call is not on f's own communicator: there the mismatch
  * already links the hang. */
-static const struct nsp_comm *left_after_mismatch(const struct nsp_job *job, const struct nsp_finding_priv *f,
+static const struct nsp_an_comm *left_after_mismatch(const struct nsp_job *job, const struct nsp_finding_priv *f,
                                                   const struct nsp_proc *p) {
   if (p->call.api < 0 || !p->call.comm_id || p->call.comm_id == f->pub.comm_id) return NULL;
   if (nsp_api_kind(p->call.api) != NSP_K_COLL) return NULL;
-  const struct nsp_comm *c = comm_of(job, p->call.comm_id);
+  const struct nsp_an_comm *c = comm_of(job, p->call.comm_id);
   return c && c->mismatch_seq && c->mismatch_seq == p->call.seq ? c : NULL;
 }
 
@@ -257,11 +257,11 @@ static const struct nsp_comm *left_after_mismatch(const struct nsp_job *job, con
  * in: its last call (on any communicator) is a collective on another
  * communicator at or after that communicator's mismatched seq, made no
  * earlier than the mismatch.  NULL when there is no such evidence. */
-static const struct nsp_comm *stuck_after_mismatch(struct nsp_job *job, const struct nsp_finding_priv *f,
+static const struct nsp_an_comm *stuck_after_mismatch(struct nsp_job *job, const struct nsp_finding_priv *f,
                                                    const struct nsp_proc *p) {
   if (p->call.api < 0 || !p->call.comm_id || p->call.comm_id == f->pub.comm_id) return NULL;
   if (nsp_api_kind(p->call.api) != NSP_K_COLL) return NULL;
-  const struct nsp_comm *c = comm_of(job, p->call.comm_id);
+  const struct nsp_an_comm *c = comm_of(job, p->call.comm_id);
   if (!c || !c->mismatch_seq || p->call.seq < c->mismatch_seq) return NULL;
   const struct nsp_finding_priv *m = nsp_an_finding_by_id(job, c->mismatch_id);
   if (m && m->pub.time_ns && p->call.time_ns && p->call.time_ns < m->pub.time_ns) return NULL;
@@ -269,7 +269,7 @@ static const struct nsp_comm *stuck_after_mismatch(struct nsp_job *job, const st
 }
 
 /* The member of communicator c that trace ti is, or NULL. */
-static const struct nsp_member *member_of_trace(const struct nsp_job *job, const struct nsp_comm *c, size_t ti) {
+static const struct nsp_member *member_of_trace(const struct nsp_job *job, const struct nsp_an_comm *c, size_t ti) {
   for (size_t k = 0; c && k < c->nmembers; k++)
     if (job->members[c->members[k]].trace == ti) return &job->members[c->members[k]];
   return NULL;
@@ -280,7 +280,7 @@ static const struct nsp_member *member_of_trace(const struct nsp_job *job, const
  * async error, a failed finalize or abort: the timeout of a rank blocked
  * in the mismatch) the process reached that seq on c and the error came
  * no earlier than the mismatch. */
-static int error_after_mismatch(struct nsp_job *job, const struct nsp_comm *c, const struct nsp_proc *o) {
+static int error_after_mismatch(struct nsp_job *job, const struct nsp_an_comm *c, const struct nsp_proc *o) {
   if (!c || !c->mismatch_seq) return 0;
   if (o->call.source == NSP_SRC_CALL)
     return nsp_api_kind(o->call.api) == NSP_K_COLL && o->call.seq >= c->mismatch_seq;
@@ -292,7 +292,7 @@ static int error_after_mismatch(struct nsp_job *job, const struct nsp_comm *c, c
 }
 
 static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
-  const struct nsp_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
+  const struct nsp_an_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
   if (c && c->mismatch_seq && c->mismatch_seq <= f->pub.seq) {
     f->cause_id = c->mismatch_id;
     return;
@@ -303,10 +303,10 @@ static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
   }
   const struct nsp_side *na = side_with_role(f, NSP_ROLE_NOT_ARRIVED);
   if (!na) return;
-  const struct nsp_comm *best = NULL, *mism = NULL;
+  const struct nsp_an_comm *best = NULL, *mism = NULL;
   int errored = 0;
   for (size_t p = 0; p < na->nranks; p++) {
-    const struct nsp_comm *b = blocked_in(job, f, &na->procs[p]), *m;
+    const struct nsp_an_comm *b = blocked_in(job, f, &na->procs[p]), *m;
     if (b) {
       if (!best || b->hang_t < best->hang_t) best = b;
     } else if (job->traces[na->procs[p].trace]->first_err.valid) {
@@ -404,7 +404,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
   size_t shown = na ? (na->nranks < 4 ? na->nranks : 4) : 0;
   for (size_t p = 0; p < shown; p++) {
     const struct nsp_proc *pr = &na->procs[p];
-    const struct nsp_comm *in = blocked_in(job, fp, pr);
+    const struct nsp_an_comm *in = blocked_in(job, fp, pr);
     nsp_sbuf_printf(&b, "; ");
     put_rank(&b, job, pr);
     if (in) {
@@ -507,7 +507,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
      * communicator when it is one. */
     nsp_sbuf_printf(&b, "; this follows the error of ");
     const struct nsp_proc *o = cause->pub.nsides && cause->sides[0].nranks ? &cause->sides[0].procs[0] : NULL;
-    const struct nsp_comm *c = fp->comm_index != SIZE_MAX ? job->comms[fp->comm_index] : NULL;
+    const struct nsp_an_comm *c = fp->comm_index != SIZE_MAX ? job->comms[fp->comm_index] : NULL;
     const struct nsp_member *om = o ? member_of_trace(job, c, o->trace) : NULL;
     if (om) nsp_an_put_rank(&b, job, om->rank, om->trace);
     else nsp_sbuf_printf(&b, "job rank %d", o ? o->rank : -1);
@@ -562,7 +562,7 @@ int nsp_an_link_hangs(struct nsp_job *job) {
   struct nsp_finding_priv *e = job->error_id != SIZE_MAX ? nsp_an_finding_by_id(job, job->error_id) : NULL;
   if (e && e->pub.nsides && e->sides[0].nranks) {
     const struct nsp_proc *o = &e->sides[0].procs[0];
-    const struct nsp_comm *c = comm_of(job, e->pub.comm_id);
+    const struct nsp_an_comm *c = comm_of(job, e->pub.comm_id);
     if (error_after_mismatch(job, c, o)) {
       e->cause_id = c->mismatch_id;
     } else {
@@ -604,10 +604,10 @@ int nsp_an_link_hangs(struct nsp_job *job) {
     struct nsp_finding_priv *w = &job->findings[i];
     if (w->pub.kind != NSP_FIND_STOPPED_EARLY || w->cause_id != SIZE_MAX || !w->pub.nsides) continue;
     const struct nsp_side *behind = &w->sides[0];
-    const struct nsp_comm *first = NULL;
+    const struct nsp_an_comm *first = NULL;
     size_t p = 0;
     for (; p < behind->nranks; p++) {
-      const struct nsp_comm *mc = stuck_after_mismatch(job, w, &behind->procs[p]);
+      const struct nsp_an_comm *mc = stuck_after_mismatch(job, w, &behind->procs[p]);
       if (!mc) break; /* free to go on and did not: no evidence */
       const struct nsp_finding_priv *a = first ? nsp_an_finding_by_id(job, first->mismatch_id) : NULL;
       const struct nsp_finding_priv *b = nsp_an_finding_by_id(job, mc->mismatch_id);

@@ -162,7 +162,7 @@ struct nsp_member {
   uint64_t page_no;
 };
 
-struct nsp_comm {
+struct nsp_an_comm {
   struct nsp_comm_info info;
   char *name;
   int *ranks;
@@ -268,7 +268,7 @@ struct nsp_job {
   struct nsp_trace **traces;
   size_t ntraces, traces_cap;
   size_t nunread;       /* trace files that could not be read at all */
-  struct nsp_comm **comms;
+  struct nsp_an_comm **comms;
   size_t ncomms, comms_cap;
   struct nsp_u64map comm_by_id;
   struct nsp_member *members;
@@ -314,7 +314,7 @@ int nsp_an_run_rules(struct nsp_job *job);
 
 /* Ref entry of a seq in a comm; NULL when absent (create == 0) or out of
  * memory (create == 1). */
-struct nsp_ref *nsp_comm_ref(struct nsp_comm *c, uint64_t seq, int create);
+struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create);
 
 /* Empty call: api -1, ints -1 (done too), numbers 0. */
 void nsp_call_clear(struct nsp_call *c);
@@ -322,7 +322,7 @@ void nsp_call_clear(struct nsp_call *c);
 /* ---- shared by the rule files -------------------------------------------- */
 
 /* A new finding (id set, hint of its kind, cause none). NULL when out of memory. */
-struct nsp_finding_priv *nsp_an_new_finding(struct nsp_job *job, int kind, const struct nsp_comm *c);
+struct nsp_finding_priv *nsp_an_new_finding(struct nsp_job *job, int kind, const struct nsp_an_comm *c);
 /* n cleared sides. */
 int nsp_an_alloc_sides(struct nsp_finding_priv *f, size_t n);
 /* n cleared processes for side s (ranks and procs owned by the side). */
@@ -338,7 +338,7 @@ int nsp_an_side_text_call(struct nsp_side *s);
 /* Sets the finding's odd ranks (copied, sorted). */
 int nsp_an_set_odd(struct nsp_finding_priv *f, const int *ranks, size_t n);
 /* The member of comm c with this rank (first of duplicates), or NULL. */
-const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_comm *c, int rank);
+const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_an_comm *c, int rank);
 /* The finding with this id, or NULL. */
 struct nsp_finding_priv *nsp_an_finding_by_id(struct nsp_job *job, size_t id);
 int nsp_an_cmp_int(const void *a, const void *b);

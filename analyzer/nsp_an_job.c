@@ -50,7 +50,7 @@ static void trace_free(struct nsp_trace *t) {
   free(t);
 }
 
-static void comm_free(struct nsp_comm *c) {
+static void comm_free(struct nsp_an_comm *c) {
   if (!c) return;
   free(c->name);
   free(c->ranks);

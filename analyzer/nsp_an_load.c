@@ -16,13 +16,13 @@
 /* ncclInProgress is how non-blocking calls say "not yet": not an error. */
 static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
 
-struct nsp_ref *nsp_comm_ref(struct nsp_comm *c, uint64_t seq, int create) {
+struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create) {
   return nsp_paged_at(&c->refs, seq, create);
 }
 
 /* The ref of seq for member m, through m's cached page: a rank's seqs come
  * in order, so the hash is consulted once per NSP_SEQ_PAGE calls. */
-static struct nsp_ref *member_ref(struct nsp_member *m, struct nsp_comm *c, uint64_t seq) {
+static struct nsp_ref *member_ref(struct nsp_member *m, struct nsp_an_comm *c, uint64_t seq) {
   uint64_t no = seq / NSP_SEQ_PAGE;
   if (!m->page || m->page_no != no) {
     struct nsp_ref *pg = nsp_paged_page(&c->refs, no, 1);
@@ -38,14 +38,14 @@ static int sig_eq(const struct nsp_sig *a, const struct nsp_sig *b) {
          a->root == b->root;
 }
 
-static struct nsp_comm *comm_get(struct nsp_job *job, uint64_t id, size_t *index) {
+static struct nsp_an_comm *comm_get(struct nsp_job *job, uint64_t id, size_t *index) {
   size_t *slot = nsp_u64map_get(&job->comm_by_id, id);
   if (slot) {
     *index = *slot;
     return job->comms[*slot];
   }
   if (nsp_grow(&job->comms, &job->comms_cap, job->ncomms + 1, sizeof *job->comms) < 0) return NULL;
-  struct nsp_comm *c = calloc(1, sizeof *c);
+  struct nsp_an_comm *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   nsp_paged_init(&c->refs, sizeof(struct nsp_ref), NSP_SEQ_PAGE);
   c->name = strdup("");
@@ -134,7 +134,7 @@ static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const st
     return 0;
   }
   size_t ci;
-  struct nsp_comm *c = comm_get(job, x->comm_id, &ci);
+  struct nsp_an_comm *c = comm_get(job, x->comm_id, &ci);
   if (!c) return NSP_AN_ENOMEM;
 
   if (rec->comm >= t->nlocal) {
@@ -198,7 +198,7 @@ static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const st
 }
 
 static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *m, const struct nsp_rec *rec) {
-  struct nsp_comm *c = job->comms[m->comm];
+  struct nsp_an_comm *c = job->comms[m->comm];
   if (!rec->seq) {
     t->bad_seq++;
     return 0;
@@ -251,7 +251,7 @@ static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *
 }
 
 static int on_p2p(struct nsp_job *job, const struct nsp_trace *t, struct nsp_member *m, const struct nsp_rec *rec) {
-  struct nsp_comm *c = job->comms[m->comm];
+  struct nsp_an_comm *c = job->comms[m->comm];
   size_t *pi = nsp_u64map_get(&m->p2p_index, (uint64_t)(int64_t)rec->peer);
   struct nsp_p2p *p;
   if (pi) {

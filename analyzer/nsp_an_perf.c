@@ -476,7 +476,7 @@ static int cmp_strag(const void *pa, const void *pb) {
 }
 
 static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
-  const struct nsp_comm *comm = job->comms[ci];
+  const struct nsp_an_comm *comm = job->comms[ci];
   c->pub.comm_id = comm->info.id;
   c->pub.comm = &comm->info;
   c->rows = malloc((c->nacc ? c->nacc : 1) * sizeof *c->rows);

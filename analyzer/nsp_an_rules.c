@@ -30,7 +30,7 @@ static int cmp_member_rank(const void *pa, const void *pb, void *ctx) {
  * the communicator's nranks is the value most of them report, the smaller
  * on a tie, whatever order the traces came in (the loader kept the first
  * one it read). */
-static int majority_nranks(struct nsp_job *job, struct nsp_comm *c) {
+static int majority_nranks(struct nsp_job *job, struct nsp_an_comm *c) {
   int32_t *v = malloc((c->nmembers ? c->nmembers : 1) * sizeof *v);
   if (!v) return NSP_AN_ENOMEM;
   size_t n = 0;
@@ -58,7 +58,7 @@ static int prepare_comms(struct nsp_job *job) {
   for (size_t i = 0; i < job->nmembers; i++) remap[job->members[i].comm]++;
   size_t n = 0;
   for (size_t i = 0; i < job->ncomms; i++) {
-    struct nsp_comm *c = job->comms[i];
+    struct nsp_an_comm *c = job->comms[i];
     if (!remap[i]) {
       free(c->name);
       nsp_paged_free(&c->refs);
@@ -75,7 +75,7 @@ static int prepare_comms(struct nsp_job *job) {
   for (size_t i = 0; i < job->nmembers && !ret; i++) {
     struct nsp_member *m = &job->members[i];
     m->comm = remap[m->comm];
-    struct nsp_comm *c = job->comms[m->comm];
+    struct nsp_an_comm *c = job->comms[m->comm];
     ret = nsp_grow(&c->members, &c->members_cap, c->nmembers + 1, sizeof *c->members);
     if (!ret) c->members[c->nmembers++] = i;
   }
@@ -83,7 +83,7 @@ static int prepare_comms(struct nsp_job *job) {
   NSP_TRY(ret);
 
   for (size_t i = 0; i < n; i++) {
-    struct nsp_comm *c = job->comms[i];
+    struct nsp_an_comm *c = job->comms[i];
     qsort_r(c->members, c->nmembers, sizeof *c->members, cmp_member_rank, job);
     if (c->nranks_conflict) NSP_TRY(majority_nranks(job, c));
     c->ranks = malloc(c->nmembers * sizeof *c->ranks);
@@ -136,7 +136,7 @@ static void assign_job_ranks(struct nsp_job *job) {
 
 /* ---- building findings ------------------------------------------------ */
 
-struct nsp_finding_priv *nsp_an_new_finding(struct nsp_job *job, int kind, const struct nsp_comm *c) {
+struct nsp_finding_priv *nsp_an_new_finding(struct nsp_job *job, int kind, const struct nsp_an_comm *c) {
   if (nsp_grow(&job->findings, &job->findings_cap, job->nfindings + 1, sizeof *job->findings) < 0) return NULL;
   struct nsp_finding_priv *f = &job->findings[job->nfindings++];
   memset(f, 0, sizeof *f);
@@ -320,14 +320,14 @@ static int cmp_side_first_rank(const void *pa, const void *pb) {
   return a->ranks[0] < b->ranks[0] ? -1 : a->ranks[0] > b->ranks[0];
 }
 
-static int rule_alignment_comm(struct nsp_job *job, struct nsp_comm *c) {
+static int rule_alignment_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   uint64_t s_min = 0;
   for (size_t k = 0; k < c->nmembers; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
     if (m->first_diff && (!s_min || m->first_diff < s_min)) s_min = m->first_diff;
   }
   if (!s_min) return 0;
-  struct nsp_ref *ref = nsp_comm_ref(c, s_min, 0);
+  struct nsp_ref *ref = nsp_an_comm_ref(c, s_min, 0);
   if (!ref) return 0;
 
   struct part *parts = malloc(c->nmembers * sizeof *parts);
@@ -402,7 +402,7 @@ static int rule_alignment_comm(struct nsp_job *job, struct nsp_comm *c) {
 
 /* ---- rule 2: send/recv pairing ------------------------------------------ */
 
-const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_comm *c, int rank) {
+const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_an_comm *c, int rank) {
   size_t lo = 0, hi = c->nmembers;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -470,7 +470,7 @@ struct p2p_uncovered {
  * `to` above `to`'s highest matching seq (the first: #k), left unjudged
  * because `to`'s trace stops covering that direction (its runs: r); `more`
  * pairs (`more_ops` operations) with `to` were left unjudged besides. */
-static int note_p2p_uncovered(struct nsp_job *job, const struct nsp_comm *c, const struct nsp_member *from,
+static int note_p2p_uncovered(struct nsp_job *job, const struct nsp_an_comm *c, const struct nsp_member *from,
                               const struct nsp_member *to, int dir, uint64_t n, uint64_t k, const struct nsp_runs *r,
                               uint64_t more, uint64_t more_ops) {
   const struct nsp_trace *t = job->traces[to->trace];
@@ -513,7 +513,7 @@ static void count_uncovered(struct nsp_job *job, struct p2p_uncovered *acc, cons
 }
 
 /* acc: where unjudged operations are counted (see p2p_uncovered). */
-static int p2p_pair(struct nsp_job *job, struct nsp_comm *c, const struct nsp_member *snd,
+static int p2p_pair(struct nsp_job *job, struct nsp_an_comm *c, const struct nsp_member *snd,
                     const struct nsp_member *rcv, const struct nsp_runs *sends, const struct nsp_runs *recvs,
                     struct p2p_uncovered *acc) {
   uint64_t first_bad = 0, nbad = 0;
@@ -578,7 +578,7 @@ static int p2p_pair(struct nsp_job *job, struct nsp_comm *c, const struct nsp_me
   return 0;
 }
 
-static int rule_p2p_comm(struct nsp_job *job, struct nsp_comm *c) {
+static int rule_p2p_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   int any = 0;
   for (size_t k = 0; k < c->nmembers && !any; k++) any = job->members[c->members[k]].np2p > 0;
   if (!any) return 0;
@@ -708,7 +708,7 @@ static int trace_cut(const struct nsp_trace *t, unsigned long long *at) {
 }
 
 /* The highest last seq of c's members with a rank. */
-static uint64_t comm_reached(const struct nsp_job *job, const struct nsp_comm *c) {
+static uint64_t comm_reached(const struct nsp_job *job, const struct nsp_an_comm *c) {
   uint64_t hi = 0;
   for (size_t k = 0; k < c->nmembers; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
@@ -720,7 +720,7 @@ static uint64_t comm_reached(const struct nsp_job *job, const struct nsp_comm *c
 /* "rank 0's trace stops covering at seq 393212 (communicator ...) because
  * records were dropped (size cap ...)" for a member behind the others
  * whose trace dropped records after its last collective. */
-static void put_uncovered(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_comm *c,
+static void put_uncovered(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_an_comm *c,
                           const struct nsp_member *m) {
   const struct nsp_trace *t = job->traces[m->trace];
   nsp_an_put_rank(b, job, m->rank, m->trace);
@@ -744,7 +744,7 @@ static int cmp_part_seq(const void *pa, const void *pb, void *ctx) {
   return cmp_member_rank(pa, pb, ctx);
 }
 
-static int rule_wavefront_comm(struct nsp_job *job, struct nsp_comm *c) {
+static int rule_wavefront_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   size_t *mi = malloc((c->nmembers ? c->nmembers : 1) * sizeof *mi);
   if (!mi) return NSP_AN_ENOMEM;
   size_t n = 0;
@@ -1067,7 +1067,7 @@ static void message_stopped(struct nsp_sbuf *b, const struct nsp_finding_priv *f
                     (unsigned long long)cause->pub.comm_id, low->nranks == 1 ? "rank" : "ranks",
                     low->nranks == 1 ? "it" : "they");
   if (fp->comm_index == SIZE_MAX) return;
-  const struct nsp_comm *c = job->comms[fp->comm_index];
+  const struct nsp_an_comm *c = job->comms[fp->comm_index];
   uint64_t reached = comm_reached(job, c);
   for (size_t k = 0; k < c->nmembers; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
@@ -1155,7 +1155,7 @@ static int proc_comm_ranks(struct nsp_job *job) {
     if (!nsp_finding_job_ranks(&f->pub)) continue;
     if (!rank_of && !(rank_of = malloc((job->ntraces ? job->ntraces : 1) * sizeof *rank_of))) return NSP_AN_ENOMEM;
     for (size_t t = 0; t < job->ntraces; t++) rank_of[t] = -1;
-    const struct nsp_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
+    const struct nsp_an_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
     for (size_t k = c ? c->nmembers : 0; k-- > 0;) /* the first member of a trace wins */
       rank_of[job->members[c->members[k]].trace] = job->members[c->members[k]].rank;
     for (size_t s = 0; s < f->pub.nsides; s++)
@@ -1299,7 +1299,7 @@ static int build_summary(struct nsp_job *job) {
   }
   /* Ranks the wavefront could not judge (their notes say more). */
   for (size_t ci = 0; ci < job->ncomms; ci++) {
-    const struct nsp_comm *c = job->comms[ci];
+    const struct nsp_an_comm *c = job->comms[ci];
     uint64_t reached = comm_reached(job, c);
     for (size_t k = 0; k < c->nmembers; k++) {
       const struct nsp_member *m = &job->members[c->members[k]];
