@@ -200,7 +200,6 @@ static int hang_comm(struct nsp_job *job, struct nsp_an_comm *c) {
     f->pub.seq = h;
     f->pub.api = ref->sig.api;
     f->pub.time_ns = t0 ? t0 : ref->t_min;
-    f->order = 1;
     /* The ranks to look at: those that never arrived; when none is known
      * to be absent, those whose arrival is unknown; when all arrived,
      * those on which it never completed. */

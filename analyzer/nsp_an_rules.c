@@ -154,7 +154,7 @@ struct nsp_finding_priv *nsp_an_new_finding(struct nsp_job *job, int kind, const
     const size_t *ci = nsp_u64map_get(&job->comm_by_id, c->info.id);
     if (ci) f->comm_index = *ci;
   }
-  f->order = nsp_finding_kind_is_env(kind) ? 3 : 0;
+  f->order = nsp_finding_kind_info(kind)->order_class;
   f->pub.hint = nsp_finding_kind_hint(kind);
   return f;
 }
@@ -674,7 +674,6 @@ static int rule_errors(struct nsp_job *job) {
   f->pub.api = oc->api;
   f->pub.time_ns = oc->time_ns;
   f->pub.later = events - 1;
-  f->order = 1;
 
   /* Sides: the origin, then the others grouped by result code, in the
    * order each code first appeared. */
@@ -837,7 +836,6 @@ static int rule_wavefront_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   if (!ret) {
     f->pub.seq = low;
     f->pub.api = f->sides[0].call.api;
-    f->order = 2;
   }
   free(mi);
   return ret;
@@ -1281,8 +1279,7 @@ static int build_summary(struct nsp_job *job) {
     nsp_sbuf_printf(&b, ") in %zu trace%s. The first problem (%s)", job->ntraces, job->ntraces == 1 ? "" : "s",
                     nsp_finding_kind_name(f->kind));
     if (f->comm_id) nsp_sbuf_printf(&b, " is on communicator %016llx", (unsigned long long)f->comm_id);
-    else if (!nsp_finding_kind_is_env(f->kind) && f->kind != NSP_FIND_SIGNAL)
-      nsp_sbuf_printf(&b, " is on no communicator");
+    else if (nsp_finding_names_comm(f)) nsp_sbuf_printf(&b, " is on no communicator");
     if (f->comm) {
       nsp_sbuf_printf(&b, " (%d rank%s", f->comm->nranks, f->comm->nranks == 1 ? "" : "s");
       if (f->comm->parent_id)

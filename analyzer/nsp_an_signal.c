@@ -192,7 +192,6 @@ int nsp_an_rule_signals(struct nsp_job *job) {
   const struct nsp_proc *o = &f->sides[0].procs[0];
   f->pub.time_ns = o->signal->time_ns;
   f->pub.later = n - 1;
-  f->order = 1;
   f->odd = malloc(sizeof *f->odd);
   if (!f->odd) return NSP_AN_ENOMEM;
   f->odd[0] = o->rank;

@@ -80,20 +80,53 @@ size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c) {
   return len;
 }
 
-static const char *const nsp_kind_names[NSP_FIND_KIND_COUNT] = {
-    "kind-mismatch",      "dtype-mismatch",     "count-mismatch",    "redop-mismatch",
-    "root-mismatch",      "p2p-size-mismatch",  "p2p-unmatched",     "stopped-early",
-    "error",              "hang",               "never-completed",   "env-nccl-version",
-    "env-nccl-path",      "env-driver-version", "env-cuda-runtime",  "env-nccl-setting",
-    "env-duplicate-gpu",  "env-duplicate-rank", "env-nranks",        "env-missing-ranks",
-    "env-world-size",     "signal",
+/* The kinds table (nsp_finding_kinds.h), one entry per line. */
+static const struct nsp_finding_kind_info nsp_kinds[NSP_FIND_KIND_COUNT] = {
+#define NSP_X_KIND_INFO(id, name, cls, ranks, sides, odd, later, hint) {id, name, cls, ranks, sides, odd, later, hint},
+    NSP_FINDING_KINDS(NSP_X_KIND_INFO)
+#undef NSP_X_KIND_INFO
 };
+/* The values of enum nsp_finding_kind are API: a kind added anywhere but
+ * at the end of the table would move the others. */
+_Static_assert(NSP_FIND_SIGNAL == 21 && NSP_FIND_KIND_COUNT == 22, "finding kinds are added at the end of the table");
 
-int nsp_finding_job_ranks(const struct nsp_finding *f) {
-  return f->kind == NSP_FIND_ERROR || f->kind == NSP_FIND_SIGNAL || (nsp_finding_kind_is_env(f->kind) && !f->comm_id);
+const struct nsp_finding_kind_info *nsp_finding_kind_info(int kind) {
+  return kind >= 0 && kind < NSP_FIND_KIND_COUNT ? &nsp_kinds[kind] : NULL;
 }
 
-int nsp_finding_kind_is_env(int kind) { return kind >= NSP_FIND_ENV_NCCL_VERSION && kind <= NSP_FIND_ENV_WORLD_SIZE; }
+const char *nsp_finding_class_name(int order_class) {
+  static const char *const names[] = {"mismatch", "failure", "stopped", "environment"};
+  return order_class >= 0 && order_class < 4 ? names[order_class] : "unknown";
+}
+
+const char *nsp_rank_space_name(int rank_space) {
+  static const char *const names[] = {"communicator", "job, with comm_rank", "job", "communicator, else job"};
+  return rank_space >= 0 && rank_space < 4 ? names[rank_space] : "unknown";
+}
+
+const char *nsp_side_shape_name(int sides) {
+  static const char *const names[] = {"by call",          "sender, receiver",  "by last seq",
+                                      "origin, by result", "by role",           "by value",
+                                      "origin, by signal"};
+  return sides >= 0 && sides < 7 ? names[sides] : "unknown";
+}
+
+int nsp_finding_job_ranks(const struct nsp_finding *f) {
+  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(f->kind);
+  if (!k) return 0;
+  return k->rank_space == NSP_RANKS_JOB || k->rank_space == NSP_RANKS_JOB_IN_COMM ||
+         (k->rank_space == NSP_RANKS_COMM_OR_JOB && !f->comm_id);
+}
+
+int nsp_finding_names_comm(const struct nsp_finding *f) {
+  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(f->kind);
+  return f->comm_id || (k && (k->rank_space == NSP_RANKS_COMM || k->rank_space == NSP_RANKS_JOB_IN_COMM));
+}
+
+int nsp_finding_kind_is_env(int kind) {
+  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(kind);
+  return k && k->order_class == NSP_CLASS_ENV;
+}
 
 const char *nsp_side_role_name(int role) {
   switch (role) {
@@ -109,90 +142,19 @@ const char *nsp_side_role_name(int role) {
 }
 
 const char *nsp_finding_kind_name(int kind) {
-  return kind >= 0 && kind < NSP_FIND_KIND_COUNT ? nsp_kind_names[kind] : "unknown";
+  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(kind);
+  return k ? k->name : "unknown";
 }
 
 int nsp_finding_kind_from_name(const char *name) {
   for (int i = 0; name && i < NSP_FIND_KIND_COUNT; i++)
-    if (!strcmp(name, nsp_kind_names[i])) return i;
+    if (!strcmp(name, nsp_kinds[i].name)) return i;
   return -1;
 }
 
 const char *nsp_finding_kind_hint(int kind) {
-  switch (kind) {
-    case NSP_FIND_KIND_MISMATCH:
-      return "ranks made different collectives at the same position; a collective was skipped or "
-             "added on some ranks - look for collectives under rank-dependent conditions (if rank == "
-             "0, is_main_process, metric/logging gathers) and early exits or extra loop iterations";
-    case NSP_FIND_DTYPE_MISMATCH:
-      return "ranks disagree on dtype; under AMP/autocast one rank may reduce a float16 tensor while "
-             "another reduces float32 - check autocast regions and gradient dtypes";
-    case NSP_FIND_COUNT_MISMATCH:
-      return "ranks passed different element counts; the tensors differ in shape across ranks - "
-             "check uneven last batches, padding, per-rank model/config differences and unused "
-             "parameters in gradient buckets";
-    case NSP_FIND_REDOP_MISMATCH:
-      return "ranks disagree on the reduction op (e.g. sum vs avg; PyTorch sends bool tensors as "
-             "uint8 with MAX) - check the op argument on each rank";
-    case NSP_FIND_ROOT_MISMATCH:
-      return "ranks disagree on the root; every rank must name the same source/destination rank - "
-             "mixing global and group ranks in a subgroup is the usual cause";
-    case NSP_FIND_P2P_SIZE_MISMATCH:
-      return "a send and its matching recv differ in size; check the tensor shapes both sides "
-             "expect (pipeline stages: micro-batch size, sequence length, hidden size)";
-    case NSP_FIND_P2P_UNMATCHED:
-      return "the two peers posted different numbers of sends and recvs to each other; check loop "
-             "bounds and schedules on both ranks (pipeline warm-up/cool-down steps)";
-    case NSP_FIND_STOPPED_EARLY:
-      return "these ranks stopped making collectives on this communicator while the others went "
-             "on and wait for them; look at what the stopped ranks did last (stack dumps, py-spy, "
-             "their logs): a hang, a crash, or a rank-dependent code path";
-    case NSP_FIND_ERROR:
-      return "the earliest error is the likely origin; errors on other ranks after it "
-             "(ncclRemoteError, timeouts, aborts) are usually its consequences";
-    case NSP_FIND_HANG:
-      return "the ranks that did not arrive are the ones to look at: they are busy elsewhere (a "
-             "rank-dependent code path, data loading, a host-side hang) or dead - get their stacks "
-             "(py-spy dump --native) and logs; the waiting ranks only show where the others were expected";
-    case NSP_FIND_NEVER_COMPLETED:
-      return "every rank issued this collective but it did not complete on some: the ranks disagree "
-             "on its arguments (see a mismatch), a peer died, or the GPU or network is stuck - check "
-             "NCCL_DEBUG=INFO output, dmesg for Xid errors and the other ranks' errors";
-    case NSP_FIND_ENV_NCCL_VERSION:
-      return "ranks load different NCCL versions; mixed versions can fail with invalid usage or "
-             "hang - make every node use one NCCL (check LD_LIBRARY_PATH, pip wheels, containers)";
-    case NSP_FIND_ENV_NCCL_PATH:
-      return "ranks load libnccl from different paths; check LD_LIBRARY_PATH and which wheel or "
-             "container each node uses";
-    case NSP_FIND_ENV_DRIVER:
-      return "nodes run different CUDA driver versions; keep the fleet on one driver";
-    case NSP_FIND_ENV_RUNTIME:
-      return "ranks load different CUDA runtimes; check the environment (conda, containers) on each node";
-    case NSP_FIND_ENV_SETTING:
-      return "an NCCL setting differs across ranks (or is unset on some); NCCL expects one "
-             "configuration per job - set it the same way everywhere (launcher, job script, container env)";
-    case NSP_FIND_ENV_DUP_GPU:
-      return "two ranks of one communicator use the same GPU (NCCL fails with \"Duplicate GPU "
-             "detected\"); check CUDA_VISIBLE_DEVICES and the LOCAL_RANK -> device mapping";
-    case NSP_FIND_ENV_DUP_RANK:
-      return "two processes claim the same rank; two jobs share a rendezvous (MASTER_ADDR/PORT, "
-             "NCCL_COMM_ID) or the launcher gave out a rank twice";
-    case NSP_FIND_ENV_NRANKS:
-      return "members of one communicator disagree on its size; the ranks were launched with "
-             "different world sizes or joined the wrong communicator";
-    case NSP_FIND_ENV_MISSING_RANKS:
-      return "some ranks left no trace: copy their traces too (every node's NCCLSPY_DIR), or "
-             "they never started, were not preloaded, or died before writing";
-    case NSP_FIND_ENV_WORLD_SIZE:
-      return "the launcher's world size disagrees with what was traced; check the launch "
-             "command (nnodes, nproc_per_node, ntasks) and that every node's traces are here";
-    case NSP_FIND_SIGNAL:
-      return "a rank died of a fatal signal and its stack shows where (SIGSEGV/SIGBUS: a bad pointer "
-             "or a cut mapping; SIGABRT: abort(), a failed assert, an uncaught C++ exception or a "
-             "watchdog giving up); the other ranks' hangs and errors after it are usually its consequences";
-    default:
-      return "";
-  }
+  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(kind);
+  return k ? k->hint : "";
 }
 
 const char *nsp_call_source_name(int source) {
@@ -241,7 +203,8 @@ size_t nsp_format_proc_rank(char *buf, size_t buflen, const struct nsp_job *job,
 }
 
 int nsp_side_job_ranks(const struct nsp_finding *f, const struct nsp_side *s) {
-  if (f->kind != NSP_FIND_ERROR || !f->comm_id) return 0;
+  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(f->kind);
+  if (!k || k->rank_space != NSP_RANKS_JOB_IN_COMM || !f->comm_id) return 0;
   for (size_t p = 0; p < s->nranks; p++)
     if (s->procs[p].comm_rank != s->procs[p].rank) return 1;
   return 0;

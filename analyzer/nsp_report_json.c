@@ -148,10 +148,12 @@ static struct rank_pair *rank_pairs(const struct nsp_job *job, const struct nsp_
 static json_object *finding_json(struct jctx *j, const struct nsp_job *job, const struct nsp_finding *f) {
   json_object *o = json_object_new_object();
   if (!o) return NULL;
-  int p2p = f->kind == NSP_FIND_P2P_SIZE_MISMATCH || f->kind == NSP_FIND_P2P_UNMATCHED;
-  int is_error = f->kind == NSP_FIND_ERROR;
-  int hang = f->kind == NSP_FIND_HANG || f->kind == NSP_FIND_NEVER_COMPLETED;
-  int env = nsp_finding_kind_is_env(f->kind);
+  /* What the sides hold follows from how they are made (the kinds table). */
+  int shape = nsp_finding_kind_info(f->kind)->sides;
+  int p2p = shape == NSP_SIDES_SEND_RECV;
+  int is_error = shape == NSP_SIDES_ORIGIN_BY_RESULT;
+  int hang = shape == NSP_SIDES_BY_ROLE;
+  int env = shape == NSP_SIDES_BY_VALUE;
   put(j, o, "kind", jstr(nsp_finding_kind_name(f->kind)));
   if (f->comm_id) put(j, o, "comm", jid(f->comm_id));
   else put_null(o, "comm");
@@ -184,7 +186,7 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
     if (vals) {
       put_call(j, vals, &sd->call, is_error);
       if (p2p) put(j, vals, "posted", jint((int64_t)sd->posted));
-      if (f->kind == NSP_FIND_STOPPED_EARLY) put(j, vals, "last_seq", jint((int64_t)sd->call.seq));
+      if (shape == NSP_SIDES_BY_LAST_SEQ) put(j, vals, "last_seq", jint((int64_t)sd->call.seq));
     }
     if (!env) put(j, so, "values", vals);
     put(j, so, "text", jstr(sd->text));

@@ -81,6 +81,9 @@ static void put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id) {
   fputc(')', out);
 }
 
+/* How f's sides are made (the kinds table): what to show of them. */
+static int sides_of(const struct nsp_finding *f) { return nsp_finding_kind_info(f->kind)->sides; }
+
 static void put_ranks(FILE *out, const int *ranks, size_t n) {
   char buf[256];
   nsp_format_ranks(buf, sizeof buf, ranks, n);
@@ -155,8 +158,6 @@ static int same_site(const struct nsp_callsite *a, const struct nsp_callsite *b)
   return 1;
 }
 
-static int is_hang_kind(int kind) { return kind == NSP_FIND_HANG || kind == NSP_FIND_NEVER_COMPLETED; }
-
 static void put_call_where(FILE *out, const struct nsp_call *c, uint64_t comm_id) {
   char cb[256];
   nsp_format_call(cb, sizeof cb, c);
@@ -207,7 +208,7 @@ static void put_proc_hang(FILE *out, const struct nsp_job *job, const struct nsp
 static void put_proc_call(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, const struct nsp_proc *p) {
   const struct nsp_call *c = &p->call;
   char cb[256], rb[32];
-  if (f->kind == NSP_FIND_ERROR) {
+  if (sides_of(f) == NSP_SIDES_ORIGIN_BY_RESULT) {
     fprintf(out, ": %s", nsp_result_name(c->result, rb, sizeof rb));
     if (c->last_error) {
       fprintf(out, " (");
@@ -246,16 +247,18 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
   put_ranks(out, s->ranks, s->nranks);
   fprintf(out, ": ");
   nsp_put_esc(out, s->text);
-  if (f->kind == NSP_FIND_P2P_SIZE_MISMATCH || f->kind == NSP_FIND_P2P_UNMATCHED) {
+  int shape = sides_of(f);
+  if (shape == NSP_SIDES_SEND_RECV) {
     if (s->call.api >= 0) fprintf(out, " #%" PRIu64, s->call.seq);
     put_rel(out, job, s->call.time_ns);
   }
   fputc('\n', out);
-  /* Per-process detail matters for the wavefront, errors and hangs;
-   * elsewhere host/pid pairs on one line do. */
-  int hang = is_hang_kind(f->kind);
-  int sig = f->kind == NSP_FIND_SIGNAL;
-  int detail = f->kind == NSP_FIND_STOPPED_EARLY || f->kind == NSP_FIND_ERROR || hang || sig;
+  /* Per-process detail matters for the wavefront, errors, hangs and
+   * signals; elsewhere host/pid pairs on one line do. */
+  int hang = shape == NSP_SIDES_BY_ROLE;
+  int sig = shape == NSP_SIDES_ORIGIN_BY_SIGNAL;
+  int err = shape == NSP_SIDES_ORIGIN_BY_RESULT;
+  int detail = shape == NSP_SIDES_BY_LAST_SEQ || err || hang || sig;
   size_t shown = s->nranks < NSP_TEXT_PROCS ? s->nranks : NSP_TEXT_PROCS;
   for (size_t p = 0; p < shown; p++) {
     const struct nsp_proc *pr = &s->procs[p];
@@ -275,7 +278,7 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
        * stack of the first process of each side, longer for the first. */
       if (sig) {
         if (p == 0) put_frames(out, pr->site, 12, si == 0 ? NSP_TEXT_STACK : NSP_TEXT_FRAMES);
-      } else if (f->kind != NSP_FIND_ERROR || (si == 0 && p == 0)) {
+      } else if (!err || (si == 0 && p == 0)) {
         put_site(out, pr->site, 12);
       }
     } else {
@@ -319,16 +322,16 @@ static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
     fputc(' ', out);
     nsp_put_esc(out, f->setting);
   }
-  if ((!nsp_finding_kind_is_env(f->kind) && f->kind != NSP_FIND_SIGNAL) || f->comm_id) {
+  if (nsp_finding_names_comm(f)) {
     fprintf(out, " on ");
     put_comm(out, f->comm, f->comm_id);
   }
-  if (f->kind == NSP_FIND_P2P_SIZE_MISMATCH || f->kind == NSP_FIND_P2P_UNMATCHED)
+  int p2p = sides_of(f) == NSP_SIDES_SEND_RECV;
+  if (p2p)
     fprintf(out, ", rank %d -> rank %d, #%" PRIu64, f->src, f->dst, f->seq);
   else if (f->seq)
     fprintf(out, ", seq %" PRIu64, f->seq);
-  if (f->api >= 0 && f->kind != NSP_FIND_P2P_SIZE_MISMATCH && f->kind != NSP_FIND_P2P_UNMATCHED)
-    fprintf(out, " (%s)", nsp_op_name(f->api));
+  if (f->api >= 0 && !p2p) fprintf(out, " (%s)", nsp_op_name(f->api));
   put_rel(out, job, f->time_ns);
   if (f->cause != SIZE_MAX) fprintf(out, ", caused by [%zu]", f->cause + 1);
   fputc('\n', out);
