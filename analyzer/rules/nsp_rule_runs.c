@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_internal.h"
+#include "nsp_an_model.h"
 
 /* Launcher variables that name one run or attempt (the shim records them
  * in the PROCESS record's environment snapshot). */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_internal.h"
+#include "nsp_an_model.h"
 
 /* Live entries per process before the table stops growing (then calls
  * count as completed and the trace says so in a note). */

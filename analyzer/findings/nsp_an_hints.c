@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "nsp_an_internal.h"
+#include "nsp_an_model.h"
 #include "nsp_names.h"
 
 #define P(...) ((const char *const[]){__VA_ARGS__, NULL})

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_internal.h"
+#include "nsp_an_model.h"
 #include "nsp_names.h"
 
 /* Calls this long after a signal mean the process did not die of it. */

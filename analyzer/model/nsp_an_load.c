@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "nsp_an_internal.h"
+#include "nsp_an_model.h"
 #include "nsp_names.h"
 #include "nsp_reader.h"
 

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "nsp_an_internal.h"
+#include "nsp_an_model.h"
 #include "nsp_reader.h"
 
 struct nsp_job *nsp_job_create(void) {

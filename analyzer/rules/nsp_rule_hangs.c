@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_internal.h"
+#include "nsp_an_model.h"
 #include "nsp_names.h"
 
 static const int role_order[] = {NSP_ROLE_NOT_ARRIVED, NSP_ROLE_WAITING,   NSP_ROLE_ARRIVAL_UNKNOWN,
