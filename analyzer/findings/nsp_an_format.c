@@ -1,21 +1,12 @@
-/* nsp_an_util.c - small containers and the formatting the reports share. */
+/* nsp_an_format.c - how findings and the reports write calls, ranks,
+ * processes, hosts and why records were dropped. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_model.h"
-#include "nsp_reader.h"
+#include "nsp_an_finding.h"
 #include "nsp_names.h"
-
-void nsp_call_clear(struct nsp_call *c) {
-  memset(c, 0, sizeof *c);
-  c->api = -1;
-  c->dtype = -1;
-  c->redop = -1;
-  c->peer = -1;
-  c->done = -1;
-}
 
 /* Appends to buf as snprintf would, tracking the full length in *len. */
 static void fmt_cat(char *buf, size_t buflen, size_t *len, const char *fmt, ...)
@@ -80,118 +71,7 @@ size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c) {
   return len;
 }
 
-/* The kinds table (nsp_finding_kinds.h), one entry per line. */
-static const struct nsp_finding_kind_info nsp_kinds[NSP_FIND_KIND_COUNT] = {
-#define NSP_X_KIND_INFO(id, name, cls, ranks, sides, odd, later, hint) {id, name, cls, ranks, sides, odd, later, hint},
-    NSP_FINDING_KINDS(NSP_X_KIND_INFO)
-#undef NSP_X_KIND_INFO
-};
-/* The values of enum nsp_finding_kind are API: a kind added anywhere but
- * at the end of the table would move the others. */
-_Static_assert(NSP_FIND_SIGNAL == 21 && NSP_FIND_KIND_COUNT == 22, "finding kinds are added at the end of the table");
-
-const struct nsp_finding_kind_info *nsp_finding_kind_info(int kind) {
-  return kind >= 0 && kind < NSP_FIND_KIND_COUNT ? &nsp_kinds[kind] : NULL;
-}
-
-const char *nsp_finding_class_name(int order_class) {
-  static const char *const names[] = {"mismatch", "failure", "stopped", "environment"};
-  return order_class >= 0 && order_class < 4 ? names[order_class] : "unknown";
-}
-
-const char *nsp_rank_space_name(int rank_space) {
-  static const char *const names[] = {"communicator", "job, with comm_rank", "job", "communicator, else job"};
-  return rank_space >= 0 && rank_space < 4 ? names[rank_space] : "unknown";
-}
-
-const char *nsp_side_shape_name(int sides) {
-  static const char *const names[] = {"by call",          "sender, receiver",  "by last seq",
-                                      "origin, by result", "by role",           "by value",
-                                      "origin, by signal"};
-  return sides >= 0 && sides < 7 ? names[sides] : "unknown";
-}
-
-int nsp_finding_job_ranks(const struct nsp_finding *f) {
-  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(f->kind);
-  if (!k) return 0;
-  return k->rank_space == NSP_RANKS_JOB || k->rank_space == NSP_RANKS_JOB_IN_COMM ||
-         (k->rank_space == NSP_RANKS_COMM_OR_JOB && !f->comm_id);
-}
-
-int nsp_finding_names_comm(const struct nsp_finding *f) {
-  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(f->kind);
-  return f->comm_id || (k && (k->rank_space == NSP_RANKS_COMM || k->rank_space == NSP_RANKS_JOB_IN_COMM));
-}
-
-int nsp_finding_kind_is_env(int kind) {
-  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(kind);
-  return k && k->order_class == NSP_CLASS_ENV;
-}
-
-const char *nsp_side_role_name(int role) {
-  switch (role) {
-    case NSP_ROLE_NONE: return "";
-    case NSP_ROLE_NOT_ARRIVED: return "not-arrived";
-    case NSP_ROLE_WAITING: return "waiting";
-    case NSP_ROLE_COMPLETED: return "completed";
-    case NSP_ROLE_FAILED: return "failed";
-    case NSP_ROLE_UNTRACKED: return "untracked";
-    case NSP_ROLE_ARRIVAL_UNKNOWN: return "arrival-unknown";
-    default: return "unknown";
-  }
-}
-
-const char *nsp_finding_kind_name(int kind) {
-  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(kind);
-  return k ? k->name : "unknown";
-}
-
-int nsp_finding_kind_from_name(const char *name) {
-  for (int i = 0; name && i < NSP_FIND_KIND_COUNT; i++)
-    if (!strcmp(name, nsp_kinds[i].name)) return i;
-  return -1;
-}
-
-const char *nsp_finding_kind_hint(int kind) {
-  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(kind);
-  return k ? k->hint : "";
-}
-
-const char *nsp_call_source_name(int source) {
-  switch (source) {
-    case NSP_SRC_CALL: return "call";
-    case NSP_SRC_COMM_INIT: return "comm-init";
-    case NSP_SRC_COMM_END: return "comm-end";
-    case NSP_SRC_ASYNC: return "async-error";
-    case NSP_SRC_REDOP: return "redop";
-    default: return "unknown";
-  }
-}
-
-const char *nsp_an_strerror(int err) {
-  switch (err) {
-    case NSP_AN_OK: return "success";
-    case NSP_AN_ENOMEM: return "out of memory";
-    case NSP_AN_EREAD: return "cannot read trace";
-    case NSP_AN_EINVAL: return "invalid argument";
-    case NSP_AN_ESTATE: return "job already analysed";
-    default: return "unknown error";
-  }
-}
-
-/* ---- coverage --------------------------------------------------------- */
-
-/* Used by the coverage notes and the wavefront (nsp_an_rules.c) and by
- * the hang rule (nsp_an_hang.c): one rule for all three. */
-int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *m) {
-  const struct nsp_trace *t = job->traces[m->trace];
-  return t->info.dropped && t->drop_rec > m->last_rec;
-}
-
-int nsp_an_p2p_uncovered(const struct nsp_job *job, const struct nsp_member *m, const struct nsp_runs *r) {
-  const struct nsp_trace *t = job->traces[m->trace];
-  return t->info.dropped && t->drop_rec > (r && r->n ? r->last_rec : 0);
-}
+/* ---- processes and ranks in messages --------------------------------- */
 
 size_t nsp_format_proc_rank(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_finding *f,
                             const struct nsp_proc *p) {
@@ -228,81 +108,24 @@ void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {
   if (first) nsp_sbuf_printf(b, "%s", why[0]);
 }
 
-/* ---- re-reading traces for details ------------------------------------ */
-
-int nsp_an_reread_calls(struct nsp_job *job, void *req, size_t n, size_t size, size_t (*trace_of)(const void *),
-                        const char *what, nsp_an_reread_fn on_call, void *arg) {
-  char *base = req;
-  int ret = 0;
-  for (size_t i = 0; i < n && !ret;) {
-    size_t trace = trace_of(base + i * size), j = i;
-    while (j < n && trace_of(base + j * size) == trace) j++;
-    const struct nsp_trace *t = job->traces[trace];
-    char err[256];
-    struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
-    if (!r) {
-      ret = nsp_job_notef(job, "%s: could not be read again for %s: %s", t->info.path, what, err);
-      i = j;
-      continue;
-    }
-    struct nsp_rec rec;
-    size_t found = 0;
-    while (!ret && found < j - i && nsp_reader_next(r, &rec) == 1) {
-      if (rec.kind != NSP_REC_CALL) continue;
-      int got = on_call(t, &rec, base + i * size, j - i, arg);
-      if (got < 0) ret = got;
-      else found += (size_t)got;
-    }
-    nsp_reader_destroy(r);
-    i = j;
+void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s) {
+  const char *seen[3];
+  size_t n = 0, more = 0;
+  for (size_t p = 0; p < s->nranks; p++) {
+    const char *h = s->procs[p].host;
+    int dup = 0;
+    for (size_t k = 0; k < n && !dup; k++) dup = !strcmp(seen[k], h);
+    /* Hosts beyond the third are only counted (roughly: once each). */
+    if (dup) continue;
+    if (n < 3) seen[n++] = h;
+    else if (p == 0 || strcmp(s->procs[p - 1].host, h)) more++;
   }
-  return ret;
+  for (size_t k = 0; k < n; k++) nsp_sbuf_printf(b, "%s%s", k ? ", " : "", seen[k]);
+  if (more) nsp_sbuf_printf(b, " and %zu more host%s", more, more == 1 ? "" : "s");
 }
 
-/* ---- sides grouped by a key ------------------------------------------- */
-
-static int cmp_rank_trace(const void *pa, const void *pb, void *ctx) {
-  const struct nsp_job *job = ctx;
-  const struct nsp_trace *a = job->traces[*(const size_t *)pa], *b = job->traces[*(const size_t *)pb];
-  if (a->info.rank != b->info.rank) return a->info.rank < b->info.rank ? -1 : 1;
-  return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
-}
-
-int nsp_an_sides_by_key(struct nsp_job *job, struct nsp_finding_priv *f, const size_t *ti, size_t n,
-                        int (*key)(const struct nsp_trace *t),
-                        int (*proc)(struct nsp_job *job, struct nsp_proc *p, const struct nsp_trace *t),
-                        int (*side_done)(struct nsp_job *job, struct nsp_side *side)) {
-  int *keys = malloc(n * sizeof *keys);
-  size_t *group = malloc(n * sizeof *group), nkeys = 0;
-  int ret = keys && group ? 0 : NSP_AN_ENOMEM;
-  for (size_t i = 1; !ret && i < n; i++) {
-    int k = key(job->traces[ti[i]]);
-    size_t c = 0;
-    while (c < nkeys && keys[c] != k) c++;
-    if (c == nkeys) keys[nkeys++] = k;
-  }
-  if (!ret) ret = nsp_an_alloc_sides(f, 1 + nkeys);
-  for (size_t s = 0; !ret && s <= nkeys; s++) {
-    size_t gn = 0;
-    if (s == 0) {
-      group[gn++] = ti[0];
-    } else {
-      for (size_t i = 1; i < n; i++)
-        if (key(job->traces[ti[i]]) == keys[s - 1]) group[gn++] = ti[i];
-      qsort_r(group, gn, sizeof *group, cmp_rank_trace, job);
-    }
-    struct nsp_side *side = &f->sides[s];
-    int *ranks;
-    struct nsp_proc *procs;
-    ret = nsp_an_side_procs(side, gn, &ranks, &procs);
-    for (size_t i = 0; i < gn && !ret; i++) {
-      const struct nsp_trace *t = job->traces[group[i]];
-      nsp_an_set_proc(job, &procs[i], &ranks[i], t->info.rank, group[i]);
-      ret = proc(job, &procs[i], t);
-    }
-    if (!ret) ret = side_done(job, side);
-  }
-  free(keys);
-  free(group);
-  return ret;
+void nsp_an_put_ranks(struct nsp_sbuf *b, const int *ranks, size_t n) {
+  char rb[160];
+  nsp_format_ranks(rb, sizeof rb, ranks, n);
+  nsp_sbuf_printf(b, "%s %s", n == 1 ? "rank" : "ranks", rb);
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "nsp_an_model.h"
+#include "nsp_an_finding.h"
 #include "nsp_names.h"
 
 #define P(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -108,12 +108,6 @@ static int cmp_str_rank(const void *pa, const void *pb, void *ctx) {
   return a[2] < b[2] ? -1 : a[2] > b[2];
 }
 
-static const char *env_value(const struct nsp_trace *t, const char *name) {
-  for (size_t i = 0; i < t->info.nenv; i++)
-    if (!strcmp(t->info.env[2 * i], name)) return t->info.env[2 * i + 1];
-  return NULL;
-}
-
 /* "NAME=v1 on ranks 0-1, unset on ranks 2-3": each rank's value of one
  * variable, grouped. */
 static int put_setting(struct nsp_sbuf *b, struct nsp_job *job, const char *name) {
@@ -131,7 +125,7 @@ static int put_setting(struct nsp_sbuf *b, struct nsp_job *job, const char *name
   }
   size_t nv = 0;
   for (size_t i = 0; i < n; i++) {
-    const char *v = env_value(job->traces[i], name);
+    const char *v = nsp_an_env_value(&job->traces[i]->info, name);
     size_t id = SIZE_MAX;
     if (v) {
       for (size_t k = 0; k < nv && id == SIZE_MAX; k++)

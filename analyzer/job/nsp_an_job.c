@@ -1,13 +1,12 @@
 /* nsp_an_job.c - the job object: adding traces, accessors, teardown. */
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "nsp_an_model.h"
+#include "nsp_an_job.h"
 #include "nsp_reader.h"
 
 struct nsp_job *nsp_job_create(void) {
@@ -16,93 +15,24 @@ struct nsp_job *nsp_job_create(void) {
   return job;
 }
 
-static void member_free(struct nsp_member *m) {
-  for (size_t i = 0; i < m->np2p; i++) {
-    free(m->p2p[i].dir[0].v);
-    free(m->p2p[i].dir[1].v);
-  }
-  free(m->p2p);
-  nsp_u64map_free(&m->p2p_index);
-  free(m->gpu_uuid);
-  free(m->gpu_pci);
-  free(m->gpu_name);
-}
-
-static void trace_free(struct nsp_trace *t) {
-  if (!t) return;
-  free(t->path);
-  free(t->host);
-  free(t->shim_version);
-  free(t->problem);
-  for (size_t i = 0; t->env && i < 2 * t->info.nenv; i++) free(t->env[i]);
-  free(t->env);
-  free(t->mem);
-  free(t->first_err.last_error);
-  free(t->last_call.last_error);
-  free(t->blocked.last_error);
-  free(t->local_member);
-  free(t->nccl_path);
-  free(t->launcher);
-  nsp_an_sites_free(t);
-  nsp_an_signal_free(t);
-  nsp_pend_free(&t->pend);
-  nsp_u64map_free(&t->done_by_stream);
-  free(t);
-}
-
-static void comm_free(struct nsp_an_comm *c) {
-  if (!c) return;
-  free(c->name);
-  free(c->ranks);
-  free(c->members);
-  nsp_paged_free(&c->refs);
-  free(c);
-}
-
 void nsp_job_destroy(struct nsp_job *job) {
   if (!job) return;
-  for (size_t i = 0; i < job->ntraces; i++) trace_free(job->traces[i]);
+  for (size_t i = 0; i < job->ntraces; i++) nsp_an_trace_free(job->traces[i]);
   free(job->traces);
-  for (size_t i = 0; i < job->ncomms; i++) comm_free(job->comms[i]);
+  for (size_t i = 0; i < job->ncomms; i++) nsp_an_comm_free(job->comms[i]);
   free(job->comms);
   nsp_u64map_free(&job->comm_by_id);
-  for (size_t i = 0; i < job->nmembers; i++) member_free(&job->members[i]);
+  for (size_t i = 0; i < job->nmembers; i++) nsp_an_member_free(&job->members[i]);
   free(job->members);
   for (size_t i = 0; i < job->nnotes; i++) free(job->notes[i]);
   free(job->notes);
-  for (size_t i = 0; i < job->nfindings; i++) {
-    struct nsp_finding_priv *f = &job->findings[i];
-    for (size_t s = 0; s < f->pub.nsides; s++) {
-      free((void *)f->sides[s].ranks);
-      for (size_t p = 0; p < f->sides[s].nranks; p++) free((void *)f->sides[s].procs[p].call.last_error);
-      free((void *)f->sides[s].procs);
-      free((void *)f->sides[s].call.last_error);
-      free((void *)f->sides[s].text);
-      free((void *)f->sides[s].value);
-    }
-    free(f->sides);
-    free(f->odd);
-    free(f->message);
-    free(f->hint_owned);
-    free(f->setting_owned);
-  }
+  for (size_t i = 0; i < job->nfindings; i++) nsp_an_finding_free(&job->findings[i]);
   free(job->findings);
   free(job->site_req);
   nsp_an_perf_free(job->perf);
   free(job->summary);
   free(job->files);
   free(job);
-}
-
-int nsp_job_notef(struct nsp_job *job, const char *fmt, ...) {
-  NSP_TRY(nsp_grow(&job->notes, &job->notes_cap, job->nnotes + 1, sizeof *job->notes));
-  va_list ap;
-  va_start(ap, fmt);
-  char *s = nsp_vasprintf(fmt, ap);
-  va_end(ap);
-  if (!s) return NSP_AN_ENOMEM;
-  job->notes[job->nnotes++] = s;
-  return 0;
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -289,7 +219,6 @@ int nsp_job_analyze(struct nsp_job *job) {
   if (!job) return NSP_AN_EINVAL;
   if (job->analyzed) return NSP_AN_ESTATE;
   job->analyzed = 1;
-  NSP_TRY(nsp_an_check_runs(job));
   return nsp_an_run_rules(job);
 }
 
@@ -300,7 +229,7 @@ const struct nsp_trace_info *nsp_job_trace(const struct nsp_job *job, size_t i) 
 }
 
 /* Communicators nobody is a member of (an id later replaced) are not
- * shown; nsp_an_run_rules packs them away, so indices are direct. */
+ * shown; nsp_an_prepare packs them away, so indices are direct. */
 size_t nsp_job_ncomms(const struct nsp_job *job) { return job->analyzed ? job->ncomms : 0; }
 const struct nsp_comm_info *nsp_job_comm(const struct nsp_job *job, size_t i) {
   return job->analyzed && i < job->ncomms ? &job->comms[i]->info : NULL;

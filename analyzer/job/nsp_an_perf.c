@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_model.h"
+#include "nsp_an_job.h"
 #include "nsp_names.h"
 #include "nsp_reader.h"
 

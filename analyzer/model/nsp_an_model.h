@@ -1,8 +1,13 @@
-/* nsp_an_internal.h - the analyzer's job model, shared by its loader
- * (nsp_an_load.c), its rules (nsp_an_rules.c) and helpers (nsp_an_util.c).
- * Not installed; front ends use nsp_analyze.h only. */
-#ifndef NSP_AN_INTERNAL_H
-#define NSP_AN_INTERNAL_H
+/* nsp_an_model.h - the analyzer's bottom layer: the job model (traces,
+ * communicators, members, per-seq references, send/recv runs, calls
+ * awaiting completion, call sites, fatal signals), loading traces into it,
+ * preparing it for the rules, and the questions every layer above asks of
+ * it.  Layers (docs/DESIGN.md, "The analyzer's layers"): model, then
+ * findings/, rules/, job/, then the front ends in cli/; each includes
+ * only the headers below it.  Not installed; front ends use
+ * nsp_analyze.h only. */
+#ifndef NSP_AN_MODEL_H
+#define NSP_AN_MODEL_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -169,7 +174,8 @@ struct nsp_an_comm {
   size_t *members;      /* indices into job->members */
   size_t nmembers, members_cap;
   struct nsp_paged refs; /* seq -> struct nsp_ref, NSP_SEQ_PAGE to a page */
-  uint64_t mismatch_seq; /* rule 1's finding seq; 0 none */
+  /* Set by the rules, read by the rules that run or link after them: */
+  uint64_t mismatch_seq; /* the alignment rule's finding seq; 0 none */
   int mismatch_kind;     /* and its kind */
   size_t mismatch_id;    /* its finding id */
   uint64_t hang_seq;     /* hang/never-completed finding's seq; 0 none */
@@ -221,7 +227,7 @@ struct nsp_trace {
   int pend_overflow;
   int refused_take_no_seq; /* format >= 1.4: a call that returned an error
                               (not ncclInProgress) took no seq */
-  /* format 1.3: the first SIGNAL record (nsp_an_signal.c) */
+  /* format 1.3: the first SIGNAL record (nsp_an_sigload.c) */
   int has_sig;
   struct nsp_signal sig;        /* info.signal points here */
   uint64_t sig_mono;            /* its time, monotonic ns */
@@ -236,24 +242,6 @@ struct nsp_trace {
   uint64_t drop_by[4];
 };
 
-struct nsp_finding_priv {
-  struct nsp_finding pub;
-  struct nsp_side *sides;
-  int *odd;
-  char *message;
-  char *hint_owned;
-  char *setting_owned;
-  /* p2p: what pass 2 must fetch */
-  size_t p2p_member[2]; /* sender, receiver member (SIZE_MAX none) */
-  int order;            /* 0 mismatch/p2p, 1 error and hangs, 2 stopped-early, 3 env */
-  size_t id;            /* creation index (findings are sorted later) */
-  size_t cause_id;      /* id of the finding this follows from; SIZE_MAX none */
-  size_t comm_index;    /* index in job->comms; SIZE_MAX none */
-  int cycle;            /* hang: part of a circular wait */
-  int64_t sort_time;    /* order key: the chain's root time */
-  int depth;            /* order key: steps from the root of its chain */
-};
-
 /* A call-site lookup pass 2 makes for a finding's process. */
 struct nsp_site_req {
   size_t trace;
@@ -262,7 +250,8 @@ struct nsp_site_req {
   const struct nsp_callsite **out;
 };
 
-struct nsp_perf; /* nsp_an_perf.c */
+struct nsp_finding_priv; /* findings/nsp_an_finding.h */
+struct nsp_perf;         /* job/nsp_an_perf.c */
 
 struct nsp_job {
   struct nsp_trace **traces;
@@ -275,14 +264,14 @@ struct nsp_job {
   size_t nmembers, members_cap;
   char **notes;
   size_t nnotes, notes_cap;
-  struct nsp_finding_priv *findings;
+  struct nsp_finding_priv *findings; /* in creation order until the job sorts them */
   size_t nfindings, findings_cap;
   char *summary;
   int analyzed;
-  size_t error_id;       /* the error finding's id; SIZE_MAX none */
-  size_t signal_id;      /* the signal finding's id; SIZE_MAX none */
+  size_t error_id;       /* the error finding's id; SIZE_MAX none (rules/) */
+  size_t signal_id;      /* the signal finding's id; SIZE_MAX none (rules/) */
   int version_skew;      /* traces show more than one NCCL version */
-  struct nsp_site_req *site_req;
+  struct nsp_site_req *site_req; /* nsp_an_want_site, for pass 2 */
   size_t nsite_req, site_req_cap;
   struct nsp_perf *perf;
   int64_t start_ns;
@@ -295,55 +284,27 @@ struct nsp_file_id {
   uint64_t dev, ino;
 };
 
-/* Gathering checks (nsp_an_gather.c), run before the rules: traces that
- * come from more than one run or attempt.  Returns 0 or NSP_AN_ENOMEM. */
-int nsp_an_check_runs(struct nsp_job *job);
+/* ---- loading (nsp_an_load.c, nsp_an_sigload.c) ---------------------------- */
 
-/* Adds a note (printf format).  Returns 0 or NSP_AN_ENOMEM. */
-int nsp_job_notef(struct nsp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Loader (nsp_an_load.c): reads one trace into the model.  Returns 1,
- * NSP_AN_EREAD (noted), NSP_AN_ENOMEM. */
+/* Reads one trace into the model (mem: a copy the job takes, or NULL to
+ * read the file at path).  Returns 1, NSP_AN_EREAD (noted), NSP_AN_ENOMEM. */
 int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len);
 
-/* Opens a trace again (file or its memory copy) for pass 2. */
+/* Opens a trace again (file or its memory copy) for pass 2 and perf. */
 struct nsp_reader *nsp_an_reopen(const struct nsp_trace *t, char *err, size_t errlen);
-
-/* Rules (nsp_an_rules.c). */
-int nsp_an_run_rules(struct nsp_job *job);
 
 /* Ref entry of a seq in a comm; NULL when absent (create == 0) or out of
  * memory (create == 1). */
 struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create);
 
-/* Empty call: api -1, ints -1 (done too), numbers 0. */
-void nsp_call_clear(struct nsp_call *c);
+/* Fatal signals: a SIGNAL record while loading (the first is kept), its
+ * end-of-trace check (did the process go on?), the trace's memory. */
+int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec);
+void nsp_an_signal_finish(struct nsp_trace *t);
+void nsp_an_signal_free(struct nsp_trace *t);
 
-/* ---- shared by the rule files -------------------------------------------- */
+/* ---- call sites (nsp_an_site.c) -------------------------------------------- */
 
-/* A new finding (id set, hint of its kind, cause none). NULL when out of memory. */
-struct nsp_finding_priv *nsp_an_new_finding(struct nsp_job *job, int kind, const struct nsp_an_comm *c);
-/* n cleared sides. */
-int nsp_an_alloc_sides(struct nsp_finding_priv *f, size_t n);
-/* n cleared processes for side s (ranks and procs owned by the side). */
-int nsp_an_side_procs(struct nsp_side *s, size_t n, int **ranks, struct nsp_proc **procs);
-/* Fills one process from a trace. */
-void nsp_an_set_proc(struct nsp_job *job, struct nsp_proc *p, int *rank_slot, int rank, size_t trace);
-/* Side of the given members (comm ranks). */
-int nsp_an_side_from_members(struct nsp_job *job, struct nsp_side *s, const size_t *mi, size_t n);
-void nsp_an_call_from_sig(struct nsp_call *c, const struct nsp_sig *s, uint64_t comm_id, uint64_t seq);
-int nsp_an_set_side_text(struct nsp_side *s, const char *text);
-/* Side text = the side's call, formatted. */
-int nsp_an_side_text_call(struct nsp_side *s);
-/* Sets the finding's odd ranks (copied, sorted). */
-int nsp_an_set_odd(struct nsp_finding_priv *f, const int *ranks, size_t n);
-/* The member of comm c with this rank (first of duplicates), or NULL. */
-const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_an_comm *c, int rank);
-/* The finding with this id, or NULL. */
-struct nsp_finding_priv *nsp_an_finding_by_id(struct nsp_job *job, size_t id);
-int nsp_an_cmp_int(const void *a, const void *b);
-
-/* Call sites (nsp_an_site.c). */
 /* Stores a CALLSITE record in t (filtered); 0 or NSP_AN_ENOMEM. */
 int nsp_an_site_add(struct nsp_trace *t, const struct nsp_rec *rec);
 /* The site with this id in t, or NULL (id 0, unknown). */
@@ -356,79 +317,61 @@ void nsp_an_sites_free(struct nsp_trace *t);
 struct nsp_callsite *nsp_an_stack_make(const struct nsp_rec_ext *x, uint32_t id, uint32_t flags, int skip_runtime_top);
 /* True when a frame is NCCL's, ncclspy's or c10d's (left out of reports). */
 int nsp_an_frame_skipped(const char *module, const char *symbol);
-/* Asks pass 2 for the call site of a member's collective at seq. */
+/* Asks pass 2 (job/nsp_an_pass2.c) for the call site of a member's
+ * collective at seq, to be stored in *out.  0 or NSP_AN_ENOMEM. */
 int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t seq, const struct nsp_callsite **out);
-/* Pass 2 for call sites (re-reads only traces that have sites). */
-int nsp_an_fetch_sites(struct nsp_job *job);
 
-/* Fatal signals (nsp_an_signal.c): a SIGNAL record while loading (the
- * first is kept), its end-of-trace check, the "signal" rule, its links
- * (after all other rules and links) and the trace's memory. */
-int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec);
-void nsp_an_signal_finish(struct nsp_trace *t);
-int nsp_an_rule_signals(struct nsp_job *job);
-void nsp_an_link_signals(struct nsp_job *job);
-void nsp_an_signal_free(struct nsp_trace *t);
+/* ---- after loading (nsp_an_prepare.c) ------------------------------------- */
 
-/* Rules in their own files. */
-int nsp_an_rule_hangs(struct nsp_job *job);      /* nsp_an_hang.c */
-int nsp_an_link_hangs(struct nsp_job *job);      /* nsp_an_hang.c: causes, after all rules */
-int nsp_an_rule_env(struct nsp_job *job);        /* nsp_an_env.c */
-/* The error finding's hint from the table (nsp_an_hints.c); 0 or ENOMEM. */
-int nsp_an_error_hint(struct nsp_job *job, struct nsp_finding_priv *f);
-void nsp_an_perf_free(struct nsp_perf *p);        /* nsp_an_perf.c */
+/* Before the rules: drops communicators no member points at, sorts each
+ * one's members by rank (nranks by majority where members disagree),
+ * gives every trace its job rank, the job its start time and whether
+ * NCCL versions differ.  Returns 0 or NSP_AN_ENOMEM. */
+int nsp_an_prepare(struct nsp_job *job);
+/* qsort_r order of member indices (ctx: the job): by rank, trace, comm index. */
+int nsp_an_cmp_member_rank(const void *pa, const void *pb, void *ctx);
 
-/* "rank 3 (node-b)" style list of a side's hosts: distinct hosts of its
- * processes, up to 3, into b. */
-void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s);
+/* ---- questions about the model (nsp_an_model.c) --------------------------- */
 
-/* Coverage (nsp_an_util.c).  True when m's trace dropped records (a
- * DROPPED record) after the record of m's last collective on its
- * communicator, or dropped any when m has no collective: where that rank
- * went after it is not known.  Conservative: the shim writes a DROPPED
- * record at the end of the frame that was being written when the records
- * were lost, so a drop just before the last collective may count too. */
+/* Adds a note (printf format).  Returns 0 or NSP_AN_ENOMEM. */
+int nsp_job_notef(struct nsp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds what b holds as a note (b is emptied).  0 or NSP_AN_ENOMEM. */
+int nsp_job_note_take(struct nsp_job *job, struct nsp_sbuf *b);
+/* The value of environment variable name in t's snapshot (the first
+ * entry of that name), or NULL. */
+const char *nsp_an_env_value(const struct nsp_trace_info *t, const char *name);
+/* Empty call: api -1, ints -1 (done too), numbers 0. */
+void nsp_call_clear(struct nsp_call *c);
+int nsp_an_cmp_int(const void *a, const void *b);
+/* The communicator with this id (0: none), or NULL. */
+const struct nsp_an_comm *nsp_an_comm_of(const struct nsp_job *job, uint64_t id);
+/* The member of comm c with this rank (first of duplicates), or NULL;
+ * after nsp_an_prepare. */
+const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_an_comm *c, int rank);
+/* The member of communicator c (NULL: none) that trace ti is, or NULL. */
+const struct nsp_member *nsp_an_member_of_trace(const struct nsp_job *job, const struct nsp_an_comm *c, size_t ti);
+/* The highest last seq of c's members with a rank. */
+uint64_t nsp_an_comm_reached(const struct nsp_job *job, const struct nsp_an_comm *c);
+/* True when t's file was cut or damaged with nothing read after it (not
+ * made whole from its crash ring); *at: the byte where reading stopped. */
+int nsp_an_trace_cut(const struct nsp_trace *t, unsigned long long *at);
+/* Coverage.  True when m's trace dropped records (a DROPPED record) after
+ * the record of m's last collective on its communicator, or dropped any
+ * when m has no collective: where that rank went after it is not known.
+ * Conservative: the shim writes a DROPPED record at the end of the frame
+ * that was being written when the records were lost, so a drop just before
+ * the last collective may count too.  One rule for the coverage notes, the
+ * wavefront and the hangs. */
 int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *m);
-/* Why t's records were dropped, into b: "ring full", "write errors",
- * "size cap (NCCLSPY_MAX_MB)", "unknown reason", comma-separated in that
- * order ("unknown reason" when no count says). */
-void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t);
 /* True when m's trace dropped records after its last send to (r is
  * m's dir[0] runs for a peer) or recv from (dir[1]) a peer, or dropped any
  * when r is NULL or empty: whether that rank posted more of them is not
  * known. */
 int nsp_an_p2p_uncovered(const struct nsp_job *job, const struct nsp_member *m, const struct nsp_runs *r);
-/* "rank 1" (a communicator rank), or "rank 1 (job rank 3)" when the job
- * rank of the process (trace) differs and is known, into b. */
-void nsp_an_put_rank(struct nsp_sbuf *b, const struct nsp_job *job, int rank, size_t trace);
 
-/* Called by nsp_an_reread_calls for each CALL record of trace t, with that
- * trace's requests (req, n of them, contiguous).  Returns how many
- * requests the record satisfied (0 or more), or a negative NSP_AN_* error
- * (which ends the reading). */
-typedef int (*nsp_an_reread_fn)(const struct nsp_trace *t, const struct nsp_rec *rec, void *req, size_t n,
-                                void *arg);
-/* Details the analysis did not keep (call sites, send/recv times) are read
- * again from the trace files, once per trace: req holds n requests of
- * `size` bytes, sorted so that each trace's requests are contiguous
- * (trace_of gives a request's trace index).  Each trace is reopened and
- * its CALL records passed to on_call until all its requests are
- * satisfied.  A trace that cannot be reopened gets a note ("could not be
- * read again for WHAT").  Returns 0, or a negative NSP_AN_* error. */
-/* Per-process sides of the shape "the origin, then the others by kind"
- * (the error and signal findings): ti[0..n) are trace indices, ti[0] the
- * origin.  Allocates 1 + k sides on f: side 0 holds ti[0]; side s >= 1
- * the other traces whose key() is the s-th distinct value (in order of
- * first appearance in ti), sorted by rank.  Each process is set up
- * (nsp_an_set_proc) and passed to proc(); each side, once full, to
- * side_done().  Returns 0, or the first negative NSP_AN_* error of the
- * callbacks or of memory. */
-int nsp_an_sides_by_key(struct nsp_job *job, struct nsp_finding_priv *f, const size_t *ti, size_t n,
-                        int (*key)(const struct nsp_trace *t),
-                        int (*proc)(struct nsp_job *job, struct nsp_proc *p, const struct nsp_trace *t),
-                        int (*side_done)(struct nsp_job *job, struct nsp_side *side));
+/* The model's objects freed (the job frees them; prepare drops comms). */
+void nsp_an_trace_free(struct nsp_trace *t);
+void nsp_an_member_free(struct nsp_member *m);
+void nsp_an_comm_free(struct nsp_an_comm *c);
 
-int nsp_an_reread_calls(struct nsp_job *job, void *req, size_t n, size_t size, size_t (*trace_of)(const void *),
-                        const char *what, nsp_an_reread_fn on_call, void *arg);
-
-#endif /* NSP_AN_INTERNAL_H */
+#endif /* NSP_AN_MODEL_H */

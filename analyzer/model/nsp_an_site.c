@@ -1,6 +1,7 @@
 /* nsp_an_site.c - call sites (NSP_REC_CALLSITE): stored per trace with
- * the frames of NCCL, ncclspy and PyTorch's c10d left out, and pass 2,
- * which finds the site of the collectives findings name. */
+ * the frames of NCCL, ncclspy and PyTorch's c10d left out, and the
+ * requests for the sites of the collectives findings name, which pass 2
+ * (job/nsp_an_pass2.c) answers. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,40 +122,4 @@ int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t
   NSP_TRY(nsp_grow(&job->site_req, &job->site_req_cap, job->nsite_req + 1, sizeof *job->site_req));
   job->site_req[job->nsite_req++] = (struct nsp_site_req){trace, local, seq, out};
   return 0;
-}
-
-static int cmp_site_req(const void *pa, const void *pb) {
-  const struct nsp_site_req *a = pa, *b = pb;
-  if (a->trace != b->trace) return a->trace < b->trace ? -1 : 1;
-  if (a->local != b->local) return a->local < b->local ? -1 : 1;
-  return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-static size_t site_req_trace(const void *req) { return ((const struct nsp_site_req *)req)->trace; }
-
-/* nsp_an_reread_fn: the call site of a collective some requests ask
- * about (requests for the same call sit next to each other). */
-static int site_found(const struct nsp_trace *t, const struct nsp_rec *rec, void *reqv, size_t n, void *arg) {
-  (void)arg;
-  struct nsp_site_req *req = reqv;
-  if (nsp_api_kind(rec->api) != NSP_K_COLL) return 0;
-  struct nsp_site_req key = {req[0].trace, rec->comm, rec->seq, NULL};
-  struct nsp_site_req *hit = bsearch(&key, req, n, sizeof *req, cmp_site_req);
-  if (!hit) return 0;
-  while (hit > req && !cmp_site_req(hit - 1, &key)) hit--;
-  int found = 0;
-  for (; hit < req + n && !cmp_site_req(hit, &key); hit++) {
-    if (*hit->out) continue;
-    *hit->out = nsp_an_site(t, rec->site);
-    found++;
-  }
-  return found;
-}
-
-int nsp_an_fetch_sites(struct nsp_job *job) {
-  size_t n = job->nsite_req;
-  if (!n) return 0;
-  qsort(job->site_req, n, sizeof *job->site_req, cmp_site_req);
-  return nsp_an_reread_calls(job, job->site_req, n, sizeof *job->site_req, site_req_trace, "call sites", site_found,
-                             NULL);
 }

@@ -1,283 +1,25 @@
-/* nsp_an_env.c - the environment section: what differs between the
- * processes of one job that should not (NCCL and CUDA versions, library
- * paths, NCCL_* settings, world sizes), and communicators whose members
- * do not add up (two ranks on one GPU, a rank claimed twice, disagreeing
- * nranks, ranks without a trace).  Each finding's sides group processes
- * by their value and name their ranks and hosts. */
+/* nsp_rule_env_comm.c - rule 6 of docs/REPORT.md, per communicator:
+ * members that do not add up (two ranks on one GPU, a rank claimed twice,
+ * disagreeing nranks, ranks without a trace).  Sides name communicator
+ * ranks and their hosts. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_model.h"
 #include "nsp_names.h"
+#include "nsp_rule.h"
 
-/* One process's value of something. */
-struct item {
-  const char *value; /* NULL: unset */
-  size_t trace;
-  int rank;
-};
-
-static int cmp_item(const void *pa, const void *pb) {
-  const struct item *a = pa, *b = pb;
-  if (a->value != b->value) {
-    if (!a->value) return 1;
-    if (!b->value) return -1;
-    int c = strcmp(a->value, b->value);
-    if (c) return c;
-  }
-  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
-  return a->trace < b->trace ? -1 : a->trace > b->trace;
-}
-
-static int same_value(const struct item *a, const struct item *b) {
-  if (!a->value || !b->value) return a->value == b->value;
-  return !strcmp(a->value, b->value);
-}
-
-static int cmp_side_rank(const void *pa, const void *pb) {
-  const struct nsp_side *a = pa, *b = pb;
-  if (a->ranks[0] != b->ranks[0]) return a->ranks[0] < b->ranks[0] ? -1 : 1;
-  if (!a->value || !b->value) return a->value ? -1 : b->value ? 1 : 0;
-  return strcmp(a->value, b->value);
-}
-
-void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s) {
-  const char *seen[3];
-  size_t n = 0, more = 0;
-  for (size_t p = 0; p < s->nranks; p++) {
-    const char *h = s->procs[p].host;
-    int dup = 0;
-    for (size_t k = 0; k < n && !dup; k++) dup = !strcmp(seen[k], h);
-    /* Hosts beyond the third are only counted (roughly: once each). */
-    if (dup) continue;
-    if (n < 3) seen[n++] = h;
-    else if (p == 0 || strcmp(s->procs[p - 1].host, h)) more++;
-  }
-  for (size_t k = 0; k < n; k++) nsp_sbuf_printf(b, "%s%s", k ? ", " : "", seen[k]);
-  if (more) nsp_sbuf_printf(b, " and %zu more host%s", more, more == 1 ? "" : "s");
-}
-
-/* A finding whose sides are the distinct values among items (at least
- * two, or none is made).  label: what differs ("NCCL version"); name: the
- * variable for env-nccl-setting / env-world-size (side text "NAME=v"). */
-static int by_value(struct nsp_job *job, int kind, const struct nsp_an_comm *c, struct item *it, size_t n,
-                    const char *label, const char *name, const char *extra) {
-  if (n < 2) return 0;
-  qsort(it, n, sizeof *it, cmp_item);
-  size_t nsides = 1;
-  for (size_t i = 1; i < n; i++) nsides += !same_value(&it[i - 1], &it[i]);
-  if (nsides < 2) return 0;
-  struct nsp_finding_priv *f = nsp_an_new_finding(job, kind, c);
-  if (!f) return NSP_AN_ENOMEM;
-  NSP_TRY(nsp_an_alloc_sides(f, nsides));
-  if (name && !(f->setting_owned = strdup(name))) return NSP_AN_ENOMEM;
-  f->pub.setting = f->setting_owned;
-  for (size_t i = 0, s = 0; i < n; s++) {
-    size_t j = i;
-    while (j < n && same_value(&it[i], &it[j])) j++;
-    struct nsp_side *side = &f->sides[s];
-    int *ranks;
-    struct nsp_proc *procs;
-    NSP_TRY(nsp_an_side_procs(side, j - i, &ranks, &procs));
-    for (size_t p = 0; p < j - i; p++) nsp_an_set_proc(job, &procs[p], &ranks[p], it[i + p].rank, it[i + p].trace);
-    if (it[i].value && !(side->value = strdup(it[i].value))) return NSP_AN_ENOMEM;
-    char buf[512];
-    if (name) snprintf(buf, sizeof buf, it[i].value ? "%s=%s" : "%s unset", name, it[i].value ? it[i].value : "");
-    else snprintf(buf, sizeof buf, "%s %s", label, it[i].value ? it[i].value : "unknown");
-    NSP_TRY(nsp_an_set_side_text(side, buf));
-    i = j;
-  }
-  qsort(f->sides, nsides, sizeof *f->sides, cmp_side_rank);
-  /* Odd ones out when one value holds a strict majority. */
-  size_t big = SIZE_MAX;
-  for (size_t s = 0; s < nsides; s++)
-    if (f->sides[s].nranks * 2 > n) big = s;
-  if (big != SIZE_MAX) {
-    int *odd = malloc(n * sizeof *odd);
-    if (!odd) return NSP_AN_ENOMEM;
-    size_t no = 0;
-    for (size_t s = 0; s < nsides; s++)
-      for (size_t p = 0; s != big && p < f->sides[s].nranks; p++) odd[no++] = f->sides[s].ranks[p];
-    int r = nsp_an_set_odd(f, odd, no);
-    free(odd);
-    NSP_TRY(r);
-  }
-  struct nsp_sbuf b = {0};
-  nsp_sbuf_printf(&b, "%s %s across ranks: ", name ? name : label, name ? "differs" : "differs");
-  for (size_t s = 0; s < nsides; s++) {
-    const struct nsp_side *sd = &f->sides[s];
-    char rb[160];
-    nsp_format_ranks(rb, sizeof rb, sd->ranks, sd->nranks);
-    nsp_sbuf_printf(&b, "%s%s %s (", s ? "; " : "", sd->nranks == 1 ? "rank" : "ranks", rb);
-    nsp_an_put_hosts(&b, sd);
-    if (sd->value) nsp_sbuf_printf(&b, "): %s", sd->value);
-    else nsp_sbuf_printf(&b, "): %s", name ? "unset" : "unknown");
-  }
-  if (extra) nsp_sbuf_printf(&b, "; %s", extra);
-  f->message = nsp_sbuf_take(&b);
-  if (!f->message) return NSP_AN_ENOMEM;
-  f->pub.message = f->message;
-  return 0;
-}
-
-/* ---- per process ------------------------------------------------------- */
-
-static const char *nccl_version_str(int code, char *buf, size_t len) {
-  if (code <= 0) return NULL;
-  if (code >= 10000) snprintf(buf, len, "%d.%d.%d", code / 10000, code % 10000 / 100, code % 100);
-  else snprintf(buf, len, "%d.%d.%d", code / 1000, code % 1000 / 100, code % 100);
-  return buf;
-}
-
-static const char *cuda_version_str(int code, char *buf, size_t len) {
-  if (code <= 0) return NULL;
-  snprintf(buf, len, "%d.%d", code / 1000, code % 1000 / 10);
-  return buf;
-}
-
-enum { V_NCCL, V_PATH, V_DRIVER, V_RUNTIME };
-
-static int rule_versions(struct nsp_job *job, struct item *it, char (*bufs)[32]) {
-  static const struct {
-    int kind;
-    const char *label;
-  } what[] = {{NSP_FIND_ENV_NCCL_VERSION, "NCCL version"},
-              {NSP_FIND_ENV_NCCL_PATH, "NCCL library"},
-              {NSP_FIND_ENV_DRIVER, "CUDA driver"},
-              {NSP_FIND_ENV_RUNTIME, "CUDA runtime"}};
-  for (int w = 0; w < 4; w++) {
-    size_t n = 0;
-    for (size_t i = 0; i < job->ntraces; i++) {
-      const struct nsp_trace_info *t = &job->traces[i]->info;
-      const char *v = NULL;
-      switch (w) {
-        case V_NCCL: v = nccl_version_str(t->nccl_version, bufs[i], sizeof bufs[i]); break;
-        case V_PATH: v = t->nccl_path && t->nccl_path[0] ? t->nccl_path : NULL; break;
-        case V_DRIVER: v = cuda_version_str(t->driver_version, bufs[i], sizeof bufs[i]); break;
-        default: v = cuda_version_str(t->runtime_version, bufs[i], sizeof bufs[i]); break;
-      }
-      if (!v) continue; /* unknown is not a difference */
-      it[n++] = (struct item){v, i, t->rank};
-    }
-    NSP_TRY(by_value(job, what[w].kind, NULL, it, n, what[w].label, NULL, NULL));
-  }
-  return 0;
-}
-
-static const char *env_value(const struct nsp_trace_info *t, const char *name) {
-  for (size_t i = 0; i < t->nenv; i++)
-    if (!strcmp(t->env[2 * i], name)) return t->env[2 * i + 1];
-  return NULL;
-}
-
-/* NCCL_* variables that are per rank or per process by design. */
-static int setting_excluded(const char *name) {
-  static const char *const excluded[] = {"NCCL_COMM_ID", "NCCL_HOSTID", "NCCL_DEBUG_FILE"};
-  if (strncmp(name, "NCCL_", 5) || strstr(name, "RANK")) return 1;
-  for (size_t i = 0; i < sizeof excluded / sizeof *excluded; i++)
-    if (!strcmp(name, excluded[i])) return 1;
-  return 0;
-}
-
-static int cmp_strp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
-static int rule_settings(struct nsp_job *job, struct item *it) {
-  const char **names = NULL;
-  size_t n = 0, cap = 0;
-  for (size_t i = 0; i < job->ntraces; i++) {
-    const struct nsp_trace_info *t = &job->traces[i]->info;
-    for (size_t e = 0; e < t->nenv; e++) {
-      if (setting_excluded(t->env[2 * e])) continue;
-      if (nsp_grow(&names, &cap, n + 1, sizeof *names) < 0) {
-        free(names);
-        return NSP_AN_ENOMEM;
-      }
-      names[n++] = t->env[2 * e];
-    }
-  }
-  if (n) qsort(names, n, sizeof *names, cmp_strp);
-  int ret = 0;
-  for (size_t i = 0; i < n && !ret; i++) {
-    if (i && !strcmp(names[i], names[i - 1])) continue;
-    size_t k = 0;
-    for (size_t t = 0; t < job->ntraces; t++)
-      it[k++] = (struct item){env_value(&job->traces[t]->info, names[i]), t, job->traces[t]->info.rank};
-    ret = by_value(job, NSP_FIND_ENV_SETTING, NULL, it, k, names[i], names[i], NULL);
-  }
-  free(names);
-  return ret;
-}
-
-static int rule_world_size(struct nsp_job *job, struct item *it) {
-  static const char *const vars[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
-  int32_t largest = 0;
-  for (size_t i = 0; i < job->ncomms; i++)
-    if (job->comms[i]->info.nranks > largest) largest = job->comms[i]->info.nranks;
-  size_t ntraced = job->ntraces;
-  for (size_t v = 0; v < sizeof vars / sizeof *vars; v++) {
-    size_t n = 0;
-    for (size_t t = 0; t < job->ntraces; t++) {
-      const char *val = env_value(&job->traces[t]->info, vars[v]);
-      if (val) it[n++] = (struct item){val, t, job->traces[t]->info.rank};
-    }
-    if (!n) continue;
-    int differ = 0;
-    for (size_t i = 1; i < n; i++) differ |= strcmp(it[i].value, it[0].value) != 0;
-    char extra[200];
-    long ws = strtol(it[0].value, NULL, 10);
-    if (!differ) {
-      int bad = (largest > 0 && ws != largest) || (ws > 0 && ntraced > (size_t)ws) ||
-                (largest <= 0 && ws > 0 && ntraced < (size_t)ws);
-      if (!bad) continue;
-    }
-    snprintf(extra, sizeof extra, "%zu process%s traced, largest communicator %d ranks", ntraced,
-             ntraced == 1 ? "" : "es", largest);
-    if (!differ) {
-      /* One value that disagrees with the traces: a single side. */
-      qsort(it, n, sizeof *it, cmp_item);
-      struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_ENV_WORLD_SIZE, NULL);
-      if (!f) return NSP_AN_ENOMEM;
-      NSP_TRY(nsp_an_alloc_sides(f, 1));
-      if (!(f->setting_owned = strdup(vars[v]))) return NSP_AN_ENOMEM;
-      f->pub.setting = f->setting_owned;
-      struct nsp_side *side = &f->sides[0];
-      int *ranks;
-      struct nsp_proc *procs;
-      NSP_TRY(nsp_an_side_procs(side, n, &ranks, &procs));
-      for (size_t p = 0; p < n; p++) nsp_an_set_proc(job, &procs[p], &ranks[p], it[p].rank, it[p].trace);
-      if (!(side->value = strdup(it[0].value))) return NSP_AN_ENOMEM;
-      char buf[300];
-      snprintf(buf, sizeof buf, "%s=%s", vars[v], it[0].value);
-      NSP_TRY(nsp_an_set_side_text(side, buf));
-      struct nsp_sbuf b = {0};
-      char rb[160];
-      nsp_format_ranks(rb, sizeof rb, side->ranks, side->nranks);
-      nsp_sbuf_printf(&b, "%s=%s on %s %s (", vars[v], it[0].value, n == 1 ? "rank" : "ranks", rb);
-      nsp_an_put_hosts(&b, side);
-      nsp_sbuf_printf(&b, ") but %s", extra);
-      f->message = nsp_sbuf_take(&b);
-      if (!f->message) return NSP_AN_ENOMEM;
-      f->pub.message = f->message;
-    } else {
-      NSP_TRY(by_value(job, NSP_FIND_ENV_WORLD_SIZE, NULL, it, n, vars[v], vars[v], extra));
-    }
-  }
-  return 0;
-}
-
-/* ---- per communicator -------------------------------------------------- */
-
-static int rule_nranks(struct nsp_job *job, struct nsp_an_comm *c, struct item *it, char (*bufs)[32]) {
+static int rule_nranks(struct nsp_job *job, struct nsp_an_comm *c, struct nsp_an_item *it, char (*bufs)[32]) {
   if (!c->nranks_conflict) return 0;
   size_t n = 0;
   for (size_t k = 0; k < c->nmembers; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
     if (m->rank < 0 || m->nranks <= 0) continue;
     snprintf(bufs[n], sizeof bufs[n], "%d", m->nranks);
-    it[n] = (struct item){bufs[n], m->trace, m->rank};
+    it[n] = (struct nsp_an_item){bufs[n], m->trace, m->rank};
     n++;
   }
-  return by_value(job, NSP_FIND_ENV_NRANKS, c, it, n, "nranks", NULL, NULL);
+  return nsp_an_finding_by_value(job, NSP_FIND_ENV_NRANKS, c, it, n, "nranks", NULL, NULL);
 }
 
 /* Members are sorted by rank: the run of one rank starting at k ends at
@@ -315,9 +57,7 @@ static int rule_dup_rank(struct nsp_job *job, struct nsp_an_comm *c) {
                         job->traces[side->procs[p].trace]->info.path);
     }
   }
-  f->message = nsp_sbuf_take(&b);
-  if (!f->message) return NSP_AN_ENOMEM;
-  f->pub.message = f->message;
+  NSP_TRY(nsp_an_take_message(f, &b));
   return 0;
 }
 
@@ -446,9 +186,7 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_an_comm *c) {
       nsp_sbuf_printf(&b, ") share one GPU: %s", buf);
     }
     if (!ret) {
-      f->message = nsp_sbuf_take(&b);
-      if (!f->message) ret = NSP_AN_ENOMEM;
-      f->pub.message = f->message;
+      ret = nsp_an_take_message(f, &b);
     } else {
       free(nsp_sbuf_take(&b));
     }
@@ -519,20 +257,17 @@ static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
                     nempty, nempty == 1 ? "" : "s", nempty == 1 ? "has" : "have", nempty == 1 ? "it" : "them");
   if (list) ret = nsp_an_set_odd(f, list, nl);
   free(list);
-  f->message = nsp_sbuf_take(&b);
-  if (!f->message) return NSP_AN_ENOMEM;
-  f->pub.message = f->message;
+  NSP_TRY(nsp_an_take_message(f, &b));
   return ret;
 }
 
-int nsp_an_rule_env(struct nsp_job *job) {
-  size_t cap = job->ntraces > job->nmembers ? job->ntraces : job->nmembers;
-  struct item *it = malloc((cap ? cap : 1) * sizeof *it);
-  char(*bufs)[32] = malloc((cap ? cap : 1) * sizeof *bufs);
+/* The four checks run per communicator, one after the other, so that
+ * findings are made communicator by communicator. */
+static int check(struct nsp_job *job) {
+  size_t cap = job->nmembers ? job->nmembers : 1;
+  struct nsp_an_item *it = malloc(cap * sizeof *it);
+  char(*bufs)[32] = malloc(cap * sizeof *bufs);
   int ret = it && bufs ? 0 : NSP_AN_ENOMEM;
-  if (!ret) ret = rule_versions(job, it, bufs);
-  if (!ret) ret = rule_settings(job, it);
-  if (!ret) ret = rule_world_size(job, it);
   for (size_t i = 0; i < job->ncomms && !ret; i++) {
     struct nsp_an_comm *c = job->comms[i];
     ret = rule_dup_gpu(job, c);
@@ -544,3 +279,12 @@ int nsp_an_rule_env(struct nsp_job *job) {
   free(bufs);
   return ret;
 }
+
+const struct nsp_rule nsp_rule_env_comm = {
+    .name = "env-comm",
+    .checks = "the members of each communicator: two ranks on one GPU, a rank claimed twice, disagreeing nranks, "
+              "ranks without a trace",
+    .kinds = NSP_RULE_KINDS(NSP_FIND_ENV_DUP_GPU, NSP_FIND_ENV_DUP_RANK, NSP_FIND_ENV_NRANKS,
+                            NSP_FIND_ENV_MISSING_RANKS),
+    .check = check,
+};

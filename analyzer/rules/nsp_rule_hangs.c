@@ -1,4 +1,5 @@
-/* nsp_an_hang.c - hangs, from completion tracking (format 1.1).
+/* nsp_rule_hangs.c - rule 5 of docs/REPORT.md: hangs, from completion
+ * tracking (format 1.1).
  *
  * Per communicator: the first seq that did not complete on every rank.
  * The ranks that never issued it are the ones to look at ("hang"); when
@@ -11,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_model.h"
 #include "nsp_names.h"
+#include "nsp_rule.h"
 
 static const int role_order[] = {NSP_ROLE_NOT_ARRIVED, NSP_ROLE_WAITING,   NSP_ROLE_ARRIVAL_UNKNOWN,
                                  NSP_ROLE_FAILED,      NSP_ROLE_UNTRACKED, NSP_ROLE_COMPLETED};
@@ -48,13 +49,6 @@ static int role_of(const struct nsp_job *job, const struct nsp_member *m, uint64
    * may not have completed this one either. */
   if (m->nuntracked) return NSP_ROLE_UNTRACKED;
   return NSP_ROLE_COMPLETED;
-}
-
-/* f's side with this role, or NULL. */
-static const struct nsp_side *side_with_role(const struct nsp_finding_priv *f, int role) {
-  for (size_t s = 0; s < f->pub.nsides; s++)
-    if (f->sides[s].role == role) return &f->sides[s];
-  return NULL;
 }
 
 /* lost_after: arrival-unknown sides, the last seq their traces cover
@@ -203,8 +197,8 @@ static int hang_comm(struct nsp_job *job, struct nsp_an_comm *c) {
     /* The ranks to look at: those that never arrived; when none is known
      * to be absent, those whose arrival is unknown; when all arrived,
      * those on which it never completed. */
-    const struct nsp_side *odd = side_with_role(f, NSP_ROLE_NOT_ARRIVED);
-    if (!odd) odd = side_with_role(f, NSP_ROLE_ARRIVAL_UNKNOWN);
+    const struct nsp_side *odd = nsp_an_side_with_role(f, NSP_ROLE_NOT_ARRIVED);
+    if (!odd) odd = nsp_an_side_with_role(f, NSP_ROLE_ARRIVAL_UNKNOWN);
     if (!odd) odd = &f->sides[0];
     ret = nsp_an_set_odd(f, odd->ranks, odd->nranks);
     c->hang_seq = h;
@@ -215,28 +209,21 @@ static int hang_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   return ret;
 }
 
-int nsp_an_rule_hangs(struct nsp_job *job) {
+static int check(struct nsp_job *job) {
   for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(hang_comm(job, job->comms[i]));
   return 0;
 }
 
 /* ---- links and messages --------------------------------------------------- */
 
-static const struct nsp_an_comm *comm_of(const struct nsp_job *job, uint64_t id) {
-  const size_t *ci = id ? nsp_u64map_get(&job->comm_by_id, id) : NULL;
-  return ci ? job->comms[*ci] : NULL;
-}
-
-static int is_hang(const struct nsp_finding_priv *f) {
-  return f->pub.kind == NSP_FIND_HANG || f->pub.kind == NSP_FIND_NEVER_COMPLETED;
-}
+static int is_hang(const struct nsp_finding_priv *f) { return nsp_an_kind_is_hang(f->pub.kind); }
 
 /* The hang a not-arrived process is stuck in: its earliest call that never
  * completed, when that is on another communicator with a hang. */
 static const struct nsp_an_comm *blocked_in(const struct nsp_job *job, const struct nsp_finding_priv *f,
                                          const struct nsp_proc *p) {
   if (p->blocked.api < 0 || p->blocked.comm_id == f->pub.comm_id) return NULL;
-  const struct nsp_an_comm *c = comm_of(job, p->blocked.comm_id);
+  const struct nsp_an_comm *c = nsp_an_comm_of(job, p->blocked.comm_id);
   return c && c->hang_seq ? c : NULL;
 }
 
@@ -248,46 +235,8 @@ static const struct nsp_an_comm *left_after_mismatch(const struct nsp_job *job, 
                                                   const struct nsp_proc *p) {
   if (p->call.api < 0 || !p->call.comm_id || p->call.comm_id == f->pub.comm_id) return NULL;
   if (nsp_api_kind(p->call.api) != NSP_K_COLL) return NULL;
-  const struct nsp_an_comm *c = comm_of(job, p->call.comm_id);
+  const struct nsp_an_comm *c = nsp_an_comm_of(job, p->call.comm_id);
   return c && c->mismatch_seq && c->mismatch_seq == p->call.seq ? c : NULL;
-}
-
-/* The communicator of a mismatch that a process of finding f is stuck
- * in: its last call (on any communicator) is a collective on another
- * communicator at or after that communicator's mismatched seq, made no
- * earlier than the mismatch.  NULL when there is no such evidence. */
-static const struct nsp_an_comm *stuck_after_mismatch(struct nsp_job *job, const struct nsp_finding_priv *f,
-                                                   const struct nsp_proc *p) {
-  if (p->call.api < 0 || !p->call.comm_id || p->call.comm_id == f->pub.comm_id) return NULL;
-  if (nsp_api_kind(p->call.api) != NSP_K_COLL) return NULL;
-  const struct nsp_an_comm *c = comm_of(job, p->call.comm_id);
-  if (!c || !c->mismatch_seq || p->call.seq < c->mismatch_seq) return NULL;
-  const struct nsp_finding_priv *m = nsp_an_finding_by_id(job, c->mismatch_id);
-  if (m && m->pub.time_ns && p->call.time_ns && p->call.time_ns < m->pub.time_ns) return NULL;
-  return c;
-}
-
-/* The member of communicator c that trace ti is, or NULL. */
-static const struct nsp_member *member_of_trace(const struct nsp_job *job, const struct nsp_an_comm *c, size_t ti) {
-  for (size_t k = 0; c && k < c->nmembers; k++)
-    if (job->members[c->members[k]].trace == ti) return &job->members[c->members[k]];
-  return NULL;
-}
-
-/* True when error e's origin o follows the mismatch of its communicator c:
- * a collective it called at or after the mismatched seq failed, or (an
- * async error, a failed finalize or abort: the timeout of a rank blocked
- * in the mismatch) the process reached that seq on c and the error came
- * no earlier than the mismatch. */
-static int error_after_mismatch(struct nsp_job *job, const struct nsp_an_comm *c, const struct nsp_proc *o) {
-  if (!c || !c->mismatch_seq) return 0;
-  if (o->call.source == NSP_SRC_CALL)
-    return nsp_api_kind(o->call.api) == NSP_K_COLL && o->call.seq >= c->mismatch_seq;
-  if (o->call.source != NSP_SRC_ASYNC && o->call.source != NSP_SRC_COMM_END) return 0;
-  const struct nsp_member *m = member_of_trace(job, c, o->trace);
-  const struct nsp_finding_priv *mf = nsp_an_finding_by_id(job, c->mismatch_id);
-  if (!m || m->last_seq < c->mismatch_seq) return 0;
-  return !(mf && mf->pub.time_ns && o->call.time_ns && o->call.time_ns < mf->pub.time_ns);
 }
 
 static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
@@ -296,11 +245,11 @@ static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
     f->cause_id = c->mismatch_id;
     return;
   }
-  if (side_with_role(f, NSP_ROLE_FAILED) && job->error_id != SIZE_MAX) {
+  if (nsp_an_side_with_role(f, NSP_ROLE_FAILED) && job->error_id != SIZE_MAX) {
     f->cause_id = job->error_id;
     return;
   }
-  const struct nsp_side *na = side_with_role(f, NSP_ROLE_NOT_ARRIVED);
+  const struct nsp_side *na = nsp_an_side_with_role(f, NSP_ROLE_NOT_ARRIVED);
   if (!na) return;
   const struct nsp_an_comm *best = NULL, *mism = NULL;
   int errored = 0;
@@ -321,17 +270,6 @@ static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
   else if (errored && job->error_id != SIZE_MAX) f->cause_id = job->error_id;
 }
 
-static void put_ranks(struct nsp_sbuf *b, const int *ranks, size_t n) {
-  char rb[160];
-  nsp_format_ranks(rb, sizeof rb, ranks, n);
-  nsp_sbuf_printf(b, "%s %s", n == 1 ? "rank" : "ranks", rb);
-}
-
-/* "rank 1" or, when its job rank differs, "rank 1 (job rank 3)". */
-static void put_rank(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_proc *p) {
-  nsp_an_put_rank(b, job, p->rank, p->trace);
-}
-
 static void put_call_where(struct nsp_sbuf *b, const struct nsp_call *c, uint64_t comm_id) {
   char cb[256];
   nsp_format_call(cb, sizeof cb, c);
@@ -347,13 +285,13 @@ static const char *done_word(int done) {
   return done > 0 ? "completed" : done == 0 ? "never completed" : "completion unknown";
 }
 
-static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
+static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   const struct nsp_finding *f = &fp->pub;
   struct nsp_sbuf b = {0};
   char cb[256];
-  const struct nsp_side *na = side_with_role(fp, NSP_ROLE_NOT_ARRIVED);
-  const struct nsp_side *un = side_with_role(fp, NSP_ROLE_ARRIVAL_UNKNOWN);
-  const struct nsp_side *wt = side_with_role(fp, NSP_ROLE_WAITING);
+  const struct nsp_side *na = nsp_an_side_with_role(fp, NSP_ROLE_NOT_ARRIVED);
+  const struct nsp_side *un = nsp_an_side_with_role(fp, NSP_ROLE_ARRIVAL_UNKNOWN);
+  const struct nsp_side *wt = nsp_an_side_with_role(fp, NSP_ROLE_WAITING);
   /* The call at the seq: a waiting rank's, else the first rank's that
    * issued it (ranks absent or unknown made none there). */
   const struct nsp_side *ref = wt;
@@ -366,7 +304,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
   const struct nsp_side *lead = na ? na : un;
   if (f->kind == NSP_FIND_HANG && lead) {
     nsp_sbuf_printf(&b, "seq %llu (%s) did not complete: %s", (unsigned long long)f->seq, cb, na ? "" : "whether ");
-    put_ranks(&b, lead->ranks, lead->nranks);
+    nsp_an_put_ranks(&b, lead->ranks, lead->nranks);
     if (lead->nranks <= 4) {
       nsp_sbuf_printf(&b, " (");
       for (size_t p = 0; p < lead->nranks; p++)
@@ -381,7 +319,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
       nsp_sbuf_printf(&b, " arrived is not known");
     }
   } else {
-    put_ranks(&b, wt ? wt->ranks : f->odd_ranks, wt ? wt->nranks : f->nodd);
+    nsp_an_put_ranks(&b, wt ? wt->ranks : f->odd_ranks, wt ? wt->nranks : f->nodd);
     nsp_sbuf_printf(&b, "'s seq %llu (%s) never completed although every traced rank issued it",
                     (unsigned long long)f->seq, cb);
   }
@@ -390,7 +328,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
     if (sd == lead || (f->kind == NSP_FIND_NEVER_COMPLETED && sd == wt)) continue;
     nsp_sbuf_printf(&b, "; ");
     if (sd->role == NSP_ROLE_ARRIVAL_UNKNOWN) nsp_sbuf_printf(&b, "whether ");
-    put_ranks(&b, sd->ranks, sd->nranks);
+    nsp_an_put_ranks(&b, sd->ranks, sd->nranks);
     switch (sd->role) {
       case NSP_ROLE_ARRIVAL_UNKNOWN: nsp_sbuf_printf(&b, " arrived is not known"); break;
       case NSP_ROLE_WAITING: nsp_sbuf_printf(&b, " %s inside it", sd->nranks == 1 ? "waits" : "wait"); break;
@@ -405,7 +343,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
     const struct nsp_proc *pr = &na->procs[p];
     const struct nsp_an_comm *in = blocked_in(job, fp, pr);
     nsp_sbuf_printf(&b, "; ");
-    put_rank(&b, job, pr);
+    nsp_an_put_rank(&b, job, pr->rank, pr->trace);
     if (in) {
       nsp_sbuf_printf(&b, " is stuck in ");
       put_call_where(&b, &pr->blocked, f->comm_id);
@@ -432,7 +370,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
     const struct nsp_proc *pr = &un->procs[p];
     const struct nsp_trace *t = job->traces[pr->trace];
     nsp_sbuf_printf(&b, "; ");
-    put_rank(&b, job, pr);
+    nsp_an_put_rank(&b, job, pr->rank, pr->trace);
     if (pr->call.api >= 0)
       nsp_sbuf_printf(&b, "'s trace lost records after its seq %llu on this communicator (",
                       (unsigned long long)pr->call.seq);
@@ -469,7 +407,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
       if (un) {
         /* "its trace" would read as the trace that lost records */
         nsp_sbuf_printf(&b, "; ");
-        put_ranks(&b, wt->ranks, wt->nranks);
+        nsp_an_put_ranks(&b, wt->ranks, wt->nranks);
         nsp_sbuf_printf(&b, "'s %s right after the enqueue, so how long %s waited is unknown",
                         wt->nranks == 1 ? "trace ends" : "traces end", wt->nranks == 1 ? "it" : "they");
       } else {
@@ -479,7 +417,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
       }
     } else if (hi - lo < 1000000) {
       nsp_sbuf_printf(&b, "; ");
-      put_ranks(&b, wt->ranks, wt->nranks);
+      nsp_an_put_ranks(&b, wt->ranks, wt->nranks);
       nsp_sbuf_printf(&b, " waited %.3f s (enqueue to the end of %s trace)", (double)hi / 1e9,
                       wt->nranks == 1 ? "its" : "each");
     } else {
@@ -487,7 +425,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
       for (size_t p = 0; p < ws; p++) {
         const struct nsp_proc *pr = &wt->procs[p];
         nsp_sbuf_printf(&b, "%s ", p ? "," : ";");
-        put_rank(&b, job, pr);
+        nsp_an_put_rank(&b, job, pr->rank, pr->trace);
         nsp_sbuf_printf(&b, " waited %.3f s", (double)pr->wait_ns / 1e9);
       }
       nsp_sbuf_printf(&b, "%s (enqueue to the end of each trace)", wt->nranks > ws ? ", ..." : "");
@@ -507,7 +445,7 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
     nsp_sbuf_printf(&b, "; this follows the error of ");
     const struct nsp_proc *o = cause->pub.nsides && cause->sides[0].nranks ? &cause->sides[0].procs[0] : NULL;
     const struct nsp_an_comm *c = fp->comm_index != SIZE_MAX ? job->comms[fp->comm_index] : NULL;
-    const struct nsp_member *om = o ? member_of_trace(job, c, o->trace) : NULL;
+    const struct nsp_member *om = o ? nsp_an_member_of_trace(job, c, o->trace) : NULL;
     if (om) nsp_an_put_rank(&b, job, om->rank, om->trace);
     else nsp_sbuf_printf(&b, "job rank %d", o ? o->rank : -1);
   } else if (cause && cause->pub.comm_id == fp->pub.comm_id) {
@@ -524,13 +462,15 @@ static int message_hang(struct nsp_job *job, struct nsp_finding_priv *fp) {
   if (fp->cycle)
     nsp_sbuf_printf(&b, "; circular wait with another communicator's hang: ranks call collectives on these "
                         "communicators in different orders (a deadlock)");
-  fp->message = nsp_sbuf_take(&b);
-  if (!fp->message) return NSP_AN_ENOMEM;
-  fp->pub.message = fp->message;
-  return 0;
+  return nsp_an_take_message(fp, &b);
 }
 
-int nsp_an_link_hangs(struct nsp_job *job) {
+/* Causes: a hang follows from the mismatch of its communicator at or
+ * before its seq, from the error when ranks failed in it, and across
+ * communicators from the hang (or the mismatch, or the error) its absent
+ * ranks are stuck in; hangs that wait for each other are both roots,
+ * flagged as a circular wait. */
+static int link(struct nsp_job *job) {
   size_t n = job->nfindings;
   for (size_t i = 0; i < n; i++)
     if (is_hang(&job->findings[i])) link_one(job, &job->findings[i]);
@@ -555,88 +495,17 @@ int nsp_an_link_hangs(struct nsp_job *job) {
       r = next;
     } while (r && r != f && r->cause_id != SIZE_MAX);
   }
-  /* An error on a rank that was waiting in a root hang that began before
-   * it (a timeout, the watchdog) follows from that hang; an error after a
-   * mismatch on its communicator, from the mismatch. */
-  struct nsp_finding_priv *e = job->error_id != SIZE_MAX ? nsp_an_finding_by_id(job, job->error_id) : NULL;
-  if (e && e->pub.nsides && e->sides[0].nranks) {
-    const struct nsp_proc *o = &e->sides[0].procs[0];
-    const struct nsp_an_comm *c = comm_of(job, e->pub.comm_id);
-    if (error_after_mismatch(job, c, o)) {
-      e->cause_id = c->mismatch_id;
-    } else {
-      for (size_t i = 0; i < n && e->cause_id == SIZE_MAX; i++) {
-        const struct nsp_finding_priv *h = &job->findings[i];
-        if (!is_hang(h) || h->cause_id != SIZE_MAX || !h->pub.time_ns || h->pub.time_ns > o->call.time_ns) continue;
-        const struct nsp_side *wt = side_with_role(h, NSP_ROLE_WAITING);
-        for (size_t p = 0; wt && p < wt->nranks; p++)
-          if (wt->procs[p].trace == o->trace) e->cause_id = h->id;
-      }
-      /* Without completion tracking a rank that died or stalled shows as
-       * stopped-early, and its peers' timeouts come later: they follow
-       * from it (the error's origin is a rank that got further). */
-      /* The stopped ranks include the waiting victims too (a rank stuck in
-       * a recv from a dead peer stops as well): a stopped rank whose trace
-       * has no error at all is the likelier root (killed, crashed, stuck
-       * in the host code), and an error elsewhere follows from it.  The
-       * origin may be a group end, which names no communicator. */
-      for (size_t i = 0; i < n && e->cause_id == SIZE_MAX; i++) {
-        const struct nsp_finding_priv *w = &job->findings[i];
-        if (w->pub.kind != NSP_FIND_STOPPED_EARLY || !w->pub.nsides) continue;
-        if (e->pub.comm_id && w->pub.comm_id != e->pub.comm_id) continue;
-        if (w->pub.time_ns && o->call.time_ns && w->pub.time_ns > o->call.time_ns) continue;
-        const struct nsp_side *behind = &w->sides[0];
-        int origin_behind = 0, silent = 0;
-        for (size_t p = 0; p < behind->nranks; p++) {
-          if (behind->procs[p].trace == o->trace) origin_behind = 1;
-          else if (nsp_job_trace(job, behind->procs[p].trace)->errors == 0) silent = 1;
-        }
-        if (!origin_behind || silent) e->cause_id = w->id;
-      }
-    }
-  }
-  /* A wavefront whose ranks behind all made, as their last call, a
-   * collective at or after a mismatch on another communicator is that
-   * mismatch's consequence: they are blocked in it (the tensor-parallel
-   * partners of data-parallel ranks stuck in a mismatched all-reduce). */
-  for (size_t i = 0; i < n; i++) {
-    struct nsp_finding_priv *w = &job->findings[i];
-    if (w->pub.kind != NSP_FIND_STOPPED_EARLY || w->cause_id != SIZE_MAX || !w->pub.nsides) continue;
-    const struct nsp_side *behind = &w->sides[0];
-    const struct nsp_an_comm *first = NULL;
-    size_t p = 0;
-    for (; p < behind->nranks; p++) {
-      const struct nsp_an_comm *mc = stuck_after_mismatch(job, w, &behind->procs[p]);
-      if (!mc) break; /* free to go on and did not: no evidence */
-      const struct nsp_finding_priv *a = first ? nsp_an_finding_by_id(job, first->mismatch_id) : NULL;
-      const struct nsp_finding_priv *b = nsp_an_finding_by_id(job, mc->mismatch_id);
-      if (!first || (a && b && b->pub.time_ns && b->pub.time_ns < a->pub.time_ns)) first = mc;
-    }
-    if (p == behind->nranks && first) w->cause_id = first->mismatch_id;
-  }
-  /* A send or recv left unmatched because its peer's trace ends early (the
-   * peer died, stalled or was killed) is that stop's consequence, not a
-   * schedule bug: link it to the stopped-early finding that names the peer. */
-  for (size_t i = 0; i < n; i++) {
-    struct nsp_finding_priv *u = &job->findings[i];
-    if (u->pub.kind != NSP_FIND_P2P_UNMATCHED || u->cause_id != SIZE_MAX || u->pub.nsides != 2) continue;
-    const struct nsp_side *shortside = u->sides[0].posted < u->sides[1].posted ? &u->sides[0] : &u->sides[1];
-    if (!shortside->nranks) continue;
-    int short_rank = shortside->ranks[0];
-    uint64_t a = u->sides[0].posted, b = u->sides[1].posted;
-    /* One op apart: the last exchange in flight when a rank of the ring
-     * stopped, whichever rank that was. */
-    int last_in_flight = (a > b ? a - b : b - a) == 1;
-    for (int pass = 0; pass < 2 && u->cause_id == SIZE_MAX; pass++)
-      for (size_t k = 0; k < n && u->cause_id == SIZE_MAX; k++) {
-        const struct nsp_finding_priv *w = &job->findings[k];
-        if ((w->pub.kind != NSP_FIND_STOPPED_EARLY && !is_hang(w)) || w->pub.comm_id != u->pub.comm_id) continue;
-        if (pass == 1 && last_in_flight) u->cause_id = w->id;
-        for (size_t r = 0; r < w->pub.nodd; r++)
-          if (w->pub.odd_ranks[r] == short_rank) u->cause_id = w->id;
-      }
-  }
-  for (size_t i = 0; i < n; i++)
-    if (is_hang(&job->findings[i])) NSP_TRY(message_hang(job, &job->findings[i]));
   return 0;
 }
+
+const struct nsp_rule nsp_rule_hangs = {
+    .name = "hangs",
+    .checks = "with completion tracking: the first seq of each communicator not complete on every rank, "
+              "who never arrived, who waits, linked across communicators",
+    .kinds = NSP_RULE_KINDS(NSP_FIND_HANG, NSP_FIND_NEVER_COMPLETED),
+    .check = check,
+    .link = link,
+    .link_stage = NSP_LINK_FIRST,
+    .message = message,
+    .message_when = NSP_MESSAGE_AFTER_LINK,
+};

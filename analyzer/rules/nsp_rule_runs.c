@@ -1,11 +1,11 @@
-/* nsp_an_gather.c - checks on how the traces were gathered, before the
- * rules: traces of more than one run or attempt in one set (a reused
- * NCCLSPY_DIR, torchrun restarts) would be compared with each other as
- * ranks of one job. */
+/* nsp_rule_runs.c - how the traces were gathered, checked first: traces
+ * of more than one run or attempt in one set (a reused NCCLSPY_DIR,
+ * torchrun restarts) would be compared with each other as ranks of one
+ * job.  Makes no finding: a note, listed first. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_model.h"
+#include "nsp_rule.h"
 
 /* Launcher variables that name one run or attempt (the shim records them
  * in the PROCESS record's environment snapshot). */
@@ -17,12 +17,6 @@ enum { NVARS = sizeof run_vars / sizeof *run_vars };
 /* Traces further apart than this in wall time are not one run even when
  * clocks of different hosts disagree a little. */
 #define NSP_RUN_GAP_NS 1000000000LL
-
-static const char *env_get(const struct nsp_trace *t, const char *name) {
-  for (size_t i = 0; i < t->info.nenv; i++)
-    if (!strcmp(t->env[2 * i], name)) return t->env[2 * i + 1];
-  return NULL;
-}
 
 /* Appends "s" to the growing string *buf (NULL-safe); -1 when out of memory. */
 static int cat(char **buf, const char *s) {
@@ -91,7 +85,7 @@ static int by_env(struct nsp_job *job, size_t *group, int *found) {
     for (size_t i = 0; i < job->ntraces && !differs[v]; i++) {
       const struct nsp_trace *t = job->traces[i];
       if (!t->info.nenv) continue;
-      const char *val = env_get(t, run_vars[v]);
+      const char *val = nsp_an_env_value(&t->info, run_vars[v]);
       if (!have) first = val;
       else if ((first == NULL) != (val == NULL) || (val && strcmp(first, val))) differs[v] = 1;
       have = 1;
@@ -114,7 +108,7 @@ static int by_env(struct nsp_job *job, size_t *group, int *found) {
     char *key = NULL;
     for (size_t v = 0; v < NVARS && !ret; v++) {
       if (!differs[v]) continue;
-      const char *val = env_get(t, run_vars[v]);
+      const char *val = nsp_an_env_value(&t->info, run_vars[v]);
       char *part = nsp_asprintf("%s%s=%s", key ? " " : "", run_vars[v], val ? val : "(unset)");
       if (!part || cat(&key, part) < 0) ret = NSP_AN_ENOMEM;
       free(part);
@@ -200,8 +194,7 @@ static int by_comms(struct nsp_job *job, size_t *group) {
   }
   for (size_t i = 0; i < n; i++) parent[i] = i;
   for (size_t c = 0; c < job->ncomms; c++) first[c] = SIZE_MAX;
-  /* (The communicators' member lists are made by the rules; the members
-   * themselves exist once the traces are loaded.) */
+  /* Each member joins its trace to the first trace of its communicator. */
   for (size_t m = 0; m < job->nmembers; m++) {
     size_t c = job->members[m].comm, t = job->members[m].trace;
     if (c >= job->ncomms || t >= n) continue;
@@ -233,7 +226,7 @@ static int by_comms(struct nsp_job *job, size_t *group) {
   return ret;
 }
 
-int nsp_an_check_runs(struct nsp_job *job) {
+static int check(struct nsp_job *job) {
   if (job->ntraces < 2) return 0;
   size_t *group = malloc(job->ntraces * sizeof *group);
   if (!group) return NSP_AN_ENOMEM;
@@ -245,3 +238,11 @@ int nsp_an_check_runs(struct nsp_job *job) {
   free(group);
   return ret;
 }
+
+const struct nsp_rule nsp_rule_runs = {
+    .name = "runs",
+    .checks = "traces of more than one run or attempt: launcher variables, time ranges, communicators shared",
+    .kinds = NULL,
+    .nkinds = 0,
+    .check = check,
+};

@@ -1,67 +1,13 @@
-/* nsp_an_signal.c - processes that died of a fatal signal (format 1.3).
- *
- * The shim's signal handler writes a SIGNAL record (signal, si_code,
- * address, thread, time and the thread's stack) into the crash ring just
- * before the process dies.  The loader keeps each trace's first one; the
- * "signal" rule makes one finding naming the first process to die, its
- * signal and where it was, then the others; its links make the hangs,
- * wavefronts and errors that a dead rank explains follow from it
- * (docs/REPORT.md, rule 7). */
+/* nsp_rule_signals.c - rule 7 of docs/REPORT.md: processes that died of a
+ * fatal signal (format 1.3; model/nsp_an_sigload.c loads them).  One
+ * finding names the first process to die, its signal and where it was,
+ * then the others; its link makes the hangs, wavefronts and errors that a
+ * dead rank explains follow from it. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_model.h"
 #include "nsp_names.h"
-
-/* Calls this long after a signal mean the process did not die of it. */
-#define NSP_SIG_WENT_ON_NS 2000000000ull
-
-static int64_t wall(const struct nsp_trace *t, uint64_t mono) { return (int64_t)(mono + (uint64_t)t->off_ns); }
-
-int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec) {
-  t->info.signals++;
-  if (t->has_sig) return 0; /* the first one is what ended it (or began the end) */
-  char nb[32];
-  const struct nsp_rec_ext *x = rec->ext && rec->ext->nframes ? rec->ext : NULL;
-  t->sig_name = strdup(nsp_signal_name((int)rec->aux, nb, sizeof nb));
-  t->sig_mod0 = strdup(x && x->frame_module[0] ? x->frame_module[0] : "");
-  t->sig_sym0 = strdup(x && x->frame_symbol[0] ? x->frame_symbol[0] : "");
-  if (!t->sig_name || !t->sig_mod0 || !t->sig_sym0) return NSP_AN_ENOMEM;
-  /* Sent or raised (abort): the runtime's frames on top are not where the
-   * problem is. */
-  if (x && !(t->sig_stack = nsp_an_stack_make(x, 0, NSP_SITE_FULL, rec->result <= 0))) return NSP_AN_ENOMEM;
-  struct nsp_signal *s = &t->sig;
-  memset(s, 0, sizeof *s);
-  s->signo = (int)rec->aux;
-  s->name = t->sig_name;
-  s->code = rec->result;
-  s->code_name = nsp_signal_code_name(s->signo, s->code);
-  s->code_text = nsp_signal_code_text(s->signo, s->code);
-  s->addr = rec->sendbuff;
-  s->tid = rec->seq;
-  s->sender_pid = rec->peer > 0 ? rec->peer : 0;
-  s->flags = rec->flags;
-  s->time_ns = wall(t, rec->t_enter);
-  s->stack = t->sig_stack;
-  s->first_module = t->sig_mod0;
-  s->first_symbol = t->sig_sym0;
-  t->sig_mono = rec->t_enter;
-  t->has_sig = 1;
-  t->info.signal = s;
-  return 0;
-}
-
-void nsp_an_signal_finish(struct nsp_trace *t) {
-  if (t->has_sig && t->max_call_mono > t->sig_mono && t->max_call_mono - t->sig_mono > NSP_SIG_WENT_ON_NS)
-    t->sig.went_on = 1;
-}
-
-void nsp_an_signal_free(struct nsp_trace *t) {
-  free(t->sig_stack);
-  free(t->sig_name);
-  free(t->sig_mod0);
-  free(t->sig_sym0);
-}
+#include "nsp_rule.h"
 
 static int died(const struct nsp_trace *t) { return t->has_sig && !t->sig.went_on; }
 
@@ -155,13 +101,10 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *f) {
                       f->sides[s].text);
     }
   }
-  f->message = nsp_sbuf_take(&b);
-  if (!f->message) return NSP_AN_ENOMEM;
-  f->pub.message = f->message;
-  return 0;
+  return nsp_an_take_message(f, &b);
 }
 
-int nsp_an_rule_signals(struct nsp_job *job) {
+static int check(struct nsp_job *job) {
   size_t n = 0;
   for (size_t i = 0; i < job->ntraces; i++) {
     struct nsp_trace *t = job->traces[i];
@@ -172,7 +115,7 @@ int nsp_an_rule_signals(struct nsp_job *job) {
                                  "program's own handler dealt with it)",
                             t->info.path, nsp_signal_name(t->sig.signo, rb, sizeof rb),
                             /* times come from the traces: no signed overflow */
-                            (double)(int64_t)((uint64_t)t->sig.time_ns - (uint64_t)nsp_job_start_ns(job)) / 1e9));
+                            (double)(int64_t)((uint64_t)t->sig.time_ns - (uint64_t)job->start_ns) / 1e9));
     }
   }
   if (!n) return 0;
@@ -192,13 +135,9 @@ int nsp_an_rule_signals(struct nsp_job *job) {
   const struct nsp_proc *o = &f->sides[0].procs[0];
   f->pub.time_ns = o->signal->time_ns;
   f->pub.later = n - 1;
-  f->odd = malloc(sizeof *f->odd);
-  if (!f->odd) return NSP_AN_ENOMEM;
-  f->odd[0] = o->rank;
-  f->pub.odd_ranks = f->odd;
-  f->pub.nodd = 1;
+  NSP_TRY(nsp_an_set_odd(f, &o->rank, 1));
   job->signal_id = f->id;
-  return message(job, f);
+  return 0;
 }
 
 /* The processes that died (every side of the signal finding) include the
@@ -219,16 +158,18 @@ static int side_has_dead(const struct nsp_finding_priv *sf, const struct nsp_sid
   return 0;
 }
 
-void nsp_an_link_signals(struct nsp_job *job) {
+/* Runs last (NSP_LINK_LAST): a dead rank explains only what nothing else
+ * explains. */
+static int link(struct nsp_job *job) {
   struct nsp_finding_priv *sf = job->signal_id != SIZE_MAX ? nsp_an_finding_by_id(job, job->signal_id) : NULL;
-  if (!sf) return;
+  if (!sf) return 0;
   const struct nsp_proc *o = &sf->sides[0].procs[0];
   const struct nsp_trace *ot = job->traces[o->trace];
   /* The first to die had an NCCL error before it (a watchdog that aborts
    * on a timeout): the error explains the signal. */
   if (ot->first_err.valid && ot->first_err.call.time_ns <= o->signal->time_ns && job->error_id != SIZE_MAX) {
     sf->cause_id = job->error_id;
-    return;
+    return 0;
   }
   /* Otherwise a dead rank explains what waited for it: the wavefronts and
    * hangs it is behind in, the sends/recvs it left unmatched, and errors
@@ -262,4 +203,15 @@ void nsp_an_link_signals(struct nsp_job *job) {
     }
     if (side_has_dead(sf, behind) || side_has_dead(sf, waiting) || side_has_dead(sf, unknown)) f->cause_id = sf->id;
   }
+  return 0;
 }
+
+const struct nsp_rule nsp_rule_signals = {
+    .name = "signals",
+    .checks = "processes that died of a fatal signal: the first to die, its signal, stack and last call",
+    .kinds = NSP_RULE_KINDS(NSP_FIND_SIGNAL),
+    .check = check,
+    .link = link,
+    .link_stage = NSP_LINK_LAST,
+    .message = message,
+};
