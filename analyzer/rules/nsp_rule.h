@@ -51,18 +51,8 @@ struct nsp_rule {
 /* The kinds list of a rule: .kinds = NSP_RULE_KINDS(NSP_FIND_HANG, ...). */
 #define NSP_RULE_KINDS(...) (const int[]){__VA_ARGS__}, sizeof((const int[]){__VA_ARGS__}) / sizeof(int)
 
-/* The rules, one per file (nsp_rule_<name>.c). */
-extern const struct nsp_rule nsp_rule_runs;
-extern const struct nsp_rule nsp_rule_alignment;
-extern const struct nsp_rule nsp_rule_p2p;
-extern const struct nsp_rule nsp_rule_errors;
-extern const struct nsp_rule nsp_rule_hangs;
-extern const struct nsp_rule nsp_rule_wavefront;
-extern const struct nsp_rule nsp_rule_env_process;
-extern const struct nsp_rule nsp_rule_env_comm;
-extern const struct nsp_rule nsp_rule_signals;
-
-/* The rule table, in the order the rules run (nsp_rules.c). */
+/* The rule table, in the order the rules run (nsp_rules.c; each rule is
+ * const struct nsp_rule nsp_rule_<name> in nsp_rule_<name>.c). */
 extern const struct nsp_rule *const nsp_rules[];
 extern const size_t nsp_nrules;
 /* The rule that makes kind; NULL when none does. */

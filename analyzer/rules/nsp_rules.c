@@ -3,6 +3,9 @@
  * ties of the report's order), and the order of each link stage. */
 #include "nsp_rule.h"
 
+extern const struct nsp_rule nsp_rule_runs, nsp_rule_alignment, nsp_rule_p2p, nsp_rule_errors, nsp_rule_hangs,
+    nsp_rule_wavefront, nsp_rule_env_process, nsp_rule_env_comm, nsp_rule_signals;
+
 const struct nsp_rule *const nsp_rules[] = {
     &nsp_rule_runs,        /* traces of more than one run: a note, first */
     &nsp_rule_alignment,   /* rule 1 of docs/REPORT.md */
