@@ -6,9 +6,10 @@
  * the rules of docs/REPORT.md (mismatches, send/recv pairing, wavefront,
  * errors with hints, hangs from completion tracking, environment),
  * producing findings as plain structs; nsp_job_perf adds performance
- * figures (`ncclspy perf`).  The `ncclspy` command's text and JSON
- * reports are front ends over this API (analyzer/nsp_report.h); tests and
- * other tools may use it directly.
+ * figures (`ncclspy perf`).  The kinds of finding are one table,
+ * nsp_finding_kinds.h.  The `ncclspy` command's text and JSON reports are
+ * front ends over this API (analyzer/cli/nsp_report.h); tests and other
+ * tools may use it directly.
  *
  * Usage:
  *     struct nsp_job *job = nsp_job_create();

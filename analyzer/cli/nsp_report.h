@@ -48,6 +48,12 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job);
  * be read as a trace at all, -1 when writing failed. */
 int nsp_dump_file(const char *path, int json, FILE *out, FILE *err);
 
+/* "communicator 0123456789abcdef (4 ranks, split from ... color 1, name
+ * "x")", the name escaped; "no communicator" for id 0; the parenthesis
+ * only when c (the communicator with that id) is known.  Shared by the
+ * text and perf reports. */
+void nsp_report_put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id);
+
 /* "2.28.9" for an ncclGetVersion() code (22809; codes below 10000 are the
  * pre-2.9 form, 2708 -> "2.7.8"); "unknown" for 0. */
 const char *nsp_nccl_version_str(int code, char *buf, size_t buflen);

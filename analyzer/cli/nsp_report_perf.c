@@ -44,20 +44,6 @@ static const char *fmt_ns(int64_t ns, char *buf, size_t len) {
   return buf;
 }
 
-static void put_comm_title(FILE *out, const struct nsp_perf_comm *pc) {
-  const struct nsp_comm_info *c = pc->comm;
-  fprintf(out, "communicator %016" PRIx64, pc->comm_id);
-  if (!c) return;
-  if (c->nranks > 0) fprintf(out, " (%d rank%s", c->nranks, c->nranks == 1 ? "" : "s");
-  else fprintf(out, " (? ranks");
-  if (c->parent_id) fprintf(out, ", split from %016" PRIx64 " color %d", c->parent_id, c->color);
-  if (c->name[0]) {
-    fprintf(out, ", name ");
-    nsp_put_quoted(out, c->name);
-  }
-  fputc(')', out);
-}
-
 int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
   size_t nt = nsp_job_ntraces(job), nc = nsp_job_nperf(job);
   fprintf(out, "ncclspy perf: %zu trace%s, %zu communicator%s\n", nt, nt == 1 ? "" : "s", nc, nc == 1 ? "" : "s");
@@ -68,7 +54,7 @@ int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
   for (size_t i = 0; i < nc; i++) {
     const struct nsp_perf_comm *pc = nsp_job_perf_comm(job, i);
     fputc('\n', out);
-    put_comm_title(out, pc);
+    nsp_report_put_comm(out, pc->comm, pc->comm_id);
     fputc('\n', out);
     uint64_t failed = 0, untracked = 0;
     if (pc->nrows)

@@ -64,7 +64,7 @@ static void put_rel(FILE *out, const struct nsp_job *job, int64_t t) {
   fprintf(out, ", at %s%.6f s", d < 0 ? "-" : "+", d < 0 ? -d : d);
 }
 
-static void put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id) {
+void nsp_report_put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id) {
   if (!id) {
     fprintf(out, "no communicator");
     return;
@@ -324,7 +324,7 @@ static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
   }
   if (nsp_finding_names_comm(f)) {
     fprintf(out, " on ");
-    put_comm(out, f->comm, f->comm_id);
+    nsp_report_put_comm(out, f->comm, f->comm_id);
   }
   int p2p = sides_of(f) == NSP_SIDES_SEND_RECV;
   if (p2p)

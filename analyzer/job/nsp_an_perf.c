@@ -300,16 +300,7 @@ static int on_call(struct pass *ps, struct nsp_pend_tab *tab, int tracked, const
   }
   if (!tracked || (rec->flags & NSP_CALL_UNTRACKED)) return 0;
   struct nsp_pend e;
-  memset(&e, 0, sizeof e);
-  e.seq = rec->seq;
-  e.group_id = rec->group_id;
-  e.count = rec->count;
-  e.t_enter = rec->t_enter;
-  e.local = rec->comm;
-  e.api = rec->api;
-  e.peer = rec->peer;
-  e.dtype = rec->dtype;
-  e.redop = rec->redop;
+  nsp_pend_from_call(&e, rec);
   int ret = nsp_pend_call(tab, &e);
   return ret < 0 ? ret : 0;
 }

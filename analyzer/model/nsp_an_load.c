@@ -68,6 +68,22 @@ static struct nsp_member *local_member(struct nsp_job *job, struct nsp_trace *t,
   return &job->members[t->local_member[local] - 1];
 }
 
+static int64_t wall(const struct nsp_trace *t, uint64_t mono) { return (int64_t)(mono + (uint64_t)t->off_ns); }
+
+/* The call of entry e (the arguments a CALL record had) on communicator
+ * comm_id, entered at time_ns (wall clock). */
+static void call_of(struct nsp_call *c, const struct nsp_pend *e, uint64_t comm_id, int64_t time_ns) {
+  nsp_call_clear(c);
+  c->api = e->api;
+  c->comm_id = comm_id;
+  c->seq = e->seq;
+  c->count = e->count;
+  c->dtype = e->dtype;
+  c->redop = e->redop;
+  c->peer = e->peer;
+  c->time_ns = time_ns;
+}
+
 /* Keeps the earliest error of a process (by wall time). */
 static int note_error(struct nsp_trace *t, int source, int api, uint64_t comm_id, uint64_t seq,
                       const struct nsp_rec *rec, int64_t when) {
@@ -80,20 +96,20 @@ static int note_error(struct nsp_trace *t, int source, int api, uint64_t comm_id
   if (rec->last_error && !le) return NSP_AN_ENOMEM;
   free(t->first_err.last_error);
   struct nsp_call *c = &t->first_err.call;
-  nsp_call_clear(c);
-  c->api = api;
-  c->source = source;
-  c->comm_id = comm_id;
-  c->seq = seq;
-  if (source == NSP_SRC_CALL) {
-    c->count = rec->count;
-    c->dtype = rec->dtype;
-    c->redop = rec->redop;
-    c->peer = rec->peer;
+  if (source == NSP_SRC_CALL) { /* its arguments too */
+    struct nsp_pend e;
+    nsp_pend_from_call(&e, rec);
+    call_of(c, &e, comm_id, when);
+  } else {
+    nsp_call_clear(c);
+    c->api = api;
+    c->comm_id = comm_id;
+    c->seq = seq;
+    c->time_ns = when;
   }
+  c->source = source;
   c->result = rec->result;
   c->last_error = le;
-  c->time_ns = when;
   t->first_err.last_error = le;
   t->first_err.valid = 1;
   t->first_err.site = source == NSP_SRC_CALL ? rec->site : 0;
@@ -112,8 +128,6 @@ static int dup_str(char **dst, const char *src) {
   *dst = s;
   return 0;
 }
-
-static int64_t wall(const struct nsp_trace *t, uint64_t mono) { return (int64_t)(mono + (uint64_t)t->off_ns); }
 
 /* When an error surfaced: the return of the call (a call may block long
  * before failing), its entry when no exit was recorded. */
@@ -291,6 +305,8 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   if (rec->t_enter > t->max_call_mono) t->max_call_mono = rec->t_enter;
   int kind = nsp_api_kind(rec->api);
   if (kind == NSP_K_COLL || kind == NSP_K_P2P) t->info.work_calls++;
+  struct nsp_pend e;
+  nsp_pend_from_call(&e, rec);
   struct nsp_member *m = rec->comm ? local_member(job, t, rec->comm) : NULL;
   uint64_t comm_id = m ? job->comms[m->comm]->info.id : 0;
   if (is_error(rec->result)) {
@@ -303,19 +319,6 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
     if (m) m->nuntracked++; /* no COMPLETION will come: not awaited */
   } else if (m && (t->info.tracking & NSP_TRACK_COMPLETION) && (kind == NSP_K_COLL || kind == NSP_K_P2P)) {
     /* Enqueued: it waits for its COMPLETION record. */
-    struct nsp_pend e;
-    memset(&e, 0, sizeof e);
-    e.seq = rec->seq;
-    e.group_id = rec->group_id;
-    e.count = rec->count;
-    e.t_enter = rec->t_enter;
-    e.local = rec->comm;
-    e.site = rec->site;
-    e.api = rec->api;
-    e.peer = rec->peer;
-    e.dtype = rec->dtype;
-    e.redop = rec->redop;
-    e.stream = rec->stream;
     NSP_TRY(nsp_pend_call(&t->pend, &e));
   }
   if (!rec->comm) return 0; /* group start/end, memory: no communicator */
@@ -325,16 +328,8 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   }
   m->calls++;
   struct nsp_call *lc = &t->last_call.call;
-  nsp_call_clear(lc);
-  lc->api = rec->api;
-  lc->comm_id = comm_id;
-  lc->seq = rec->seq;
-  lc->count = rec->count;
-  lc->dtype = rec->dtype;
-  lc->redop = rec->redop;
-  lc->peer = rec->peer;
+  call_of(lc, &e, comm_id, wall(t, rec->t_enter));
   lc->result = rec->result;
-  lc->time_ns = wall(t, rec->t_enter);
   t->last_call.valid = 1;
   t->last_call.site = rec->site;
   t->last_call.local = rec->comm;
@@ -607,15 +602,7 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
   if (first) {
     struct nsp_member *m = local_member(job, t, first->local);
     struct nsp_call *c = &t->blocked.call;
-    nsp_call_clear(c);
-    c->api = first->api;
-    c->comm_id = m ? job->comms[m->comm]->info.id : 0;
-    c->seq = first->seq;
-    c->count = first->count;
-    c->dtype = first->dtype;
-    c->redop = first->redop;
-    c->peer = first->peer;
-    c->time_ns = wall(t, first->t_enter);
+    call_of(c, first, m ? job->comms[m->comm]->info.id : 0, wall(t, first->t_enter));
     c->done = 0;
     t->blocked.valid = 1;
     t->blocked.site = first->site;

@@ -70,6 +70,9 @@ struct nsp_pend_tab {
   size_t live;
   int overflow;         /* stopped growing: later calls count as completed */
 };
+/* The entry of a CALL record (rec->kind NSP_REC_CALL): its key, arguments,
+ * group, stream, call site and entry time; state NSP_PEND_FREE. */
+void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec);
 void nsp_pend_init(struct nsp_pend_tab *t);
 void nsp_pend_free(struct nsp_pend_tab *t);
 /* A call was enqueued.  Returns 1 when it now waits, 0 when it is already

@@ -143,6 +143,21 @@ static int insert(struct nsp_pend_tab *t, const struct nsp_pend *src, uint8_t st
   return 1;
 }
 
+void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec) {
+  memset(e, 0, sizeof *e);
+  e->seq = rec->seq;
+  e->group_id = rec->group_id;
+  e->count = rec->count;
+  e->t_enter = rec->t_enter;
+  e->local = rec->comm;
+  e->site = rec->site;
+  e->api = rec->api;
+  e->peer = rec->peer;
+  e->dtype = rec->dtype;
+  e->redop = rec->redop;
+  e->stream = rec->stream;
+}
+
 void nsp_pend_init(struct nsp_pend_tab *t) {
   memset(t, 0, sizeof *t);
   t->free_head = SIZE_MAX;

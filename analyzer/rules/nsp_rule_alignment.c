@@ -207,6 +207,5 @@ const struct nsp_rule nsp_rule_alignment = {
     .checks = "collectives at each seq of a communicator: kind, dtype, count, reduction op, root",
     .kinds = NSP_RULE_KINDS(NSP_FIND_KIND_MISMATCH, NSP_FIND_DTYPE_MISMATCH, NSP_FIND_COUNT_MISMATCH,
                             NSP_FIND_REDOP_MISMATCH, NSP_FIND_ROOT_MISMATCH),
-    .check = check,
-    .message = message,
+    .check = check, .message = message,
 };

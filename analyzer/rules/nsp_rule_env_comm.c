@@ -9,17 +9,23 @@
 #include "nsp_names.h"
 #include "nsp_rule.h"
 
-static int rule_nranks(struct nsp_job *job, struct nsp_an_comm *c, struct nsp_an_item *it, char (*bufs)[32]) {
+static int rule_nranks(struct nsp_job *job, struct nsp_an_comm *c) {
   if (!c->nranks_conflict) return 0;
+  struct nsp_an_item *it = malloc((c->nmembers ? c->nmembers : 1) * sizeof *it);
+  char(*bufs)[32] = malloc((c->nmembers ? c->nmembers : 1) * sizeof *bufs);
+  int ret = it && bufs ? 0 : NSP_AN_ENOMEM;
   size_t n = 0;
-  for (size_t k = 0; k < c->nmembers; k++) {
+  for (size_t k = 0; k < c->nmembers && !ret; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
     if (m->rank < 0 || m->nranks <= 0) continue;
     snprintf(bufs[n], sizeof bufs[n], "%d", m->nranks);
     it[n] = (struct nsp_an_item){bufs[n], m->trace, m->rank};
     n++;
   }
-  return nsp_an_finding_by_value(job, NSP_FIND_ENV_NRANKS, c, it, n, "nranks", NULL, NULL);
+  if (!ret) ret = nsp_an_finding_by_value(job, NSP_FIND_ENV_NRANKS, c, it, n, "nranks", NULL, NULL);
+  free(it);
+  free(bufs);
+  return ret;
 }
 
 /* Members are sorted by rank: the run of one rank starting at k ends at
@@ -264,20 +270,14 @@ static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
 /* The four checks run per communicator, one after the other, so that
  * findings are made communicator by communicator. */
 static int check(struct nsp_job *job) {
-  size_t cap = job->nmembers ? job->nmembers : 1;
-  struct nsp_an_item *it = malloc(cap * sizeof *it);
-  char(*bufs)[32] = malloc(cap * sizeof *bufs);
-  int ret = it && bufs ? 0 : NSP_AN_ENOMEM;
-  for (size_t i = 0; i < job->ncomms && !ret; i++) {
+  for (size_t i = 0; i < job->ncomms; i++) {
     struct nsp_an_comm *c = job->comms[i];
-    ret = rule_dup_gpu(job, c);
-    if (!ret) ret = rule_dup_rank(job, c);
-    if (!ret) ret = rule_nranks(job, c, it, bufs);
-    if (!ret) ret = rule_missing(job, c);
+    NSP_TRY(rule_dup_gpu(job, c));
+    NSP_TRY(rule_dup_rank(job, c));
+    NSP_TRY(rule_nranks(job, c));
+    NSP_TRY(rule_missing(job, c));
   }
-  free(it);
-  free(bufs);
-  return ret;
+  return 0;
 }
 
 const struct nsp_rule nsp_rule_env_comm = {

@@ -225,8 +225,5 @@ const struct nsp_rule nsp_rule_errors = {
     .name = "errors",
     .checks = "non-success results: each process's first, and the earliest across the job (with a hint)",
     .kinds = NSP_RULE_KINDS(NSP_FIND_ERROR),
-    .check = check,
-    .link = link,
-    .link_stage = NSP_LINK_ROOTS,
-    .message = message,
+    .check = check, .link = link, .link_stage = NSP_LINK_ROOTS, .message = message,
 };

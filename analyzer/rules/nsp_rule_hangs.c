@@ -503,9 +503,6 @@ const struct nsp_rule nsp_rule_hangs = {
     .checks = "with completion tracking: the first seq of each communicator not complete on every rank, "
               "who never arrived, who waits, linked across communicators",
     .kinds = NSP_RULE_KINDS(NSP_FIND_HANG, NSP_FIND_NEVER_COMPLETED),
-    .check = check,
-    .link = link,
-    .link_stage = NSP_LINK_FIRST,
-    .message = message,
-    .message_when = NSP_MESSAGE_AFTER_LINK,
+    .check = check, .link = link, .link_stage = NSP_LINK_FIRST,
+    .message = message, .message_when = NSP_MESSAGE_AFTER_LINK,
 };

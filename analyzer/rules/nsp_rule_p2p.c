@@ -305,8 +305,5 @@ const struct nsp_rule nsp_rule_p2p = {
     .name = "p2p",
     .checks = "the k-th send of each rank to a peer against the peer's k-th recv from it: bytes, unmatched",
     .kinds = NSP_RULE_KINDS(NSP_FIND_P2P_SIZE_MISMATCH, NSP_FIND_P2P_UNMATCHED),
-    .check = check,
-    .link = link,
-    .link_stage = NSP_LINK_FIRST,
-    .message = message,
+    .check = check, .link = link, .link_stage = NSP_LINK_FIRST, .message = message,
 };

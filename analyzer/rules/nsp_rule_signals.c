@@ -210,8 +210,5 @@ const struct nsp_rule nsp_rule_signals = {
     .name = "signals",
     .checks = "processes that died of a fatal signal: the first to die, its signal, stack and last call",
     .kinds = NSP_RULE_KINDS(NSP_FIND_SIGNAL),
-    .check = check,
-    .link = link,
-    .link_stage = NSP_LINK_LAST,
-    .message = message,
+    .check = check, .link = link, .link_stage = NSP_LINK_LAST, .message = message,
 };

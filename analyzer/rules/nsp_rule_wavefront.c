@@ -245,8 +245,5 @@ const struct nsp_rule nsp_rule_wavefront = {
     .name = "wavefront",
     .checks = "ranks that stopped making collectives on a communicator before the others",
     .kinds = NSP_RULE_KINDS(NSP_FIND_STOPPED_EARLY),
-    .check = check,
-    .link = link,
-    .link_stage = NSP_LINK_FIRST,
-    .message = message,
+    .check = check, .link = link, .link_stage = NSP_LINK_FIRST, .message = message,
 };
