@@ -43,8 +43,11 @@ static int rule_messages(struct nsp_job *job, const struct nsp_rule *r) {
 
 int nsp_an_run_rules(struct nsp_job *job) {
   NSP_TRY(nsp_an_prepare(job));
-  for (size_t r = 0; r < nsp_nrules; r++)
-    if (nsp_rules[r]->check) NSP_TRY(nsp_rules[r]->check(job));
+  for (size_t r = 0; r < nsp_nrules; r++) {
+    const struct nsp_rule *rule = nsp_rules[r];
+    if (rule->check) NSP_TRY(rule->check(job));
+    for (size_t i = 0; rule->check_comm && i < job->ncomms; i++) NSP_TRY(rule->check_comm(job, job->comms[i]));
+  }
   for (int stage = NSP_LINK_FIRST; stage <= NSP_LINK_LAST; stage++)
     for (size_t r = 0; r < nsp_nrules; r++) {
       const struct nsp_rule *rule = nsp_rules[r];

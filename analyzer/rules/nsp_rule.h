@@ -33,10 +33,12 @@ struct nsp_rule {
   const int *kinds;   /* the finding kinds it can make (each kind is made
                          by one rule: a test checks the kinds table) */
   size_t nkinds;
-  /* Makes its findings (and notes), in a fixed order: finding ids follow
-   * creation and break the last ties of the report's order.  Returns 0 or
-   * NSP_AN_ENOMEM. */
+  /* Make its findings (and notes), in a fixed order: finding ids follow
+   * creation and break the last ties of the report's order.  check looks
+   * at the whole job; check_comm, after it, at each communicator in turn
+   * (nsp_job_comm order); either may be NULL.  Return 0 or NSP_AN_ENOMEM. */
   int (*check)(struct nsp_job *job);
+  int (*check_comm)(struct nsp_job *job, struct nsp_an_comm *c);
   /* Sets cause_id of its findings to the findings they follow from (after
    * every check, at link_stage); NULL when it links nothing.  0 or
    * NSP_AN_ENOMEM. */

@@ -136,11 +136,6 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   return 0;
 }
 
-static int check(struct nsp_job *job) {
-  for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(check_comm(job, job->comms[i]));
-  return 0;
-}
-
 /* ---- the message ------------------------------------------------------------ */
 
 /* The process of f with communicator rank `rank` (first found), or NULL. */
@@ -207,5 +202,5 @@ const struct nsp_rule nsp_rule_alignment = {
     .checks = "collectives at each seq of a communicator: kind, dtype, count, reduction op, root",
     .kinds = NSP_RULE_KINDS(NSP_FIND_KIND_MISMATCH, NSP_FIND_DTYPE_MISMATCH, NSP_FIND_COUNT_MISMATCH,
                             NSP_FIND_REDOP_MISMATCH, NSP_FIND_ROOT_MISMATCH),
-    .check = check, .message = message,
+    .check_comm = check_comm, .message = message,
 };

@@ -267,17 +267,13 @@ static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
   return ret;
 }
 
-/* The four checks run per communicator, one after the other, so that
- * findings are made communicator by communicator. */
-static int check(struct nsp_job *job) {
-  for (size_t i = 0; i < job->ncomms; i++) {
-    struct nsp_an_comm *c = job->comms[i];
-    NSP_TRY(rule_dup_gpu(job, c));
-    NSP_TRY(rule_dup_rank(job, c));
-    NSP_TRY(rule_nranks(job, c));
-    NSP_TRY(rule_missing(job, c));
-  }
-  return 0;
+/* The four checks of one communicator, so that findings are made
+ * communicator by communicator. */
+static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
+  NSP_TRY(rule_dup_gpu(job, c));
+  NSP_TRY(rule_dup_rank(job, c));
+  NSP_TRY(rule_nranks(job, c));
+  return rule_missing(job, c);
 }
 
 const struct nsp_rule nsp_rule_env_comm = {
@@ -286,5 +282,5 @@ const struct nsp_rule nsp_rule_env_comm = {
               "ranks without a trace",
     .kinds = NSP_RULE_KINDS(NSP_FIND_ENV_DUP_GPU, NSP_FIND_ENV_DUP_RANK, NSP_FIND_ENV_NRANKS,
                             NSP_FIND_ENV_MISSING_RANKS),
-    .check = check,
+    .check_comm = check_comm,
 };

@@ -78,7 +78,7 @@ static int side_text(struct nsp_side *s, int role, uint64_t h, uint64_t lost_aft
   return nsp_an_set_side_text(s, buf);
 }
 
-static int hang_comm(struct nsp_job *job, struct nsp_an_comm *c) {
+static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   uint64_t h = 0;
   for (size_t k = 0; k < c->nmembers; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
@@ -209,11 +209,6 @@ static int hang_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   return ret;
 }
 
-static int check(struct nsp_job *job) {
-  for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(hang_comm(job, job->comms[i]));
-  return 0;
-}
-
 /* ---- links and messages --------------------------------------------------- */
 
 static int is_hang(const struct nsp_finding_priv *f) { return nsp_an_kind_is_hang(f->pub.kind); }
@@ -221,7 +216,7 @@ static int is_hang(const struct nsp_finding_priv *f) { return nsp_an_kind_is_han
 /* The hang a not-arrived process is stuck in: its earliest call that never
  * completed, when that is on another communicator with a hang. */
 static const struct nsp_an_comm *blocked_in(const struct nsp_job *job, const struct nsp_finding_priv *f,
-                                         const struct nsp_proc *p) {
+                                            const struct nsp_proc *p) {
   if (p->blocked.api < 0 || p->blocked.comm_id == f->pub.comm_id) return NULL;
   const struct nsp_an_comm *c = nsp_an_comm_of(job, p->blocked.comm_id);
   return c && c->hang_seq ? c : NULL;
@@ -232,7 +227,7 @@ static const struct nsp_an_comm *blocked_in(const struct nsp_job *job, const str
  * Only when that call is not on f's own communicator: there the mismatch
  * already links the hang. */
 static const struct nsp_an_comm *left_after_mismatch(const struct nsp_job *job, const struct nsp_finding_priv *f,
-                                                  const struct nsp_proc *p) {
+                                                     const struct nsp_proc *p) {
   if (p->call.api < 0 || !p->call.comm_id || p->call.comm_id == f->pub.comm_id) return NULL;
   if (nsp_api_kind(p->call.api) != NSP_K_COLL) return NULL;
   const struct nsp_an_comm *c = nsp_an_comm_of(job, p->call.comm_id);
@@ -503,6 +498,6 @@ const struct nsp_rule nsp_rule_hangs = {
     .checks = "with completion tracking: the first seq of each communicator not complete on every rank, "
               "who never arrived, who waits, linked across communicators",
     .kinds = NSP_RULE_KINDS(NSP_FIND_HANG, NSP_FIND_NEVER_COMPLETED),
-    .check = check, .link = link, .link_stage = NSP_LINK_FIRST,
+    .check_comm = check_comm, .link = link, .link_stage = NSP_LINK_FIRST,
     .message = message, .message_when = NSP_MESSAGE_AFTER_LINK,
 };

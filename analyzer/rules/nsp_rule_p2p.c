@@ -207,11 +207,6 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   return ret;
 }
 
-static int check(struct nsp_job *job) {
-  for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(check_comm(job, job->comms[i]));
-  return 0;
-}
-
 /* A send or recv left unmatched because its peer's trace ends early (the
  * peer died, stalled or was killed) is that stop's consequence, not a
  * schedule bug: link it to the stopped-early (or hang) finding that names
@@ -305,5 +300,5 @@ const struct nsp_rule nsp_rule_p2p = {
     .name = "p2p",
     .checks = "the k-th send of each rank to a peer against the peer's k-th recv from it: bytes, unmatched",
     .kinds = NSP_RULE_KINDS(NSP_FIND_P2P_SIZE_MISMATCH, NSP_FIND_P2P_UNMATCHED),
-    .check = check, .link = link, .link_stage = NSP_LINK_FIRST, .message = message,
+    .check_comm = check_comm, .link = link, .link_stage = NSP_LINK_FIRST, .message = message,
 };

@@ -133,11 +133,6 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   return ret;
 }
 
-static int check(struct nsp_job *job) {
-  for (size_t i = 0; i < job->ncomms; i++) NSP_TRY(check_comm(job, job->comms[i]));
-  return 0;
-}
-
 /* ---- the link ------------------------------------------------------------- */
 
 /* The communicator of a mismatch that a process of finding f is stuck
@@ -145,7 +140,7 @@ static int check(struct nsp_job *job) {
  * communicator at or after that communicator's mismatched seq, made no
  * earlier than the mismatch.  NULL when there is no such evidence. */
 static const struct nsp_an_comm *stuck_after_mismatch(struct nsp_job *job, const struct nsp_finding_priv *f,
-                                                   const struct nsp_proc *p) {
+                                                      const struct nsp_proc *p) {
   if (p->call.api < 0 || !p->call.comm_id || p->call.comm_id == f->pub.comm_id) return NULL;
   if (nsp_api_kind(p->call.api) != NSP_K_COLL) return NULL;
   const struct nsp_an_comm *c = nsp_an_comm_of(job, p->call.comm_id);
@@ -245,5 +240,5 @@ const struct nsp_rule nsp_rule_wavefront = {
     .name = "wavefront",
     .checks = "ranks that stopped making collectives on a communicator before the others",
     .kinds = NSP_RULE_KINDS(NSP_FIND_STOPPED_EARLY),
-    .check = check, .link = link, .link_stage = NSP_LINK_FIRST, .message = message,
+    .check_comm = check_comm, .link = link, .link_stage = NSP_LINK_FIRST, .message = message,
 };

@@ -75,11 +75,12 @@ static void check_rules(void) {
     for (size_t r = 0; r < nsp_nrules; r++)
       for (size_t i = 0; i < nsp_rules[r]->nkinds; i++) makers += nsp_rules[r]->kinds[i] == k;
     const struct nsp_rule *r = nsp_rule_of_kind(k);
-    ok(makers == 1 && r && r->check, "%s is made by one rule (%d do)", nsp_finding_kind_name(k), makers);
+    ok(makers == 1 && r && (r->check || r->check_comm), "%s is made by one rule (%d do)", nsp_finding_kind_name(k), makers);
   }
   for (size_t r = 0; r < nsp_nrules; r++) {
     const struct nsp_rule *rule = nsp_rules[r];
-    int known = rule->name && rule->checks && rule->check && (rule->link != NULL) == (rule->link_stage != NSP_LINK_NONE);
+    int known = rule->name && rule->checks && (rule->check || rule->check_comm) &&
+                (rule->link != NULL) == (rule->link_stage != NSP_LINK_NONE);
     for (size_t i = 0; i < rule->nkinds; i++) known &= nsp_finding_kind_info(rule->kinds[i]) != NULL;
     ok(known, "rule %s: named, checks, kinds in the table, a link with a stage", rule->name ? rule->name : "?");
   }
