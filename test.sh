@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 nsp_deps test || exit 2
 build=${NSP_BUILD_DIR:-build-test}
 if [ ! -d "$build" ]; then
-  meson setup "$build" -Dwerror=true -Dtests=enabled -Djson=enabled || exit 2
+  meson setup "$build" -Dwerror=true -Dtests=enabled || exit 2
 fi
 meson compile -C "$build" || exit 2
 meson test -C "$build" --print-errorlogs --num-processes 2 "$@"

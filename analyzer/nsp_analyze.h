@@ -6,9 +6,10 @@
  * the rules of docs/REPORT.md (mismatches, send/recv pairing, wavefront,
  * errors with hints, hangs from completion tracking, environment),
  * producing findings as plain structs; nsp_job_perf adds performance
- * figures (`ncclspy perf`).  The `ncclspy` command's text and JSON
- * reports are front ends over this API (analyzer/nsp_report.h); tests and
- * other tools may use it directly.
+ * figures (`ncclspy perf`).  The kinds of finding are one table,
+ * nsp_finding_kinds.h.  The `ncclspy` command's text and JSON reports are
+ * front ends over this API (analyzer/cli/nsp_report.h); tests and other
+ * tools may use it directly.
  *
  * Usage:
  *     struct nsp_job *job = nsp_job_create();
@@ -51,6 +52,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nsp_finding_kinds.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -67,45 +70,55 @@ enum nsp_an_error {
 /* A constant sentence for an nsp_an_error value ("out of memory"). */
 const char *nsp_an_strerror(int err);
 
-/* Kinds of finding.  The strings of nsp_finding_kind_name are stable:
+/* Kinds of finding, one per line of the table in nsp_finding_kinds.h
+ * (NSP_FIND_KIND_MISMATCH "kind-mismatch", NSP_FIND_DTYPE_MISMATCH, ...,
+ * the env-* kinds NSP_FIND_ENV_NCCL_VERSION to NSP_FIND_ENV_WORLD_SIZE,
+ * NSP_FIND_SIGNAL).  The strings of nsp_finding_kind_name are stable:
  * tests and the JSON report use them. */
 enum nsp_finding_kind {
-  NSP_FIND_KIND_MISMATCH,     /* "kind-mismatch": different collectives at one seq */
-  NSP_FIND_DTYPE_MISMATCH,    /* "dtype-mismatch" */
-  NSP_FIND_COUNT_MISMATCH,    /* "count-mismatch" */
-  NSP_FIND_REDOP_MISMATCH,    /* "redop-mismatch" */
-  NSP_FIND_ROOT_MISMATCH,     /* "root-mismatch" */
-  NSP_FIND_P2P_SIZE_MISMATCH, /* "p2p-size-mismatch": k-th send vs k-th recv bytes */
-  NSP_FIND_P2P_UNMATCHED,     /* "p2p-unmatched": a send or recv with no partner */
-  NSP_FIND_STOPPED_EARLY,     /* "stopped-early": the wavefront of a communicator */
-  NSP_FIND_ERROR,             /* "error": non-success results, first one named */
-  /* With completion tracking (format 1.1): */
-  NSP_FIND_HANG,              /* "hang": first seq not complete on all ranks, some never issued it */
-  NSP_FIND_NEVER_COMPLETED,   /* "never-completed": every rank issued the seq, some never completed it */
-  /* Environment (docs/REPORT.md, "Environment"): */
-  NSP_FIND_ENV_NCCL_VERSION,  /* "env-nccl-version": NCCL versions differ across ranks */
-  NSP_FIND_ENV_NCCL_PATH,     /* "env-nccl-path": NCCL library paths differ */
-  NSP_FIND_ENV_DRIVER,        /* "env-driver-version": CUDA driver versions differ */
-  NSP_FIND_ENV_RUNTIME,       /* "env-cuda-runtime": CUDA runtime versions differ */
-  NSP_FIND_ENV_SETTING,       /* "env-nccl-setting": an NCCL_* variable differs (or is unset on some) */
-  NSP_FIND_ENV_DUP_GPU,       /* "env-duplicate-gpu": two ranks of a communicator on one GPU */
-  NSP_FIND_ENV_DUP_RANK,      /* "env-duplicate-rank": two processes claim one rank */
-  NSP_FIND_ENV_NRANKS,        /* "env-nranks": members disagree on nranks */
-  NSP_FIND_ENV_MISSING_RANKS, /* "env-missing-ranks": fewer ranks traced than nranks */
-  NSP_FIND_ENV_WORLD_SIZE,    /* "env-world-size": WORLD_SIZE & co. disagree with what was traced */
-  /* Format 1.3: */
-  NSP_FIND_SIGNAL,            /* "signal": processes died of a fatal signal (SIGSEGV, SIGABRT, ...) */
+#define NSP_X_KIND_ENUM(id, ...) id,
+  NSP_FINDING_KINDS(NSP_X_KIND_ENUM)
+#undef NSP_X_KIND_ENUM
   NSP_FIND_KIND_COUNT
 };
 
+/* A line of the kinds table (nsp_finding_kinds.h says what each column
+ * means). */
+struct nsp_finding_kind_info {
+  int kind;              /* enum nsp_finding_kind */
+  const char *name;      /* "dtype-mismatch" */
+  int order_class;       /* enum nsp_finding_class */
+  int rank_space;        /* enum nsp_rank_space */
+  int sides;             /* enum nsp_side_shape */
+  const char *odd_ranks; /* what nsp_finding.odd_ranks holds; "" never set */
+  const char *later;     /* what nsp_finding.later counts; "" always 0 */
+  const char *hint;      /* nsp_finding_kind_hint */
+};
+/* The line of kind; NULL for values out of range. */
+const struct nsp_finding_kind_info *nsp_finding_kind_info(int kind);
+/* The words docs/REPORT.md's table of kinds uses for a class ("mismatch"),
+ * a rank space ("communicator") and a side shape ("by call"); "unknown"
+ * out of range. */
+const char *nsp_finding_class_name(int order_class);
+const char *nsp_rank_space_name(int rank_space);
+const char *nsp_side_shape_name(int sides);
+
 struct nsp_finding;
 /* True when f's ranks (sides, procs, odd_ranks) are job ranks
- * (nsp_trace_info.rank): "error", "signal" and the env-* findings without
- * a communicator; false when they are ranks of f's communicator. */
+ * (nsp_trace_info.rank): kinds whose rank space is NSP_RANKS_JOB or
+ * NSP_RANKS_JOB_IN_COMM ("error", "signal"), and NSP_RANKS_COMM_OR_JOB
+ * ones (the env-* findings) without a communicator; false when they are
+ * ranks of f's communicator. */
 int nsp_finding_job_ranks(const struct nsp_finding *f);
 
-/* True for the env-* kinds (NSP_FIND_ENV_NCCL_VERSION to
- * NSP_FIND_ENV_WORLD_SIZE: the report's Environment section). */
+/* True when the reports name f's communicator, as "no communicator" when
+ * it has none: kinds about one (NSP_RANKS_COMM, NSP_RANKS_JOB_IN_COMM),
+ * and the others when they have one. */
+int nsp_finding_names_comm(const struct nsp_finding *f);
+
+/* True for the kinds of class NSP_CLASS_ENV (the env-* kinds
+ * NSP_FIND_ENV_NCCL_VERSION to NSP_FIND_ENV_WORLD_SIZE: the report's
+ * Environment section). */
 int nsp_finding_kind_is_env(int kind);
 
 /* "kind-mismatch", ...; "unknown" for values out of range. */
@@ -343,18 +356,12 @@ struct nsp_finding {
   int src, dst;         /* p2p: sending and receiving rank; -1 otherwise */
   size_t nsides;
   const struct nsp_side *sides;
-  size_t nodd;          /* ranks of the odd side(s) out, when one side holds */
-  const int *odd_ranks; /* a strict majority (mismatches, env-*); the ranks
-                           behind (stopped-early); the origin (error); the
-                           ranks that did not arrive (hang; when none is
-                           known to be absent, the arrival-unknown ones) or
-                           whose call never completed (never-completed); the ranks
-                           without a trace (env-missing-ranks); the first
-                           to die (signal) */
-  uint64_t later;       /* consequences not reported separately: later seqs
-                           that also differ; p2p ops after the first bad one;
-                           error events after the origin; signal: the other
-                           processes that died of one */
+  size_t nodd;
+  const int *odd_ranks; /* the ranks to look at, ascending: what they are
+                           for each kind is the "odd" column of the kinds
+                           table (nsp_finding_kind_info()->odd_ranks) */
+  uint64_t later;       /* consequences counted, not reported separately:
+                           what for each kind is the table's "later" column */
   int64_t time_ns;      /* earliest call involved (wall clock); 0 unknown;
                            hang: when the first waiting rank enqueued;
                            signal: when the first process got its signal */

@@ -23,9 +23,7 @@
 #include "nsp_an_cases.h"
 #include "nsp_config.h"
 
-#if NSP_HAVE_JSON
 #include <json-c/json.h>
-#endif
 
 extern char **environ;
 
@@ -539,7 +537,6 @@ static void test_dump_text(void **state) {
   result_free(&r);
 }
 
-#if NSP_HAVE_JSON
 static json_object *get(json_object *o, const char *key) {
   json_object *v = NULL;
   if (!json_object_object_get_ex(o, key, &v)) fail_msg("no member \"%s\" in %s", key, json_object_to_json_string(o));
@@ -798,17 +795,6 @@ static void test_perf(void **state) {
   assert_contains(r.out, "usage: ncclspy perf");
   result_free(&r);
 }
-#else
-static void test_json_unavailable(void **state) {
-  (void)state;
-  char dir[300];
-  case_dir("c09", dir, sizeof dir);
-  struct result r = run((const char *[]){"analyze", "--json", dir, NULL});
-  assert_int_equal(r.status, 2);
-  assert_contains(r.err, "built without json-c");
-  result_free(&r);
-}
-#endif
 
 /* ---- golden text reports ------------------------------------------------ */
 
@@ -886,14 +872,10 @@ int main(void) {
       cmocka_unit_test(test_no_records),
       cmocka_unit_test(test_subdirs_and_rings),
       cmocka_unit_test(test_dump_text),
-#if NSP_HAVE_JSON
       cmocka_unit_test(test_dump_json),
       cmocka_unit_test(test_json_report),
       cmocka_unit_test(test_json_hangs),
       cmocka_unit_test(test_perf),
-#else
-      cmocka_unit_test(test_json_unavailable),
-#endif
       cmocka_unit_test(test_golden),
   };
   int ret = cmocka_run_group_tests(tests, NULL, teardown_dirs);

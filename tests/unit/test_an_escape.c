@@ -21,14 +21,11 @@
 #include <unistd.h>
 
 #include "nsp_an_test.h"
-#include "nsp_config.h"
 #include "nsp_report.h"
 
 #include "nsp_escape.h"
 
-#if NSP_HAVE_JSON
 #include <json-c/json.h>
-#endif
 
 extern char **environ;
 
@@ -207,7 +204,6 @@ static char latin1_dir[300], latin1_path0[600];
  * with an escape and a line break (a note). */
 static char controls_dir[300], controls_path0[600];
 
-#if NSP_HAVE_JSON
 static json_object *get(json_object *o, const char *key) {
   json_object *v = NULL;
   if (!json_object_object_get_ex(o, key, &v)) fail_msg("no member \"%s\" in %s", key, json_object_to_json_string(o));
@@ -378,7 +374,6 @@ static void test_dump_json_utf8(void **state) {
   check_dump_json("ncclspy dump --json", s, latin1_dir);
   free(s);
 }
-#endif
 
 /* ---- (b) the text escapes control characters --------------------------- */
 
@@ -676,12 +671,10 @@ static void test_utf8_valid(void **state) {
   char *tmp;
   assert_string_equal(nsp_utf8_valid(NULL, &tmp), "");
   assert_null(tmp);
-#if NSP_HAVE_JSON
   json_object *o = json_object_new_object();
   assert_int_equal(nsp_json_add(o, "k\xe9y", nsp_json_string("v\xe9")), 0);
   assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "{\"k" FFFD "y\":\"v" FFFD "\"}");
   json_object_put(o);
-#endif
 }
 
 static int setup_dirs(void **state) {
@@ -710,11 +703,9 @@ static int teardown_dirs(void **state) {
 int main(void) {
   if (nsp_case_mkdtemp(tmpdir, sizeof tmpdir) < 0) return 2;
   const struct CMUnitTest tests[] = {
-#if NSP_HAVE_JSON
       cmocka_unit_test(test_analyze_json_utf8),
       cmocka_unit_test(test_perf_json_utf8),
       cmocka_unit_test(test_dump_json_utf8),
-#endif
       cmocka_unit_test(test_report_text_escapes),
       cmocka_unit_test(test_perf_text_escapes),
       cmocka_unit_test(test_dump_text_escapes),

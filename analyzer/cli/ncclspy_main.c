@@ -1,0 +1,372 @@
+/* ncclspy_main.c - the `ncclspy` command: subcommands over the analyzer
+ * library and its front ends.  Exit status: 0 clean, 1 findings (analyze)
+ * or a damaged file (dump), 2 usage error, unreadable input, or a report
+ * that could not be written. */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nsp_analyze.h"
+#include "nsp_config.h"
+#include "ncclspy/trace.h"
+#include "nsp_report.h"
+
+enum { NSP_EXIT_CLEAN = 0, NSP_EXIT_FINDINGS = 1, NSP_EXIT_USAGE = 2 };
+
+static const char nsp_usage_main[] =
+    "usage: ncclspy COMMAND [OPTIONS] ARGS...\n"
+    "\n"
+    "Reads the per-process traces that libncclspy.so wrote for a job and says\n"
+    "which NCCL call went wrong first, on which ranks, and why.\n"
+    "\n"
+    "commands:\n"
+    "  analyze [--json] [-o FILE] DIR|FILE...  merge the traces, check them, report\n"
+    "  perf [--json] [-o FILE] DIR|FILE...     GPU times, bandwidths, arrival spread, stragglers\n"
+    "  dump [--json] FILE...                   print every record of trace files\n"
+    "  help [COMMAND]                          this text, or a command's\n"
+    "\n"
+    "options:\n"
+    "  -h, --help       this text\n"
+    "  -V, --version    print the version\n"
+    "\n"
+    "Run `ncclspy help analyze` for the checks and exit status.\n";
+
+static const char nsp_usage_analyze[] =
+    "usage: ncclspy analyze [--json] [-o FILE] DIR|FILE...\n"
+    "\n"
+    "Loads every *.ncclspy file in each DIR (not recursive) and each FILE, each\n"
+    "file once (a copy of a trace too); *.ncclspy.ring files are read by their trace.\n"
+    "Unifies communicators across ranks, and checks, per communicator:\n"
+    "  - collectives at each sequence number: kind, dtype, count, reduction op, root\n"
+    "    (the first mismatching seq per communicator);\n"
+    "  - the k-th send against the k-th recv of every rank pair (bytes, unmatched);\n"
+    "  - ranks that stopped making collectives before the others (the wavefront);\n"
+    "  - non-success results: the first per rank, and the earliest overall (with a\n"
+    "    hint: likely cause, what to check, the relevant settings of each rank);\n"
+    "  - with completion tracking: the first seq that did not complete, the ranks\n"
+    "    that never arrived and those waiting, linked across communicators;\n"
+    "  - environment: NCCL/CUDA versions, NCCL_* settings, GPUs, ranks and world\n"
+    "    sizes that differ or do not add up.\n"
+    "Findings are listed likely cause first.  Damaged or cut files are read up to\n"
+    "the damage and named under \"Notes\" with the byte offset.\n"
+    "\n"
+    "options:\n"
+    "  --json           the report as one JSON object (schema: docs/REPORT.md)\n"
+    "  -o, --output FILE  write the report to FILE instead of standard output\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "exit status: 0 no findings, 1 findings, 2 usage error, no readable trace (or\n"
+    "record), or -o naming an input trace.\n";
+
+static const char nsp_usage_perf[] =
+    "usage: ncclspy perf [--json] [-o FILE] DIR|FILE...\n"
+    "\n"
+    "Per communicator, op and size bucket (powers of two of nccl-tests' size S):\n"
+    "calls, GPU duration p50/p99 from completion records with GPU timing, and\n"
+    "algbw/busbw as nccl-tests computes them.  Per communicator: the spread of\n"
+    "arrival times per collective (wall clock, aligned by each trace's clock\n"
+    "pair) and the ranks that arrive last most often.\n"
+    "\n"
+    "options:\n"
+    "  --json           one JSON object (schema: docs/REPORT.md)\n"
+    "  -o, --output FILE  write to FILE instead of standard output\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "exit status: 0 figures written, 2 usage error or no readable trace.\n";
+
+static const char nsp_usage_dump[] =
+    "usage: ncclspy dump [--json] FILE...\n"
+    "\n"
+    "Prints the header and every record of each trace file, one per line; times\n"
+    "are relative to the header (t=+12.345678ms).  With --json, one JSON object\n"
+    "per line with every field.\n"
+    "\n"
+    "exit status: 0 read cleanly, 1 a file was damaged or cut (records before the\n"
+    "damage are printed), 2 usage error or a file that is not a trace.\n";
+
+/* Prints "ncclspy: <what><arg>" and where to find help. */
+static int usage_error(const char *cmd, const char *what, const char *arg) {
+  fprintf(stderr, "ncclspy: %s%s", what, arg ? arg : "");
+  fprintf(stderr, "\nTry 'ncclspy help%s%s'.\n", cmd ? " " : "", cmd ? cmd : "");
+  return NSP_EXIT_USAGE;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int same_file(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Whether `output`, which does not exist, would be created as `path`
+ * (the same directory, by identity, and the same file name). */
+static int same_place_new(const char *output, const char *path) {
+  char *a = strdup(output), *b = strdup(path);
+  int same = 0;
+  if (a && b) {
+    char *abase = strdup(basename(a)), *bbase = strdup(basename(b));
+    struct stat ad, bd;
+    if (abase && bbase && !strcmp(abase, bbase) && stat(dirname(a), &ad) == 0 && stat(dirname(b), &bd) == 0)
+      same = same_file(&ad, &bd);
+    free(abase);
+    free(bbase);
+  }
+  free(a);
+  free(b);
+  return same;
+}
+
+/* Whether writing the report to `output` would overwrite an input: a
+ * file named on the command line (or its .ring), or a trace (or .ring)
+ * inside a directory named there.  Prints why and returns 1. */
+static int output_clobbers_input(const char *output, int argc, char **argv, int first) {
+  struct stat os, ds;
+  int exists = stat(output, &os) == 0;
+  char *copy = strdup(output);
+  if (!copy) return 0;
+  int dir_ok = stat(dirname(copy), &ds) == 0;
+  free(copy);
+  int trace_name = ends_with(output, ".ncclspy") || ends_with(output, ".ncclspy.ring");
+  for (int i = first; i < argc; i++) {
+    struct stat is;
+    if (stat(argv[i], &is) < 0) continue;
+    int hit = exists && same_file(&os, &is);
+    if (!hit && S_ISDIR(is.st_mode)) hit = dir_ok && trace_name && same_file(&ds, &is);
+    if (!hit && S_ISREG(is.st_mode) && ends_with(output, ".ring")) {
+      /* Its .ring, there already or not yet (a crash may make it later,
+       * and the next analyze would read the report as the ring). */
+      char ring[4200];
+      struct stat rs;
+      snprintf(ring, sizeof ring, "%s.ring", argv[i]);
+      hit = exists ? stat(ring, &rs) == 0 && same_file(&os, &rs) : same_place_new(output, ring);
+    }
+    if (hit) {
+      fprintf(stderr, "ncclspy: -o %s would overwrite the input trace %s%s; write the report elsewhere\n", output,
+              argv[i], S_ISDIR(is.st_mode) ? " (a trace directory)" : "");
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* After loading: whether `output` is, through any link (symbolic or
+ * hard), one of the trace files read or its .ring.  The name checks of
+ * output_clobbers_input miss a link that names a trace under another
+ * name; the files' identities (device, inode) do not.  Prints why and
+ * returns 1. */
+static int output_is_loaded_trace(const char *output, const struct nsp_job *job) {
+  struct stat os;
+  if (stat(output, &os) != 0) return 0; /* nothing there yet: nothing to overwrite */
+  for (size_t i = 0; i < nsp_job_ntraces(job); i++) {
+    const char *path = nsp_job_trace(job, i)->path;
+    char ring[4200];
+    struct stat ts;
+    snprintf(ring, sizeof ring, "%s.ring", path);
+    if ((stat(path, &ts) == 0 && same_file(&os, &ts)) || (stat(ring, &ts) == 0 && same_file(&os, &ts))) {
+      fprintf(stderr, "ncclspy: -o %s would overwrite the input trace %s (the same file through a link); "
+                      "write the report elsewhere\n", output, path);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static FILE *open_output(const char *output) {
+  FILE *out = fopen(output, "w");
+  if (!out) fprintf(stderr, "ncclspy: cannot write %s: %s\n", output, strerror(errno));
+  return out;
+}
+
+/* Loads the paths of argv[optind..] into job: warnings for unreadable
+ * ones.  Returns 0 when some trace was read, else an exit status. */
+static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
+  for (int i = first; i < argc; i++) {
+    /* A crash-ring sidecar is read with its trace; a shell glob names both. */
+    if (ends_with(argv[i], ".ncclspy.ring")) {
+      if (access(argv[i], F_OK) != 0) fprintf(stderr, "ncclspy: warning: %s: %s\n", argv[i], strerror(errno));
+      continue;
+    }
+    int r = nsp_job_add_path(job, argv[i]);
+    if (r == NSP_AN_ENOMEM) {
+      fprintf(stderr, "ncclspy: out of memory\n");
+      return NSP_EXIT_USAGE;
+    }
+    if (r == NSP_AN_EREAD) fprintf(stderr, "ncclspy: warning: %s\n", nsp_job_error(job));
+    else if (r == 0 && *nsp_job_error(job)) fprintf(stderr, "ncclspy: warning: %s\n", nsp_job_error(job));
+    else if (r == 0) fprintf(stderr, "ncclspy: warning: %s: no *.ncclspy trace in it\n", argv[i]);
+  }
+  if (!nsp_job_ntraces(job)) {
+    int rings = 0, others = 0;
+    for (int i = first; i < argc; i++) ends_with(argv[i], ".ncclspy.ring") ? rings++ : others++;
+    if (rings && !others && access(argv[first], F_OK) == 0) {
+      fprintf(stderr, "ncclspy: %s is a crash ring, read along with its trace: name the trace (%.*s) or its "
+                      "directory\n", argv[first], (int)(strlen(argv[first]) - 5), argv[first]);
+      return NSP_EXIT_USAGE;
+    }
+    fprintf(stderr, "ncclspy: no readable trace");
+    for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "%s %s", i ? ";" : ":", nsp_job_note(job, i));
+    fprintf(stderr, "\n");
+    return NSP_EXIT_USAGE;
+  }
+  uint64_t records = 0;
+  for (size_t i = 0; i < nsp_job_ntraces(job); i++) records += nsp_job_trace(job, i)->records;
+  if (!records) {
+    fprintf(stderr, "ncclspy: none of the %zu traces has a readable record, so there is nothing to analyse",
+            nsp_job_ntraces(job));
+    for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "\n  %s", nsp_job_note(job, i));
+    fprintf(stderr, "\n");
+    return NSP_EXIT_USAGE;
+  }
+  return 0;
+}
+
+/* What `analyze` and `perf` differ in; the rest of their run is one. */
+struct report_cmd {
+  const char *name;  /* "analyze" */
+  const char *usage; /* its help text */
+  const char *needs; /* the usage error when no path is given */
+  int perf;          /* also compute the performance figures */
+  int (*text)(const struct nsp_job *job, FILE *out);
+  int (*json)(const struct nsp_job *job, FILE *out);
+  const char *what;  /* "the report": in "could not write the report to X" */
+};
+
+static const struct report_cmd nsp_cmd_analyze = {
+    "analyze", nsp_usage_analyze, "analyze needs a directory or trace file", 0,
+    nsp_report_text, nsp_report_json, " the report"};
+static const struct report_cmd nsp_cmd_perf = {
+    "perf", nsp_usage_perf, "perf needs a directory or trace file", 1,
+    nsp_report_perf_text, nsp_report_perf_json, ""};
+
+/* `analyze` and `perf`: options, loading, analysis, the report.  Exit
+ * status: perf NSP_EXIT_CLEAN, analyze NSP_EXIT_FINDINGS when it found
+ * something; NSP_EXIT_USAGE on any failure. */
+static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
+  static const struct option opts[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"output", required_argument, NULL, 'o'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  int json = 0, c;
+  const char *output = NULL;
+  optind = 0; /* glibc: re-initialise for the subcommand's argv */
+  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'j': json = 1; break;
+      case 'o': output = optarg; break;
+      case 'h': fputs(k->usage, stdout); return NSP_EXIT_CLEAN;
+      default: return usage_error(k->name, "bad option", NULL);
+    }
+  }
+  if (optind >= argc) return usage_error(k->name, k->needs, NULL);
+
+  struct nsp_job *job = nsp_job_create();
+  if (!job) {
+    fprintf(stderr, "ncclspy: out of memory\n");
+    return NSP_EXIT_USAGE;
+  }
+  if (output && output_clobbers_input(output, argc, argv, optind)) {
+    nsp_job_destroy(job);
+    return NSP_EXIT_USAGE;
+  }
+  int status = load_paths(job, argc, argv, optind);
+  if (status) goto out;
+  status = NSP_EXIT_USAGE;
+  int r = nsp_job_analyze(job);
+  if (r == 0 && k->perf) r = nsp_job_perf(job);
+  if (r < 0) {
+    fprintf(stderr, "ncclspy: analysis failed: %s\n", nsp_an_strerror(r));
+    goto out;
+  }
+  FILE *out = stdout;
+  if (output && output_is_loaded_trace(output, job)) goto out;
+  if (output && !(out = open_output(output))) goto out;
+  r = json ? k->json(job, out) : k->text(job, out);
+  if (out != stdout && fclose(out) != 0) r = -1;
+  if (r < 0) {
+    fprintf(stderr, "ncclspy: could not write%s to %s\n", k->what, output ? output : "standard output");
+    goto out;
+  }
+  status = !k->perf && nsp_job_nfindings(job) ? NSP_EXIT_FINDINGS : NSP_EXIT_CLEAN;
+out:
+  nsp_job_destroy(job);
+  return status;
+}
+
+static int cmd_dump(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  int json = 0, c;
+  optind = 0;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'j': json = 1; break;
+      case 'h': fputs(nsp_usage_dump, stdout); return NSP_EXIT_CLEAN;
+      default: return usage_error("dump", "bad option", NULL);
+    }
+  }
+  if (optind >= argc) return usage_error("dump", "dump needs a trace file", NULL);
+  int status = NSP_EXIT_CLEAN;
+  for (int i = optind; i < argc; i++) {
+    int r = nsp_dump_file(argv[i], json, stdout, stderr);
+    if (r < 0) {
+      fprintf(stderr, "ncclspy: could not write to standard output\n");
+      return NSP_EXIT_USAGE;
+    }
+    if (r > status) status = r;
+  }
+  return status;
+}
+
+static int cmd_help(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(nsp_usage_main, stdout);
+    return NSP_EXIT_CLEAN;
+  }
+  if (!strcmp(argv[1], "analyze")) fputs(nsp_usage_analyze, stdout);
+  else if (!strcmp(argv[1], "dump")) fputs(nsp_usage_dump, stdout);
+  else if (!strcmp(argv[1], "perf")) fputs(nsp_usage_perf, stdout);
+  else if (!strcmp(argv[1], "help")) fputs(nsp_usage_main, stdout);
+  else return usage_error(NULL, "no such command: ", argv[1]);
+  return NSP_EXIT_CLEAN;
+}
+
+int main(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0},
+  };
+  int c;
+  /* "+": stop at the command name; its options are its own. */
+  while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+    switch (c) {
+      case 'h': fputs(nsp_usage_main, stdout); return NSP_EXIT_CLEAN;
+      case 'V': printf("ncclspy %s (trace format %d.%d)\n", NSP_VERSION, NSP_FORMAT_MAJOR, NSP_FORMAT_MINOR); return NSP_EXIT_CLEAN;
+      default: return usage_error(NULL, "bad option", NULL);
+    }
+  }
+  if (optind >= argc) {
+    fputs(nsp_usage_main, stderr);
+    return NSP_EXIT_USAGE;
+  }
+  const char *cmd = argv[optind];
+  int sub_argc = argc - optind;
+  char **sub_argv = argv + optind;
+  if (!strcmp(cmd, "analyze")) return cmd_report(&nsp_cmd_analyze, sub_argc, sub_argv);
+  if (!strcmp(cmd, "dump")) return cmd_dump(sub_argc, sub_argv);
+  if (!strcmp(cmd, "perf")) return cmd_report(&nsp_cmd_perf, sub_argc, sub_argv);
+  if (!strcmp(cmd, "help")) return cmd_help(sub_argc, sub_argv);
+  return usage_error(NULL, "no such command: ", cmd);
+}

@@ -1,0 +1,66 @@
+/* nsp_report.h - the `ncclspy` command's front ends: the text and JSON
+ * reports of an analysed job, and the record dump of a trace file.
+ * docs/REPORT.md describes both report formats and the JSON schema. */
+#ifndef NSP_REPORT_H
+#define NSP_REPORT_H
+
+#include <stdio.h>
+
+#include <json-c/json.h>
+
+#include "nsp_analyze.h"
+
+/* Version of the JSON report's schema ("schema" member); bumped when a
+ * member changes meaning or disappears, not when one is added. */
+#define NSP_REPORT_SCHEMA 1
+
+/* Writes the text report of an analysed job to out: a title line, the
+ * summary paragraph, the findings (likely cause first), then the traces,
+ * communicators and notes.  Returns 0, or -1 when writing failed
+ * (ferror(out)). */
+int nsp_report_text(const struct nsp_job *job, FILE *out);
+
+/* Writes the JSON report (one object, pretty-printed, newline-terminated).
+ * Returns 0, or -1 when writing failed or memory ran out. */
+int nsp_report_json(const struct nsp_job *job, FILE *out);
+
+/* The JSON report as a json-c object (the caller owns it: json_object_put).
+ * NULL when out of memory. */
+struct json_object *nsp_report_json_object(const struct nsp_job *job);
+
+/* `ncclspy perf`: the figures of nsp_job_perf (call it first) as text,
+ * per communicator: a table of (op, size bucket) with calls, timed calls,
+ * GPU duration p50/p99, algbw and busbw; the arrival spread and the ranks
+ * that arrive last.  Returns 0 or -1 when writing failed. */
+int nsp_report_perf_text(const struct nsp_job *job, FILE *out);
+/* The same as one JSON object (schema in docs/REPORT.md).  Returns 0 or
+ * -1. */
+int nsp_report_perf_json(const struct nsp_job *job, FILE *out);
+struct json_object *nsp_report_perf_json_object(const struct nsp_job *job);
+
+/* Writes one line per record of the trace at path to out, header first:
+ * text ("t=+12.345678ms CALL all-reduce comm=1 seq=2 ...", times relative
+ * to the header's monotonic time) or, with json != 0, one JSON object per
+ * line with every field.  Problems go to out as a final "problem" line and
+ * to err as a sentence.
+ * Returns 0 when the file read cleanly, 1 when reading stopped at damage
+ * or a cut frame (what came before was written), 2 when the file could not
+ * be read as a trace at all, -1 when writing failed. */
+int nsp_dump_file(const char *path, int json, FILE *out, FILE *err);
+
+/* "communicator 0123456789abcdef (4 ranks, split from ... color 1, name
+ * "x")", the name escaped; "no communicator" for id 0; the parenthesis
+ * only when c (the communicator with that id) is known.  Shared by the
+ * text and perf reports. */
+void nsp_report_put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id);
+
+/* "2.28.9" for an ncclGetVersion() code (22809; codes below 10000 are the
+ * pre-2.9 form, 2708 -> "2.7.8"); "unknown" for 0. */
+const char *nsp_nccl_version_str(int code, char *buf, size_t buflen);
+
+/* Writes a JSON document (pretty, one trailing newline) and frees it;
+ * root may be NULL (out of memory: nothing written).  Returns 0, or -1 on
+ * a write error or NULL root.  Shared by the report and perf writers. */
+int nsp_report_json_emit(struct json_object *root, FILE *out);
+
+#endif /* NSP_REPORT_H */

@@ -1,0 +1,133 @@
+/* nsp_an_finding.h - the analyzer's second layer: findings as the rules
+ * build them.  The kinds table as data (nsp_an_kinds.c), building a
+ * finding and its sides (nsp_an_finding.c), writing calls, ranks and hosts
+ * into messages (nsp_an_format.c), and the hint table for errors
+ * (nsp_an_hints.c).  Sits on the model (nsp_an_model.h); the rules and the
+ * job sit on it. */
+#ifndef NSP_AN_FINDING_H
+#define NSP_AN_FINDING_H
+
+#include "nsp_an_model.h"
+
+/* A finding as the analyzer holds it: the public struct and what it owns,
+ * plus what linking, pass 2 and ordering need. */
+struct nsp_finding_priv {
+  struct nsp_finding pub;
+  struct nsp_side *sides;
+  int *odd;
+  char *message;
+  char *hint_owned;
+  char *setting_owned;
+  /* p2p: what pass 2 must fetch */
+  size_t p2p_member[2]; /* sender, receiver member (SIZE_MAX none) */
+  int order;            /* enum nsp_finding_class of its kind (the kinds
+                           table), or of the root of its chain once ordered */
+  size_t id;            /* creation index (findings are sorted later) */
+  size_t cause_id;      /* id of the finding this follows from; SIZE_MAX none */
+  size_t comm_index;    /* index in job->comms; SIZE_MAX none */
+  int cycle;            /* hang: part of a circular wait */
+  int64_t sort_time;    /* order key: the chain's root time */
+  int depth;            /* order key: steps from the root of its chain */
+};
+
+/* ---- the kinds table (nsp_an_kinds.c) ------------------------------------- */
+
+/* The kinds table's line of a kind the analyzer made (never NULL). */
+static inline const struct nsp_finding_kind_info *nsp_an_kind(int kind) { return nsp_finding_kind_info(kind); }
+/* A collective mismatch (its sides are calls at one seq). */
+static inline int nsp_an_kind_is_mismatch(int kind) { return nsp_an_kind(kind)->sides == NSP_SIDES_BY_CALL; }
+/* A hang or never-completed finding (its sides are roles). */
+static inline int nsp_an_kind_is_hang(int kind) { return nsp_an_kind(kind)->sides == NSP_SIDES_BY_ROLE; }
+
+/* ---- building findings (nsp_an_finding.c) --------------------------------- */
+
+/* A new finding of kind on communicator c (NULL: none): id set, class and
+ * hint from the kinds table, cause none.  NULL when out of memory (it
+ * moves job->findings: pointers to earlier findings become stale). */
+struct nsp_finding_priv *nsp_an_new_finding(struct nsp_job *job, int kind, const struct nsp_an_comm *c);
+/* The finding with this id, or NULL. */
+struct nsp_finding_priv *nsp_an_finding_by_id(struct nsp_job *job, size_t id);
+/* Frees what f owns (not f). */
+void nsp_an_finding_free(struct nsp_finding_priv *f);
+/* n cleared sides. */
+int nsp_an_alloc_sides(struct nsp_finding_priv *f, size_t n);
+/* n cleared processes for side s (ranks and procs owned by the side). */
+int nsp_an_side_procs(struct nsp_side *s, size_t n, int **ranks, struct nsp_proc **procs);
+/* Fills one process from a trace. */
+void nsp_an_set_proc(struct nsp_job *job, struct nsp_proc *p, int *rank_slot, int rank, size_t trace);
+/* Side of the given members (comm ranks). */
+int nsp_an_side_from_members(struct nsp_job *job, struct nsp_side *s, const size_t *mi, size_t n);
+void nsp_an_call_from_sig(struct nsp_call *c, const struct nsp_sig *s, uint64_t comm_id, uint64_t seq);
+int nsp_an_set_side_text(struct nsp_side *s, const char *text);
+/* Side text = the side's call, formatted. */
+int nsp_an_side_text_call(struct nsp_side *s);
+/* Sets the finding's odd ranks (copied, sorted). */
+int nsp_an_set_odd(struct nsp_finding_priv *f, const int *ranks, size_t n);
+/* Odd ones out: the ranks of every side but one that holds a strict
+ * majority of the ranks, sorted.  Without such a side nobody is singled
+ * out (two ranks against two, or one against one, says nothing about who
+ * is wrong).  0 or NSP_AN_ENOMEM. */
+int nsp_an_mark_odd(struct nsp_finding_priv *f);
+/* Makes what b holds f's message (b is emptied).  0, or NSP_AN_ENOMEM
+ * when b ran out of memory. */
+int nsp_an_take_message(struct nsp_finding_priv *f, struct nsp_sbuf *b);
+/* f's side with this role (enum nsp_side_role), or NULL. */
+const struct nsp_side *nsp_an_side_with_role(const struct nsp_finding_priv *f, int role);
+
+/* Per-process sides of the shape "the origin, then the others by key"
+ * (the error and signal findings): ti[0..n) are trace indices, ti[0] the
+ * origin.  Allocates 1 + k sides on f: side 0 holds ti[0]; side s >= 1
+ * the other traces whose key() is the s-th distinct value (in order of
+ * first appearance in ti), sorted by rank.  Each process is set up
+ * (nsp_an_set_proc) and passed to proc(); each side, once full, to
+ * side_done().  Returns 0, or the first negative NSP_AN_* error of the
+ * callbacks or of memory. */
+int nsp_an_sides_by_key(struct nsp_job *job, struct nsp_finding_priv *f, const size_t *ti, size_t n,
+                        int (*key)(const struct nsp_trace *t),
+                        int (*proc)(struct nsp_job *job, struct nsp_proc *p, const struct nsp_trace *t),
+                        int (*side_done)(struct nsp_job *job, struct nsp_side *side));
+
+/* One process's value of something (sides by value). */
+struct nsp_an_item {
+  const char *value; /* NULL: unset */
+  size_t trace;
+  int rank;
+};
+/* qsort order of items: by value (unset last), rank, trace. */
+int nsp_an_cmp_item(const void *a, const void *b);
+/* Side s of the n processes of it. */
+int nsp_an_side_from_items(struct nsp_job *job, struct nsp_side *s, const struct nsp_an_item *it, size_t n);
+/* A finding of the shape "by value" (the env-* kinds): its sides are the
+ * distinct values among it[0..n) (sorted here), at least two, or none is
+ * made; the odd ranks those off a strict majority; its message "LABEL
+ * differs across ranks: ranks 0-1 (hosts): v1; ..." (plus "; extra").
+ * label: what differs ("NCCL version"); name: the variable for
+ * env-nccl-setting / env-world-size (side text "NAME=v", NULL otherwise).
+ * Returns 0 or NSP_AN_ENOMEM. */
+int nsp_an_finding_by_value(struct nsp_job *job, int kind, const struct nsp_an_comm *c, struct nsp_an_item *it,
+                            size_t n, const char *label, const char *name, const char *extra);
+
+/* ---- writing messages (nsp_an_format.c) ----------------------------------- */
+
+/* "rank 1" (a communicator rank), or "rank 1 (job rank 3)" when the job
+ * rank of the process (trace) differs and is known, into b. */
+void nsp_an_put_rank(struct nsp_sbuf *b, const struct nsp_job *job, int rank, size_t trace);
+/* "rank 3" or "ranks 0-2,5" into b. */
+void nsp_an_put_ranks(struct nsp_sbuf *b, const int *ranks, size_t n);
+/* The distinct hosts of a side's processes, up to 3 ("node-a, node-b and
+ * 2 more hosts"), into b. */
+void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s);
+/* Why t's records were dropped, into b: "ring full", "write errors",
+ * "size cap (NCCLSPY_MAX_MB)", "unknown reason", comma-separated in that
+ * order ("unknown reason" when no count says). */
+void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t);
+/* "s", or "" when n == 1. */
+static inline const char *nsp_an_plural(uint64_t n) { return n == 1 ? "" : "s"; }
+
+/* ---- hints for errors (nsp_an_hints.c) ------------------------------------ */
+
+/* The error finding's hint from the table (the origin's result code and
+ * last-error text, the settings it names per rank); 0 or NSP_AN_ENOMEM. */
+int nsp_an_error_hint(struct nsp_job *job, struct nsp_finding_priv *f);
+
+#endif /* NSP_AN_FINDING_H */

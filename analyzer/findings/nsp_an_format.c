@@ -1,0 +1,131 @@
+/* nsp_an_format.c - how findings and the reports write calls, ranks,
+ * processes, hosts and why records were dropped. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_finding.h"
+#include "nsp_names.h"
+
+/* Appends to buf as snprintf would, tracking the full length in *len. */
+static void fmt_cat(char *buf, size_t buflen, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fmt_cat(char *buf, size_t buflen, size_t *len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t room = *len < buflen ? buflen - *len : 0;
+  int n = vsnprintf(room ? buf + *len : NULL, room, fmt, ap);
+  va_end(ap);
+  if (n > 0) *len += (size_t)n;
+}
+
+size_t nsp_format_ranks(char *buf, size_t buflen, const int *ranks, size_t n) {
+  size_t len = 0;
+  if (buflen) buf[0] = 0;
+  size_t i = 0;
+  int first = 1;
+  while (i < n) {
+    size_t j = i;
+    /* Extend over duplicates and consecutive ranks. */
+    while (j + 1 < n && (ranks[j + 1] == ranks[j] || (int64_t)ranks[j + 1] == (int64_t)ranks[j] + 1)) j++;
+    if (ranks[j] != ranks[i])
+      fmt_cat(buf, buflen, &len, "%s%d-%d", first ? "" : ",", ranks[i], ranks[j]);
+    else
+      fmt_cat(buf, buflen, &len, "%s%d", first ? "" : ",", ranks[i]);
+    first = 0;
+    i = j + 1;
+  }
+  /* A list cut short must not read as a complete one. */
+  if (buflen && len >= buflen) {
+    if (buflen >= 4) memcpy(buf + buflen - 4, "...", 4);
+    else buf[buflen - 1] = 0;
+  }
+  return len;
+}
+
+size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c) {
+  size_t len = 0;
+  char tb[32], rb[32];
+  if (buflen) buf[0] = 0;
+  if (c->api < 0) {
+    fmt_cat(buf, buflen, &len, "no call");
+    return len;
+  }
+  int kind = nsp_api_kind(c->api);
+  if (kind != NSP_K_COLL && kind != NSP_K_P2P) {
+    fmt_cat(buf, buflen, &len, "%s", nsp_op_name(c->api));
+    return len;
+  }
+  fmt_cat(buf, buflen, &len, "%s %llu x %s", nsp_op_name(c->api), (unsigned long long)c->count,
+          nsp_dtype_name(c->dtype, tb, sizeof tb));
+  if (nsp_api_has_redop(c->api)) fmt_cat(buf, buflen, &len, " %s", nsp_redop_name(c->redop, rb, sizeof rb));
+  if (nsp_api_has_root(c->api)) fmt_cat(buf, buflen, &len, " root %d", c->peer);
+  if (c->api == NSP_API_Send) fmt_cat(buf, buflen, &len, " to %d", c->peer);
+  if (c->api == NSP_API_Recv) fmt_cat(buf, buflen, &len, " from %d", c->peer);
+  size_t esz = nsp_dtype_size(c->dtype);
+  if (esz && c->count <= UINT64_MAX / esz)
+    fmt_cat(buf, buflen, &len, " (%llu bytes)", (unsigned long long)(c->count * esz));
+  else
+    fmt_cat(buf, buflen, &len, " (? bytes)");
+  return len;
+}
+
+/* ---- processes and ranks in messages --------------------------------- */
+
+size_t nsp_format_proc_rank(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_finding *f,
+                            const struct nsp_proc *p) {
+  int in_comm = nsp_finding_job_ranks(f) && f->comm_id; /* job ranks, each with its comm_rank */
+  if (in_comm && p->comm_rank < 0) return (size_t)snprintf(buf, buflen, "job rank %d", p->rank);
+  int r = in_comm ? p->comm_rank : p->rank, jr = job->traces[p->trace]->info.rank;
+  if (jr >= 0 && jr != r) return (size_t)snprintf(buf, buflen, "rank %d (job rank %d)", r, jr);
+  return (size_t)snprintf(buf, buflen, "rank %d", r);
+}
+
+int nsp_side_job_ranks(const struct nsp_finding *f, const struct nsp_side *s) {
+  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(f->kind);
+  if (!k || k->rank_space != NSP_RANKS_JOB_IN_COMM || !f->comm_id) return 0;
+  for (size_t p = 0; p < s->nranks; p++)
+    if (s->procs[p].comm_rank != s->procs[p].rank) return 1;
+  return 0;
+}
+
+void nsp_an_put_rank(struct nsp_sbuf *b, const struct nsp_job *job, int rank, size_t trace) {
+  int jr = job->traces[trace]->info.rank;
+  nsp_sbuf_printf(b, "rank %d", rank);
+  if (jr >= 0 && jr != rank) nsp_sbuf_printf(b, " (job rank %d)", jr);
+}
+
+void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {
+  static const char *const why[4] = {"unknown reason", "ring full", "write errors", "size cap (NCCLSPY_MAX_MB)"};
+  int first = 1;
+  for (int r = 1; r <= 4; r++) {
+    int k = r & 3; /* 1, 2, 3, then 0 (unknown) last */
+    if (!t->drop_by[k]) continue;
+    nsp_sbuf_printf(b, "%s%s", first ? "" : ", ", why[k]);
+    first = 0;
+  }
+  if (first) nsp_sbuf_printf(b, "%s", why[0]);
+}
+
+void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s) {
+  const char *seen[3];
+  size_t n = 0, more = 0;
+  for (size_t p = 0; p < s->nranks; p++) {
+    const char *h = s->procs[p].host;
+    int dup = 0;
+    for (size_t k = 0; k < n && !dup; k++) dup = !strcmp(seen[k], h);
+    /* Hosts beyond the third are only counted (roughly: once each). */
+    if (dup) continue;
+    if (n < 3) seen[n++] = h;
+    else if (p == 0 || strcmp(s->procs[p - 1].host, h)) more++;
+  }
+  for (size_t k = 0; k < n; k++) nsp_sbuf_printf(b, "%s%s", k ? ", " : "", seen[k]);
+  if (more) nsp_sbuf_printf(b, " and %zu more host%s", more, more == 1 ? "" : "s");
+}
+
+void nsp_an_put_ranks(struct nsp_sbuf *b, const int *ranks, size_t n) {
+  char rb[160];
+  nsp_format_ranks(rb, sizeof rb, ranks, n);
+  nsp_sbuf_printf(b, "%s %s", n == 1 ? "rank" : "ranks", rb);
+}

@@ -1,0 +1,248 @@
+/* nsp_an_job.c - the job object: adding traces, accessors, teardown. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "nsp_an_job.h"
+#include "nsp_reader.h"
+
+struct nsp_job *nsp_job_create(void) {
+  struct nsp_job *job = calloc(1, sizeof(struct nsp_job));
+  if (job) job->error_id = job->signal_id = SIZE_MAX;
+  return job;
+}
+
+void nsp_job_destroy(struct nsp_job *job) {
+  if (!job) return;
+  for (size_t i = 0; i < job->ntraces; i++) nsp_an_trace_free(job->traces[i]);
+  free(job->traces);
+  for (size_t i = 0; i < job->ncomms; i++) nsp_an_comm_free(job->comms[i]);
+  free(job->comms);
+  nsp_u64map_free(&job->comm_by_id);
+  for (size_t i = 0; i < job->nmembers; i++) nsp_an_member_free(&job->members[i]);
+  free(job->members);
+  for (size_t i = 0; i < job->nnotes; i++) free(job->notes[i]);
+  free(job->notes);
+  for (size_t i = 0; i < job->nfindings; i++) nsp_an_finding_free(&job->findings[i]);
+  free(job->findings);
+  free(job->site_req);
+  nsp_an_perf_free(job->perf);
+  free(job->summary);
+  free(job->files);
+  free(job);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* A crash-ring sidecar: read along with its trace, never on its own. */
+static int is_ring(const char *path) { return ends_with(path, ".ncclspy.ring"); }
+
+/* Loads one trace file unless the same file (device and inode) was added
+ * before, by another path or another spelling of its directory.  Returns
+ * 1 (added or already there), NSP_AN_EREAD or NSP_AN_ENOMEM. */
+static int add_file(struct nsp_job *job, const char *path, const struct stat *st) {
+  for (size_t i = 0; i < job->nfiles; i++)
+    if (job->files[i].dev == (uint64_t)st->st_dev && job->files[i].ino == (uint64_t)st->st_ino) return 1;
+  NSP_TRY(nsp_grow(&job->files, &job->files_cap, job->nfiles + 1, sizeof *job->files));
+  job->files[job->nfiles].dev = (uint64_t)st->st_dev;
+  job->files[job->nfiles].ino = (uint64_t)st->st_ino;
+  job->nfiles++;
+  return nsp_an_load_trace(job, path, NULL, 0);
+}
+
+/* Whether directory `path` holds a *.ncclspy file (one level, no more). */
+static int dir_has_traces(const char *path) {
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  struct dirent *e;
+  int found = 0;
+  while (!found && (e = readdir(d))) found = e->d_name[0] != '.' && ends_with(e->d_name, ".ncclspy");
+  closedir(d);
+  return found;
+}
+
+/* One file of a directory, for the order it is read in. */
+struct dir_entry {
+  char *name;
+  size_t pos;         /* in name order */
+  size_t size;        /* bytes */
+  uint8_t id[32 + NSP_HOST_MAX]; /* the header's clock pair, pid and host; all 0 when unreadable */
+};
+
+/* The bytes of a trace header that say which process wrote it (the copy
+ * check of nsp_an_load_trace compares the same fields). */
+static void read_identity(struct dir_entry *e) {
+  const void *m;
+  size_t len;
+  memset(e->id, 0, sizeof e->id);
+  e->size = 0;
+  if (nsp_map_regular(e->name, 0, &m, &len) < 0) return;
+  const uint8_t *d = m;
+  if (len >= 48 + NSP_HOST_MAX && !memcmp(d, NSP_MAGIC, 8)) {
+    memcpy(e->id, d + 16, 24);        /* realtime, monotonic, pid */
+    memcpy(e->id + 32, d + 48, NSP_HOST_MAX);
+    e->size = len;
+  }
+  if (m) munmap((void *)m, len);
+}
+
+static int cmp_identity(const void *a, const void *b) {
+  const struct dir_entry *x = a, *y = b;
+  int c = memcmp(x->id, y->id, sizeof x->id);
+  if (c) return c;
+  if (x->size != y->size) return x->size > y->size ? -1 : 1; /* longest first */
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Copies of one process's trace (a trace renamed to .rank<R> mid-copy, a
+ * snapshot beside the final file) are one process, read once, the first
+ * in reading order: put the longest copy (traces are only appended to)
+ * where the first copy by name was.  names[n] are in name order. */
+static void longest_copy_first(char **names, size_t n) {
+  struct dir_entry *e = calloc(n ? n : 1, sizeof *e);
+  if (!e) return; /* name order, then: still correct, maybe not the longest */
+  for (size_t i = 0; i < n; i++) {
+    e[i].name = names[i];
+    e[i].pos = i;
+    read_identity(&e[i]);
+  }
+  qsort(e, n, sizeof *e, cmp_identity);
+  static const uint8_t none[sizeof e->id];
+  for (size_t i = 0, j; i < n; i = j) {
+    size_t first = e[i].pos;
+    for (j = i + 1; j < n && !memcmp(e[j].id, e[i].id, sizeof e->id); j++)
+      if (e[j].pos < first) first = e[j].pos;
+    if (j - i < 2 || !memcmp(e[i].id, none, sizeof none) || first == e[i].pos) continue;
+    char *t = names[first]; /* e[i] is the longest copy */
+    names[first] = names[e[i].pos];
+    names[e[i].pos] = t;
+  }
+  free(e);
+}
+
+static int add_dir(struct nsp_job *job, const char *path) {
+  DIR *d = opendir(path);
+  if (!d) {
+    snprintf(job->err, sizeof job->err, "%s: %s", path, strerror(errno));
+    return NSP_AN_EREAD;
+  }
+  const char *sep = ends_with(path, "/") ? "" : "/";
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  int ret = 0;
+  /* Subdirectories are not searched; when the directory has no trace of
+   * its own, the error text names those that hold traces. */
+  char subdirs[256] = "";
+  size_t nsub = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    if (!ends_with(e->d_name, ".ncclspy")) {
+      if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN && e->d_type != DT_LNK) continue;
+      char *sub = nsp_asprintf("%s%s%s", path, sep, e->d_name);
+      struct stat st;
+      if (sub && stat(sub, &st) == 0 && S_ISDIR(st.st_mode) && dir_has_traces(sub)) {
+        size_t len = strlen(subdirs);
+        if (nsub < 3) snprintf(subdirs + len, sizeof subdirs - len, "%s%s", nsub ? ", " : "", sub);
+        else if (nsub == 3) snprintf(subdirs + len, sizeof subdirs - len, ", ...");
+        nsub++;
+      }
+      free(sub);
+      continue;
+    }
+    char *full = nsp_asprintf("%s%s%s", path, sep, e->d_name);
+    if (!full || nsp_grow(&names, &cap, n + 1, sizeof *names) < 0) {
+      free(full);
+      ret = NSP_AN_ENOMEM;
+      break;
+    }
+    names[n++] = full;
+  }
+  closedir(d);
+  /* Name order makes the report independent of readdir order. */
+  if (n) qsort(names, n, sizeof *names, cmp_str);
+  longest_copy_first(names, n);
+  int added = 0;
+  for (size_t i = 0; i < n && ret == 0; i++) {
+    struct stat st;
+    int r = stat(names[i], &st) == 0 && S_ISREG(st.st_mode) ? add_file(job, names[i], &st)
+                                                            : nsp_an_load_trace(job, names[i], NULL, 0);
+    if (r == NSP_AN_ENOMEM) ret = r;
+    else if (r > 0) added++;
+  }
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  if (ret == 0 && !n && nsub)
+    snprintf(job->err, sizeof job->err,
+             "%s: no *.ncclspy trace in it; subdirectories are not searched, and %zu of them hold traces "
+             "(%s): name them instead",
+             path, nsub, subdirs);
+  return ret < 0 ? ret : added;
+}
+
+int nsp_job_add_path(struct nsp_job *job, const char *path) {
+  if (!job || !path || !*path) return NSP_AN_EINVAL;
+  if (job->analyzed) return NSP_AN_ESTATE;
+  job->err[0] = 0;
+  struct stat st;
+  if (stat(path, &st) < 0) {
+    snprintf(job->err, sizeof job->err, "%s: %s", path, strerror(errno));
+    NSP_TRY(nsp_job_notef(job, "%s: not read: %s", path, strerror(errno)));
+    return NSP_AN_EREAD;
+  }
+  if (S_ISDIR(st.st_mode)) return add_dir(job, path);
+  if (is_ring(path)) return 0; /* read by its trace (a shell glob names both) */
+  if (S_ISREG(st.st_mode)) return add_file(job, path, &st);
+  return nsp_an_load_trace(job, path, NULL, 0);
+}
+
+int nsp_job_add_mem(struct nsp_job *job, const char *name, const void *data, size_t len) {
+  if (!job || !name || !data || !len) return NSP_AN_EINVAL;
+  if (job->analyzed) return NSP_AN_ESTATE;
+  uint8_t *copy = malloc(len);
+  if (!copy) return NSP_AN_ENOMEM;
+  memcpy(copy, data, len);
+  return nsp_an_load_trace(job, name, copy, len); /* takes copy */
+}
+
+int nsp_job_analyze(struct nsp_job *job) {
+  if (!job) return NSP_AN_EINVAL;
+  if (job->analyzed) return NSP_AN_ESTATE;
+  job->analyzed = 1;
+  return nsp_an_run_rules(job);
+}
+
+const char *nsp_job_error(const struct nsp_job *job) { return job ? job->err : ""; }
+size_t nsp_job_ntraces(const struct nsp_job *job) { return job->ntraces; }
+const struct nsp_trace_info *nsp_job_trace(const struct nsp_job *job, size_t i) {
+  return i < job->ntraces ? &job->traces[i]->info : NULL;
+}
+
+/* Communicators nobody is a member of (an id later replaced) are not
+ * shown; nsp_an_prepare packs them away, so indices are direct. */
+size_t nsp_job_ncomms(const struct nsp_job *job) { return job->analyzed ? job->ncomms : 0; }
+const struct nsp_comm_info *nsp_job_comm(const struct nsp_job *job, size_t i) {
+  return job->analyzed && i < job->ncomms ? &job->comms[i]->info : NULL;
+}
+const struct nsp_comm_info *nsp_job_comm_by_id(const struct nsp_job *job, uint64_t id) {
+  size_t *slot = nsp_u64map_get(&job->comm_by_id, id);
+  return job->analyzed && slot ? &job->comms[*slot]->info : NULL;
+}
+size_t nsp_job_nfindings(const struct nsp_job *job) { return job->nfindings; }
+const struct nsp_finding *nsp_job_finding(const struct nsp_job *job, size_t i) {
+  return i < job->nfindings ? &job->findings[i].pub : NULL;
+}
+size_t nsp_job_nnotes(const struct nsp_job *job) { return job->nnotes; }
+const char *nsp_job_note(const struct nsp_job *job, size_t i) { return i < job->nnotes ? job->notes[i] : NULL; }
+const char *nsp_job_summary(const struct nsp_job *job) { return job->summary ? job->summary : ""; }
+int64_t nsp_job_start_ns(const struct nsp_job *job) { return job->start_ns; }

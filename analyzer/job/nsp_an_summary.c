@@ -1,0 +1,111 @@
+/* nsp_an_summary.c - the summary paragraph: the findings counted by kind
+ * and the first one (likely cause first) with its communicator, message
+ * and hint; or, without findings, what was checked and how much of it the
+ * traces covered; and the ranks the wavefront could not judge. */
+#include <string.h>
+
+#include "nsp_an_job.h"
+
+/* "rank 3" or the trace's path when it has no rank. */
+static void put_trace_name(struct nsp_sbuf *b, const struct nsp_trace *t) {
+  if (t->info.rank >= 0) nsp_sbuf_printf(b, "rank %d", t->info.rank);
+  else nsp_sbuf_printf(b, "%s", t->path);
+}
+
+int nsp_an_build_summary(struct nsp_job *job) {
+  struct nsp_sbuf b = {0};
+  uint64_t ncoll = 0, np2p = 0;
+  for (size_t i = 0; i < job->ncomms; i++) {
+    ncoll += job->comms[i]->info.ncoll;
+    np2p += job->comms[i]->info.np2p;
+  }
+  /* Incomplete coverage: traces that dropped records or were cut. */
+  int partial = 0;
+  for (size_t i = 0; i < job->ntraces; i++) {
+    unsigned long long at;
+    if (job->traces[i]->info.dropped || nsp_an_trace_cut(job->traces[i], &at)) partial = 1;
+  }
+  if (!job->nfindings) {
+    nsp_sbuf_printf(&b, "No problems found in %s%zu trace%s (%zu communicator%s, %llu collective calls, %llu send/recv calls)",
+                    partial ? "what was recorded in " : "", job->ntraces, job->ntraces == 1 ? "" : "s", job->ncomms,
+                    job->ncomms == 1 ? "" : "s", (unsigned long long)ncoll, (unsigned long long)np2p);
+    if (partial) {
+      nsp_sbuf_printf(&b, "; coverage is incomplete: ");
+      size_t shown = 0, more = 0;
+      for (size_t i = 0; i < job->ntraces; i++) {
+        const struct nsp_trace *t = job->traces[i];
+        unsigned long long at;
+        int cut = nsp_an_trace_cut(t, &at);
+        if (!t->info.dropped && !cut) continue;
+        if (shown == 4) {
+          more++;
+          continue;
+        }
+        if (shown++) nsp_sbuf_printf(&b, ", ");
+        if (t->info.dropped) {
+          uint64_t all = t->info.dropped + t->info.records;
+          uint64_t pct = (t->info.dropped * 100 + all / 2) / all;
+          if (pct) nsp_sbuf_printf(&b, "%llu%% of ", (unsigned long long)pct);
+          else nsp_sbuf_printf(&b, "under 1%% of ");
+          put_trace_name(&b, t);
+          nsp_sbuf_printf(&b, "'s records were dropped (");
+          nsp_an_put_drop_reasons(&b, t);
+          nsp_sbuf_printf(&b, ")%s", cut ? " and " : "");
+        } else {
+          put_trace_name(&b, t);
+          nsp_sbuf_printf(&b, "'s ");
+        }
+        if (cut) nsp_sbuf_printf(&b, "trace is cut at byte %llu", at);
+      }
+      if (more) nsp_sbuf_printf(&b, " (and %zu more trace%s)", more, more == 1 ? "" : "s");
+    }
+    nsp_sbuf_printf(&b, ".");
+  } else {
+    const struct nsp_finding *f = &job->findings[0].pub;
+    size_t counts[NSP_FIND_KIND_COUNT] = {0};
+    for (size_t i = 0; i < job->nfindings; i++) counts[job->findings[i].pub.kind]++;
+    nsp_sbuf_printf(&b, "%zu finding%s (", job->nfindings, job->nfindings == 1 ? "" : "s");
+    int first = 1;
+    for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
+      if (!counts[k]) continue;
+      nsp_sbuf_printf(&b, "%s%zu %s", first ? "" : ", ", counts[k], nsp_finding_kind_name(k));
+      first = 0;
+    }
+    nsp_sbuf_printf(&b, ") in %zu trace%s. The first problem (%s)", job->ntraces, job->ntraces == 1 ? "" : "s",
+                    nsp_finding_kind_name(f->kind));
+    if (f->comm_id) nsp_sbuf_printf(&b, " is on communicator %016llx", (unsigned long long)f->comm_id);
+    else if (nsp_finding_names_comm(f)) nsp_sbuf_printf(&b, " is on no communicator");
+    if (f->comm) {
+      nsp_sbuf_printf(&b, " (%d rank%s", f->comm->nranks, f->comm->nranks == 1 ? "" : "s");
+      if (f->comm->parent_id)
+        nsp_sbuf_printf(&b, ", split from %016llx with color %d", (unsigned long long)f->comm->parent_id,
+                        f->comm->color);
+      if (f->comm->name[0]) {
+        nsp_sbuf_printf(&b, ", ");
+        nsp_sbuf_quoted(&b, f->comm->name);
+      }
+      nsp_sbuf_printf(&b, ")");
+    }
+    nsp_sbuf_printf(&b, ": %s. Hint: %s.", f->message, f->hint);
+    if (job->nfindings > 1) nsp_sbuf_printf(&b, " The other findings follow from it or are listed by likely cause.");
+  }
+  /* Ranks the wavefront could not judge (their notes say more). */
+  for (size_t ci = 0; ci < job->ncomms; ci++) {
+    const struct nsp_an_comm *c = job->comms[ci];
+    uint64_t reached = nsp_an_comm_reached(job, c);
+    for (size_t k = 0; k < c->nmembers; k++) {
+      const struct nsp_member *m = &job->members[c->members[k]];
+      if (m->rank < 0 || m->last_seq >= reached || !nsp_an_member_uncovered(job, m)) continue;
+      const struct nsp_trace *t = job->traces[m->trace];
+      nsp_sbuf_printf(&b, " ");
+      nsp_an_put_rank(&b, job, m->rank, m->trace);
+      nsp_sbuf_printf(&b, "'s trace stops covering communicator %016llx at seq %llu because records were dropped (",
+                      (unsigned long long)c->info.id, (unsigned long long)m->last_seq);
+      nsp_an_put_drop_reasons(&b, t);
+      nsp_sbuf_printf(&b, "): nothing after it is judged for that rank.");
+    }
+  }
+  if (job->nnotes) nsp_sbuf_printf(&b, " See the %zu note%s below.", job->nnotes, job->nnotes == 1 ? "" : "s");
+  job->summary = nsp_sbuf_take(&b);
+  return job->summary ? 0 : NSP_AN_ENOMEM;
+}

@@ -1,0 +1,768 @@
+/* nsp_an_load.c - pass 1: stream one trace's records into the job model.
+ *
+ * Nothing here keeps a record: collectives are folded into the
+ * communicator's per-seq reference (struct nsp_ref) and the member's
+ * first difference from it; send/recv sizes into run-length lists; errors
+ * into the process's first one.  That keeps memory independent of the
+ * number of calls per rank for the common case of a healthy job. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "nsp_an_model.h"
+#include "nsp_names.h"
+#include "nsp_reader.h"
+
+/* ncclInProgress is how non-blocking calls say "not yet": not an error. */
+static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
+
+struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create) {
+  return nsp_paged_at(&c->refs, seq, create);
+}
+
+/* The ref of seq for member m, through m's cached page: a rank's seqs come
+ * in order, so the hash is consulted once per NSP_SEQ_PAGE calls. */
+static struct nsp_ref *member_ref(struct nsp_member *m, struct nsp_an_comm *c, uint64_t seq) {
+  uint64_t no = seq / NSP_SEQ_PAGE;
+  if (!m->page || m->page_no != no) {
+    struct nsp_ref *pg = nsp_paged_page(&c->refs, no, 1);
+    if (!pg) return NULL;
+    m->page = pg;
+    m->page_no = no;
+  }
+  return &m->page[seq % NSP_SEQ_PAGE];
+}
+
+static int sig_eq(const struct nsp_sig *a, const struct nsp_sig *b) {
+  return a->api == b->api && a->dtype == b->dtype && a->count == b->count && a->redop == b->redop &&
+         a->root == b->root;
+}
+
+static struct nsp_an_comm *comm_get(struct nsp_job *job, uint64_t id, size_t *index) {
+  size_t *slot = nsp_u64map_get(&job->comm_by_id, id);
+  if (slot) {
+    *index = *slot;
+    return job->comms[*slot];
+  }
+  if (nsp_grow(&job->comms, &job->comms_cap, job->ncomms + 1, sizeof *job->comms) < 0) return NULL;
+  struct nsp_an_comm *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  nsp_paged_init(&c->refs, sizeof(struct nsp_ref), NSP_SEQ_PAGE);
+  c->name = strdup("");
+  if (!c->name || nsp_u64map_put(&job->comm_by_id, id, job->ncomms) < 0) {
+    free(c->name);
+    free(c);
+    return NULL;
+  }
+  c->info.id = id;
+  c->info.nranks = -1;
+  c->info.api = -1;
+  c->info.name = c->name;
+  *index = job->ncomms;
+  job->comms[job->ncomms++] = c;
+  return c;
+}
+
+static struct nsp_member *local_member(struct nsp_job *job, struct nsp_trace *t, uint32_t local) {
+  if (local >= t->nlocal || !t->local_member[local]) return NULL;
+  return &job->members[t->local_member[local] - 1];
+}
+
+static int64_t wall(const struct nsp_trace *t, uint64_t mono) { return (int64_t)(mono + (uint64_t)t->off_ns); }
+
+/* The call of entry e (the arguments a CALL record had) on communicator
+ * comm_id, entered at time_ns (wall clock). */
+static void call_of(struct nsp_call *c, const struct nsp_pend *e, uint64_t comm_id, int64_t time_ns) {
+  nsp_call_clear(c);
+  c->api = e->api;
+  c->comm_id = comm_id;
+  c->seq = e->seq;
+  c->count = e->count;
+  c->dtype = e->dtype;
+  c->redop = e->redop;
+  c->peer = e->peer;
+  c->time_ns = time_ns;
+}
+
+/* Keeps the earliest error of a process (by wall time). */
+static int note_error(struct nsp_trace *t, int source, int api, uint64_t comm_id, uint64_t seq,
+                      const struct nsp_rec *rec, int64_t when) {
+  t->info.errors++;
+  /* Grouped calls report their errors from ncclGroupEnd, which names no
+   * communicator; the wavefront rule needs to know such a process failed. */
+  if (!comm_id) t->unattributed_error = 1;
+  if (t->first_err.valid && t->first_err.call.time_ns <= when) return 0;
+  char *le = rec->last_error ? strdup(rec->last_error) : NULL;
+  if (rec->last_error && !le) return NSP_AN_ENOMEM;
+  free(t->first_err.last_error);
+  struct nsp_call *c = &t->first_err.call;
+  if (source == NSP_SRC_CALL) { /* its arguments too */
+    struct nsp_pend e;
+    nsp_pend_from_call(&e, rec);
+    call_of(c, &e, comm_id, when);
+  } else {
+    nsp_call_clear(c);
+    c->api = api;
+    c->comm_id = comm_id;
+    c->seq = seq;
+    c->time_ns = when;
+  }
+  c->source = source;
+  c->result = rec->result;
+  c->last_error = le;
+  t->first_err.last_error = le;
+  t->first_err.valid = 1;
+  t->first_err.site = source == NSP_SRC_CALL ? rec->site : 0;
+  return 0;
+}
+
+/* The latest timestamp of the trace: where "the end of its trace" is. */
+static void seen(struct nsp_trace *t, uint64_t mono) {
+  if (mono > t->t_last) t->t_last = mono;
+}
+
+static int dup_str(char **dst, const char *src) {
+  char *s = strdup(src ? src : "");
+  if (!s) return NSP_AN_ENOMEM;
+  free(*dst);
+  *dst = s;
+  return 0;
+}
+
+/* When an error surfaced: the return of the call (a call may block long
+ * before failing), its entry when no exit was recorded. */
+static int64_t err_time(const struct nsp_trace *t, const struct nsp_rec *rec) {
+  return wall(t, rec->t_exit >= rec->t_enter && rec->t_exit ? rec->t_exit : rec->t_enter);
+}
+
+static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const struct nsp_rec *rec) {
+  const struct nsp_rec_ext *x = rec->ext;
+  if (is_error(rec->result))
+    NSP_TRY(note_error(t, NSP_SRC_COMM_INIT, rec->api, x->comm_id, 0, rec, err_time(t, rec)));
+  if (rec->flags & NSP_COMM_NOCOLOR) return 0; /* split without a child */
+  if (!x->comm_id) {
+    /* Without an id it cannot be matched with other ranks. */
+    if (!(rec->flags & NSP_COMM_PENDING))
+      NSP_TRY(nsp_job_notef(job, "%s: comm index %u has no communicator id; its calls are not compared",
+                            t->info.path, rec->comm));
+    return 0;
+  }
+  size_t ci;
+  struct nsp_an_comm *c = comm_get(job, x->comm_id, &ci);
+  if (!c) return NSP_AN_ENOMEM;
+
+  if (rec->comm >= t->nlocal) {
+    size_t old = t->nlocal;
+    NSP_TRY(nsp_grow(&t->local_member, &t->nlocal, (size_t)rec->comm + 1, sizeof *t->local_member));
+    memset(t->local_member + old, 0, (t->nlocal - old) * sizeof *t->local_member);
+  }
+  struct nsp_member *m = local_member(job, t, rec->comm);
+  if (!m) {
+    NSP_TRY(nsp_grow(&job->members, &job->members_cap, job->nmembers + 1, sizeof *job->members));
+    m = &job->members[job->nmembers];
+    memset(m, 0, sizeof *m);
+    m->comm = ci;
+    m->trace = ti;
+    m->local = rec->comm;
+    m->rank = m->nranks = m->device = -1;
+    m->end_api = -1;
+    t->local_member[rec->comm] = ++job->nmembers;
+  } else if (m->comm != ci) {
+    /* A later COMM record for the same index with another id: take it
+     * while nothing was attributed to the old one; afterwards the calls
+     * already folded in cannot be moved. */
+    if (m->calls) {
+      t->rebind_refused++;
+      return 0;
+    }
+    m->comm = ci;
+  }
+  /* A pending (non-blocking) init may not know its rank yet; a later
+   * record for the same index fills it in.  A rank outside [0, nranks)
+   * is no rank of the communicator (NCCL refused such an init with
+   * ncclInvalidArgument; its error is still reported). */
+  if (x->rank >= 0 && (x->nranks <= 0 || x->rank < x->nranks)) m->rank = x->rank;
+  if (x->nranks > 0) m->nranks = x->nranks;
+  if (x->device >= 0) m->device = x->device;
+  /* GPU identity (1.1): a later record that knows it wins. */
+  if (!m->gpu_uuid || (x->gpu_uuid && x->gpu_uuid[0])) NSP_TRY(dup_str(&m->gpu_uuid, x->gpu_uuid));
+  if (!m->gpu_pci || (x->gpu_pci_bus_id && x->gpu_pci_bus_id[0])) NSP_TRY(dup_str(&m->gpu_pci, x->gpu_pci_bus_id));
+  if (!m->gpu_name || (x->gpu_name && x->gpu_name[0])) NSP_TRY(dup_str(&m->gpu_name, x->gpu_name));
+  if (x->nranks > 0) {
+    if (c->info.nranks <= 0) {
+      c->info.nranks = x->nranks;
+    } else if (c->info.nranks != x->nranks) {
+      c->nranks_conflict = 1; /* an env-nranks finding says who said what */
+    }
+  }
+  if (c->info.api < 0) c->info.api = rec->api;
+  if (x->parent_id && !c->info.parent_id) {
+    c->info.parent_id = x->parent_id;
+    c->info.color = x->color;
+    c->info.key = x->key;
+  }
+  if (x->comm_name && x->comm_name[0] && !c->name[0]) {
+    char *n = strdup(x->comm_name);
+    if (!n) return NSP_AN_ENOMEM;
+    free(c->name);
+    c->name = n;
+    c->info.name = n;
+  }
+  return 0;
+}
+
+static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *m, const struct nsp_rec *rec) {
+  struct nsp_an_comm *c = job->comms[m->comm];
+  if (!rec->seq) {
+    t->bad_seq++;
+    return 0;
+  }
+  struct nsp_sig s;
+  memset(&s, 0, sizeof s);
+  s.api = nsp_api_coll_class(rec->api);
+  s.count = rec->count;
+  s.dtype = rec->dtype;
+  s.redop = nsp_api_has_redop(rec->api) ? rec->redop : -1;
+  s.root = nsp_api_has_root(rec->api) ? rec->peer : -1;
+  int64_t tw = wall(t, rec->t_enter);
+
+  /* Ranks number collectives densely; a trace that scatters seqs would
+   * open a page of NSP_SEQ_PAGE refs per call.  Past 1024 pages, a new
+   * page needs 16 collectives on the communicator per page. */
+  uint64_t page_no = rec->seq / NSP_SEQ_PAGE;
+  if (!(m->page && m->page_no == page_no) && c->refs.npages >= 1024 && c->refs.npages * 16 > c->info.ncoll &&
+      !nsp_paged_page(&c->refs, page_no, 0)) {
+    t->bad_seq++;
+    return 0;
+  }
+  struct nsp_ref *ref = member_ref(m, c, rec->seq);
+  if (!ref) return NSP_AN_ENOMEM;
+  if (!ref->set) {
+    ref->sig = s;
+    ref->set = 1;
+    ref->t_min = tw;
+  } else {
+    if (tw < ref->t_min) ref->t_min = tw;
+    if (!sig_eq(&ref->sig, &s)) {
+      ref->differs = 1;
+      if (!m->first_diff || rec->seq < m->first_diff) {
+        m->first_diff = rec->seq;
+        m->diff_sig = s;
+      }
+    }
+  }
+  if (rec->seq != m->last_seq + 1) m->gaps++;
+  if (rec->seq > m->last_seq) {
+    m->last_seq = rec->seq;
+    m->last_rec = t->info.records;
+    m->last_sig = s;
+    m->last_t = tw;
+  }
+  m->ncoll++;
+  c->info.ncoll++;
+  if (rec->seq > c->info.max_seq) c->info.max_seq = rec->seq;
+  return 0;
+}
+
+static int on_p2p(struct nsp_job *job, const struct nsp_trace *t, struct nsp_member *m, const struct nsp_rec *rec) {
+  struct nsp_an_comm *c = job->comms[m->comm];
+  size_t *pi = nsp_u64map_get(&m->p2p_index, (uint64_t)(int64_t)rec->peer);
+  struct nsp_p2p *p;
+  if (pi) {
+    p = &m->p2p[*pi];
+  } else {
+    NSP_TRY(nsp_grow(&m->p2p, &m->p2p_cap, m->np2p + 1, sizeof *m->p2p));
+    NSP_TRY(nsp_u64map_put(&m->p2p_index, (uint64_t)(int64_t)rec->peer, m->np2p));
+    p = &m->p2p[m->np2p++];
+    memset(p, 0, sizeof *p);
+    p->peer = rec->peer;
+  }
+  struct nsp_runs *rs = &p->dir[rec->api == NSP_API_Send ? 0 : 1];
+  /* The shim numbers sends/recvs per peer and direction from 1; a lost
+   * record leaves a gap rather than shifting every later pairing. */
+  uint64_t k = rec->seq ? rec->seq : rs->max_seq + 1;
+  struct nsp_run *last = rs->n ? &rs->v[rs->n - 1] : NULL;
+  if (last && last->count == rec->count && last->dtype == rec->dtype && k == last->seq0 + last->n) {
+    last->n++;
+  } else {
+    NSP_TRY(nsp_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v));
+    struct nsp_run *r = &rs->v[rs->n++];
+    r->seq0 = k;
+    r->n = 1;
+    r->count = rec->count;
+    r->dtype = rec->dtype;
+  }
+  if (k >= rs->max_seq) {
+    rs->max_seq = k;
+    rs->last_rec = t->info.records; /* where this direction's coverage ends */
+  }
+  c->info.np2p++;
+  return 0;
+}
+
+static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_rec *rec) {
+  t->info.calls++;
+  if (rec->t_enter > t->max_call_mono) t->max_call_mono = rec->t_enter;
+  int kind = nsp_api_kind(rec->api);
+  if (kind == NSP_K_COLL || kind == NSP_K_P2P) t->info.work_calls++;
+  struct nsp_pend e;
+  nsp_pend_from_call(&e, rec);
+  struct nsp_member *m = rec->comm ? local_member(job, t, rec->comm) : NULL;
+  uint64_t comm_id = m ? job->comms[m->comm]->info.id : 0;
+  if (is_error(rec->result)) {
+    NSP_TRY(note_error(t, NSP_SRC_CALL, rec->api, comm_id, rec->seq, rec, err_time(t, rec)));
+    if (m) m->has_error = 1;
+    if (m && kind == NSP_K_COLL && rec->seq && (!m->first_err_seq || rec->seq < m->first_err_seq))
+      m->first_err_seq = rec->seq;
+  } else if (rec->flags & NSP_CALL_UNTRACKED) {
+    t->info.untracked_calls++;
+    if (m) m->nuntracked++; /* no COMPLETION will come: not awaited */
+  } else if (m && (t->info.tracking & NSP_TRACK_COMPLETION) && (kind == NSP_K_COLL || kind == NSP_K_P2P)) {
+    /* Enqueued: it waits for its COMPLETION record. */
+    NSP_TRY(nsp_pend_call(&t->pend, &e));
+  }
+  if (!rec->comm) return 0; /* group start/end, memory: no communicator */
+  if (!m) {
+    t->orphan_calls++;
+    return 0;
+  }
+  m->calls++;
+  struct nsp_call *lc = &t->last_call.call;
+  call_of(lc, &e, comm_id, wall(t, rec->t_enter));
+  lc->result = rec->result;
+  t->last_call.valid = 1;
+  t->last_call.site = rec->site;
+  t->last_call.local = rec->comm;
+  t->last_call.mono = rec->t_enter;
+  t->last_call.peer_key = rec->peer;
+  /* Refused by NCCL, so never enqueued: it is no collective of the
+   * sequence its peers see, and no send or receive to pair (since 1.4 it
+   * took no seq; the call after it has the same one).  A refused
+   * collective is held back: if it stays the rank's last one there (the
+   * rank gave up on it), it is compared at the trace's end
+   * (compare_refused). */
+  if (is_error(rec->result) && t->refused_take_no_seq) {
+    if (kind == NSP_K_COLL) {
+      m->refused = *rec;
+      m->refused.ext = NULL;
+      m->refused.last_error = NULL;
+      m->has_refused = 1;
+    }
+    return 0;
+  }
+  if (kind == NSP_K_COLL) {
+    m->has_refused = 0; /* a later collective took its place */
+    return on_coll(job, t, m, rec);
+  }
+  if (kind == NSP_K_P2P) return on_p2p(job, t, m, rec);
+  return 0;
+}
+
+static int on_process(struct nsp_trace *t, const struct nsp_rec *rec) {
+  const struct nsp_rec_ext *x = rec->ext;
+  t->info.ppid = x->ppid;
+  if (x->shim_version && x->shim_version[0]) {
+    char *s = strdup(x->shim_version);
+    if (!s) return NSP_AN_ENOMEM;
+    free(t->shim_version);
+    t->shim_version = s;
+    t->info.shim_version = s;
+  }
+  if (!t->host[0] && x->host && x->host[0]) {
+    char *h = strdup(x->host);
+    if (!h) return NSP_AN_ENOMEM;
+    free(t->host);
+    t->host = h;
+    t->info.host = h;
+  }
+  if (!t->info.nccl_version) t->info.nccl_version = x->nccl_version;
+  if (x->nccl_path && x->nccl_path[0] && !t->nccl_path[0]) {
+    NSP_TRY(dup_str(&t->nccl_path, x->nccl_path));
+    t->info.nccl_path = t->nccl_path;
+  }
+  if (x->launcher && x->launcher[0] && !t->launcher[0]) {
+    NSP_TRY(dup_str(&t->launcher, x->launcher));
+    t->info.launcher = t->launcher;
+  }
+  if (!t->info.driver_version) t->info.driver_version = x->driver_version;
+  if (!t->info.runtime_version) t->info.runtime_version = x->runtime_version;
+  t->info.tracking |= x->tracking;
+  if (t->env || !x->nenv) return 0; /* one snapshot per process */
+  t->env = calloc((size_t)x->nenv * 2, sizeof *t->env);
+  if (!t->env) return NSP_AN_ENOMEM;
+  t->info.nenv = x->nenv;
+  t->info.env = (const char *const *)t->env;
+  for (uint32_t i = 0; i < 2 * x->nenv; i++)
+    if (!(t->env[i] = strdup(x->env[i] ? x->env[i] : ""))) return NSP_AN_ENOMEM;
+  /* The launcher's idea of the rank, most specific first. */
+  static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                          "PMIX_RANK"};
+  for (size_t v = 0; v < sizeof rank_vars / sizeof *rank_vars && t->env_rank < 0; v++) {
+    for (uint32_t i = 0; i < x->nenv; i++) {
+      if (strcmp(t->env[2 * i], rank_vars[v])) continue;
+      char *end;
+      long r = strtol(t->env[2 * i + 1], &end, 10);
+      if (end != t->env[2 * i + 1] && !*end && r >= 0 && r <= INT32_MAX) t->env_rank = (int)r;
+      break;
+    }
+  }
+  return 0;
+}
+
+/* ".rank<R>." in the file name (the shim renames once the rank is known). */
+static int rank_from_name(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *p = strstr(base, ".rank");
+  if (!p) return -1;
+  p += 5;
+  char *end;
+  long r = strtol(p, &end, 10);
+  if (end == p || *end != '.' || r < 0 || r > INT32_MAX) return -1;
+  return (int)r;
+}
+
+struct nsp_reader *nsp_an_reopen(const struct nsp_trace *t, char *err, size_t errlen) {
+  return t->mem ? nsp_reader_open_mem(t->mem, t->mem_len, err, errlen) : nsp_reader_open(t->path, err, errlen);
+}
+
+/* A stream runs its work in order: once a call on it completed, every call
+ * enqueued on it before has completed too, COMPLETION record or not (the
+ * shim tracks no call it could not get an event for). */
+static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *done) {
+  struct nsp_trace *t = ctx;
+  if (!(done->flags & (NSP_DONE_OK | NSP_DONE_CAPTURED))) return;
+  size_t *v = nsp_u64map_get(&t->done_by_stream, e->stream);
+  if (v) {
+    if (e->t_enter > *v) *v = (size_t)e->t_enter;
+  } else if (nsp_u64map_put(&t->done_by_stream, e->stream, (size_t)e->t_enter) < 0) {
+    t->load_oom = 1;
+  }
+}
+
+static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, struct nsp_reader *r) {
+  struct nsp_rec rec;
+  int ret;
+  while ((ret = nsp_reader_next(r, &rec)) == 1) {
+    t->info.records++;
+    struct nsp_member *m;
+    if (rec.kind != NSP_REC_PROCESS && rec.kind != NSP_REC_CALLSITE && rec.kind != NSP_REC_COMM) {
+      seen(t, rec.t_enter);
+      if (rec.kind != NSP_REC_DROPPED && rec.kind != NSP_REC_ASYNC_ERROR) seen(t, rec.t_exit);
+    }
+    switch (rec.kind) {
+      case NSP_REC_PROCESS:
+        NSP_TRY(on_process(t, &rec));
+        break;
+      case NSP_REC_COMM:
+        /* A pending init's first record may carry no times worth keeping. */
+        seen(t, rec.t_enter);
+        seen(t, rec.t_exit);
+        NSP_TRY(on_comm(job, t, ti, &rec));
+        break;
+      case NSP_REC_COMM_END:
+        m = local_member(job, t, rec.comm);
+        if (m) {
+          m->ended = 1;
+          m->end_api = rec.api;
+          m->end_result = rec.result;
+        }
+        if (is_error(rec.result)) {
+          if (m) m->has_error = 1;
+          NSP_TRY(note_error(t, NSP_SRC_COMM_END, rec.api, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
+                             err_time(t, &rec)));
+        }
+        break;
+      case NSP_REC_CALL:
+        NSP_TRY(on_call(job, t, &rec));
+        break;
+      case NSP_REC_ASYNC_ERROR:
+        if (is_error(rec.result)) {
+          m = local_member(job, t, rec.comm);
+          if (m) m->has_error = 1;
+          NSP_TRY(note_error(t, NSP_SRC_ASYNC, -1, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
+                             wall(t, rec.t_enter)));
+        }
+        break;
+      case NSP_REC_REDOP:
+        if (is_error(rec.result)) {
+          m = rec.comm ? local_member(job, t, rec.comm) : NULL;
+          NSP_TRY(note_error(t, NSP_SRC_REDOP, rec.api, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
+                             err_time(t, &rec)));
+        }
+        break;
+      case NSP_REC_DROPPED:
+        t->info.dropped += rec.count;
+        t->drop_rec = t->info.records;
+        if (rec.t_enter > t->drop_mono) t->drop_mono = rec.t_enter;
+        t->drop_by[rec.aux < 4 ? rec.aux : 0] += rec.count;
+        break;
+      case NSP_REC_HEARTBEAT: /* alive and waiting: the trace ends later */
+        seen(t, rec.t_enter);
+        break;
+      case NSP_REC_COMPLETION:
+        t->info.completions++;
+        seen(t, rec.count); /* t_seen */
+        if (t->info.tracking & NSP_TRACK_COMPLETION) NSP_TRY(nsp_pend_done(&t->pend, &rec, on_done, t));
+        if (t->load_oom) return NSP_AN_ENOMEM;
+        break;
+      case NSP_REC_CALLSITE:
+        NSP_TRY(nsp_an_site_add(t, &rec));
+        break;
+      case NSP_REC_SIGNAL:
+        NSP_TRY(nsp_an_signal_load(t, &rec));
+        break;
+      default:
+        break;
+    }
+  }
+  return 0;
+}
+
+/* At the end of a trace: each member's refused collective that no later
+ * one replaced is what that rank last tried there; compare it. */
+static int compare_refused(struct nsp_job *job, struct nsp_trace *t) {
+  for (uint32_t l = 0; l < t->nlocal; l++) {
+    struct nsp_member *m = local_member(job, t, l);
+    if (!m || !m->has_refused) continue;
+    m->has_refused = 0;
+    NSP_TRY(on_coll(job, t, m, &m->refused));
+  }
+  return 0;
+}
+
+/* How long before the end of its trace a call must have been enqueued for
+ * a missing COMPLETION record to mean it never completed (ns): the
+ * shim's poller looks every NCCLSPY_POLL_MS (2 ms unless the process's
+ * snapshot says otherwise), so a process that died or was killed right
+ * after a call (a fatal signal 0.2 ms after the enqueue, on 2xH200) may
+ * have run it without the trace saying so.  Three poll intervals, at
+ * least 50 ms. */
+static uint64_t too_recent_ns(const struct nsp_trace *t) {
+  uint64_t poll_ms = 2;
+  for (size_t i = 0; i < t->info.nenv; i++)
+    if (!strcmp(t->info.env[2 * i], "NCCLSPY_POLL_MS")) {
+      char *end;
+      unsigned long v = strtoul(t->info.env[2 * i + 1], &end, 10);
+      if (end != t->info.env[2 * i + 1] && !*end && v >= 1 && v <= 1000) poll_ms = v;
+    }
+  uint64_t ns = 3 * poll_ms * 1000000u;
+  return ns < 50000000u ? 50000000u : ns;
+}
+
+/* Whether the trace ends too soon after entry e to say it never
+ * completed (see too_recent_ns).  recent_ns 0: never (the process did not
+ * die: a trace that ends normally had its poller's last look at exit). */
+static int too_recent(const struct nsp_trace *t, uint64_t recent_ns, const struct nsp_pend *e) {
+  return recent_ns && e->state == NSP_PEND_WAIT && t->t_last >= e->t_enter && t->t_last - e->t_enter < recent_ns;
+}
+
+/* At the end of a trace with completion tracking: what is still in the
+ * table never completed, unless the process died (a fatal signal, or its
+ * last records came from the crash ring: died) too soon after the call to
+ * tell; then its completion is unknown, as if untracked.  Per member, the
+ * lowest such collective seq; per process, the earliest such call (what
+ * it is stuck in) and whether its last call completed. */
+static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
+  if (!(t->info.tracking & NSP_TRACK_COMPLETION)) return;
+  struct nsp_pend_tab *tab = &t->pend;
+  const struct nsp_pend *first = NULL;
+  uint64_t recent_ns = died || t->has_sig ? too_recent_ns(t) : 0;
+  for (size_t i = 0; i < tab->n; i++) {
+    const struct nsp_pend *e = &tab->v[i];
+    if (e->state != NSP_PEND_WAIT && e->state != NSP_PEND_ABANDONED && e->state != NSP_PEND_FAILED) continue;
+    const size_t *later = nsp_u64map_get(&t->done_by_stream, e->stream);
+    if (e->state == NSP_PEND_WAIT && later && (uint64_t)*later > e->t_enter) continue; /* ran before a later one */
+    /* Its COMPLETION may be among records lost after it was enqueued
+     * (a DROPPED record came later), or the process died too soon after
+     * it to tell: whether it completed is unknown. */
+    if (too_recent(t, recent_ns, e) ||
+        (e->state == NSP_PEND_WAIT && t->info.dropped && t->drop_mono >= e->t_enter)) {
+      struct nsp_member *m = local_member(job, t, e->local);
+      if (m) m->nuntracked++; /* completion unknown */
+      continue;
+    }
+    if (!first || e->t_enter < first->t_enter) first = e;
+    struct nsp_member *m = local_member(job, t, e->local);
+    if (!m || nsp_api_kind(e->api) != NSP_K_COLL || !e->seq) continue;
+    m->npending++;
+    if (m->first_pending && m->first_pending <= e->seq) continue;
+    m->first_pending = e->seq;
+    memset(&m->pend_sig, 0, sizeof m->pend_sig);
+    m->pend_sig.api = nsp_api_coll_class(e->api);
+    m->pend_sig.count = e->count;
+    m->pend_sig.dtype = e->dtype;
+    m->pend_sig.redop = nsp_api_has_redop(e->api) ? e->redop : -1;
+    m->pend_sig.root = nsp_api_has_root(e->api) ? e->peer : -1;
+    m->pend_t = wall(t, e->t_enter);
+    m->pend_mono = e->t_enter;
+    m->pend_site = e->site;
+    m->pend_state = e->state;
+  }
+  if (first) {
+    struct nsp_member *m = local_member(job, t, first->local);
+    struct nsp_call *c = &t->blocked.call;
+    call_of(c, first, m ? job->comms[m->comm]->info.id : 0, wall(t, first->t_enter));
+    c->done = 0;
+    t->blocked.valid = 1;
+    t->blocked.site = first->site;
+    t->blocked.local = first->local;
+    t->blocked.mono = first->t_enter;
+  }
+  struct nsp_event *lc = &t->last_call;
+  int lk = lc->valid ? nsp_api_kind(lc->call.api) : -1;
+  if (lk == NSP_K_COLL || lk == NSP_K_P2P) {
+    lc->call.done = lc->call.result && lc->call.result != ncclInProgress
+                        ? 0
+                        : !nsp_pend_waiting(tab, lc->local, lc->call.api, lc->call.seq, lc->peer_key);
+    if (!lc->call.done && !lc->call.result && t->t_last >= lc->mono && t->t_last - lc->mono < recent_ns)
+      lc->call.done = -1; /* the trace ends too soon after it to tell */
+  }
+  t->pend_overflow = tab->overflow;
+}
+
+int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len) {
+  char err[256] = "";
+  struct nsp_reader *r = mem ? nsp_reader_open_mem(mem, mem_len, err, sizeof err)
+                             : nsp_reader_open(path, err, sizeof err);
+  if (!r) {
+    free(mem);
+    snprintf(job->err, sizeof job->err, "%s: %s", path, err);
+    job->nunread++;
+    NSP_TRY(nsp_job_notef(job, "%s: not read: %s", path, err));
+    return NSP_AN_EREAD;
+  }
+  const struct nsp_file_header *h = nsp_reader_header(r);
+  /* A copy of a trace already added (same host, pid and clock pair in the
+   * header: one process) would claim its ranks a second time. */
+  for (size_t i = 0; i < job->ntraces; i++) {
+    const struct nsp_trace *o = job->traces[i];
+    if (o->info.pid != h->pid || o->info.realtime_ns != (int64_t)h->realtime_ns ||
+        o->info.monotonic_ns != (int64_t)h->monotonic_ns || strncmp(o->hdr_host, h->host, sizeof h->host))
+      continue;
+    size_t size = nsp_reader_size(r);
+    free(mem);
+    nsp_reader_destroy(r);
+    /* A directory's copies are read longest first (nsp_an_job.c); copies
+     * named in separate arguments are read in argument order. */
+    if (size > o->size)
+      NSP_TRY(nsp_job_notef(job,
+                            "%s: a copy of %s (the same host, pid and start time: one process), %zu bytes longer; "
+                            "the shorter was read, so this process's last records may be missing: name only "
+                            "the longer copy",
+                            path, o->info.path, size - o->size));
+    else
+      NSP_TRY(nsp_job_notef(job, "%s: a copy of %s (the same host, pid and start time: one process); read once",
+                            path, o->info.path));
+    return 1;
+  }
+  struct nsp_trace *t = calloc(1, sizeof *t);
+  if (!t || nsp_grow(&job->traces, &job->traces_cap, job->ntraces + 1, sizeof *job->traces) < 0) {
+    free(t);
+    free(mem);
+    nsp_reader_destroy(r);
+    return NSP_AN_ENOMEM;
+  }
+  size_t ti = job->ntraces;
+  job->traces[job->ntraces++] = t; /* owned by the job from here on */
+  t->mem = mem;
+  t->mem_len = mem_len;
+  t->size = nsp_reader_size(r);
+  t->env_rank = -1;
+  t->file_rank = rank_from_name(path);
+  t->path = strdup(path);
+  t->host = strndup(h->host, sizeof h->host);
+  memcpy(t->hdr_host, h->host, sizeof t->hdr_host);
+  t->shim_version = strdup("");
+  t->nccl_path = strdup("");
+  t->launcher = strdup("");
+  nsp_pend_init(&t->pend);
+  nsp_call_clear(&t->blocked.call);
+  if (!t->path || !t->host || !t->shim_version || !t->nccl_path || !t->launcher) {
+    nsp_reader_destroy(r);
+    return NSP_AN_ENOMEM;
+  }
+  t->info.path = t->path;
+  t->info.host = t->host;
+  t->info.shim_version = t->shim_version;
+  t->info.nccl_path = t->nccl_path;
+  t->info.launcher = t->launcher;
+  t->info.pid = h->pid;
+  t->info.rank = -1;
+  t->info.nccl_version = h->nccl_version;
+  t->info.realtime_ns = (int64_t)h->realtime_ns;
+  t->refused_take_no_seq = h->major > 1 || (h->major == 1 && h->minor >= 4);
+  t->info.monotonic_ns = (int64_t)h->monotonic_ns;
+  t->off_ns = (int64_t)(h->realtime_ns - h->monotonic_ns);
+  nsp_call_clear(&t->first_err.call);
+  nsp_call_clear(&t->last_call.call);
+
+  int ret = load_records(job, t, ti, r);
+  t->info.frames = nsp_reader_frames(r);
+  if (ret == 0) ret = compare_refused(job, t);
+  if (ret == 0) finish_pending(job, t, nsp_reader_recovered(r) > 0);
+  nsp_an_signal_finish(t);
+  nsp_pend_free(&t->pend);
+  nsp_u64map_free(&t->done_by_stream);
+  if (t->t_last) t->info.end_ns = wall(t, t->t_last);
+  /* Indices are done with once the file is read; a hostile index near
+   * NSP_MAX_COMMS must not cost memory for the job's life. */
+  free(t->local_member);
+  t->local_member = NULL;
+  t->nlocal = 0;
+  const char *problem = nsp_reader_problem(r);
+  /* A process that crashed leaves its last records in <trace>.ring; a
+   * copy of the traces without it loses them. */
+  int no_ring = 0;
+  if (!mem && (problem || !t->info.records)) {
+    char *ring = nsp_asprintf("%s.ring", path);
+    struct stat st;
+    if (!ring) ret = NSP_AN_ENOMEM;
+    else no_ring = stat(ring, &st) != 0;
+    free(ring);
+  }
+  /* "; there is no <path>.ring next to it: ..." */
+#define NSP_RING_HINT "; there is no %s.ring next to it: a process that crashed keeps its last records in " \
+                      "<trace>.ring, which must be copied along with the traces"
+  if (ret == 0 && problem) {
+    t->problem = strdup(problem);
+    if (!t->problem) ret = NSP_AN_ENOMEM;
+    t->info.problem = t->problem;
+    if (!ret)
+      ret = no_ring ? nsp_job_notef(job, "%s: %s; the %llu readable records were analysed" NSP_RING_HINT, path,
+                                    problem, (unsigned long long)t->info.records, path)
+                    : nsp_job_notef(job, "%s: %s; the %llu readable records were analysed", path, problem,
+                                    (unsigned long long)t->info.records);
+  } else if (ret == 0 && !t->info.records) {
+    ret = no_ring ? nsp_job_notef(job, "%s: no records in it (only the header)" NSP_RING_HINT, path, path)
+                  : nsp_job_notef(job, "%s: no records in it (only the header)", path);
+  }
+  t->info.recovered = nsp_reader_recovered(r);
+  if (ret == 0 && t->info.recovered)
+    ret = nsp_job_notef(job, "%s: %llu record%s recovered from %s.ring (its process ended before writing %s)",
+                        path, (unsigned long long)t->info.recovered, t->info.recovered == 1 ? "" : "s", path,
+                        t->info.recovered == 1 ? "it" : "them");
+  if (ret == 0 && nsp_reader_unrecovered(r))
+    ret = nsp_job_notef(job, "%s: %llu records in %s.ring could not be recovered (their strings were lost)",
+                        path, (unsigned long long)nsp_reader_unrecovered(r), path);
+  if (ret == 0 && nsp_reader_ring_note(r))
+    ret = nsp_job_notef(job, "%s: %s", path, nsp_reader_ring_note(r));
+  nsp_reader_destroy(r);
+  NSP_TRY(ret);
+  if (t->info.dropped)
+    NSP_TRY(nsp_job_notef(job, "%s: the shim dropped %llu records; comparisons near the gap may be off",
+                          path, (unsigned long long)t->info.dropped));
+  if (t->orphan_calls)
+    NSP_TRY(nsp_job_notef(job, "%s: %llu calls on communicators without a usable COMM record were skipped",
+                          path, (unsigned long long)t->orphan_calls));
+  if (t->bad_seq)
+    NSP_TRY(nsp_job_notef(job, "%s: %llu collectives without a usable sequence number were skipped", path,
+                          (unsigned long long)t->bad_seq));
+  if (t->rebind_refused)
+    NSP_TRY(nsp_job_notef(job, "%s: %llu COMM records changed a communicator's id after calls on it; ignored",
+                          path, (unsigned long long)t->rebind_refused));
+  if (t->pend_overflow)
+    NSP_TRY(nsp_job_notef(job, "%s: more than a million calls awaited completion at once; later ones were taken "
+                               "as completed", path));
+  return 1;
+}

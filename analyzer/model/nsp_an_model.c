@@ -1,0 +1,139 @@
+/* nsp_an_model.c - the questions every layer asks of the model (members
+ * by rank or trace, how far a communicator got, whether a trace covers a
+ * rank's calls), notes, and freeing the model's objects. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_model.h"
+
+int nsp_job_notef(struct nsp_job *job, const char *fmt, ...) {
+  NSP_TRY(nsp_grow(&job->notes, &job->notes_cap, job->nnotes + 1, sizeof *job->notes));
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = nsp_vasprintf(fmt, ap);
+  va_end(ap);
+  if (!s) return NSP_AN_ENOMEM;
+  job->notes[job->nnotes++] = s;
+  return 0;
+}
+
+int nsp_job_note_take(struct nsp_job *job, struct nsp_sbuf *b) {
+  char *s = nsp_sbuf_take(b);
+  int ret = s ? nsp_job_notef(job, "%s", s) : NSP_AN_ENOMEM;
+  free(s);
+  return ret;
+}
+
+const char *nsp_an_env_value(const struct nsp_trace_info *t, const char *name) {
+  for (size_t i = 0; i < t->nenv; i++)
+    if (!strcmp(t->env[2 * i], name)) return t->env[2 * i + 1];
+  return NULL;
+}
+
+void nsp_call_clear(struct nsp_call *c) {
+  memset(c, 0, sizeof *c);
+  c->api = -1;
+  c->dtype = -1;
+  c->redop = -1;
+  c->peer = -1;
+  c->done = -1;
+}
+
+int nsp_an_cmp_int(const void *pa, const void *pb) {
+  int a = *(const int *)pa, b = *(const int *)pb;
+  return a < b ? -1 : a > b;
+}
+
+const struct nsp_an_comm *nsp_an_comm_of(const struct nsp_job *job, uint64_t id) {
+  const size_t *ci = id ? nsp_u64map_get(&job->comm_by_id, id) : NULL;
+  return ci ? job->comms[*ci] : NULL;
+}
+
+const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_an_comm *c, int rank) {
+  size_t lo = 0, hi = c->nmembers;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (job->members[c->members[mid]].rank < rank) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < c->nmembers && job->members[c->members[lo]].rank == rank) return &job->members[c->members[lo]];
+  return NULL;
+}
+
+const struct nsp_member *nsp_an_member_of_trace(const struct nsp_job *job, const struct nsp_an_comm *c, size_t ti) {
+  for (size_t k = 0; c && k < c->nmembers; k++)
+    if (job->members[c->members[k]].trace == ti) return &job->members[c->members[k]];
+  return NULL;
+}
+
+uint64_t nsp_an_comm_reached(const struct nsp_job *job, const struct nsp_an_comm *c) {
+  uint64_t hi = 0;
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank >= 0 && m->last_seq > hi) hi = m->last_seq;
+  }
+  return hi;
+}
+
+int nsp_an_trace_cut(const struct nsp_trace *t, unsigned long long *at) {
+  if (!t->problem || t->info.recovered || strstr(t->problem, "read on from byte")) return 0;
+  const char *p = strstr(t->problem, "at byte ");
+  *at = p ? strtoull(p + 8, NULL, 10) : 0;
+  return 1;
+}
+
+int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *m) {
+  const struct nsp_trace *t = job->traces[m->trace];
+  return t->info.dropped && t->drop_rec > m->last_rec;
+}
+
+int nsp_an_p2p_uncovered(const struct nsp_job *job, const struct nsp_member *m, const struct nsp_runs *r) {
+  const struct nsp_trace *t = job->traces[m->trace];
+  return t->info.dropped && t->drop_rec > (r && r->n ? r->last_rec : 0);
+}
+
+/* ---- freeing ---------------------------------------------------------- */
+
+void nsp_an_member_free(struct nsp_member *m) {
+  for (size_t i = 0; i < m->np2p; i++) {
+    free(m->p2p[i].dir[0].v);
+    free(m->p2p[i].dir[1].v);
+  }
+  free(m->p2p);
+  nsp_u64map_free(&m->p2p_index);
+  free(m->gpu_uuid);
+  free(m->gpu_pci);
+  free(m->gpu_name);
+}
+
+void nsp_an_trace_free(struct nsp_trace *t) {
+  if (!t) return;
+  free(t->path);
+  free(t->host);
+  free(t->shim_version);
+  free(t->problem);
+  for (size_t i = 0; t->env && i < 2 * t->info.nenv; i++) free(t->env[i]);
+  free(t->env);
+  free(t->mem);
+  free(t->first_err.last_error);
+  free(t->last_call.last_error);
+  free(t->blocked.last_error);
+  free(t->local_member);
+  free(t->nccl_path);
+  free(t->launcher);
+  nsp_an_sites_free(t);
+  nsp_an_signal_free(t);
+  nsp_pend_free(&t->pend);
+  nsp_u64map_free(&t->done_by_stream);
+  free(t);
+}
+
+void nsp_an_comm_free(struct nsp_an_comm *c) {
+  if (!c) return;
+  free(c->name);
+  free(c->ranks);
+  free(c->members);
+  nsp_paged_free(&c->refs);
+  free(c);
+}

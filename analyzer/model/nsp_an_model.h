@@ -1,0 +1,380 @@
+/* nsp_an_model.h - the analyzer's bottom layer: the job model (traces,
+ * communicators, members, per-seq references, send/recv runs, calls
+ * awaiting completion, call sites, fatal signals), loading traces into it,
+ * preparing it for the rules, and the questions every layer above asks of
+ * it.  Layers (docs/DESIGN.md, "The analyzer's layers"): model, then
+ * findings/, rules/, job/, then the front ends in cli/; each includes
+ * only the headers below it.  Not installed; front ends use
+ * nsp_analyze.h only. */
+#ifndef NSP_AN_MODEL_H
+#define NSP_AN_MODEL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "nsp_analyze.h"
+#include "nsp_grow.h"
+#include "nsp_paged.h"
+#include "nsp_record.h"
+#include "nsp_sbuf.h"
+#include "nsp_u64map.h"
+
+/* The small containers of common/ report running out of memory as -1. */
+_Static_assert(NSP_AN_ENOMEM == -1, "nsp_grow, nsp_u64map_put: -1 is NSP_AN_ENOMEM");
+
+/* Forwards a negative error value (zstd's error_private.h habit); debug
+ * builds say where it came from, which is what one wants when a test
+ * fails with "out of memory" three calls up. */
+#ifdef NDEBUG
+#define NSP_TRY(expr)        \
+  do {                       \
+    int nsp_try_ = (expr);   \
+    if (nsp_try_ < 0) return nsp_try_; \
+  } while (0)
+#else
+#define NSP_TRY(expr)                                                          \
+  do {                                                                         \
+    int nsp_try_ = (expr);                                                     \
+    if (nsp_try_ < 0) {                                                        \
+      if (getenv("NCCLSPY_DEBUG"))                                             \
+        fprintf(stderr, "ncclspy: %s:%d: error %d\n", __FILE__, __LINE__, nsp_try_); \
+      return nsp_try_;                                                         \
+    }                                                                          \
+  } while (0)
+#endif
+
+/* ---- calls awaiting completion (nsp_an_pend.c) ------------------------- */
+
+enum { NSP_PEND_FREE, NSP_PEND_WAIT, NSP_PEND_EARLY, NSP_PEND_ABANDONED, NSP_PEND_FAILED };
+
+/* One call enqueued and not (yet) completed, keyed by (local comm, api,
+ * seq, peer) as its COMPLETION names it. */
+struct nsp_pend {
+  uint64_t seq, group_id, count, t_enter; /* t_enter: monotonic ns */
+  uint64_t stream;
+  uint32_t local, site;
+  int32_t api, peer, dtype, redop;
+  uint8_t state;        /* NSP_PEND_* */
+  size_t gprev, gnext;  /* calls of the same group; SIZE_MAX ends */
+};
+struct nsp_pend_tab {
+  struct nsp_pend *v;
+  size_t n, cap, free_head;
+  size_t *slot;         /* open addressing: entry index + 1, 0 empty */
+  size_t nslot, used;
+  struct nsp_u64map group;      /* group id -> first waiting call */
+  struct nsp_u64map done_group; /* group completions seen before their calls */
+  size_t live;
+  int overflow;         /* stopped growing: later calls count as completed */
+};
+/* The entry of a CALL record (rec->kind NSP_REC_CALL): its key, arguments,
+ * group, stream, call site and entry time; state NSP_PEND_FREE. */
+void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec);
+void nsp_pend_init(struct nsp_pend_tab *t);
+void nsp_pend_free(struct nsp_pend_tab *t);
+/* A call was enqueued.  Returns 1 when it now waits, 0 when it is already
+ * complete (its completion came first) or not tracked, NSP_AN_ENOMEM. */
+int nsp_pend_call(struct nsp_pend_tab *t, const struct nsp_pend *e);
+/* cb sees each call a COMPLETION record completes, before it leaves the table. */
+typedef void (*nsp_pend_cb)(void *ctx, const struct nsp_pend *e, const struct nsp_rec *done);
+/* A COMPLETION record (kind NSP_REC_COMPLETION): completes the call it
+ * names, or every waiting call of its group; NSP_DONE_ERROR/ABANDONED
+ * without NSP_DONE_OK leave the calls as never completed, with that state.
+ * Returns 0 or NSP_AN_ENOMEM. */
+int nsp_pend_done(struct nsp_pend_tab *t, const struct nsp_rec *rec, nsp_pend_cb cb, void *ctx);
+/* True when the call with this key is in the table and not complete. */
+int nsp_pend_waiting(const struct nsp_pend_tab *t, uint32_t local, int32_t api, uint64_t seq, int32_t peer);
+
+/* ---- the model -------------------------------------------------------- */
+
+/* What every rank of a communicator must agree on at one seq.  Fields
+ * that do not apply to the op are normalised (-1) so they compare equal. */
+struct nsp_sig {
+  uint64_t count;
+  int32_t dtype, redop, root;
+  int32_t api; /* nsp_api_coll_class(): Bcast and Broadcast are one */
+};
+
+/* The first signature seen at one seq of a communicator; every later rank
+ * is compared against it, so memory is per seq, not per (seq, rank). */
+struct nsp_ref {
+  struct nsp_sig sig;
+  int64_t t_min;   /* earliest entry time of any rank at this seq (wall ns) */
+  uint8_t set;     /* a rank has reached this seq */
+  uint8_t differs; /* some rank's signature differed from sig */
+};
+/* Refs per page of a communicator's paged array of refs by seq. */
+#define NSP_SEQ_PAGE 256
+
+/* Send/recv sizes to/from one peer, run-length encoded by value over
+ * consecutive seqs (pipeline stages send the same shape over and over). */
+struct nsp_run {
+  uint64_t seq0, n, count;
+  int32_t dtype;
+};
+struct nsp_runs {
+  struct nsp_run *v;
+  size_t n, cap;
+  uint64_t max_seq; /* highest seq posted (== calls when no record was lost) */
+  uint64_t last_rec; /* record number (t->info.records) of the send/recv at
+                        max_seq: where the trace's coverage of this peer and
+                        direction ends when records were dropped after it */
+};
+struct nsp_p2p {
+  int32_t peer;
+  struct nsp_runs dir[2]; /* 0: sends to peer, 1: recvs from peer */
+};
+
+/* One process's part in one communicator (a trace's comm index). */
+struct nsp_member {
+  size_t comm, trace;
+  uint32_t local;       /* comm index in the trace */
+  int32_t rank, nranks, device;
+  uint64_t ncoll, gaps; /* collectives; seq jumps (lost records) */
+  uint64_t last_seq;    /* highest collective seq; 0 none */
+  uint64_t last_rec;    /* record number (t->info.records) of that collective; 0 none */
+  struct nsp_sig last_sig;
+  int64_t last_t;
+  uint64_t first_diff;  /* first seq where this rank differed from the ref; 0 none */
+  struct nsp_sig diff_sig;
+  int ended, end_api, end_result;
+  int has_error;        /* some event on this comm returned an error */
+  uint64_t first_err_seq; /* lowest collective seq whose call returned an error; 0 */
+  uint64_t calls;       /* any CALL on this comm (rebinding is refused after) */
+  /* completion (traces with NSP_TRACK_COMPLETION), set at the trace's end */
+  uint64_t first_pending; /* lowest collective seq that never completed; 0 none */
+  struct nsp_sig pend_sig;
+  int64_t pend_t;       /* its entry, wall clock */
+  uint64_t pend_mono;   /* its entry, monotonic */
+  uint32_t pend_site;
+  uint8_t pend_state;   /* NSP_PEND_WAIT, _ABANDONED or _FAILED */
+  uint64_t npending;    /* collectives that never completed */
+  uint64_t nuntracked;  /* calls with NSP_CALL_UNTRACKED (1.4): completion not asked for */
+  /* Format 1.4: the last collective NCCL refused (an error result) while
+   * no later collective of this member has come; it took no seq.  A later
+   * collective takes its place; one still here at the trace's end is the
+   * rank's last attempt and is compared with the others' call at its seq. */
+  struct nsp_rec refused;
+  int has_refused;
+  char *gpu_uuid, *gpu_pci, *gpu_name; /* "" unknown */
+  /* send/recv per peer */
+  struct nsp_p2p *p2p;
+  size_t np2p, p2p_cap;
+  struct nsp_u64map p2p_index; /* peer -> p2p index */
+  /* the page of refs last used (seqs arrive in order, so this hits): its
+   * first ref, for seq page_no * NSP_SEQ_PAGE */
+  struct nsp_ref *page;
+  uint64_t page_no;
+};
+
+struct nsp_an_comm {
+  struct nsp_comm_info info;
+  char *name;
+  int *ranks;
+  size_t *members;      /* indices into job->members */
+  size_t nmembers, members_cap;
+  struct nsp_paged refs; /* seq -> struct nsp_ref, NSP_SEQ_PAGE to a page */
+  /* Set by the rules, read by the rules that run or link after them: */
+  uint64_t mismatch_seq; /* the alignment rule's finding seq; 0 none */
+  int mismatch_kind;     /* and its kind */
+  size_t mismatch_id;    /* its finding id */
+  uint64_t hang_seq;     /* hang/never-completed finding's seq; 0 none */
+  size_t hang_id;        /* its finding id */
+  int64_t hang_t;        /* its time */
+  int nranks_conflict;   /* members reported different nranks (noted once) */
+};
+
+/* A process's first error, or its last call. */
+struct nsp_event {
+  struct nsp_call call;
+  char *last_error;     /* owned copy behind call.last_error */
+  int valid;
+  uint32_t site;        /* call-site id of the call; 0 none */
+  uint32_t local;       /* comm index in the trace */
+  uint64_t mono;        /* entry, monotonic ns */
+  int32_t peer_key;     /* the peer field as the CALL had it (completion key) */
+};
+
+struct nsp_trace {
+  char hdr_host[NSP_HOST_MAX];   /* the header's host name (copies of a trace: same host, pid, clocks) */
+  struct nsp_trace_info info;
+  char *path, *host, *shim_version, *problem;
+  char **env;           /* 2*nenv owned strings */
+  uint8_t *mem;         /* owned copy for traces added from memory */
+  size_t mem_len;
+  size_t size;          /* bytes of the trace as read (file or memory) */
+  int64_t off_ns;       /* wall = monotonic + off_ns */
+  int env_rank, file_rank;
+  struct nsp_event first_err;
+  struct nsp_event last_call; /* last call on any communicator */
+  /* comm index -> member + 1 (0: none), while loading only */
+  size_t *local_member;
+  size_t nlocal;
+  uint64_t orphan_calls; /* calls on a comm index without a usable COMM record */
+  uint64_t bad_seq;      /* collectives with seq 0 */
+  uint64_t rebind_refused;
+  int unattributed_error; /* an error on no communicator (ncclGroupEnd...) */
+  /* format 1.1 */
+  char *nccl_path, *launcher;
+  uint64_t t_last;       /* latest monotonic timestamp of any record */
+  struct nsp_pend_tab pend; /* while loading only */
+  struct nsp_u64map done_by_stream; /* while loading: stream -> latest entry of a completed call */
+  int load_oom;
+  struct nsp_event blocked; /* the earliest call that never completed */
+  struct nsp_callsite **sites; /* call sites, filtered (nsp_an_site.c) */
+  size_t sites_cap;
+  struct nsp_u64map site_by_id; /* site id -> index in sites */
+  int pend_overflow;
+  int refused_take_no_seq; /* format >= 1.4: a call that returned an error
+                              (not ncclInProgress) took no seq */
+  /* format 1.3: the first SIGNAL record (nsp_an_sigload.c) */
+  int has_sig;
+  struct nsp_signal sig;        /* info.signal points here */
+  uint64_t sig_mono;            /* its time, monotonic ns */
+  struct nsp_callsite *sig_stack; /* sig.stack */
+  char *sig_name, *sig_mod0, *sig_sym0;
+  uint64_t max_call_mono;       /* latest CALL entry */
+  /* DROPPED records: the record number of the last one (0 none) and the
+   * records lost by NSP_DROP_* reason (index 0: unknown reasons). */
+  uint64_t drop_rec;
+  uint64_t drop_mono;   /* monotonic time of the last DROPPED record: the lost
+                           records came before it */
+  uint64_t drop_by[4];
+};
+
+/* A call-site lookup pass 2 makes for a finding's process. */
+struct nsp_site_req {
+  size_t trace;
+  uint32_t local;
+  uint64_t seq;         /* collective seq */
+  const struct nsp_callsite **out;
+};
+
+struct nsp_finding_priv; /* findings/nsp_an_finding.h */
+struct nsp_perf;         /* job/nsp_an_perf.c */
+
+struct nsp_job {
+  struct nsp_trace **traces;
+  size_t ntraces, traces_cap;
+  size_t nunread;       /* trace files that could not be read at all */
+  struct nsp_an_comm **comms;
+  size_t ncomms, comms_cap;
+  struct nsp_u64map comm_by_id;
+  struct nsp_member *members;
+  size_t nmembers, members_cap;
+  char **notes;
+  size_t nnotes, notes_cap;
+  struct nsp_finding_priv *findings; /* in creation order until the job sorts them */
+  size_t nfindings, findings_cap;
+  char *summary;
+  int analyzed;
+  size_t error_id;       /* the error finding's id; SIZE_MAX none (rules/) */
+  size_t signal_id;      /* the signal finding's id; SIZE_MAX none (rules/) */
+  int version_skew;      /* traces show more than one NCCL version */
+  struct nsp_site_req *site_req; /* nsp_an_want_site, for pass 2 */
+  size_t nsite_req, site_req_cap;
+  struct nsp_perf *perf;
+  int64_t start_ns;
+  struct nsp_file_id *files; /* (st_dev, st_ino) of every file added: read once */
+  size_t nfiles, files_cap;
+  char err[512];
+};
+
+struct nsp_file_id {
+  uint64_t dev, ino;
+};
+
+/* ---- loading (nsp_an_load.c, nsp_an_sigload.c) ---------------------------- */
+
+/* Reads one trace into the model (mem: a copy the job takes, or NULL to
+ * read the file at path).  Returns 1, NSP_AN_EREAD (noted), NSP_AN_ENOMEM. */
+int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len);
+
+/* Opens a trace again (file or its memory copy) for pass 2 and perf. */
+struct nsp_reader *nsp_an_reopen(const struct nsp_trace *t, char *err, size_t errlen);
+
+/* Ref entry of a seq in a comm; NULL when absent (create == 0) or out of
+ * memory (create == 1). */
+struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create);
+
+/* Fatal signals: a SIGNAL record while loading (the first is kept), its
+ * end-of-trace check (did the process go on?), the trace's memory. */
+int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec);
+void nsp_an_signal_finish(struct nsp_trace *t);
+void nsp_an_signal_free(struct nsp_trace *t);
+
+/* ---- call sites (nsp_an_site.c) -------------------------------------------- */
+
+/* Stores a CALLSITE record in t (filtered); 0 or NSP_AN_ENOMEM. */
+int nsp_an_site_add(struct nsp_trace *t, const struct nsp_rec *rec);
+/* The site with this id in t, or NULL (id 0, unknown). */
+const struct nsp_callsite *nsp_an_site(const struct nsp_trace *t, uint32_t id);
+void nsp_an_sites_free(struct nsp_trace *t);
+/* A filtered copy of frames (x->nframes of them, innermost first): NCCL's,
+ * ncclspy's and c10d's left out (unless that is all of them), and with
+ * skip_runtime_top the C/C++ runtime frames on top too (raise, abort,
+ * terminate).  Kept to 16 frames.  NULL when out of memory. */
+struct nsp_callsite *nsp_an_stack_make(const struct nsp_rec_ext *x, uint32_t id, uint32_t flags, int skip_runtime_top);
+/* True when a frame is NCCL's, ncclspy's or c10d's (left out of reports). */
+int nsp_an_frame_skipped(const char *module, const char *symbol);
+/* Asks pass 2 (job/nsp_an_pass2.c) for the call site of a member's
+ * collective at seq, to be stored in *out.  0 or NSP_AN_ENOMEM. */
+int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t seq, const struct nsp_callsite **out);
+
+/* ---- after loading (nsp_an_prepare.c) ------------------------------------- */
+
+/* Before the rules: drops communicators no member points at, sorts each
+ * one's members by rank (nranks by majority where members disagree),
+ * gives every trace its job rank, the job its start time and whether
+ * NCCL versions differ.  Returns 0 or NSP_AN_ENOMEM. */
+int nsp_an_prepare(struct nsp_job *job);
+/* qsort_r order of member indices (ctx: the job): by rank, trace, comm index. */
+int nsp_an_cmp_member_rank(const void *pa, const void *pb, void *ctx);
+
+/* ---- questions about the model (nsp_an_model.c) --------------------------- */
+
+/* Adds a note (printf format).  Returns 0 or NSP_AN_ENOMEM. */
+int nsp_job_notef(struct nsp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds what b holds as a note (b is emptied).  0 or NSP_AN_ENOMEM. */
+int nsp_job_note_take(struct nsp_job *job, struct nsp_sbuf *b);
+/* The value of environment variable name in t's snapshot (the first
+ * entry of that name), or NULL. */
+const char *nsp_an_env_value(const struct nsp_trace_info *t, const char *name);
+/* Empty call: api -1, ints -1 (done too), numbers 0. */
+void nsp_call_clear(struct nsp_call *c);
+int nsp_an_cmp_int(const void *a, const void *b);
+/* The communicator with this id (0: none), or NULL. */
+const struct nsp_an_comm *nsp_an_comm_of(const struct nsp_job *job, uint64_t id);
+/* The member of comm c with this rank (first of duplicates), or NULL;
+ * after nsp_an_prepare. */
+const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_an_comm *c, int rank);
+/* The member of communicator c (NULL: none) that trace ti is, or NULL. */
+const struct nsp_member *nsp_an_member_of_trace(const struct nsp_job *job, const struct nsp_an_comm *c, size_t ti);
+/* The highest last seq of c's members with a rank. */
+uint64_t nsp_an_comm_reached(const struct nsp_job *job, const struct nsp_an_comm *c);
+/* True when t's file was cut or damaged with nothing read after it (not
+ * made whole from its crash ring); *at: the byte where reading stopped. */
+int nsp_an_trace_cut(const struct nsp_trace *t, unsigned long long *at);
+/* Coverage.  True when m's trace dropped records (a DROPPED record) after
+ * the record of m's last collective on its communicator, or dropped any
+ * when m has no collective: where that rank went after it is not known.
+ * Conservative: the shim writes a DROPPED record at the end of the frame
+ * that was being written when the records were lost, so a drop just before
+ * the last collective may count too.  One rule for the coverage notes, the
+ * wavefront and the hangs. */
+int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *m);
+/* True when m's trace dropped records after its last send to (r is
+ * m's dir[0] runs for a peer) or recv from (dir[1]) a peer, or dropped any
+ * when r is NULL or empty: whether that rank posted more of them is not
+ * known. */
+int nsp_an_p2p_uncovered(const struct nsp_job *job, const struct nsp_member *m, const struct nsp_runs *r);
+
+/* The model's objects freed (the job frees them; prepare drops comms). */
+void nsp_an_trace_free(struct nsp_trace *t);
+void nsp_an_member_free(struct nsp_member *m);
+void nsp_an_comm_free(struct nsp_an_comm *c);
+
+#endif /* NSP_AN_MODEL_H */

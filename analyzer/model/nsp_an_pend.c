@@ -1,0 +1,233 @@
+/* nsp_an_pend.c - calls enqueued and not yet completed, per process.
+ *
+ * With completion tracking (PROCESS tracking & NSP_TRACK_COMPLETION) the
+ * shim writes a COMPLETION record per call, or per group: one naming
+ * (comm, api, seq, peer) or a group id.  The table holds the calls whose
+ * completion has not been seen; in a healthy trace that is the GPU's
+ * queue, so memory follows the calls in flight, not the calls made.
+ * Whatever is left at the end of a trace never completed as far as the
+ * trace knows.  A completion read before its call (the shim's writer and
+ * its completion poller race) is remembered and cancels the call when it
+ * comes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_model.h"
+
+/* Live entries per process before the table stops growing (then calls
+ * count as completed and the trace says so in a note). */
+#define NSP_PEND_MAX (1u << 20)
+/* Group completions remembered before their calls were seen. */
+#define NSP_PEND_EARLY_GROUPS 4096
+
+static uint64_t pend_hash(uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
+  return nsp_u64map_hash(seq * 0x9e3779b97f4a7c15ull ^ ((uint64_t)local << 32 | (uint32_t)peer) ^
+                         ((uint64_t)(uint32_t)api << 56));
+}
+
+static int same_key(const struct nsp_pend *e, uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
+  return e->local == local && e->api == api && e->seq == seq && e->peer == peer;
+}
+
+/* Slot of the key in the open-addressing index, or of the empty slot
+ * where it would go. */
+static size_t slot_of(const struct nsp_pend_tab *t, uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
+  size_t mask = t->nslot - 1;
+  for (size_t i = pend_hash(local, api, seq, peer) & mask;; i = (i + 1) & mask) {
+    if (!t->slot[i]) return i;
+    if (same_key(&t->v[t->slot[i] - 1], local, api, seq, peer)) return i;
+  }
+}
+
+static size_t find(const struct nsp_pend_tab *t, uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
+  if (!t->nslot) return SIZE_MAX;
+  size_t s = slot_of(t, local, api, seq, peer);
+  return t->slot[s] ? t->slot[s] - 1 : SIZE_MAX;
+}
+
+static int grow_index(struct nsp_pend_tab *t) {
+  if ((t->used + 1) * 2 <= t->nslot) return 0;
+  size_t n = t->nslot ? t->nslot * 2 : 64;
+  size_t *ns = calloc(n, sizeof *ns);
+  if (!ns) return NSP_AN_ENOMEM;
+  size_t *old = t->slot, on = t->nslot;
+  t->slot = ns;
+  t->nslot = n;
+  for (size_t i = 0; i < on; i++) {
+    if (!old[i]) continue;
+    const struct nsp_pend *e = &t->v[old[i] - 1];
+    t->slot[slot_of(t, e->local, e->api, e->seq, e->peer)] = old[i];
+  }
+  free(old);
+  return 0;
+}
+
+/* Removes entry idx from the key index (backward-shift deletion). */
+static void unindex(struct nsp_pend_tab *t, size_t idx) {
+  const struct nsp_pend *e = &t->v[idx];
+  size_t mask = t->nslot - 1;
+  size_t i = slot_of(t, e->local, e->api, e->seq, e->peer);
+  if (t->slot[i] != idx + 1) return;
+  for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    if (!t->slot[j]) break;
+    const struct nsp_pend *f = &t->v[t->slot[j] - 1];
+    size_t home = pend_hash(f->local, f->api, f->seq, f->peer) & mask;
+    int stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays) continue;
+    t->slot[i] = t->slot[j];
+    i = j;
+  }
+  t->slot[i] = 0;
+  t->used--;
+}
+
+static void group_unlink(struct nsp_pend_tab *t, size_t idx) {
+  struct nsp_pend *e = &t->v[idx];
+  if (!e->group_id) return;
+  if (e->gprev != SIZE_MAX) {
+    t->v[e->gprev].gnext = e->gnext;
+  } else {
+    size_t *head = nsp_u64map_get(&t->group, e->group_id);
+    if (head && *head == idx) {
+      if (e->gnext != SIZE_MAX) *head = e->gnext;
+      else nsp_u64map_del(&t->group, e->group_id);
+    }
+  }
+  if (e->gnext != SIZE_MAX) t->v[e->gnext].gprev = e->gprev;
+  e->gprev = e->gnext = SIZE_MAX;
+  e->group_id = 0;
+}
+
+static void remove_entry(struct nsp_pend_tab *t, size_t idx) {
+  group_unlink(t, idx);
+  unindex(t, idx);
+  t->v[idx].state = NSP_PEND_FREE;
+  t->v[idx].gnext = t->free_head;
+  t->free_head = idx;
+  t->live--;
+}
+
+static int insert(struct nsp_pend_tab *t, const struct nsp_pend *src, uint8_t state) {
+  if (t->live >= NSP_PEND_MAX) {
+    t->overflow = 1;
+    return 0;
+  }
+  NSP_TRY(grow_index(t));
+  size_t idx;
+  if (t->free_head != SIZE_MAX) {
+    idx = t->free_head;
+    t->free_head = t->v[idx].gnext;
+  } else {
+    NSP_TRY(nsp_grow(&t->v, &t->cap, t->n + 1, sizeof *t->v));
+    idx = t->n++;
+  }
+  struct nsp_pend *e = &t->v[idx];
+  *e = *src;
+  e->state = state;
+  e->gprev = e->gnext = SIZE_MAX;
+  t->slot[slot_of(t, e->local, e->api, e->seq, e->peer)] = idx + 1;
+  t->used++;
+  t->live++;
+  if (state == NSP_PEND_WAIT && e->group_id) {
+    size_t *head = nsp_u64map_get(&t->group, e->group_id);
+    if (head) {
+      e->gnext = *head;
+      t->v[*head].gprev = idx;
+      *head = idx;
+    } else if (nsp_u64map_put(&t->group, e->group_id, idx) < 0) {
+      return NSP_AN_ENOMEM;
+    }
+  } else {
+    e->group_id = state == NSP_PEND_WAIT ? e->group_id : 0;
+  }
+  return 1;
+}
+
+void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec) {
+  memset(e, 0, sizeof *e);
+  e->seq = rec->seq;
+  e->group_id = rec->group_id;
+  e->count = rec->count;
+  e->t_enter = rec->t_enter;
+  e->local = rec->comm;
+  e->site = rec->site;
+  e->api = rec->api;
+  e->peer = rec->peer;
+  e->dtype = rec->dtype;
+  e->redop = rec->redop;
+  e->stream = rec->stream;
+}
+
+void nsp_pend_init(struct nsp_pend_tab *t) {
+  memset(t, 0, sizeof *t);
+  t->free_head = SIZE_MAX;
+}
+
+int nsp_pend_call(struct nsp_pend_tab *t, const struct nsp_pend *e) {
+  size_t i = find(t, e->local, e->api, e->seq, e->peer);
+  if (i != SIZE_MAX) {
+    /* Its completion came first: done.  A second call with the key of a
+     * waiting one (a damaged or replayed seq) is not tracked twice. */
+    if (t->v[i].state == NSP_PEND_EARLY) remove_entry(t, i);
+    return 0;
+  }
+  if (e->group_id && nsp_u64map_get(&t->done_group, e->group_id)) return 0;
+  return insert(t, e, NSP_PEND_WAIT);
+}
+
+/* Applies a completion's flags to entry idx. */
+static void finish(struct nsp_pend_tab *t, size_t idx, uint32_t flags) {
+  if ((flags & (NSP_DONE_OK | NSP_DONE_CAPTURED)) || !(flags & (NSP_DONE_ERROR | NSP_DONE_ABANDONED))) {
+    remove_entry(t, idx);
+    return;
+  }
+  /* Known not to have completed: kept, with the reason. */
+  group_unlink(t, idx);
+  t->v[idx].state = (flags & NSP_DONE_ABANDONED) ? NSP_PEND_ABANDONED : NSP_PEND_FAILED;
+}
+
+int nsp_pend_done(struct nsp_pend_tab *t, const struct nsp_rec *rec, nsp_pend_cb cb, void *ctx) {
+  if (rec->group_id) {
+    size_t *head = nsp_u64map_get(&t->group, rec->group_id);
+    if (!head) {
+      if (t->done_group.len >= NSP_PEND_EARLY_GROUPS) nsp_u64map_free(&t->done_group);
+      return nsp_u64map_put(&t->done_group, rec->group_id, 1);
+    }
+    size_t i = *head;
+    while (i != SIZE_MAX) {
+      size_t next = t->v[i].gnext;
+      if (cb) cb(ctx, &t->v[i], rec);
+      finish(t, i, rec->flags);
+      i = next;
+    }
+    return 0;
+  }
+  size_t i = find(t, rec->comm, rec->api, rec->seq, rec->peer);
+  if (i == SIZE_MAX) {
+    struct nsp_pend e;
+    memset(&e, 0, sizeof e);
+    e.local = rec->comm;
+    e.api = rec->api;
+    e.seq = rec->seq;
+    e.peer = rec->peer;
+    int r = insert(t, &e, NSP_PEND_EARLY);
+    return r < 0 ? r : 0;
+  }
+  if (t->v[i].state != NSP_PEND_WAIT) return 0;
+  if (cb) cb(ctx, &t->v[i], rec);
+  finish(t, i, rec->flags);
+  return 0;
+}
+
+int nsp_pend_waiting(const struct nsp_pend_tab *t, uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
+  size_t i = find(t, local, api, seq, peer);
+  return i != SIZE_MAX && t->v[i].state != NSP_PEND_EARLY;
+}
+
+void nsp_pend_free(struct nsp_pend_tab *t) {
+  free(t->v);
+  free(t->slot);
+  nsp_u64map_free(&t->group);
+  nsp_u64map_free(&t->done_group);
+  nsp_pend_init(t);
+}

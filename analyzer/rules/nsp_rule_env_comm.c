@@ -1,0 +1,286 @@
+/* nsp_rule_env_comm.c - rule 6 of docs/REPORT.md, per communicator:
+ * members that do not add up (two ranks on one GPU, a rank claimed twice,
+ * disagreeing nranks, ranks without a trace).  Sides name communicator
+ * ranks and their hosts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_names.h"
+#include "nsp_rule.h"
+
+static int rule_nranks(struct nsp_job *job, struct nsp_an_comm *c) {
+  if (!c->nranks_conflict) return 0;
+  struct nsp_an_item *it = malloc((c->nmembers ? c->nmembers : 1) * sizeof *it);
+  char(*bufs)[32] = malloc((c->nmembers ? c->nmembers : 1) * sizeof *bufs);
+  int ret = it && bufs ? 0 : NSP_AN_ENOMEM;
+  size_t n = 0;
+  for (size_t k = 0; k < c->nmembers && !ret; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank < 0 || m->nranks <= 0) continue;
+    snprintf(bufs[n], sizeof bufs[n], "%d", m->nranks);
+    it[n] = (struct nsp_an_item){bufs[n], m->trace, m->rank};
+    n++;
+  }
+  if (!ret) ret = nsp_an_finding_by_value(job, NSP_FIND_ENV_NRANKS, c, it, n, "nranks", NULL, NULL);
+  free(it);
+  free(bufs);
+  return ret;
+}
+
+/* Members are sorted by rank: the run of one rank starting at k ends at
+ * *end; true when it holds more than one process. */
+static int dup_run(const struct nsp_job *job, const struct nsp_an_comm *c, size_t k, size_t *end) {
+  const struct nsp_member *a = &job->members[c->members[k]];
+  size_t j = k + 1;
+  int distinct = 0;
+  for (; j < c->nmembers && job->members[c->members[j]].rank == a->rank; j++)
+    distinct |= job->members[c->members[j]].trace != a->trace;
+  *end = j;
+  return a->rank >= 0 && distinct;
+}
+
+static int rule_dup_rank(struct nsp_job *job, struct nsp_an_comm *c) {
+  size_t nsides = 0;
+  for (size_t k = 0, j; k < c->nmembers; k = j) nsides += dup_run(job, c, k, &j);
+  if (!nsides) return 0;
+  struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_ENV_DUP_RANK, c);
+  if (!f) return NSP_AN_ENOMEM;
+  NSP_TRY(nsp_an_alloc_sides(f, nsides));
+  struct nsp_sbuf b = {0};
+  size_t s = 0;
+  for (size_t k = 0, j; k < c->nmembers && s < nsides; k = j) {
+    const struct nsp_member *a = &job->members[c->members[k]];
+    if (dup_run(job, c, k, &j)) {
+      struct nsp_side *side = &f->sides[s++];
+      NSP_TRY(nsp_an_side_from_members(job, side, c->members + k, j - k));
+      char buf[64];
+      snprintf(buf, sizeof buf, "rank %d in %zu processes", a->rank, j - k);
+      NSP_TRY(nsp_an_set_side_text(side, buf));
+      nsp_sbuf_printf(&b, "%srank %d is claimed by %zu processes:", s > 1 ? "; " : "", a->rank, j - k);
+      for (size_t p = 0; p < side->nranks && p < 4; p++)
+        nsp_sbuf_printf(&b, "%s %s pid %u (%s)", p ? "," : "", side->procs[p].host, side->procs[p].pid,
+                        job->traces[side->procs[p].trace]->info.path);
+    }
+  }
+  NSP_TRY(nsp_an_take_message(f, &b));
+  return 0;
+}
+
+/* Union-find over member positions k of c. */
+static size_t uf_find(size_t *p, size_t x) {
+  while (p[x] != x) x = p[x] = p[p[x]];
+  return x;
+}
+
+struct gkey {
+  char *key;
+  size_t k;
+};
+static int cmp_gkey(const void *pa, const void *pb) {
+  const struct gkey *a = pa, *b = pb;
+  int c = strcmp(a->key, b->key);
+  return c ? c : a->k < b->k ? -1 : a->k > b->k;
+}
+
+static int has_uuid(const struct nsp_job *job, const struct nsp_an_comm *c, size_t k) {
+  const struct nsp_member *m = &job->members[c->members[k]];
+  return m->gpu_uuid && m->gpu_uuid[0];
+}
+
+/* The first non-empty string of a GPU identity field among the members
+ * listed in order (uuid: 0, pci: 1, name: 2); "" when none knows it. */
+static const char *gpu_field(const struct nsp_job *job, const size_t *order, size_t n, int field) {
+  for (size_t i = 0; i < n; i++) {
+    const struct nsp_member *m = &job->members[order[i]];
+    const char *v = field == 0 ? m->gpu_uuid : field == 1 ? m->gpu_pci : m->gpu_name;
+    if (v && v[0]) return v;
+  }
+  return "";
+}
+
+static int rule_dup_gpu(struct nsp_job *job, struct nsp_an_comm *c) {
+  size_t n = c->nmembers;
+  if (n < 2) return 0;
+  size_t *parent = malloc(n * sizeof *parent);
+  struct gkey *keys = calloc(2 * n, sizeof *keys);
+  size_t *order = malloc(n * sizeof *order);
+  int ret = parent && keys && order ? 0 : NSP_AN_ENOMEM;
+  size_t nk = 0;
+  for (size_t k = 0; k < n && !ret; k++) {
+    parent[k] = k;
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank < 0) continue;
+    if (m->gpu_uuid && m->gpu_uuid[0]) {
+      if (!(keys[nk].key = nsp_asprintf("u%s", m->gpu_uuid))) ret = NSP_AN_ENOMEM;
+      keys[nk++].k = k;
+    }
+    if (m->gpu_pci && m->gpu_pci[0]) {
+      if (!(keys[nk].key = nsp_asprintf("p%s\n%s", job->traces[m->trace]->info.host, m->gpu_pci)))
+        ret = NSP_AN_ENOMEM;
+      keys[nk++].k = k;
+    }
+  }
+  if (!ret && nk) qsort(keys, nk, sizeof *keys, cmp_gkey);
+  /* One UUID: one GPU.  One host and PCI bus id: one GPU only where a
+   * UUID is unknown; two known UUIDs that differ are two GPUs (MIG
+   * instances share a bus id, and so do nodes that share a host name).
+   * Within a run of one bus key, a member without a UUID joins the first
+   * one that has a UUID (else the first). */
+  int merged = 0;
+  for (size_t i = 0, j; i < nk && !ret; i = j) {
+    for (j = i + 1; j < nk && !strcmp(keys[j].key, keys[i].key);) j++;
+    if (j - i < 2) continue;
+    int bus = keys[i].key[0] == 'p';
+    size_t anchor = i;
+    for (size_t q = i; bus && q < j; q++)
+      if (has_uuid(job, c, keys[q].k)) {
+        anchor = q;
+        break;
+      }
+    for (size_t q = i; q < j; q++) {
+      if (q == anchor || (bus && has_uuid(job, c, keys[q].k) && has_uuid(job, c, keys[anchor].k))) continue;
+      parent[uf_find(parent, keys[q].k)] = uf_find(parent, keys[anchor].k);
+      merged = 1;
+    }
+  }
+  /* Groups of two or more processes. */
+  size_t nsides = 0;
+  for (size_t k = 0; k < n && !ret && merged; k++) {
+    size_t r = uf_find(parent, k);
+    if (r != k) continue;
+    size_t cnt = 0;
+    int distinct = 0;
+    for (size_t q = 0; q < n; q++)
+      if (uf_find(parent, q) == r) {
+        cnt++;
+        distinct |= job->members[c->members[q]].trace != job->members[c->members[r]].trace;
+      }
+    if (cnt > 1 && distinct) nsides++;
+  }
+  if (!ret && nsides) {
+    struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_ENV_DUP_GPU, c);
+    ret = f ? nsp_an_alloc_sides(f, nsides) : NSP_AN_ENOMEM;
+    struct nsp_sbuf b = {0};
+    size_t s = 0;
+    for (size_t k = 0; k < n && !ret && s < nsides; k++) {
+      if (uf_find(parent, k) != k) continue;
+      size_t cnt = 0;
+      int distinct = 0;
+      for (size_t q = 0; q < n; q++)
+        if (uf_find(parent, q) == k) {
+          order[cnt++] = c->members[q];
+          distinct |= job->members[c->members[q]].trace != job->members[c->members[k]].trace;
+        }
+      if (cnt < 2 || !distinct) continue;
+      struct nsp_side *side = &f->sides[s++];
+      ret = nsp_an_side_from_members(job, side, order, cnt);
+      /* The GPU as those who know it name it: a member whose UUID query
+       * failed still shares the UUID of the others. */
+      const char *uuid = gpu_field(job, order, cnt, 0), *pci = gpu_field(job, order, cnt, 1);
+      const char *gname = gpu_field(job, order, cnt, 2);
+      char buf[400];
+      snprintf(buf, sizeof buf, "%s%s%s%s%s on %s", uuid[0] ? uuid : "GPU", pci[0] ? " " : "", pci,
+               gname[0] ? ", " : "", gname, job->traces[job->members[order[0]].trace]->info.host);
+      if (!ret) ret = nsp_an_set_side_text(side, buf);
+      if (!ret && !(side->value = strdup(uuid[0] ? uuid : pci))) ret = NSP_AN_ENOMEM;
+      if (ret) break;
+      char rb[160];
+      nsp_format_ranks(rb, sizeof rb, side->ranks, side->nranks);
+      nsp_sbuf_printf(&b, "%sranks %s (", s > 1 ? "; " : "", rb);
+      nsp_an_put_hosts(&b, side);
+      nsp_sbuf_printf(&b, ") share one GPU: %s", buf);
+    }
+    if (!ret) {
+      ret = nsp_an_take_message(f, &b);
+    } else {
+      free(nsp_sbuf_take(&b));
+    }
+  }
+  for (size_t i = 0; keys && i < nk; i++) free(keys[i].key);
+  free(keys);
+  free(parent);
+  free(order);
+  return ret;
+}
+
+/* Ranks 0..nranks-1 without a trace, listed when there are not too many. */
+#define NSP_MISSING_LIST_MAX 65536
+
+static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
+  int32_t nr = c->info.nranks;
+  size_t have = 0;
+  for (size_t i = 0; i < c->info.ntraced; i++) have += c->ranks[i] >= 0 && c->ranks[i] < nr;
+  if (nr <= 0 || have >= (size_t)nr) return 0;
+  size_t missing = (size_t)nr - have;
+  size_t nmem = 0;
+  size_t *mi = malloc((c->nmembers ? c->nmembers : 1) * sizeof *mi);
+  if (!mi) return NSP_AN_ENOMEM;
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank >= 0 && (!nmem || job->members[mi[nmem - 1]].rank != m->rank)) mi[nmem++] = c->members[k];
+  }
+  /* Members that never learnt their rank are only a note. */
+  struct nsp_finding_priv *f = nmem ? nsp_an_new_finding(job, NSP_FIND_ENV_MISSING_RANKS, c) : NULL;
+  int ret = !nmem ? 1 : f ? nsp_an_alloc_sides(f, 1) : NSP_AN_ENOMEM;
+  if (!ret) ret = nsp_an_side_from_members(job, &f->sides[0], mi, nmem);
+  free(mi);
+  if (ret) return ret < 0 ? ret : 0;
+  char sbuf[64];
+  snprintf(sbuf, sizeof sbuf, "traced (%zu of %d)", nmem, nr);
+  NSP_TRY(nsp_an_set_side_text(&f->sides[0], sbuf));
+  /* The missing ranks, as ranges, walking the gaps between traced ones. */
+  struct nsp_sbuf b = {0};
+  nsp_sbuf_printf(&b, "communicator has %d ranks but %zu %s a trace; no trace for %s ", nr, have,
+                  have == 1 ? "has" : "have", missing == 1 ? "rank" : "ranks");
+  int *list = missing <= NSP_MISSING_LIST_MAX ? malloc(missing * sizeof *list) : NULL;
+  size_t nl = 0, shown = 0;
+  /* 64-bit: the rank after a traced rank INT_MAX (hostile nranks) is no int. */
+  int64_t next = 0;
+  for (size_t i = 0; i <= c->info.ntraced; i++) {
+    int64_t upto = i < c->info.ntraced ? c->ranks[i] : nr; /* exclusive */
+    if (upto > nr) upto = nr;
+    if (upto < next) continue;
+    if (upto > next) { /* next < upto <= nr: both fit in an int */
+      if (shown < 20) {
+        if (upto - 1 > next) nsp_sbuf_printf(&b, "%s%d-%d", shown ? "," : "", (int)next, (int)(upto - 1));
+        else nsp_sbuf_printf(&b, "%s%d", shown ? "," : "", (int)next);
+      } else if (shown == 20) {
+        nsp_sbuf_printf(&b, ",...");
+      }
+      shown++;
+      for (int64_t r = next; list && r < upto; r++) list[nl++] = (int)r;
+    }
+    next = upto + 1;
+  }
+  /* Files that were there but told nothing: the missing ranks may be
+   * theirs, and "copy their traces" would be the wrong advice. */
+  size_t nempty = job->nunread;
+  for (size_t i = 0; i < job->ntraces; i++) nempty += job->traces[i]->info.records == 0;
+  if (nempty)
+    nsp_sbuf_printf(&b, "; %zu trace file%s could not be read or %s no readable record (see the notes): the "
+                        "missing ranks may be in %s",
+                    nempty, nempty == 1 ? "" : "s", nempty == 1 ? "has" : "have", nempty == 1 ? "it" : "them");
+  if (list) ret = nsp_an_set_odd(f, list, nl);
+  free(list);
+  NSP_TRY(nsp_an_take_message(f, &b));
+  return ret;
+}
+
+/* The four checks of one communicator, so that findings are made
+ * communicator by communicator. */
+static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
+  NSP_TRY(rule_dup_gpu(job, c));
+  NSP_TRY(rule_dup_rank(job, c));
+  NSP_TRY(rule_nranks(job, c));
+  return rule_missing(job, c);
+}
+
+const struct nsp_rule nsp_rule_env_comm = {
+    .name = "env-comm",
+    .checks = "the members of each communicator: two ranks on one GPU, a rank claimed twice, disagreeing nranks, "
+              "ranks without a trace",
+    .kinds = NSP_RULE_KINDS(NSP_FIND_ENV_DUP_GPU, NSP_FIND_ENV_DUP_RANK, NSP_FIND_ENV_NRANKS,
+                            NSP_FIND_ENV_MISSING_RANKS),
+    .check_comm = check_comm,
+};

@@ -1,0 +1,117 @@
+/* test_an_tables.c - the analyzer's tables against each other and the docs.
+ *
+ *   test_an_tables REPORT.md   checks (TAP):
+ *     - docs/REPORT.md's table of finding kinds has one row per line of
+ *       the kinds table (analyzer/nsp_finding_kinds.h), in its order, with
+ *       the same rule, class, ranks, sides, odd_ranks and later;
+ *     - every kind is made by exactly one rule of the rule table, and every
+ *       kind a rule names is in the kinds table;
+ *     - names are unique and read back (nsp_finding_kind_from_name), and
+ *       every kind has a hint.
+ *   test_an_tables --markdown  prints the rows the docs should have.
+ *
+ * Adding a kind without its rule or its docs row fails here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_rule.h"
+#include "tests/nsp_tap.h"
+
+/* The docs' words for an empty odd_ranks / later column. */
+static const char *or_none(const char *s) { return s[0] ? s : "-"; }
+
+static const char *rule_name(int kind) {
+  const struct nsp_rule *r = nsp_rule_of_kind(kind);
+  return r ? r->name : "(none)";
+}
+
+/* The row of kind, as docs/REPORT.md writes it, into buf. */
+static void row(char *buf, size_t len, int kind) {
+  const struct nsp_finding_kind_info *k = nsp_finding_kind_info(kind);
+  snprintf(buf, len, "| `%s` | %s | %s | %s | %s | %s | %s |", k->name, rule_name(kind),
+           nsp_finding_class_name(k->order_class), nsp_rank_space_name(k->rank_space), nsp_side_shape_name(k->sides),
+           or_none(k->odd_ranks), or_none(k->later));
+}
+
+/* The rows of the table under "### Finding kinds" in the file at path:
+ * lines that start with "| `".  Returns how many (at most max), -1 when
+ * the file or the section is missing. */
+static int doc_rows(const char *path, char rows[][1024], int max) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[1024];
+  int in = 0, n = 0, found = 0;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    if (!strncmp(line, "### ", 4) || !strncmp(line, "## ", 3)) {
+      in = !strcmp(line, "### Finding kinds");
+      found |= in;
+      continue;
+    }
+    if (in && !strncmp(line, "| `", 3) && n < max) snprintf(rows[n++], sizeof rows[0], "%s", line);
+  }
+  fclose(f);
+  return found ? n : -1;
+}
+
+static void check_docs(const char *path) {
+  static char rows[2 * NSP_FIND_KIND_COUNT + 8][1024];
+  int n = doc_rows(path, rows, (int)(sizeof rows / sizeof *rows));
+  ok(n >= 0, "%s has a section \"### Finding kinds\"", path);
+  ok(n == NSP_FIND_KIND_COUNT, "it lists %d kinds, the kinds table %d", n, NSP_FIND_KIND_COUNT);
+  for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
+    char want[1024];
+    row(want, sizeof want, k);
+    int same = k < n && !strcmp(rows[k], want);
+    ok(same, "row %d is %s", k + 1, nsp_finding_kind_name(k));
+    if (!same) printf("#   want: %s\n#   have: %s\n", want, k < n ? rows[k] : "(none)");
+  }
+}
+
+static void check_rules(void) {
+  for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
+    int makers = 0;
+    for (size_t r = 0; r < nsp_nrules; r++)
+      for (size_t i = 0; i < nsp_rules[r]->nkinds; i++) makers += nsp_rules[r]->kinds[i] == k;
+    const struct nsp_rule *r = nsp_rule_of_kind(k);
+    ok(makers == 1 && r && (r->check || r->check_comm), "%s is made by one rule (%d do)", nsp_finding_kind_name(k), makers);
+  }
+  for (size_t r = 0; r < nsp_nrules; r++) {
+    const struct nsp_rule *rule = nsp_rules[r];
+    int known = rule->name && rule->checks && (rule->check || rule->check_comm) &&
+                (rule->link != NULL) == (rule->link_stage != NSP_LINK_NONE);
+    for (size_t i = 0; i < rule->nkinds; i++) known &= nsp_finding_kind_info(rule->kinds[i]) != NULL;
+    ok(known, "rule %s: named, checks, kinds in the table, a link with a stage", rule->name ? rule->name : "?");
+  }
+}
+
+static void check_names(void) {
+  for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
+    const struct nsp_finding_kind_info *info = nsp_finding_kind_info(k);
+    ok(info && info->kind == k && nsp_finding_kind_from_name(info->name) == k && info->hint[0],
+       "%s: its line's id, its name read back, a hint", nsp_finding_kind_name(k));
+  }
+  ok(nsp_finding_kind_info(NSP_FIND_KIND_COUNT) == NULL && nsp_finding_kind_info(-1) == NULL,
+     "no line out of range");
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--markdown")) {
+    for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
+      char buf[1024];
+      row(buf, sizeof buf, k);
+      puts(buf);
+    }
+    return 0;
+  }
+  if (argc != 2) {
+    fprintf(stderr, "usage: test_an_tables REPORT.md | --markdown\n");
+    return 2;
+  }
+  check_docs(argv[1]);
+  check_rules();
+  check_names();
+  printf("1..%d\n", tests);
+  return failures != 0;
+}
