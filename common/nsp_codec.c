@@ -285,7 +285,7 @@ static size_t frames_room(const struct nsp_rec_ext *x) {
 
 /* One encoder and one bound per kind.  pr is the comm's prediction (CALL
  * only; NULL otherwise). */
-#define NSP_GEN_ENC_(NAME, name, value, since, has_ext, ring, meaning)                                             \
+#define NSP_GEN_ENC_(NAME, name, value, since, has_ext, ring, names, meaning)                                             \
   static void enc_##name(struct benc *e, struct nsp_codec *c, struct nsp_pred *pr, const struct nsp_rec *r,   \
                          const struct nsp_rec_ext *x) {                                                        \
     unsigned mask = 0;                                                                                         \
@@ -316,7 +316,7 @@ static size_t encode_into(uint8_t *dst, size_t cap, struct nsp_codec *c, struct 
   const struct nsp_rec_ext *x = r->ext ? r->ext : &nsp_ext_zero;
   struct benc e = {dst + 11, dst + cap, 0};
   switch (r->kind) {
-#define NSP_ENC_CASE_(NAME, name, value, since, has_ext, ring, meaning) \
+#define NSP_ENC_CASE_(NAME, name, value, since, has_ext, ring, names, meaning) \
   case NSP_REC_##NAME:                                             \
     enc_##name(&e, c, pr, r, x);                                   \
     break;
@@ -344,7 +344,7 @@ size_t nsp_encode_signal(uint8_t *dst, size_t cap, const struct nsp_rec *r) {
 static size_t payload_bound(const struct nsp_rec *r) {
   const struct nsp_rec_ext *x = r->ext ? r->ext : &nsp_ext_zero;
   switch (r->kind) {
-#define NSP_BOUND_CASE_(NAME, name, value, since, has_ext, ring, meaning) \
+#define NSP_BOUND_CASE_(NAME, name, value, since, has_ext, ring, names, meaning) \
   case NSP_REC_##NAME:                                               \
     return bound_##name(r, x);
     NSP_REC_KINDS(NSP_BOUND_CASE_)
@@ -527,7 +527,7 @@ static int get_frames(struct dec *d, struct nsp_rec_ext *x) {
 
 /* One decoder per kind: 0 (d->bad set when malformed), or -1 when out of
  * memory. */
-#define NSP_GEN_DEC_(NAME, name, value, since, has_ext, ring, meaning)                                   \
+#define NSP_GEN_DEC_(NAME, name, value, since, has_ext, ring, names, meaning)                                   \
   static int dec_##name(struct dec *d, struct nsp_codec *c, struct nsp_rec *r) {                   \
     struct nsp_rec_ext *x = &d->st->ext;                                                            \
     struct nsp_pred *pr = NULL;                                                                     \
@@ -575,7 +575,7 @@ int nsp_decode(const uint8_t **pp, const uint8_t *end, struct nsp_codec *c,
   struct dec d = {p, next, 0, st, 0};
   int rc;
   switch (kind) {
-#define NSP_DEC_CASE_(NAME, name, value, since, has_ext, ring, meaning) \
+#define NSP_DEC_CASE_(NAME, name, value, since, has_ext, ring, names, meaning) \
   case NSP_REC_##NAME:                                             \
     rc = dec_##name(&d, c, r);                                     \
     break;

@@ -79,7 +79,7 @@ struct nsp_rec {
 #define NSP_REC_ACC_X_(k, name, type, member) \
   static inline type nsp_rec_##k##_##name(const struct nsp_rec *r) { return (type)r->ext->member; }
 #define NSP_REC_ACC_NONE_(k, name, type, member)
-#define NSP_REC_ACC_KIND_(NAME, name, value, since, has_ext, ring, meaning) NSP_REC_FIELDS_##NAME(NSP_REC_ACC_, name)
+#define NSP_REC_ACC_KIND_(NAME, name, value, since, has_ext, ring, names, meaning) NSP_REC_FIELDS_##NAME(NSP_REC_ACC_, name)
 NSP_REC_KINDS(NSP_REC_ACC_KIND_)
 #undef NSP_REC_ACC_KIND_
 

@@ -19,14 +19,22 @@
    .since = (fsince), .is_signed = NSP_FI_SIGNED_(ftype), .cm = NSP_CM_##fcm, .cm_name = #fcm, .pred = #fpred, \
    .type = #ftype, .meaning = (fmeaning)},
 
-#define NSP_FI_LIST_(NAME, name, value, since, has_ext, ring, meaning) \
+#define NSP_FI_LIST_(NAME, name, value, since, has_ext, ring, names, meaning) \
   static const struct nsp_field_info nsp_fields_##name[] = {NSP_REC_FIELDS_##NAME(NSP_FI_, NAME)};
 NSP_REC_KINDS(NSP_FI_LIST_)
 
-#define NSP_KI_(NAME, kname, value, ksince, has_ext, kring, kmeaning)                                       \
+/* The named values of each kind's FLAGS or REASON field, then an end. */
+#define NSP_NI_(P, nname, nvalue, nword, nsince, nmeaning) \
+  {.name = #nname, .value = (nvalue), .word = (nword), .since = (nsince), .meaning = (nmeaning)},
+#define NSP_NI_LIST_(NAME, name, value, since, has_ext, ring, names, meaning) \
+  static const struct nsp_name_info nsp_names_##name[] = {NSP_REC_NAMES_##names(NSP_NI_, names){NULL, 0, NULL, 0, NULL}};
+NSP_REC_KINDS(NSP_NI_LIST_)
+
+#define NSP_KI_(NAME, kname, value, ksince, has_ext, kring, knames, kmeaning)                                       \
   {.kind = NSP_REC_##NAME, .name = #NAME, .lname = #kname, .since = (ksince), .ext = NSP_KEXT_##has_ext,    \
    .ring = NSP_KRING_##kring, .meaning = (kmeaning), .fields = nsp_fields_##kname,                           \
-   .nfields = sizeof nsp_fields_##kname / sizeof nsp_fields_##kname[0]},
+   .nfields = sizeof nsp_fields_##kname / sizeof nsp_fields_##kname[0], .names_set = #knames,                \
+   .names = nsp_names_##kname, .nnames = sizeof nsp_names_##kname / sizeof nsp_names_##kname[0] - 1},
 static const struct nsp_kind_info nsp_kinds[] = {NSP_REC_KINDS(NSP_KI_)};
 #define NSP_NKINDS (sizeof nsp_kinds / sizeof nsp_kinds[0])
 

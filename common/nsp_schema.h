@@ -45,6 +45,16 @@ struct nsp_field_info {
   const char *meaning;
 };
 
+/* A named bit of a flags field, or a named value (trace_schema.h,
+ * NSP_REC_NAMES_*). */
+struct nsp_name_info {
+  const char *name;     /* "TIMED": the constant is NSP_<set>_TIMED */
+  uint64_t value;       /* the bit (1u << n) or the value */
+  const char *word;     /* "timed": what `ncclspy dump` shows */
+  uint8_t since;        /* format minor version that added it */
+  const char *meaning;
+};
+
 /* ext and ring columns of a kind. */
 enum { NSP_KEXT_NO, NSP_KEXT_YES, NSP_KEXT_MAY };
 enum { NSP_KRING_RING, NSP_KRING_WRITER };
@@ -59,6 +69,9 @@ struct nsp_kind_info {
   const char *meaning;
   const struct nsp_field_info *fields;
   size_t nfields;
+  const char *names_set;                /* "DONE": its FLAGS or REASON field's names; "NONE" */
+  const struct nsp_name_info *names;    /* those names (the bits, or the values) */
+  size_t nnames;
 };
 
 /* The kind with this record-kind value, NULL when this build does not know it. */

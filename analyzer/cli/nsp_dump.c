@@ -1,5 +1,17 @@
 /* nsp_dump.c - `ncclspy dump`: every record of a trace, one per line.
- * For people checking what the shim wrote, and for scripts (JSON lines). */
+ * For people checking what the shim wrote, and for scripts (JSON lines).
+ *
+ * Records are shown from the record schema (nsp_schema.h), so every field
+ * a kind has is shown under its schema name, and a field added to the
+ * schema needs no edit here.
+ *
+ * Text: "[t=+1.234567ms ]KIND name=value ...": the record's time (its TIME
+ * field) first, relative to the header's monotonic time; then its other
+ * fields in wire order.  Empty strings are left out.
+ * JSON: {"record": "<kind>", "t_rel_ns": ..., <name>: <value>, ...}: every
+ * field; times (TIME, MONO, END) are keyed <name>_ns; enumerations give
+ * their name under <name> (null when none) and the number under <name>_id;
+ * entry points also give the operation ("op": "all-reduce"). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,19 +21,69 @@
 #include "nsp_names.h"
 #include "nsp_reader.h"
 #include "nsp_report.h"
+#include "nsp_schema.h"
 
-static const char *drop_reason(uint32_t r) {
-  switch (r) {
-    case NSP_DROP_RING_FULL: return "ring-full";
-    case NSP_DROP_WRITE_ERROR: return "write-error";
-    case NSP_DROP_SIZE_CAP: return "size-cap";
-    default: return "unknown";
+/* The word of a named value (REASON), NULL when it has none. */
+static const char *value_word(const struct nsp_kind_info *k, uint64_t v) {
+  for (size_t i = 0; i < k->nnames; i++)
+    if (k->names[i].value == v) return k->names[i].word;
+  return NULL;
+}
+
+/* The words of the bits set in a FLAGS field, comma-separated, and any
+ * bits without a name in hex, into buf. */
+static const char *flag_words(const struct nsp_kind_info *k, uint64_t v, char *buf, size_t len) {
+  size_t n = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < k->nnames && n < len; i++)
+    if (v & k->names[i].value) {
+      n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", k->names[i].word);
+      v &= ~k->names[i].value;
+    }
+  if (v && n < len) snprintf(buf + n, len - n, "%s0x%llx", n ? "," : "", (unsigned long long)v);
+  return buf;
+}
+
+/* A field of unit u of k, or NULL. */
+static const struct nsp_field_info *unit_field(const struct nsp_kind_info *k, int u) {
+  for (size_t i = 0; i < k->nfields; i++)
+    if (k->fields[i].unit == u) return &k->fields[i];
+  return NULL;
+}
+
+/* The name of an enumerated value (API, DTYPE, REDOP, RESULT, SIGNO,
+ * REASON); NULL for other units and for "none" (-1). */
+static const char *enum_name(const struct nsp_kind_info *k, const struct nsp_rec *r, const struct nsp_field_info *f,
+                             uint64_t v, char *buf, size_t len) {
+  int iv = (int)(int64_t)v;
+  switch (f->unit) {
+    case NSP_UNIT_API: return nsp_api_name(iv);
+    case NSP_UNIT_DTYPE: return iv < 0 ? NULL : nsp_dtype_name(iv, buf, len);
+    case NSP_UNIT_REDOP: return iv < 0 ? NULL : nsp_redop_name(iv, buf, len);
+    case NSP_UNIT_RESULT: return nsp_result_name(iv, buf, len);
+    case NSP_UNIT_SIGNO: return nsp_signal_name(iv, buf, len);
+    case NSP_UNIT_REASON: {
+      const char *w = value_word(k, v);
+      return w ? w : "unknown";
+    }
+    case NSP_UNIT_SICODE: {
+      const struct nsp_field_info *sf = unit_field(k, NSP_UNIT_SIGNO);
+      const char *n = sf ? nsp_signal_code_name((int)nsp_field_uint(r, sf), iv) : "";
+      return n[0] ? n : NULL;
+    }
+    default: return NULL;
   }
 }
 
-static void put_t(FILE *out, const struct nsp_file_header *h, uint64_t t) {
-  int64_t rel = (int64_t)(t - h->monotonic_ns);
-  fprintf(out, "t=%s%.6fms ", rel < 0 ? "-" : "+", (double)(rel < 0 ? -(double)rel : (double)rel) / 1e6);
+static int is_enum_unit(int u) {
+  return u == NSP_UNIT_API || u == NSP_UNIT_DTYPE || u == NSP_UNIT_REDOP || u == NSP_UNIT_RESULT ||
+         u == NSP_UNIT_SIGNO || u == NSP_UNIT_SICODE || u == NSP_UNIT_REASON;
+}
+
+static int is_time_unit(int u) { return u == NSP_UNIT_TIME || u == NSP_UNIT_MONO || u == NSP_UNIT_END; }
+
+static void put_rel_ms(FILE *out, int64_t rel) {
+  fprintf(out, "%s%.6fms", rel < 0 ? "-" : "+", (double)(rel < 0 ? -(double)rel : (double)rel) / 1e6);
 }
 
 static void text_header(FILE *out, const char *path, const struct nsp_file_header *h) {
@@ -34,134 +96,87 @@ static void text_header(FILE *out, const char *path, const struct nsp_file_heade
           h->pid, nsp_nccl_version_str(h->nccl_version, vb, sizeof vb), h->realtime_ns, h->monotonic_ns, h->flags);
 }
 
-static void text_record(FILE *out, const struct nsp_file_header *h, const struct nsp_rec *r) {
-  char b1[32], b2[32], b3[32];
-  const struct nsp_rec_ext *x = r->ext;
-  switch (r->kind) {
-    case NSP_REC_PROCESS:
-      fprintf(out, "PROCESS pid=%" PRIu32 " ppid=%" PRIu32 " nccl_version=%s host=", x->pid, x->ppid,
-              nsp_nccl_version_str(x->nccl_version, b1, sizeof b1));
-      nsp_put_quoted(out, x->host);
-      fprintf(out, " shim_version=");
-      nsp_put_quoted(out, x->shim_version);
-      fprintf(out, " nccl_path=");
-      nsp_put_quoted(out, x->nccl_path);
-      fprintf(out, " realtime_ns=%" PRIu64 " monotonic_ns=%" PRIu64 " env={", x->realtime_ns, x->monotonic_ns);
-      for (uint32_t i = 0; i < x->nenv; i++) {
-        fprintf(out, "%s", i ? " " : "");
-        nsp_put_esc(out, x->env[2 * i]);
-        fputc('=', out);
-        nsp_put_quoted(out, x->env[2 * i + 1]);
-      }
-      fprintf(out, "}");
-      if (x->driver_version || x->runtime_version || (x->launcher && x->launcher[0]) || x->tracking) {
-        fprintf(out, " driver_version=%d runtime_version=%d launcher=", x->driver_version, x->runtime_version);
-        nsp_put_quoted(out, x->launcher);
-        fprintf(out, " tracking=0x%" PRIx32, x->tracking);
-      }
-      fputc('\n', out);
-      return;
-    case NSP_REC_COMM:
-      put_t(out, h, r->t_enter);
-      fprintf(out, "COMM comm=%" PRIu32 " id=%016" PRIx64 " api=%s rank=%d nranks=%d device=%d parent=%016" PRIx64
-                   " color=%d key=%d split_index=%" PRIu32 " name=",
-              r->comm, x->comm_id, nsp_api_name(r->api), x->rank, x->nranks, x->device, x->parent_id, x->color, x->key,
-              x->split_index);
-      nsp_put_quoted(out, x->comm_name);
-      fprintf(out, " handle=0x%" PRIx64 " result=%s dt=%.3fus flags=0x%x", x->handle,
-              nsp_result_name(r->result, b1, sizeof b1), (double)(r->t_exit - r->t_enter) / 1e3, r->flags);
-      if ((x->gpu_uuid && x->gpu_uuid[0]) || (x->gpu_pci_bus_id && x->gpu_pci_bus_id[0]) ||
-          (x->gpu_name && x->gpu_name[0])) {
-        fprintf(out, " gpu_uuid=");
-        nsp_put_quoted(out, x->gpu_uuid);
-        fprintf(out, " gpu_pci_bus_id=");
-        nsp_put_quoted(out, x->gpu_pci_bus_id);
-        fprintf(out, " gpu_name=");
-        nsp_put_quoted(out, x->gpu_name);
-      }
-      break;
-    case NSP_REC_COMM_END:
-      put_t(out, h, r->t_enter);
-      fprintf(out, "COMM_END comm=%" PRIu32 " api=%s result=%s dt=%.3fus", r->comm, nsp_api_name(r->api),
-              nsp_result_name(r->result, b1, sizeof b1), (double)(r->t_exit - r->t_enter) / 1e3);
-      break;
-    case NSP_REC_CALL:
-      put_t(out, h, r->t_enter);
-      fprintf(out, "CALL %s comm=%" PRIu32 " seq=%" PRIu64 " count=%" PRIu64 " dtype=%s redop=%s peer=%d stream=0x%" PRIx64
-                   " sendbuff=0x%" PRIx64 " recvbuff=0x%" PRIx64 " group=%" PRIu64 "/%" PRIu32 " dt=%.3fus result=%s flags=0x%x",
-              nsp_op_name(r->api), r->comm, r->seq, r->count, r->dtype < 0 ? "-" : nsp_dtype_name(r->dtype, b1, sizeof b1),
-              r->redop < 0 ? "-" : nsp_redop_name(r->redop, b2, sizeof b2), r->peer, r->stream, r->sendbuff, r->recvbuff, r->group_id,
-              r->group_depth, (double)(r->t_exit - r->t_enter) / 1e3, nsp_result_name(r->result, b3, sizeof b3),
-              r->flags);
-      if (r->site) fprintf(out, " site=%" PRIu32, r->site);
-      break;
-    case NSP_REC_COMPLETION:
-      put_t(out, h, r->count); /* when the shim saw it */
-      fprintf(out, "COMPLETION comm=%" PRIu32 " api=%s seq=%" PRIu64 " peer=%d group=%" PRIu64 " flags=0x%x%s%s%s%s%s",
-              r->comm, r->group_id ? "-" : nsp_api_name(r->api), r->seq, r->peer, r->group_id, r->flags,
-              r->flags & NSP_DONE_OK ? " ok" : "", r->flags & NSP_DONE_TIMED ? " timed" : "",
-              r->flags & NSP_DONE_CAPTURED ? " captured" : "", r->flags & NSP_DONE_ERROR ? " error" : "",
-              r->flags & NSP_DONE_ABANDONED ? " abandoned" : "");
-      if (r->flags & NSP_DONE_TIMED)
-        fprintf(out, " gpu_start=%s%.6fms gpu_dt=%.3fus", r->t_enter >= h->monotonic_ns ? "+" : "-",
-                (double)(r->t_enter >= h->monotonic_ns ? r->t_enter - h->monotonic_ns : h->monotonic_ns - r->t_enter) / 1e6,
-                (double)(r->t_exit - r->t_enter) / 1e3);
-      break;
-    case NSP_REC_CALLSITE:
-      fprintf(out, "CALLSITE site=%" PRIu32 " flags=0x%x frames=%" PRIu32 " [", r->site, r->flags, x ? x->nframes : 0);
-      for (uint32_t i = 0; x && i < x->nframes; i++) {
-        fprintf(out, "%s", i ? "; " : "");
-        nsp_put_quoted(out, x->frame_module[i]);
-        fprintf(out, "+0x%" PRIx64 " ", x->frame_offset[i]);
-        nsp_put_quoted(out, x->frame_symbol[i]);
-      }
-      fputc(']', out);
-      break;
-    case NSP_REC_SIGNAL: {
-      const char *cn = nsp_signal_code_name((int)r->aux, r->result);
-      put_t(out, h, r->t_enter);
-      fprintf(out, "SIGNAL sig=%s code=%d%s%s addr=0x%" PRIx64 " tid=%" PRIu64 " sender_pid=%d flags=0x%x%s%s%s%s frames=%" PRIu32 " [",
-              nsp_signal_name((int)r->aux, b1, sizeof b1), r->result, cn[0] ? "/" : "", cn, r->sendbuff, r->seq,
-              r->peer, r->flags, r->flags & NSP_SIG_TRUNCATED ? " truncated" : "",
-              r->flags & NSP_SIG_FAULTED ? " faulted" : "", r->flags & NSP_SIG_NO_STACK ? " no-stack" : "",
-              r->flags & NSP_SIG_CHAINED ? " chained" : "", x ? x->nframes : 0);
-      for (uint32_t i = 0; x && i < x->nframes; i++) {
-        fprintf(out, "%s", i ? "; " : "");
-        nsp_put_quoted(out, x->frame_module[i]);
-        fprintf(out, "+0x%" PRIx64 " ", x->frame_offset[i]);
-        nsp_put_quoted(out, x->frame_symbol[i]);
-      }
-      fputc(']', out);
-      break;
-    }
-    case NSP_REC_REDOP:
-      put_t(out, h, r->t_enter);
-      fprintf(out, "REDOP api=%s comm=%" PRIu32 " redop=%s dtype=%s residence=%" PRIu32 " scalar=0x%" PRIx64 " result=%s",
-              nsp_api_name(r->api), r->comm, nsp_redop_name(r->redop, b1, sizeof b1),
-              nsp_dtype_name(r->dtype, b2, sizeof b2), r->aux, r->count, nsp_result_name(r->result, b3, sizeof b3));
-      break;
-    case NSP_REC_DROPPED:
-      put_t(out, h, r->t_enter);
-      fprintf(out, "DROPPED count=%" PRIu64 " reason=%s", r->count, drop_reason(r->aux));
-      break;
-    case NSP_REC_ASYNC_ERROR:
-      put_t(out, h, r->t_enter);
-      fprintf(out, "ASYNC_ERROR comm=%" PRIu32 " result=%s", r->comm, nsp_result_name(r->result, b1, sizeof b1));
-      break;
-    case NSP_REC_RINGPOS:
-      fprintf(out, "RINGPOS first=%" PRIu64 " end=%" PRIu64, r->seq, r->count);
-      break;
-    case NSP_REC_HEARTBEAT:
-      put_t(out, h, r->t_enter);
-      fprintf(out, "HEARTBEAT pending=%" PRIu64 " oldest_enqueued=%+.6fms", r->count,
-              ((double)r->t_exit - (double)r->t_enter) / 1e6);
-      break;
-    default:
-      return;
+static void text_frames(FILE *out, const struct nsp_rec_ext *x) {
+  uint32_t n = x ? x->nframes : 0;
+  fprintf(out, "%" PRIu32 " [", n);
+  for (uint32_t i = 0; i < n; i++) {
+    fprintf(out, "%s", i ? "; " : "");
+    nsp_put_quoted(out, x->frame_module[i]);
+    fprintf(out, "+0x%" PRIx64 " ", x->frame_offset[i]);
+    nsp_put_quoted(out, x->frame_symbol[i]);
   }
-  if (r->last_error) {
-    fprintf(out, " last_error=");
-    nsp_put_quoted(out, r->last_error);
+  fputc(']', out);
+}
+
+static void text_record(FILE *out, const struct nsp_file_header *h, const struct nsp_rec *r) {
+  const struct nsp_kind_info *k = nsp_schema_kind(r->kind);
+  if (!k) return;
+  int tf = nsp_schema_time_field(k);
+  uint64_t t = tf >= 0 ? nsp_field_uint(r, &k->fields[tf]) : 0;
+  if (tf >= 0) {
+    fprintf(out, "t=");
+    put_rel_ms(out, (int64_t)(t - h->monotonic_ns));
+    fputc(' ', out);
+  }
+  fprintf(out, "%s", k->name);
+  for (size_t i = 0; i < k->nfields; i++) {
+    const struct nsp_field_info *f = &k->fields[i];
+    if ((int)i == tf || f->loc == NSP_FLOC_WIRE) continue;
+    if ((f->loc == NSP_FLOC_EXT || f->loc == NSP_FLOC_ENV || f->loc == NSP_FLOC_FRAMES) && !r->ext) continue;
+    if (f->wire == NSP_WIRE_S) {
+      const char *s = nsp_field_str(r, f);
+      if (!s[0]) continue;
+      fprintf(out, " %s=", f->name);
+      nsp_put_quoted(out, s);
+      continue;
+    }
+    fprintf(out, " %s=", f->name);
+    if (f->loc == NSP_FLOC_ENV) {
+      fputc('{', out);
+      for (uint32_t e = 0; e < r->ext->nenv; e++) {
+        fprintf(out, "%s", e ? " " : "");
+        nsp_put_esc(out, r->ext->env[2 * e]);
+        fputc('=', out);
+        nsp_put_quoted(out, r->ext->env[2 * e + 1]);
+      }
+      fputc('}', out);
+      continue;
+    }
+    if (f->loc == NSP_FLOC_FRAMES) {
+      text_frames(out, r->ext);
+      continue;
+    }
+    uint64_t v = nsp_field_uint(r, f);
+    char b[32];
+    const char *name = enum_name(k, r, f, v, b, sizeof b);
+    switch (f->unit) {
+      case NSP_UNIT_TIME:
+      case NSP_UNIT_MONO:
+        if (v) put_rel_ms(out, (int64_t)(v - h->monotonic_ns));
+        else fputc('0', out);
+        break;
+      case NSP_UNIT_END: /* after the record's time */
+        fprintf(out, "%s%.3fus", v >= t ? "+" : "-", (double)(v >= t ? v - t : t - v) / 1e3);
+        break;
+      case NSP_UNIT_ADDR: fprintf(out, "0x%" PRIx64, v); break;
+      case NSP_UNIT_ID: fprintf(out, "%016" PRIx64, v); break;
+      case NSP_UNIT_FLAGS: {
+        char words[256];
+        fprintf(out, "0x%" PRIx64, v);
+        if (v && k->nnames) fprintf(out, "(%s)", flag_words(k, v, words, sizeof words));
+        break;
+      }
+      case NSP_UNIT_VERSION: fprintf(out, "%s", nsp_nccl_version_str((int)(int64_t)v, b, sizeof b)); break;
+      case NSP_UNIT_API: fprintf(out, "%s", nsp_op_name((int)v)); break;
+      case NSP_UNIT_SICODE: /* the number, then its name when known */
+        fprintf(out, "%" PRId64 "%s%s", (int64_t)v, name ? "/" : "", name ? name : "");
+        break;
+      default:
+        if (name) fprintf(out, "%s", name);
+        else if (f->unit == NSP_UNIT_DTYPE || f->unit == NSP_UNIT_REDOP) fputc('-', out);
+        else if (f->is_signed) fprintf(out, "%" PRId64, (int64_t)v);
+        else fprintf(out, "%" PRIu64, v);
+    }
   }
   fputc('\n', out);
 }
@@ -173,11 +188,6 @@ static void jput(json_object *o, const char *k, json_object *v) {
 }
 static json_object *ji(int64_t v) { return json_object_new_int64(v); }
 static json_object *js(const char *s) { return nsp_json_string(s); }
-static json_object *jhex(uint64_t v) {
-  char b[17];
-  snprintf(b, sizeof b, "%016" PRIx64, v);
-  return js(b);
-}
 
 static void json_line(FILE *out, json_object *o) {
   const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -202,7 +212,7 @@ static void json_header(FILE *out, const char *path, const struct nsp_file_heade
   json_line(out, o);
 }
 
-/* The frames of a CALLSITE or SIGNAL record: [{module, offset, symbol}]. */
+/* A stack: [{module, offset, symbol}]. */
 static json_object *json_frames(const struct nsp_rec_ext *x) {
   json_object *fr = json_object_new_array();
   for (uint32_t i = 0; fr && x && i < x->nframes; i++) {
@@ -217,158 +227,59 @@ static json_object *json_frames(const struct nsp_rec_ext *x) {
 }
 
 static void json_record(FILE *out, const struct nsp_file_header *h, const struct nsp_rec *r) {
-  char b[32];
-  const struct nsp_rec_ext *x = r->ext;
+  const struct nsp_kind_info *k = nsp_schema_kind(r->kind);
+  if (!k) return;
   json_object *o = json_object_new_object();
   if (!o) return;
-  jput(o, "record", js(r->kind == NSP_REC_PROCESS     ? "process"
-                       : r->kind == NSP_REC_COMM      ? "comm"
-                       : r->kind == NSP_REC_COMM_END  ? "comm_end"
-                       : r->kind == NSP_REC_CALL      ? "call"
-                       : r->kind == NSP_REC_REDOP     ? "redop"
-                       : r->kind == NSP_REC_DROPPED   ? "dropped"
-                       : r->kind == NSP_REC_COMPLETION ? "completion"
-                       : r->kind == NSP_REC_CALLSITE  ? "callsite"
-                       : r->kind == NSP_REC_RINGPOS   ? "ringpos"
-                       : r->kind == NSP_REC_HEARTBEAT ? "heartbeat"
-                       : r->kind == NSP_REC_SIGNAL    ? "signal"
-                                                      : "async_error"));
-  if (r->kind == NSP_REC_CALLSITE) {
-    jput(o, "site", ji(r->site));
-    jput(o, "flags", ji(r->flags));
-    jput(o, "frames", json_frames(x));
-    json_line(out, o);
-    return;
-  }
-  if (r->kind == NSP_REC_SIGNAL) {
-    jput(o, "signo", ji(r->aux));
-    jput(o, "signal", js(nsp_signal_name((int)r->aux, b, sizeof b)));
-    jput(o, "code", ji(r->result));
-    jput(o, "code_name", js(nsp_signal_code_name((int)r->aux, r->result)));
-    jput(o, "addr", ji((int64_t)r->sendbuff));
-    jput(o, "tid", ji((int64_t)r->seq));
-    jput(o, "sender_pid", ji(r->peer));
-    jput(o, "flags", ji(r->flags));
-    jput(o, "t_ns", ji((int64_t)r->t_enter));
-    jput(o, "t_rel_ns", ji((int64_t)(r->t_enter - h->monotonic_ns)));
-    jput(o, "frames", json_frames(x));
-    json_line(out, o);
-    return;
-  }
-  if (r->kind == NSP_REC_COMPLETION) {
-    jput(o, "comm", ji(r->comm));
-    jput(o, "api", js(nsp_api_name(r->api)));
-    jput(o, "api_id", ji(r->api));
-    jput(o, "seq", ji((int64_t)r->seq));
-    jput(o, "peer", ji(r->peer));
-    jput(o, "group_id", ji((int64_t)r->group_id));
-    jput(o, "flags", ji(r->flags));
-    jput(o, "gpu_start_ns", ji((int64_t)r->t_enter));
-    jput(o, "gpu_end_ns", ji((int64_t)r->t_exit));
-    jput(o, "t_seen_ns", ji((int64_t)r->count));
-    jput(o, "t_rel_ns", ji((int64_t)(r->count - h->monotonic_ns)));
-    json_line(out, o);
-    return;
-  }
-  if (r->kind == NSP_REC_PROCESS) {
-    jput(o, "pid", ji(x->pid));
-    jput(o, "ppid", ji(x->ppid));
-    jput(o, "nccl_version", ji(x->nccl_version));
-    jput(o, "realtime_ns", ji((int64_t)x->realtime_ns));
-    jput(o, "monotonic_ns", ji((int64_t)x->monotonic_ns));
-    jput(o, "host", js(x->host));
-    jput(o, "shim_version", js(x->shim_version));
-    jput(o, "nccl_path", js(x->nccl_path));
-    jput(o, "driver_version", ji(x->driver_version));
-    jput(o, "runtime_version", ji(x->runtime_version));
-    jput(o, "launcher", js(x->launcher));
-    jput(o, "tracking", ji(x->tracking));
-    json_object *env = json_object_new_object();
-    for (uint32_t i = 0; env && i < x->nenv; i++) jput(env, x->env[2 * i], js(x->env[2 * i + 1]));
-    jput(o, "env", env);
-    json_line(out, o);
-    return;
-  }
-  jput(o, "t_rel_ns", ji((int64_t)(r->t_enter - h->monotonic_ns)));
-  jput(o, "t_enter_ns", ji((int64_t)r->t_enter));
-  if (r->kind == NSP_REC_COMM || r->kind == NSP_REC_COMM_END || r->kind == NSP_REC_CALL || r->kind == NSP_REC_REDOP)
-    jput(o, "t_exit_ns", ji((int64_t)r->t_exit));
-  /* Only the fields a kind has: a heartbeat, ring position or drop count
-   * names no communicator, API or result. */
-  int has_call = r->kind == NSP_REC_COMM || r->kind == NSP_REC_COMM_END || r->kind == NSP_REC_CALL ||
-                 r->kind == NSP_REC_REDOP;
-  int has_result = has_call || r->kind == NSP_REC_ASYNC_ERROR;
-  if (has_result) jput(o, "comm", ji(r->comm));
-  if (has_call) {
-    jput(o, "api", js(nsp_api_name(r->api)));
-    jput(o, "api_id", ji(r->api));
-  }
-  switch (r->kind) {
-    case NSP_REC_COMM:
-      jput(o, "id", jhex(x->comm_id));
-      jput(o, "rank", ji(x->rank));
-      jput(o, "nranks", ji(x->nranks));
-      jput(o, "device", ji(x->device));
-      jput(o, "parent", jhex(x->parent_id));
-      jput(o, "color", ji(x->color));
-      jput(o, "key", ji(x->key));
-      jput(o, "split_index", ji(x->split_index));
-      jput(o, "comm_name", js(x->comm_name));
-      jput(o, "handle", ji((int64_t)x->handle));
-      jput(o, "flags", ji(r->flags));
-      jput(o, "gpu_uuid", js(x->gpu_uuid));
-      jput(o, "gpu_pci_bus_id", js(x->gpu_pci_bus_id));
-      jput(o, "gpu_name", js(x->gpu_name));
-      break;
-    case NSP_REC_CALL:
-      jput(o, "op", js(nsp_op_name(r->api)));
-      jput(o, "seq", ji((int64_t)r->seq));
-      jput(o, "count", ji((int64_t)r->count));
-      if (r->dtype >= 0) { /* calls that move no data have none */
-        jput(o, "dtype", js(nsp_dtype_name(r->dtype, b, sizeof b)));
-        jput(o, "dtype_id", ji(r->dtype));
+  jput(o, "record", js(k->lname));
+  int tf = nsp_schema_time_field(k);
+  if (tf >= 0) jput(o, "t_rel_ns", ji((int64_t)(nsp_field_uint(r, &k->fields[tf]) - h->monotonic_ns)));
+  for (size_t i = 0; i < k->nfields; i++) {
+    const struct nsp_field_info *f = &k->fields[i];
+    if (f->loc == NSP_FLOC_WIRE) continue;
+    if ((f->loc == NSP_FLOC_EXT || f->loc == NSP_FLOC_ENV || f->loc == NSP_FLOC_FRAMES) && !r->ext) continue;
+    if (f->wire == NSP_WIRE_S) {
+      jput(o, f->name, js(nsp_field_str(r, f)));
+    } else if (f->loc == NSP_FLOC_ENV) {
+      json_object *env = json_object_new_object();
+      for (uint32_t e = 0; env && e < r->ext->nenv; e++) jput(env, r->ext->env[2 * e], js(r->ext->env[2 * e + 1]));
+      jput(o, f->name, env);
+    } else if (f->loc == NSP_FLOC_FRAMES) {
+      jput(o, f->name, json_frames(r->ext));
+    } else {
+      uint64_t v = nsp_field_uint(r, f);
+      char key[64], b[32];
+      if (is_time_unit(f->unit)) {
+        size_t nl = strlen(f->name);
+        int has_ns = nl >= 3 && !strcmp(f->name + nl - 3, "_ns");
+        snprintf(key, sizeof key, "%s%s", f->name, has_ns ? "" : "_ns");
+        jput(o, key, ji((int64_t)v));
+        continue;
       }
-      if (r->redop >= 0) {
-        jput(o, "redop", js(nsp_redop_name(r->redop, b, sizeof b)));
-        jput(o, "redop_id", ji(r->redop));
+      if (f->unit == NSP_UNIT_ID) {
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016" PRIx64, v);
+        jput(o, f->name, js(hex));
+        continue;
       }
-      jput(o, "peer", ji(r->peer));
-      jput(o, "stream", ji((int64_t)r->stream));
-      jput(o, "sendbuff", ji((int64_t)r->sendbuff));
-      jput(o, "recvbuff", ji((int64_t)r->recvbuff));
-      jput(o, "group_id", ji((int64_t)r->group_id));
-      jput(o, "group_depth", ji(r->group_depth));
-      jput(o, "flags", ji(r->flags));
-      jput(o, "site", ji(r->site));
-      break;
-    case NSP_REC_REDOP:
-      jput(o, "redop_id", ji(r->redop));
-      jput(o, "dtype_id", ji(r->dtype));
-      jput(o, "residence", ji(r->aux));
-      jput(o, "scalar", ji((int64_t)r->count));
-      break;
-    case NSP_REC_DROPPED:
-      jput(o, "count", ji((int64_t)r->count));
-      jput(o, "reason", js(drop_reason(r->aux)));
-      jput(o, "reason_id", ji(r->aux));
-      break;
-    case NSP_REC_RINGPOS:
-      jput(o, "first", ji((int64_t)r->seq));
-      jput(o, "end", ji((int64_t)r->count));
-      break;
-    case NSP_REC_HEARTBEAT:
-      jput(o, "t_ns", ji((int64_t)r->t_enter));
-      jput(o, "pending", ji((int64_t)r->count));
-      jput(o, "oldest_enqueue_ns", ji((int64_t)r->t_exit));
-      break;
-    default:
-      break;
+      const char *name = enum_name(k, r, f, v, b, sizeof b);
+      if (is_enum_unit(f->unit)) {
+        jput(o, f->name, name ? js(name) : NULL);
+        snprintf(key, sizeof key, "%s_id", f->name);
+        jput(o, key, ji((int64_t)v));
+        if (f->unit == NSP_UNIT_API) jput(o, "op", js(nsp_op_name((int)v)));
+        continue;
+      }
+      jput(o, f->name, ji((int64_t)v));
+      if (f->unit == NSP_UNIT_FLAGS && k->nnames) { /* the names of the bits set */
+        json_object *a = json_object_new_array();
+        for (size_t n = 0; a && n < k->nnames; n++)
+          if ((v & k->names[n].value) && json_object_array_add(a, js(k->names[n].word)) != 0) break;
+        snprintf(key, sizeof key, "%s_names", f->name);
+        jput(o, key, a);
+      }
+    }
   }
-  if (has_result && r->kind != NSP_REC_REDOP) {
-    jput(o, "result", js(nsp_result_name(r->result, b, sizeof b)));
-    jput(o, "result_code", ji(r->result));
-  }
-  if (r->last_error) jput(o, "last_error", js(r->last_error));
   json_line(out, o);
 }
 

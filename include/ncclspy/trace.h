@@ -93,41 +93,22 @@ struct nsp_file_header {
  * module's dynamic symbol table (exported names only, as dladdr gives
  * them; "" when none covers the address).  It has no frames when no stack
  * could be taken. */
-#define NSP_REC_KIND_ENUM_(NAME, name, value, since, has_ext, ring, meaning) NSP_REC_##NAME = value,
+#define NSP_REC_KIND_ENUM_(NAME, name, value, since, has_ext, ring, names, meaning) NSP_REC_##NAME = value,
 enum nsp_rec_kind { NSP_REC_KINDS(NSP_REC_KIND_ENUM_) };
 #undef NSP_REC_KIND_ENUM_
 
-/* Flags of a SIGNAL record (1.3). */
-enum nsp_signal_flags {
-  NSP_SIG_TRUNCATED = 1u << 0, /* the stack was deeper than the frames kept */
-  NSP_SIG_FAULTED = 1u << 1,   /* taking the stack faulted: it stops where that happened */
-  NSP_SIG_NO_STACK = 1u << 2,  /* no stack, at most the interrupted instruction (built
-                                  without libunwind, or other records held the memory) */
-  NSP_SIG_CHAINED = 1u << 3,   /* the program had a handler of its own, called after the record */
-};
-
-/* Bits of the PROCESS record's `tracking` field (1.1). */
-enum nsp_tracking {
-  NSP_TRACK_COMPLETION = 1u << 0, /* CUDA events track completion of every call */
-  NSP_TRACK_TIMING = 1u << 1,     /* and time it on the GPU */
-  NSP_TRACK_CALLSITES = 1u << 2,  /* call sites are recorded (libunwind) */
-  NSP_TRACK_SIGNALS = 1u << 3,    /* fatal signals are recorded (SIGNAL records, 1.3) */
-};
-
-/* Flags of a COMPLETION record. */
-enum nsp_done_flags {
-  NSP_DONE_OK = 1u << 0,        /* the work completed */
-  NSP_DONE_CAPTURED = 1u << 1,  /* enqueued into a CUDA graph capture: never queried */
-  NSP_DONE_TIMED = 1u << 2,     /* gpu_start and gpu_end are valid */
-  NSP_DONE_ERROR = 1u << 3,     /* the event query failed (a CUDA error) */
-  NSP_DONE_ABANDONED = 1u << 4, /* its communicator was aborted or revoked first */
-  NSP_DONE_UNTRACKED = 1u << 5, /* no event could be recorded: completion unknown */
-};
-
-/* Flags of a CALLSITE record. */
-enum nsp_site_flags {
-  NSP_SITE_FULL = 1u << 0, /* a full stack (taken on an error or a fatal signal) */
-};
+/* Named bits and values of fields (trace_schema.h, NSP_REC_NAMES_*):
+ * NSP_SIG_TRUNCATED, NSP_TRACK_COMPLETION, NSP_DONE_OK, NSP_SITE_FULL,
+ * NSP_CALL_IN_PLACE, NSP_COMM_PENDING, NSP_DROP_RING_FULL, ... */
+#define NSP_NAME_ENUM_(P, NAME, value, word, since, meaning) NSP_##P##_##NAME = (value),
+enum nsp_signal_flags { NSP_REC_NAMES_SIG(NSP_NAME_ENUM_, SIG) };
+enum nsp_tracking { NSP_REC_NAMES_TRACK(NSP_NAME_ENUM_, TRACK) };
+enum nsp_done_flags { NSP_REC_NAMES_DONE(NSP_NAME_ENUM_, DONE) };
+enum nsp_site_flags { NSP_REC_NAMES_SITE(NSP_NAME_ENUM_, SITE) };
+enum nsp_call_flags { NSP_REC_NAMES_CALL(NSP_NAME_ENUM_, CALL) };
+enum nsp_comm_flags { NSP_REC_NAMES_COMM(NSP_NAME_ENUM_, COMM) };
+enum nsp_drop_reason { NSP_REC_NAMES_DROP(NSP_NAME_ENUM_, DROP) };
+#undef NSP_NAME_ENUM_
 
 /* Mask bits of NSP_REC_CALL. */
 enum nsp_call_mask {
@@ -145,32 +126,9 @@ enum nsp_call_mask {
   NSP_CM_SITE = 1u << 10, /* 1.1 */
 };
 
-/* Flags of a CALL record. */
-enum nsp_call_flags {
-  NSP_CALL_IN_PLACE = 1u << 0, /* sendbuff == recvbuff (or Bcast) */
-  /* 1.4: no CUDA event was asked for this call, by choice (NCCLSPY_TRACK=0
-   * when its communicator was made, or a benchmark's mode): no COMPLETION
-   * record follows it, even in a trace with NSP_TRACK_COMPLETION.  Readers
-   * of 1.3 and older treat such a call as awaiting completion. */
-  NSP_CALL_UNTRACKED = 1u << 1,
-};
-
-/* Flags of a COMM record. */
-enum nsp_comm_flags {
-  NSP_COMM_PENDING = 1u << 0,  /* init returned ncclInProgress; rank etc. may be unknown */
-  NSP_COMM_NOCOLOR = 1u << 1,  /* split with NCCL_SPLIT_NOCOLOR: no child */
-};
-
 /* Header flags. */
 enum nsp_header_flags {
   NSP_HDR_NO_TIMING = 1u << 0, /* no GPU timing in this trace */
-};
-
-/* Reasons of a DROPPED record. */
-enum nsp_drop_reason {
-  NSP_DROP_RING_FULL = 1, /* the writer fell behind; the wrapper never waits */
-  NSP_DROP_WRITE_ERROR = 2, /* write(2) failed (disk full, EIO, ...) */
-  NSP_DROP_SIZE_CAP = 3,  /* NCCLSPY_MAX_MB reached */
 };
 
 /* ---- The crash ring: <trace>.ring (1.2) -----------------------------------

@@ -117,39 +117,79 @@
   S(EXT, ext, const struct nsp_rec_ext *, 0, 0)          \
   S(SITE, site, uint32_t, 0, 0)
 
-/* Record kinds: K(NAME, name, value, since, ext, ring, meaning).  ext: NO,
+/* Named values of fields: the bits of each flags field and the values of
+ * DROPPED's reason.  N(P, NAME, value, word, since, meaning) makes the
+ * constant NSP_<P>_<NAME> = value (include/ncclspy/trace.h), the word
+ * `ncclspy dump` shows, and the docs.  A kind's `names` column says which
+ * list its FLAGS or REASON field takes. */
+#define NSP_REC_NAMES_COMM(N, P)                                                                            \
+  N(P, PENDING, 1u << 0, "pending", 0, "non-blocking init in progress: rank and nranks may be -1")          \
+  N(P, NOCOLOR, 1u << 1, "no-color", 0, "split with NCCL_SPLIT_NOCOLOR: no child was made (comm is 0)")
+#define NSP_REC_NAMES_CALL(N, P)                                                                            \
+  N(P, IN_PLACE, 1u << 0, "in-place", 0, "sendbuff == recvbuff (or Bcast)")                                  \
+  N(P, UNTRACKED, 1u << 1, "untracked", 4,                                                                   \
+    "no CUDA event was asked for it, by choice (NCCLSPY_TRACK=0 when its communicator was made, or a "       \
+    "benchmark's mode): no COMPLETION follows it, even in a trace with NSP_TRACK_COMPLETION; readers of 1.3 " \
+    "and older treat such a call as awaiting completion")
+#define NSP_REC_NAMES_DONE(N, P)                                                                            \
+  N(P, OK, 1u << 0, "ok", 1, "the work completed")                                                            \
+  N(P, CAPTURED, 1u << 1, "captured", 1, "enqueued into a CUDA graph capture: never queried")                \
+  N(P, TIMED, 1u << 2, "timed", 1, "gpu_start and gpu_end are valid")                                         \
+  N(P, ERROR, 1u << 3, "error", 1, "the event query failed (a CUDA error)")                                   \
+  N(P, ABANDONED, 1u << 4, "abandoned", 1, "its communicator was aborted or revoked first")                   \
+  N(P, UNTRACKED, 1u << 5, "untracked", 1, "no event could be recorded: completion unknown")
+#define NSP_REC_NAMES_SITE(N, P) N(P, FULL, 1u << 0, "full", 1, "a full stack (taken on an error or a fatal signal)")
+#define NSP_REC_NAMES_SIG(N, P)                                                                                 \
+  N(P, TRUNCATED, 1u << 0, "truncated", 3, "the stack was deeper than the frames kept, or did not fit its blob") \
+  N(P, FAULTED, 1u << 1, "faulted", 3, "taking the stack faulted: it stops where that happened")                 \
+  N(P, NO_STACK, 1u << 2, "no-stack", 3,                                                                          \
+    "no stack, at most the interrupted instruction (built without libunwind, or other records held the memory)")  \
+  N(P, CHAINED, 1u << 3, "chained", 3, "the program had a handler of its own, called after the record")
+#define NSP_REC_NAMES_TRACK(N, P)                                                                    \
+  N(P, COMPLETION, 1u << 0, "completion", 1, "CUDA events track completion of every call")          \
+  N(P, TIMING, 1u << 1, "timing", 1, "and time it on the GPU")                                      \
+  N(P, CALLSITES, 1u << 2, "call-sites", 1, "call sites are recorded (libunwind)")                  \
+  N(P, SIGNALS, 1u << 3, "signals", 3, "fatal signals are recorded (SIGNAL records)")
+#define NSP_REC_NAMES_DROP(N, P)                                                                         \
+  N(P, RING_FULL, 1, "ring-full", 0, "the writer fell behind; the wrapper never waits")                 \
+  N(P, WRITE_ERROR, 2, "write-error", 0, "write(2) failed (disk full, EIO, ...)")                        \
+  N(P, SIZE_CAP, 3, "size-cap", 0, "NCCLSPY_MAX_MB reached")
+#define NSP_REC_NAMES_NONE(N, P)
+
+/* Record kinds: K(NAME, name, value, since, ext, ring, names, meaning).  ext: NO,
  * the record never has strings or arrays; YES, it always has them (struct
  * nsp_rec_ext); MAY, it may (a SIGNAL record without a stack).  ring: RING,
  * made by the NCCL wrappers (or the poller, the signal handler) and passed
  * through the crash ring; WRITER, made by the writer thread itself, never
- * in the ring.  Values are the leading varint of a record: append only. */
+ * in the ring.  names: the NSP_REC_NAMES_<names> list of its FLAGS or
+ * REASON field (NONE: it has none).  Values are the leading varint of a record: append only. */
 #define NSP_REC_KINDS(K)                                                                                          \
-  K(PROCESS, process, 1, 0, YES, RING,                                                                                  \
+  K(PROCESS, process, 1, 0, YES, RING, TRACK,                                                                                  \
     "Process snapshot, once, first in the file.")                                                                 \
-  K(COMM, comm, 2, 0, YES, RING,                                                                                        \
+  K(COMM, comm, 2, 0, YES, RING, COMM,                                                                                        \
     "A communicator was made (init, split, shrink), or learnt more about itself: a non-blocking init that "      \
     "completed later writes its record again, same comm index, with the fields now known.")                     \
-  K(COMM_END, comm_end, 3, 0, NO, RING, "Finalize, destroy, abort or revoke of a communicator.")                        \
-  K(CALL, call, 4, 0, NO, RING,                                                                                         \
+  K(COMM_END, comm_end, 3, 0, NO, RING, NONE, "Finalize, destroy, abort or revoke of a communicator.")                        \
+  K(CALL, call, 4, 0, NO, RING, CALL,                                                                                         \
     "One NCCL call: a collective, a send/recv, a group start/end, or another entry point that acts "             \
     "(registration, memory).  Compact: fields whose mask bit is clear equal their prediction.")                 \
-  K(REDOP, redop, 5, 0, NO, RING, "ncclRedOpCreatePreMulSum or ncclRedOpDestroy.")                                     \
-  K(DROPPED, dropped, 6, 0, NO, WRITER, "Records the shim could not keep (ring full, disk full, size cap).")             \
-  K(ASYNC_ERROR, async_error, 7, 0, NO, RING, "ncclCommGetAsyncError's answer changed for a communicator.")            \
-  K(COMPLETION, completion, 8, 1, NO, RING,                                                                             \
+  K(REDOP, redop, 5, 0, NO, RING, NONE, "ncclRedOpCreatePreMulSum or ncclRedOpDestroy.")                                     \
+  K(DROPPED, dropped, 6, 0, NO, WRITER, DROP, "Records the shim could not keep (ring full, disk full, size cap).")             \
+  K(ASYNC_ERROR, async_error, 7, 0, NO, RING, NONE, "ncclCommGetAsyncError's answer changed for a communicator.")            \
+  K(COMPLETION, completion, 8, 1, NO, RING, DONE,                                                                             \
     "Completion of work on the GPU.  Names one call (comm, api, seq, peer as in its CALL, group_id 0) or, with " \
     "group_id != 0, every call this process made in that group.  A call with no COMPLETION in a trace whose "    \
     "PROCESS record has NSP_TRACK_COMPLETION never completed as far as the trace knows.")                       \
-  K(CALLSITE, callsite, 9, 1, YES, RING,                                                                                \
+  K(CALLSITE, callsite, 9, 1, YES, RING, SITE,                                                                                \
     "A native call site, written once per distinct site before the first CALL that names it; frames innermost " \
     "first.")                                                                                                     \
-  K(RINGPOS, ringpos, 10, 2, NO, WRITER,                                                                                  \
+  K(RINGPOS, ringpos, 10, 2, NO, WRITER, NONE,                                                                                  \
     "Ring positions of the records of this frame: the last record of every frame that holds ring records "       \
     "(see the crash ring).")                                                                                      \
-  K(HEARTBEAT, heartbeat, 11, 2, NO, RING,                                                                              \
+  K(HEARTBEAT, heartbeat, 11, 2, NO, RING, NONE,                                                                              \
     "The process is alive and still waiting for the GPU: written about once a second while calls are "           \
     "pending.")                                                                                                   \
-  K(SIGNAL, signal, 12, 3, MAY, RING,                                                                                   \
+  K(SIGNAL, signal, 12, 3, MAY, RING, SIG,                                                                                   \
     "A fatal signal (SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE) reached the process, recorded by the shim's "      \
     "handler into the crash ring before the program's own handler or the default action runs.")
 
@@ -174,7 +214,7 @@
   F(K, launcher, S, ALWAYS, NONE, X(launcher), const char *, TEXT, 1,                                               \
     "\"torchrun\", \"slurm\", \"openmpi\", \"pmi\" or \"\"")                                                       \
   F(K, tracking, V, ALWAYS, NONE, X(tracking), uint32_t, FLAGS, 1,                                                  \
-    "NSP_TRACK_* bits: 1 completion, 2 GPU timing, 4 call sites, 8 fatal signals (1.3)")
+    "NSP_TRACK_*: what the shim recorded")
 
 #define NSP_REC_FIELDS_COMM(F, K)                                                                                  \
   F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, "process-local index, from 1 (0: a no-color split)")     \
@@ -195,7 +235,7 @@
   F(K, t_exit, V, ALWAYS, NONE, R(t_exit), uint64_t, END, 0, "when it returned")                                    \
   F(K, last_error, S, ALWAYS, NONE, R(last_error), const char *, TEXT, 0, "ncclGetLastError() on failure; \"\"")  \
   F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 0,                                                       \
-    "NSP_COMM_*: 1 pending (non-blocking init in progress: rank may be -1), 2 no-color split (no child)")          \
+    "NSP_COMM_*")          \
   F(K, gpu_uuid, S, ALWAYS, NONE, X(gpu_uuid), const char *, TEXT, 1, "\"GPU-xxxxxxxx-...\"; \"\" unknown")         \
   F(K, gpu_pci_bus_id, S, ALWAYS, NONE, X(gpu_pci_bus_id), const char *, TEXT, 1, "\"0000:1b:00.0\"; \"\" unknown") \
   F(K, gpu_name, S, ALWAYS, NONE, X(gpu_name), const char *, TEXT, 1, "the GPU's name; \"\" unknown")
@@ -231,8 +271,7 @@
   F(K, result, Z, RESULT, DEF, R(result), int32_t, RESULT, 0, "what the call returned")                             \
   F(K, last_error, S, RESULT, DEF, R(last_error), const char *, TEXT, 0, "ncclGetLastError() on failure")          \
   F(K, flags, V, FLAGS, PREV(0), R(flags), uint16_t, FLAGS, 0,                                                     \
-    "NSP_CALL_*: 1 in place; 2 (1.4) untracked: no CUDA event was asked for it by choice, so no COMPLETION "       \
-    "follows it")                                                                                                  \
+    "NSP_CALL_*")                                                                                                  \
   F(K, site, V, SITE, PREV(0), R(site), uint32_t, SITE, 1, "its call site (CALLSITE); 0 none")
 
 #define NSP_REC_FIELDS_REDOP(F, K)                                                                                \
@@ -249,7 +288,7 @@
 
 #define NSP_REC_FIELDS_DROPPED(F, K)                                                                        \
   F(K, count, V, ALWAYS, NONE, R(count), uint64_t, COUNT, 0, "records lost since the previous DROPPED record") \
-  F(K, reason, V, ALWAYS, NONE, R(aux), uint32_t, REASON, 0, "1 ring full, 2 write error, 3 size cap")        \
+  F(K, reason, V, ALWAYS, NONE, R(aux), uint32_t, REASON, 0, "NSP_DROP_*: why")        \
   F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, "when the loss was noticed")
 
 #define NSP_REC_FIELDS_ASYNC_ERROR(F, K)                                                              \
@@ -266,8 +305,7 @@
   F(K, group_id, V, ALWAYS, NONE, R(group_id), uint64_t, NUM, 0,                                                 \
     "0: one call; else every call of this process in that group")                                               \
   F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 0,                                                     \
-    "NSP_DONE_*: 1 ok, 2 captured (in a CUDA graph capture: never queried), 4 timed, 8 error (the event query " \
-    "failed), 16 abandoned (its communicator was aborted or revoked first), 32 untracked (no event: unknown)")  \
+    "NSP_DONE_*")  \
   F(K, gpu_start, V, ALWAYS, NONE, R(t_enter), uint64_t, MONO, 0,                                                \
     "when the GPU began it, mapped from its event onto CLOCK_MONOTONIC; 0 not timed")                           \
   F(K, gpu_end, V, ALWAYS, NONE, R(t_exit), uint64_t, MONO, 0, "when the GPU finished it; 0 not timed")          \
@@ -276,7 +314,7 @@
 #define NSP_REC_FIELDS_CALLSITE(F, K)                                                            \
   F(K, site, V, ALWAYS, NONE, R(site), uint32_t, SITE, 0, "the id CALL records name it by")       \
   F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 0,                                     \
-    "NSP_SITE_*: 1 a full stack (taken on an error or a fatal signal)")                         \
+    "NSP_SITE_*")                         \
   F(K, frames, FRAMES, ALWAYS, NONE, XFRAMES(), uint32_t, FRAMES, 0,                              \
     "module path, offset from the module's load address, symbol (\"\" unknown), innermost first")
 
@@ -301,8 +339,7 @@
   F(K, tid, V, ALWAYS, NONE, R(seq), uint64_t, TID, 0, "the thread that received it")                              \
   F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, "when it arrived")                                       \
   F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 0,                                                       \
-    "NSP_SIG_*: 1 truncated (deeper than the frames kept), 2 faulted (taking the stack faulted: it stops there), " \
-    "4 no stack (at most the interrupted instruction), 8 chained (the program's own handler ran after it)")       \
+    "NSP_SIG_*")       \
   F(K, sender_pid, V, ALWAYS, NONE, R(peer), int32_t, PID, 0,                                                      \
     "a signal that was sent (code <= 0): si_pid, the sender (the process itself for abort()); 0 for a fault")     \
   F(K, frames, FRAMES, ALWAYS, NONE, XFRAMES(), uint32_t, FRAMES, 0,                                               \

@@ -97,6 +97,17 @@ static void render(struct out *o) {
       cell(o, f->meaning);
       put(o, " |\n");
     }
+    if (ki->nnames) {
+      put(o, "\n%s:\n\n| constant | value | word | since | meaning |\n|---|---|---|---|---|\n",
+          ki->kind == NSP_REC_DROPPED ? "Reasons" : "Flags");
+      for (size_t i = 0; i < ki->nnames; i++) {
+        const struct nsp_name_info *n = &ki->names[i];
+        put(o, "| NSP_%s_%s | %llu | %s | %s | ", ki->names_set, n->name, (unsigned long long)n->value, n->word,
+            since(n->since, b, sizeof b));
+        cell(o, n->meaning);
+        put(o, " |\n");
+      }
+    }
   }
   put(o, "\n%s", NSP_END);
 }

@@ -522,14 +522,15 @@ static void test_dump_text(void **state) {
   /* Header first, then one line per record, times relative to it. */
   assert_true(!strncmp(r.out, "HEADER file=\"", 13));
   assert_contains(r.out, "host=\"node-b\" pid=1003 nccl_version=2.28.9");
-  assert_contains(r.out, "\nPROCESS pid=1003 ppid=1 nccl_version=2.28.9 host=\"node-b\"");
+  assert_contains(r.out, "\nPROCESS pid=1003 ppid=1 nccl_version=2.28.9 realtime_ns=1700000000000000000 "
+                         "monotonic_ns=+0.000000ms host=\"node-b\" shim_version=");
   assert_contains(r.out, "env={RANK=\"3\"}");
-  assert_contains(r.out, "\nt=+0.001000ms COMM comm=1 id=57a1d0c0ffee0001 api=CommInitRank rank=3 nranks=4 device=3");
-  assert_contains(r.out, "\nt=+0.002000ms CALL all-reduce comm=1 seq=1 count=1024 dtype=float32 redop=sum peer=-1 "
-                         "stream=0x7f0000001000 sendbuff=0x7f1000000000 recvbuff=0x7f2000000000 group=0/0 "
-                         "dt=0.100us result=ncclSuccess flags=0x0\n");
+  assert_contains(r.out, "\nt=+0.001000ms COMM comm=1 comm_id=57a1d0c0ffee0001 api=CommInitRank rank=3 nranks=4 device=3");
+  assert_contains(r.out, "\nt=+0.002000ms CALL api=all-reduce comm=1 t_exit=+0.100us seq=1 count=1024 dtype=float32 "
+                         "redop=sum peer=-1 stream=0x7f0000001000 sendbuff=0x7f1000000000 recvbuff=0x7f2000000000 "
+                         "group_id=0 group_depth=0 result=ncclSuccess flags=0x0 site=0\n");
   assert_contains(r.out, "seq=50 count=1024 dtype=float32 redop=sum");
-  assert_contains(r.out, "result=ncclSystemError flags=0x0 last_error=\"connection reset by peer\"\n");
+  assert_contains(r.out, "result=ncclSystemError last_error=\"connection reset by peer\" flags=0x0 site=0\n");
   /* 1 header + PROCESS + COMM + 50 calls */
   size_t lines = 0;
   for (const char *p = r.out; *p; p++) lines += *p == '\n';
@@ -572,7 +573,7 @@ static void test_dump_json(void **state) {
     }
     if (n == 2) {
       assert_string_equal(rec, "comm");
-      assert_string_equal(get_str(o, "id"), "57a1d0c0ffee0001");
+      assert_string_equal(get_str(o, "comm_id"), "57a1d0c0ffee0001");
       assert_int_equal(get_int(o, "nranks"), 2);
       assert_string_equal(get_str(o, "comm_name"), "default_pg:0");
     }
