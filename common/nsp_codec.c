@@ -109,40 +109,38 @@ void nsp_codec_reset(struct nsp_codec *c) {
   c->prev_t = 0;
   if (++c->gen) return;
   /* Wrapped after 2^32 frames: an old gen could look current again. */
-  for (size_t i = 0; i < c->npred; i++)
-    for (size_t k = 0; c->pred[i] && k < NSP_PRED_PAGE; k++) c->pred[i][k] = nsp_pred_zero;
+  for (size_t k = 0; k < c->pred.npages; k++)
+    for (size_t i = 0; i < NSP_PRED_PAGE; i++) ((struct nsp_pred *)c->pred.pages[k])[i] = nsp_pred_zero;
 }
 
 void nsp_codec_free(struct nsp_codec *c) {
   if (!c) return;
-  for (size_t i = 0; i < c->npred; i++) free(c->pred[i]);
-  free(c->pred);
-  c->pred = NULL;
-  c->npred = 0;
+  nsp_paged_free(&c->pred);
+  c->last_page = NULL;
+}
+
+/* The page of comms page_no: made the first time, its predictions then
+ * those of a frame start.  NULL when out of memory. */
+static struct nsp_pred *pred_page(struct nsp_codec *c, uint64_t page_no) {
+  if (c->last_page && c->last_no == page_no) return c->last_page;
+  if (!c->pred.elsize) nsp_paged_init(&c->pred, sizeof(struct nsp_pred), NSP_PRED_PAGE);
+  struct nsp_pred *pg = nsp_paged_page(&c->pred, page_no, 0);
+  if (!pg) {
+    if (!(pg = nsp_paged_page(&c->pred, page_no, 1))) return NULL;
+    for (size_t i = 0; i < NSP_PRED_PAGE; i++) {
+      pg[i] = nsp_pred_zero;
+      pg[i].gen = c->gen;
+    }
+  }
+  c->last_no = page_no;
+  return c->last_page = pg;
 }
 
 static struct nsp_pred *pred_for(struct nsp_codec *c, uint64_t comm) {
   if (comm >= NSP_MAX_COMMS) return NULL;
-  size_t pg = (size_t)comm / NSP_PRED_PAGE;
-  if (pg >= c->npred) {
-    size_t n = c->npred ? c->npred : 4;
-    while (n <= pg) n *= 2;
-    struct nsp_pred **d = realloc(c->pred, n * sizeof *d);
-    if (!d) return NULL;
-    memset(d + c->npred, 0, (n - c->npred) * sizeof *d);
-    c->pred = d;
-    c->npred = n;
-  }
-  if (!c->pred[pg]) {
-    struct nsp_pred *p = malloc(NSP_PRED_PAGE * sizeof *p);
-    if (!p) return NULL;
-    for (size_t i = 0; i < NSP_PRED_PAGE; i++) {
-      p[i] = nsp_pred_zero;
-      p[i].gen = c->gen;
-    }
-    c->pred[pg] = p;
-  }
-  struct nsp_pred *pr = &c->pred[pg][comm % NSP_PRED_PAGE];
+  struct nsp_pred *pg = pred_page(c, comm / NSP_PRED_PAGE);
+  if (!pg) return NULL;
+  struct nsp_pred *pr = &pg[comm % NSP_PRED_PAGE];
   if (pr->gen != c->gen) {
     *pr = nsp_pred_zero;
     pr->gen = c->gen;
@@ -162,25 +160,29 @@ static struct nsp_pred *pred_for(struct nsp_codec *c, uint64_t comm) {
 
 /* ---- encoder ---------------------------------------------------------- */
 
-/* A payload writer that checks room before every byte: the SIGNAL record
- * is also encoded by the shim's signal handler, into a fixed buffer, so
- * everything below is async-signal-safe (no allocation, no lock, only the
- * C string functions) for every kind but CALL (its predictions). */
+/* The payload writer.  nsp_encode reserves the kind's bound first
+ * (bound_<kind>), so it writes unchecked; the SIGNAL record is also
+ * encoded by the shim's signal handler into a fixed buffer, where every
+ * write checks room (chk).  Everything below is async-signal-safe (no
+ * allocation, no lock, only the C string functions) for every kind but
+ * CALL (its predictions).  Inlined with chk a constant, so each caller
+ * gets its own code. */
+#define NSP_INLINE static inline __attribute__((always_inline))
 struct benc {
   uint8_t *p, *end;
   int over;
 };
 
-static void put(struct benc *e, const void *src, size_t n) {
-  if (e->over || (size_t)(e->end - e->p) < n) {
+NSP_INLINE void put(struct benc *e, int chk, const void *src, size_t n) {
+  if (chk && (e->over || (size_t)(e->end - e->p) < n)) {
     e->over = 1;
     return;
   }
   if (n) memcpy(e->p, src, n);
   e->p += n;
 }
-static inline void put_v(struct benc *e, uint64_t v) {
-  if (!e->over && e->end - e->p >= 10) { /* the common case: room for any varint */
+NSP_INLINE void put_v(struct benc *e, int chk, uint64_t v) {
+  if (!chk || e->end - e->p >= 10) { /* room for any varint */
     while (v >= 0x80) {
       *e->p++ = (uint8_t)(v | 0x80);
       v >>= 7;
@@ -189,36 +191,36 @@ static inline void put_v(struct benc *e, uint64_t v) {
     return;
   }
   uint8_t t[10];
-  put(e, t, nsp_put_varint(t, v));
+  put(e, chk, t, nsp_put_varint(t, v));
 }
-static void put_z(struct benc *e, int64_t v) { put_v(e, zz_enc(v)); }
-static void put_u64(struct benc *e, uint64_t v) {
+NSP_INLINE void put_z(struct benc *e, int chk, int64_t v) { put_v(e, chk, zz_enc(v)); }
+NSP_INLINE void put_u64(struct benc *e, int chk, uint64_t v) {
   uint8_t t[8];
   for (int i = 0; i < 8; i++) t[i] = (uint8_t)(v >> (8 * i));
-  put(e, t, 8);
+  put(e, chk, t, 8);
 }
-static void put_s(struct benc *e, const char *s) {
+NSP_INLINE void put_s(struct benc *e, int chk, const char *s) {
   size_t n = s ? strnlen(s, NSP_MAX_STRING) : 0;
-  put_v(e, n);
-  put(e, s, n);
+  put_v(e, chk, n);
+  put(e, chk, s, n);
 }
-static void put_env(struct benc *e, const struct nsp_rec_ext *x) {
+static void put_env(struct benc *e, int chk, const struct nsp_rec_ext *x) {
   uint32_t n = x->env ? x->nenv : 0;
-  put_v(e, n);
-  for (uint32_t i = 0; i < 2 * n; i++) put_s(e, x->env[i]);
+  put_v(e, chk, n);
+  for (uint32_t i = 0; i < 2 * n; i++) put_s(e, chk, x->env[i]);
 }
 /* A stack without offsets is written as none. */
 static uint32_t nframes_of(const struct nsp_rec_ext *x) {
   if (!x->frame_offset) return 0;
   return x->nframes > NSP_MAX_FRAMES ? NSP_MAX_FRAMES : x->nframes;
 }
-static void put_frames(struct benc *e, const struct nsp_rec_ext *x) {
+static void put_frames(struct benc *e, int chk, const struct nsp_rec_ext *x) {
   uint32_t nf = nframes_of(x);
-  put_v(e, nf);
+  put_v(e, chk, nf);
   for (uint32_t i = 0; i < nf; i++) {
-    put_s(e, x->frame_module ? x->frame_module[i] : NULL);
-    put_v(e, x->frame_offset[i]);
-    put_s(e, x->frame_symbol ? x->frame_symbol[i] : NULL);
+    put_s(e, chk, x->frame_module ? x->frame_module[i] : NULL);
+    put_v(e, chk, x->frame_offset[i]);
+    put_s(e, chk, x->frame_symbol ? x->frame_symbol[i] : NULL);
   }
 }
 
@@ -226,17 +228,17 @@ static void put_frames(struct benc *e, const struct nsp_rec_ext *x) {
 #define NSP_VBITS(v) _Generic((v), int32_t: (uint64_t)(uint32_t)(v), default: (uint64_t)(v))
 
 /* enc: how each encoding writes the field `name` of type `type` at lv. */
-#define NSP_ENC_V(name, type, lv) put_v(e, NSP_VBITS((type)(lv)))
-#define NSP_ENC_Z(name, type, lv) put_z(e, (int64_t)(type)(lv))
-#define NSP_ENC_U64(name, type, lv) put_u64(e, (uint64_t)(lv))
-#define NSP_ENC_S(name, type, lv) put_s(e, (lv))
-#define NSP_ENC_ENV(name, type, lv) put_env(e, (lv))
-#define NSP_ENC_FRAMES(name, type, lv) put_frames(e, (lv))
-#define NSP_ENC_MASK(name, type, lv) put_v(e, mask)
-#define NSP_ENC_TDELTA(name, type, lv) put_z(e, (int64_t)((lv) - c->prev_t))
-#define NSP_ENC_DUR(name, type, lv) put_v(e, (lv) - r->t_enter)
-#define NSP_ENC_SEQ(name, type, lv) put_v(e, (lv))
-#define NSP_ENC_ZDELTA(name, type, lv) put_z(e, (int64_t)((lv) - pr->name))
+#define NSP_ENC_V(name, type, lv) put_v(e, chk, NSP_VBITS((type)(lv)))
+#define NSP_ENC_Z(name, type, lv) put_z(e, chk, (int64_t)(type)(lv))
+#define NSP_ENC_U64(name, type, lv) put_u64(e, chk, (uint64_t)(lv))
+#define NSP_ENC_S(name, type, lv) put_s(e, chk, (lv))
+#define NSP_ENC_ENV(name, type, lv) put_env(e, chk, (lv))
+#define NSP_ENC_FRAMES(name, type, lv) put_frames(e, chk, (lv))
+#define NSP_ENC_MASK(name, type, lv) put_v(e, chk, mask)
+#define NSP_ENC_TDELTA(name, type, lv) put_z(e, chk, (int64_t)((lv) - c->prev_t))
+#define NSP_ENC_DUR(name, type, lv) put_v(e, chk, (lv) - r->t_enter)
+#define NSP_ENC_SEQ(name, type, lv) put_v(e, chk, (lv))
+#define NSP_ENC_ZDELTA(name, type, lv) put_z(e, chk, (int64_t)((lv) - pr->name))
 
 /* A field is written when it is always present or its mask bit is set. */
 #define NSP_EF_(K, name, enc, cm, pred, loc, type, unit, since, meaning) \
@@ -286,12 +288,12 @@ static size_t frames_room(const struct nsp_rec_ext *x) {
 /* One encoder and one bound per kind.  pr is the comm's prediction (CALL
  * only; NULL otherwise). */
 #define NSP_GEN_ENC_(NAME, name, value, since, has_ext, ring, names, meaning)                                             \
-  static void enc_##name(struct benc *e, struct nsp_codec *c, struct nsp_pred *pr, const struct nsp_rec *r,   \
-                         const struct nsp_rec_ext *x) {                                                        \
+  NSP_INLINE void enc_##name(struct benc *e, int chk, struct nsp_codec *c, struct nsp_pred *pr,               \
+                             const struct nsp_rec *r, const struct nsp_rec_ext *x) {                           \
     unsigned mask = 0;                                                                                         \
     int api_kind = pr ? nsp_api_kind(r->api) : NSP_K_OTHER;                                                    \
     uint64_t seq_pred = pr && api_kind == NSP_K_COLL ? pr->seq + 1 : 0;                                        \
-    (void)c, (void)pr, (void)x, (void)api_kind, (void)seq_pred;                                                \
+    (void)chk, (void)c, (void)pr, (void)x, (void)api_kind, (void)seq_pred;                                     \
     NSP_REC_FIELDS_##NAME(NSP_MB_, NAME)                                                                       \
     NSP_REC_FIELDS_##NAME(NSP_EF_, NAME)                                                                       \
     NSP_REC_FIELDS_##NAME(NSP_PS_, NAME)                                                                       \
@@ -310,15 +312,15 @@ static const struct nsp_rec_ext nsp_ext_zero;
 /* Encodes r (kind, length, payload) into [dst, dst + cap): the payload
  * goes 11 bytes in, then moves down behind its header.  Returns the bytes
  * written, 0 when they do not fit or the kind is unknown. */
-static size_t encode_into(uint8_t *dst, size_t cap, struct nsp_codec *c, struct nsp_pred *pr,
-                          const struct nsp_rec *r) {
+NSP_INLINE size_t encode_into(uint8_t *dst, size_t cap, int chk, struct nsp_codec *c, struct nsp_pred *pr,
+                              const struct nsp_rec *r) {
   if (cap < 11) return 0;
   const struct nsp_rec_ext *x = r->ext ? r->ext : &nsp_ext_zero;
   struct benc e = {dst + 11, dst + cap, 0};
   switch (r->kind) {
 #define NSP_ENC_CASE_(NAME, name, value, since, has_ext, ring, names, meaning) \
   case NSP_REC_##NAME:                                             \
-    enc_##name(&e, c, pr, r, x);                                   \
+    enc_##name(&e, chk, c, pr, r, x);                                   \
     break;
     NSP_REC_KINDS(NSP_ENC_CASE_)
 #undef NSP_ENC_CASE_
@@ -338,7 +340,7 @@ static size_t encode_into(uint8_t *dst, size_t cap, struct nsp_codec *c, struct 
 
 size_t nsp_encode_signal(uint8_t *dst, size_t cap, const struct nsp_rec *r) {
   if (r->kind != NSP_REC_SIGNAL) return 0;
-  return encode_into(dst, cap, NULL, NULL, r);
+  return encode_into(dst, cap, 1, NULL, NULL, r);
 }
 
 static size_t payload_bound(const struct nsp_rec *r) {
@@ -359,7 +361,7 @@ int nsp_encode(struct nsp_buf *out, struct nsp_codec *c, const struct nsp_rec *r
   if (nsp_buf_reserve(out, bound + 11) < 0) return -1;
   struct nsp_pred *pr = NULL;
   if (r->kind == NSP_REC_CALL && !(pr = pred_for(c, r->comm))) return -1;
-  size_t n = encode_into(out->data + out->len, bound + 11, c, pr, r);
+  size_t n = encode_into(out->data + out->len, bound + 11, 0, c, pr, r);
   if (!n) return -1; /* an unknown kind (the bound counts every byte) */
   out->len += n;
   return 0;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ncclspy/trace.h"
+#include "nsp_paged.h"
 
 /* Rare fields: communicator creation and the process snapshot. */
 struct nsp_rec_ext {
@@ -98,13 +99,15 @@ void nsp_buf_free(struct nsp_buf *b);
  * the CALL fields' predictions in trace_schema.h (nsp_codec.c).  Every
  * frame starts afresh, on both sides. */
 struct nsp_pred;
-/* Predictions live in pages of NSP_PRED_PAGE comms, made when a comm of
- * the page is first used: a comm index near NSP_MAX_COMMS costs one page
- * and the directory, not a prediction for every lower index. */
+/* Predictions live in pages of NSP_PRED_PAGE comms (nsp_paged.h), made
+ * when a comm of the page is first used: a comm index near NSP_MAX_COMMS
+ * costs one page, not a prediction for every lower index.  The last page
+ * used is kept: a frame's calls are on a few comms. */
 #define NSP_PRED_PAGE 32
 struct nsp_codec {
-  struct nsp_pred **pred; /* pages by comm / NSP_PRED_PAGE (NULL: none yet) */
-  size_t npred;           /* directory entries */
+  struct nsp_paged pred; /* struct nsp_pred by comm; set up at first use */
+  uint64_t last_no;      /* the page number of last_page */
+  struct nsp_pred *last_page;
   uint64_t prev_t;
   uint32_t gen; /* frames started; a pred of another gen is stale */
 };

@@ -240,7 +240,9 @@ static int note_cut(struct pass *ps, const struct nsp_rec *rec) {
     memset(ps->cut + old, 0, (cap - old) * sizeof *ps->cut);
     ps->ncut = cap;
   }
-  uint64_t t = rec->t_enter ? rec->t_enter : 1;
+  /* A COMM_END's entry, an ASYNC_ERROR's time. */
+  uint64_t when = rec->kind == NSP_REC_ASYNC_ERROR ? nsp_rec_async_error_t(rec) : nsp_rec_comm_end_t_enter(rec);
+  uint64_t t = when ? when : 1;
   if (!ps->cut[rec->comm] || t < ps->cut[rec->comm]) ps->cut[rec->comm] = t;
   return 0;
 }
@@ -250,7 +252,8 @@ static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *d
   /* Ended (GPU end, else when the shim saw it) after its communicator's
    * cut: the time is how long it hung, for the whole completion. */
   if ((done->flags & NSP_DONE_OK) && e->local < ps->ncut && ps->cut[e->local] &&
-      ((done->flags & NSP_DONE_TIMED) ? done->t_exit : done->count) >= ps->cut[e->local])
+      ((done->flags & NSP_DONE_TIMED) ? nsp_rec_completion_gpu_end(done) : nsp_rec_completion_t_seen(done)) >=
+          ps->cut[e->local])
     ps->cut_short = 1;
   const struct local *l = local_of(ps, e->local);
   if (!l) return;
@@ -332,7 +335,8 @@ static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct
     }
     return 0;
   }
-  if (cls != DONE_TIMED || rec->t_exit < rec->t_enter) return 0;
+  uint64_t gpu_start = nsp_rec_completion_gpu_start(rec), gpu_end = nsp_rec_completion_gpu_end(rec);
+  if (cls != DONE_TIMED || gpu_end < gpu_start) return 0;
   /* One sample per (comm, op): a group's sends share one time. */
   ps->nparts = 0;
   for (size_t i = 0; i < ps->ncalls; i++) {
@@ -346,7 +350,7 @@ static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct
     NSP_TRY(nsp_grow(&ps->parts, &ps->parts_cap, ps->nparts + 1, sizeof *ps->parts));
     ps->parts[ps->nparts++] = *p;
   }
-  int64_t dur = (int64_t)(rec->t_exit - rec->t_enter);
+  int64_t dur = (int64_t)(gpu_end - gpu_start);
   for (size_t i = 0; i < ps->nparts; i++) {
     const struct part *p = &ps->parts[i];
     struct rowacc *r = row_for(&ps->perf->c[p->comm], p->api, p->s);

@@ -121,6 +121,42 @@ static void seen(struct nsp_trace *t, uint64_t mono) {
   if (mono > t->t_last) t->t_last = mono;
 }
 
+/* Every monotonic time a record holds counts towards the trace's end
+ * (a process snapshot's and a call site's do not). */
+static void seen_record(struct nsp_trace *t, const struct nsp_rec *rec) {
+  switch (rec->kind) {
+    case NSP_REC_COMM:
+      seen(t, nsp_rec_comm_t_enter(rec));
+      seen(t, nsp_rec_comm_t_exit(rec));
+      break;
+    case NSP_REC_COMM_END:
+      seen(t, nsp_rec_comm_end_t_enter(rec));
+      seen(t, nsp_rec_comm_end_t_exit(rec));
+      break;
+    case NSP_REC_CALL:
+      seen(t, nsp_rec_call_t_enter(rec));
+      seen(t, nsp_rec_call_t_exit(rec));
+      break;
+    case NSP_REC_REDOP:
+      seen(t, nsp_rec_redop_t_enter(rec));
+      seen(t, nsp_rec_redop_t_exit(rec));
+      break;
+    case NSP_REC_ASYNC_ERROR: seen(t, nsp_rec_async_error_t(rec)); break;
+    case NSP_REC_DROPPED: seen(t, nsp_rec_dropped_t(rec)); break;
+    case NSP_REC_COMPLETION:
+      seen(t, nsp_rec_completion_gpu_start(rec));
+      seen(t, nsp_rec_completion_gpu_end(rec));
+      seen(t, nsp_rec_completion_t_seen(rec));
+      break;
+    case NSP_REC_HEARTBEAT: /* alive and waiting: the trace ends later */
+      seen(t, nsp_rec_heartbeat_t(rec));
+      seen(t, nsp_rec_heartbeat_oldest(rec));
+      break;
+    case NSP_REC_SIGNAL: seen(t, nsp_rec_signal_t(rec)); break;
+    default: break;
+  }
+}
+
 static int dup_str(char **dst, const char *src) {
   char *s = strdup(src ? src : "");
   if (!s) return NSP_AN_ENOMEM;
@@ -446,18 +482,12 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
   while ((ret = nsp_reader_next(r, &rec)) == 1) {
     t->info.records++;
     struct nsp_member *m;
-    if (rec.kind != NSP_REC_PROCESS && rec.kind != NSP_REC_CALLSITE && rec.kind != NSP_REC_COMM) {
-      seen(t, rec.t_enter);
-      if (rec.kind != NSP_REC_DROPPED && rec.kind != NSP_REC_ASYNC_ERROR) seen(t, rec.t_exit);
-    }
+    seen_record(t, &rec);
     switch (rec.kind) {
       case NSP_REC_PROCESS:
         NSP_TRY(on_process(t, &rec));
         break;
       case NSP_REC_COMM:
-        /* A pending init's first record may carry no times worth keeping. */
-        seen(t, rec.t_enter);
-        seen(t, rec.t_exit);
         NSP_TRY(on_comm(job, t, ti, &rec));
         break;
       case NSP_REC_COMM_END:
@@ -481,7 +511,7 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
           m = local_member(job, t, rec.comm);
           if (m) m->has_error = 1;
           NSP_TRY(note_error(t, NSP_SRC_ASYNC, -1, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
-                             wall(t, rec.t_enter)));
+                             wall(t, nsp_rec_async_error_t(&rec))));
         }
         break;
       case NSP_REC_REDOP:
@@ -492,17 +522,13 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         }
         break;
       case NSP_REC_DROPPED:
-        t->info.dropped += rec.count;
+        t->info.dropped += nsp_rec_dropped_count(&rec);
         t->drop_rec = t->info.records;
-        if (rec.t_enter > t->drop_mono) t->drop_mono = rec.t_enter;
-        t->drop_by[rec.aux < 4 ? rec.aux : 0] += rec.count;
-        break;
-      case NSP_REC_HEARTBEAT: /* alive and waiting: the trace ends later */
-        seen(t, rec.t_enter);
+        if (nsp_rec_dropped_t(&rec) > t->drop_mono) t->drop_mono = nsp_rec_dropped_t(&rec);
+        t->drop_by[nsp_rec_dropped_reason(&rec) < 4 ? nsp_rec_dropped_reason(&rec) : 0] += nsp_rec_dropped_count(&rec);
         break;
       case NSP_REC_COMPLETION:
         t->info.completions++;
-        seen(t, rec.count); /* t_seen */
         if (t->info.tracking & NSP_TRACK_COMPLETION) NSP_TRY(nsp_pend_done(&t->pend, &rec, on_done, t));
         if (t->load_oom) return NSP_AN_ENOMEM;
         break;

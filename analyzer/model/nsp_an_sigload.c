@@ -21,29 +21,29 @@ int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec) {
   if (t->has_sig) return 0; /* the first one is what ended it (or began the end) */
   char nb[32];
   const struct nsp_rec_ext *x = rec->ext && rec->ext->nframes ? rec->ext : NULL;
-  t->sig_name = strdup(nsp_signal_name((int)rec->aux, nb, sizeof nb));
+  t->sig_name = strdup(nsp_signal_name((int)nsp_rec_signal_signo(rec), nb, sizeof nb));
   t->sig_mod0 = strdup(x && x->frame_module[0] ? x->frame_module[0] : "");
   t->sig_sym0 = strdup(x && x->frame_symbol[0] ? x->frame_symbol[0] : "");
   if (!t->sig_name || !t->sig_mod0 || !t->sig_sym0) return NSP_AN_ENOMEM;
   /* Sent or raised (abort): the runtime's frames on top are not where the
    * problem is. */
-  if (x && !(t->sig_stack = nsp_an_stack_make(x, 0, NSP_SITE_FULL, rec->result <= 0))) return NSP_AN_ENOMEM;
+  if (x && !(t->sig_stack = nsp_an_stack_make(x, 0, NSP_SITE_FULL, nsp_rec_signal_code(rec) <= 0))) return NSP_AN_ENOMEM;
   struct nsp_signal *s = &t->sig;
   memset(s, 0, sizeof *s);
-  s->signo = (int)rec->aux;
+  s->signo = (int)nsp_rec_signal_signo(rec);
   s->name = t->sig_name;
-  s->code = rec->result;
+  s->code = nsp_rec_signal_code(rec);
   s->code_name = nsp_signal_code_name(s->signo, s->code);
   s->code_text = nsp_signal_code_text(s->signo, s->code);
-  s->addr = rec->sendbuff;
-  s->tid = rec->seq;
-  s->sender_pid = rec->peer > 0 ? rec->peer : 0;
-  s->flags = rec->flags;
-  s->time_ns = wall(t, rec->t_enter);
+  s->addr = nsp_rec_signal_addr(rec);
+  s->tid = nsp_rec_signal_tid(rec);
+  s->sender_pid = nsp_rec_signal_sender_pid(rec) > 0 ? nsp_rec_signal_sender_pid(rec) : 0;
+  s->flags = nsp_rec_signal_flags(rec);
+  s->time_ns = wall(t, nsp_rec_signal_t(rec));
   s->stack = t->sig_stack;
   s->first_module = t->sig_mod0;
   s->first_symbol = t->sig_sym0;
-  t->sig_mono = rec->t_enter;
+  t->sig_mono = nsp_rec_signal_t(rec);
   t->has_sig = 1;
   t->info.signal = s;
   return 0;
