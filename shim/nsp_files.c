@@ -37,6 +37,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "nsp_io.h"
 #include "nsp_shim.h"
 
 struct nsp_files nsp_files = {.dirfd = -1, .fd = -1};
@@ -131,21 +132,6 @@ static int open_dir(const char *dir, mode_t dmode, int *refused_link, char *bad,
 
 /* ---- creating files ---- */
 
-static int write_all(int fd, const void *buf, size_t len) {
-  const char *p = buf;
-  while (len) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      if (w == 0) errno = EIO;
-      return -1;
-    }
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 /* Publishes tmp as name without replacing anything.  Returns 0, or -1 with
  * errno (EEXIST: name is taken). */
 static int publish(int dirfd, const char *tmp, const char *name) {
@@ -236,7 +222,7 @@ int nsp_files_open(const char *dir, mode_t fmode, const char *host_in, const voi
       err = errno;
       break;
     }
-    if (fchmod(fd, fmode) < 0 || write_all(fd, header, hlen) < 0) {
+    if (fchmod(fd, fmode) < 0 || nsp_write_all(fd, header, hlen) < 0) {
       err = errno;
       close(fd);
       unlinkat(o->dirfd, tmp, 0);

@@ -133,10 +133,6 @@ NSP_HIDDEN void nsp_follow_pending_comms(void);
 /* Starts the poller thread if it is not running (nsp_done.c). */
 NSP_HIDDEN void nsp_done_poller_start(void);
 
-/* 64-bit FNV-1a, continued from h (start with NSP_FNV_INIT). */
-#define NSP_FNV_INIT 0xcbf29ce484222325ull
-NSP_HIDDEN uint64_t nsp_fnv1a(uint64_t h, const void *data, size_t len);
-
 /* ---- the writer (nsp_writer.c) ---- */
 /* Starts the writer thread on the first NCCL call of the process (and of
  * a forked child).  Cheap after the first call. */

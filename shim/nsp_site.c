@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "nsp_config.h"
+#include "nsp_hash.h"
 #include "nsp_shim.h"
 
 #if NSP_HAVE_LIBUNWIND

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nsp_hash.h"
 #include "nsp_names.h"
 #include "nsp_shim.h"
 

@@ -47,6 +47,7 @@
 #include <zstd.h>
 
 #include "nsp_config.h"
+#include "nsp_io.h"
 #include "nsp_shim.h"
 
 extern char **environ;
@@ -324,21 +325,6 @@ static void make_header(uint8_t h[NSP_HEADER_SIZE], const struct nsp_rec_ext *pr
   memcpy(h + 48, host, strnlen(host, NSP_HOST_MAX - 1));
 }
 
-static int write_all(int fd, const void *buf, size_t len) {
-  const char *p = buf;
-  while (len) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      if (w == 0) errno = EIO;
-      return -1;
-    }
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 static void note_lost(struct nsp_file *f, uint64_t n, int reason) {
   if (!n) return;
   f->lost[reason] += n;
@@ -374,7 +360,7 @@ static void write_summary(struct nsp_file *f) {
   size_t zl = ZSTD_compress2(f->cctx, z.data, z.cap, b.data, b.len);
   if (ZSTD_isError(zl)) goto out;
   cut_to_data(f);
-  if (write_all(f->fd, z.data, zl) == 0) {
+  if (nsp_write_all(f->fd, z.data, zl) == 0) {
     f->summary = zl;
     f->summary_of = n;
   } else {
@@ -449,7 +435,7 @@ static void file_flush(struct nsp_file *f) {
    * fits after it, so a disk (or RLIMIT_FSIZE) that fills up leaves room
    * for the summary that counts every record lost after this frame. */
   memset(f->out.data + c, 0, NSP_SUMMARY_ROOM);
-  if (write_all(f->fd, f->out.data, c + NSP_SUMMARY_ROOM) < 0 || ftruncate(f->fd, (off_t)(f->size + c)) < 0 ||
+  if (nsp_write_all(f->fd, f->out.data, c + NSP_SUMMARY_ROOM) < 0 || ftruncate(f->fd, (off_t)(f->size + c)) < 0 ||
       lseek(f->fd, (off_t)(f->size + c), SEEK_SET) < 0) {
     int err = errno;
     cut_to_data(f);
