@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "nsp_io.h"
+#include "nsp_settings.h"
 #include "nsp_shim.h"
 
 #define NSP_COMM_SLOTS 16384 /* power of two; holds 12288 communicators */
@@ -95,11 +96,11 @@ struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nran
   c->device = -1;
   /* Read per communicator, at its creation (never on the call path), so
    * one process can time some communicators and not others. */
-  c->untimed = !nsp_setting_bool("NCCLSPY_TIMING", 1);
-  c->untracked = !nsp_setting_bool("NCCLSPY_TRACK", 1);
-  const char *bench = getenv("NCCLSPY_BENCH_MODE_FILE");
+  c->untimed = !nsp_setting(NSP_SET_TIMING);
+  c->untracked = !nsp_setting(NSP_SET_TRACK);
+  const char *bench = nsp_setting_str(NSP_SET_BENCH_MODE_FILE);
   pthread_mutex_lock(&nsp_comm_lock);
-  if (bench && *bench) c->bench_mode = bench_map(bench);
+  if (bench) c->bench_mode = bench_map(bench);
   size_t i = slot_of(handle);
   while (1) {
     ncclComm_t k = atomic_load_explicit(&nsp_comm_table[i].key, memory_order_relaxed);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsp_settings.h"
 #include "nsp_shim.h"
 
 _Atomic(nsp_any_fn) nsp_real_fn[NSP_API_COUNT];
@@ -93,8 +94,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 static void *find_library(void) {
-  const char *want = getenv("NCCLSPY_NCCL_LIBRARY");
-  void *h = dlopen(want && *want ? want : "libnccl.so.2", RTLD_NOLOAD | RTLD_LAZY);
+  void *h = dlopen(nsp_setting_str(NSP_SET_NCCL_LIBRARY), RTLD_NOLOAD | RTLD_LAZY);
   if (h) return h;
   /* Collect names first: dlopen inside the callback would take the
    * loader lock that dl_iterate_phdr holds. */

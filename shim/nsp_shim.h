@@ -35,7 +35,7 @@ static inline uint64_t nsp_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- logging (nsp_log.c) ---- */
+/* ---- warnings (nsp_warn.c) ---- */
 /* Prints "ncclspy: <message>" on stderr; errno is preserved. */
 NSP_HIDDEN void nsp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Warns once per flag: *once goes from 0 to 1 on the first call. */
@@ -44,13 +44,7 @@ NSP_HIDDEN void nsp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
     if (!atomic_exchange_explicit((once), 1, memory_order_relaxed)) nsp_warn(__VA_ARGS__); \
   } while (0)
 
-/* Settings read from the environment (nsp_log.c).  A value that cannot
- * be used gives one warning per setting name and the default.
- * nsp_setting_bool: 1/on/true/yes -> 1, 0/off/false/no -> 0 (case
- * ignored); unset or empty -> def.  nsp_setting_long: a decimal integer in
- * [lo, hi]; unset or empty -> def. */
-NSP_HIDDEN int nsp_setting_bool(const char *name, int def);
-NSP_HIDDEN long nsp_setting_long(const char *name, long def, long lo, long hi);
+/* Settings: nsp_settings.h. */
 
 /* ---- finding the real NCCL (nsp_resolve.c) ---- */
 /* The real function of entry point api (enum nsp_api), or NULL when no
@@ -217,7 +211,8 @@ struct nsp_slot {
 } __attribute__((aligned(128)));
 
 /* ---- files: directory, trace, crash ring (nsp_files.c) ---- */
-enum { NSP_RING_FILE_OFF, NSP_RING_FILE_AUTO, NSP_RING_FILE_ON };
+/* NCCLSPY_RING_FILE, in the order of its words (nsp_settings.h). */
+enum { NSP_RING_FILE_AUTO, NSP_RING_FILE_ON, NSP_RING_FILE_OFF };
 struct nsp_files {
   int dirfd;           /* NCCLSPY_DIR (O_PATH), -1 none */
   int fd;              /* the trace, -1 none */

@@ -65,6 +65,7 @@
 #include <unistd.h>
 
 #include "nsp_config.h"
+#include "nsp_settings.h"
 #include "nsp_shim.h"
 
 #if NSP_HAVE_LIBUNWIND
@@ -619,7 +620,7 @@ void nsp_signals_atfork_child(void) {
 
 static int nsp_sig_done; /* install ran in this process image */
 
-static int wanted_by_env(void) { return nsp_setting_bool("NCCLSPY_SIGNALS", 1); }
+static int wanted_by_env(void) { return (int)nsp_setting(NSP_SET_SIGNALS); }
 
 int nsp_signals_enabled(void) {
   return nsp_sig_done ? atomic_load(&nsp_sig_on) : wanted_by_env();

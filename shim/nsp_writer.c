@@ -21,16 +21,8 @@
  * default action.  On a clean exit the writer drains the ring, writes the
  * last frame and removes the ring file.
  *
- * Settings (read once, at the first NCCL call):
- *   NCCLSPY_DIR        where traces go; default ./ncclspy-trace, made if missing
- *   NCCLSPY_FLUSH_MS   longest time a record waits before it is written; default 1000
- *   NCCLSPY_RING       ring slots (power of two, 128 bytes each); default 16384
- *                      (2 MiB: the writer drains every 2 ms, and a killed
- *                      process leaves its ring file behind)
- *   NCCLSPY_LEVEL      zstd level; default 3
- *   NCCLSPY_MAX_MB     stop writing past this file size (0: no cap); default 0
- *   NCCLSPY_MODE       mode of the files (octal, at most 0666); default 0600
- *   NCCLSPY_RING_FILE  auto (default: on ext2/3/4, xfs, tmpfs), on, off
+ * Settings (nsp_settings.h), read once, at the first NCCL call:
+ * NCCLSPY_DIR, _FLUSH_MS, _RING, _LEVEL, _MAX_MB, _MODE and _RING_FILE.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,6 +39,7 @@
 
 #include "nsp_config.h"
 #include "nsp_io.h"
+#include "nsp_settings.h"
 #include "nsp_shim.h"
 
 extern char **environ;
@@ -174,23 +166,8 @@ static void ring_init(void) {
 
 /* ---- settings ---- */
 
-static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi) {
-  const char *v = getenv(name);
-  if (!v || !*v) return def;
-  char *end;
-  errno = 0;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (errno || *end || x < lo || x > hi) {
-    nsp_warn("%s=%s is not a number in [%llu, %llu]; using %llu", name, v, (unsigned long long)lo,
-             (unsigned long long)hi, (unsigned long long)def);
-    return def;
-  }
-  return x;
-}
-
 static void read_settings(void) {
-  const char *dir = getenv("NCCLSPY_DIR");
-  if (!dir || !*dir) dir = "ncclspy-trace";
+  const char *dir = nsp_setting_str(NSP_SET_DIR);
   if (strlen(dir) >= sizeof nsp_cfg.dir) {
     /* Cut, it would name another directory: trace nothing instead. */
     nsp_warn("NCCLSPY_DIR is longer than %zu bytes; tracing is off for this process", sizeof nsp_cfg.dir - 1);
@@ -198,33 +175,12 @@ static void read_settings(void) {
     dir = "";
   }
   snprintf(nsp_cfg.dir, sizeof nsp_cfg.dir, "%s", dir);
-  nsp_cfg.flush_ns = env_u64("NCCLSPY_FLUSH_MS", 1000, 1, 3600000) * 1000000u;
-  nsp_cfg.level = (int)env_u64("NCCLSPY_LEVEL", 3, 1, 19);
-  nsp_cfg.max_bytes = env_u64("NCCLSPY_MAX_MB", 0, 0, 1u << 30) << 20;
-  /* At most 2^18 slots (32 MiB): the ring is made, and its file
-   * preallocated, inside the program's first NCCL call. */
-  uint64_t ring = env_u64("NCCLSPY_RING", 16384, 64, 1u << 18);
-  nsp_ring_size = 64;
-  while (nsp_ring_size < ring) nsp_ring_size <<= 1;
-  nsp_cfg.mode = 0600;
-  const char *mode = getenv("NCCLSPY_MODE");
-  if (mode && *mode) {
-    char *end;
-    errno = 0;
-    unsigned long m = strtoul(mode, &end, 8);
-    if (errno || *end || (m & ~0666ul) || (m & 0600) != 0600)
-      nsp_warn("NCCLSPY_MODE=%s is not an octal file mode between 0600 and 0666; using 0600", mode);
-    else
-      nsp_cfg.mode = (unsigned)m;
-  }
-  nsp_cfg.ring_file = NSP_RING_FILE_AUTO;
-  const char *rf = getenv("NCCLSPY_RING_FILE");
-  if (rf && (!strcmp(rf, "1") || !strcasecmp(rf, "on") || !strcasecmp(rf, "true") || !strcasecmp(rf, "yes")))
-    nsp_cfg.ring_file = NSP_RING_FILE_ON;
-  else if (rf && (!strcmp(rf, "0") || !strcasecmp(rf, "off") || !strcasecmp(rf, "false") || !strcasecmp(rf, "no")))
-    nsp_cfg.ring_file = NSP_RING_FILE_OFF;
-  else if (rf && *rf && strcasecmp(rf, "auto") != 0)
-    nsp_warn("NCCLSPY_RING_FILE=%s is not auto, on or off; using auto", rf);
+  nsp_cfg.flush_ns = (uint64_t)nsp_setting(NSP_SET_FLUSH_MS) * 1000000u;
+  nsp_cfg.level = (int)nsp_setting(NSP_SET_LEVEL);
+  nsp_cfg.max_bytes = (uint64_t)nsp_setting(NSP_SET_MAX_MB) << 20;
+  nsp_ring_size = (size_t)nsp_setting(NSP_SET_RING);
+  nsp_cfg.mode = (unsigned)nsp_setting(NSP_SET_MODE);
+  nsp_cfg.ring_file = (int)nsp_setting(NSP_SET_RING_FILE);
   nsp_cfg.read = 1;
 }
 
