@@ -115,6 +115,55 @@ static void check(enum nsp_setting_id id, const char *value, long want, const ch
      (int)strcspn(stderr_text, "\n"), stderr_text);
 }
 
+/* NCCLSPY_<id>=value, read in this order: the value and the warning the
+ * shim gives (the texts it gave before the table). */
+static const struct {
+  enum nsp_setting_id id;
+  const char *value;
+  long want;
+  const char *warning;
+} cases[] = {
+    {NSP_SET_TIMING, "off", 0, ""},
+    {NSP_SET_TIMING, "No", 0, ""},
+    {NSP_SET_TIMING, "0", 0, ""},
+    {NSP_SET_TRACK, "TRUE", 1, ""},
+    {NSP_SET_SIGNALS, "false", 0, ""},
+    {NSP_SET_CALLSITES, "maybe", 1,
+     "ncclspy: NCCLSPY_CALLSITES=maybe is not 1/on/true/yes or 0/off/false/no; using 1\n"},
+    /* One warning per setting, whatever the value. */
+    {NSP_SET_CALLSITES, "perhaps", 1, ""},
+    {NSP_SET_FLUSH_MS, "250", 250, ""},
+    {NSP_SET_FLUSH_MS, "0", 1000,
+     "ncclspy: NCCLSPY_FLUSH_MS=0 is not a number in [1, 3600000]; using 1000\n"},
+    {NSP_SET_POLL_MS, "x", 2, "ncclspy: NCCLSPY_POLL_MS=x is not a number in [1, 1000]; using 2\n"},
+    {NSP_SET_LEVEL, "20", 3, "ncclspy: NCCLSPY_LEVEL=20 is not a number in [1, 19]; using 3\n"},
+    {NSP_SET_MAX_MB, "1073741824", 1073741824, ""},
+    {NSP_SET_MAX_MB, "-1", 0,
+     "ncclspy: NCCLSPY_MAX_MB=-1 is not a number in [0, 1073741824]; using 0\n"},
+    {NSP_SET_TIMING_GAP_US, "12abc", 500,
+     "ncclspy: NCCLSPY_TIMING_GAP_US=12abc is not a number in [0, 10000000]; using 500\n"},
+    {NSP_SET_CALLSITE_DEPTH, "32", 32, ""},
+    {NSP_SET_CALLSITE_DEPTH, "100", 6,
+     "ncclspy: NCCLSPY_CALLSITE_DEPTH=100 is not a number in [1, 32]; using 6\n"},
+    /* The ring is rounded up to a power of two. */
+    {NSP_SET_RING, "64", 64, ""},
+    {NSP_SET_RING, "100", 128, ""},
+    {NSP_SET_RING, "262144", 262144, ""},
+    {NSP_SET_RING, "262145", 16384,
+     "ncclspy: NCCLSPY_RING=262145 is not a number in [64, 262144]; using 16384\n"},
+    {NSP_SET_MODE, "0640", 0640, ""},
+    {NSP_SET_MODE, "666", 0666, ""},
+    {NSP_SET_MODE, "0700", 0600,
+     "ncclspy: NCCLSPY_MODE=0700 is not an octal file mode between 0600 and 0666; using 0600\n"},
+    {NSP_SET_RING_FILE, "AUTO", NSP_RING_FILE_AUTO, ""},
+    {NSP_SET_RING_FILE, "yes", NSP_RING_FILE_ON, ""},
+    {NSP_SET_RING_FILE, "0", NSP_RING_FILE_OFF, ""},
+    {NSP_SET_RING_FILE, "sometimes", NSP_RING_FILE_AUTO,
+     "ncclspy: NCCLSPY_RING_FILE=sometimes is not auto, on or off; using auto\n"},
+    {NSP_SET_DEBUG, "", 1, ""},
+    {NSP_SET_DEBUG, NULL, 0, ""},
+};
+
 static int parser(void) {
   /* Defaults, unset and empty alike. */
   for (int i = 0; i < NSP_SET_COUNT; i++) {
@@ -124,41 +173,8 @@ static int parser(void) {
     ok(unset == d->def && empty == d->def && !stderr_text[0], "%s: unset and empty give the default %ld",
        d->name, d->def);
   }
-  check(NSP_SET_TIMING, "off", 0, "");
-  check(NSP_SET_TIMING, "No", 0, "");
-  check(NSP_SET_TIMING, "0", 0, "");
-  check(NSP_SET_TRACK, "TRUE", 1, "");
-  check(NSP_SET_SIGNALS, "false", 0, "");
-  check(NSP_SET_CALLSITES, "maybe", 1,
-        "ncclspy: NCCLSPY_CALLSITES=maybe is not 1/on/true/yes or 0/off/false/no; using 1\n");
-  /* One warning per setting, whatever the value. */
-  check(NSP_SET_CALLSITES, "perhaps", 1, "");
-  check(NSP_SET_FLUSH_MS, "250", 250, "");
-  check(NSP_SET_FLUSH_MS, "0", 1000, "ncclspy: NCCLSPY_FLUSH_MS=0 is not a number in [1, 3600000]; using 1000\n");
-  check(NSP_SET_POLL_MS, "x", 2, "ncclspy: NCCLSPY_POLL_MS=x is not a number in [1, 1000]; using 2\n");
-  check(NSP_SET_LEVEL, "20", 3, "ncclspy: NCCLSPY_LEVEL=20 is not a number in [1, 19]; using 3\n");
-  check(NSP_SET_MAX_MB, "1073741824", 1073741824, "");
-  check(NSP_SET_MAX_MB, "-1", 0, "ncclspy: NCCLSPY_MAX_MB=-1 is not a number in [0, 1073741824]; using 0\n");
-  check(NSP_SET_TIMING_GAP_US, "12abc", 500,
-        "ncclspy: NCCLSPY_TIMING_GAP_US=12abc is not a number in [0, 10000000]; using 500\n");
-  check(NSP_SET_CALLSITE_DEPTH, "32", 32, "");
-  check(NSP_SET_CALLSITE_DEPTH, "100", 6, "ncclspy: NCCLSPY_CALLSITE_DEPTH=100 is not a number in [1, 32]; using 6\n");
-  /* The ring is rounded up to a power of two. */
-  check(NSP_SET_RING, "64", 64, "");
-  check(NSP_SET_RING, "100", 128, "");
-  check(NSP_SET_RING, "262144", 262144, "");
-  check(NSP_SET_RING, "262145", 16384, "ncclspy: NCCLSPY_RING=262145 is not a number in [64, 262144]; using 16384\n");
-  check(NSP_SET_MODE, "0640", 0640, "");
-  check(NSP_SET_MODE, "666", 0666, "");
-  check(NSP_SET_MODE, "0700", 0600,
-        "ncclspy: NCCLSPY_MODE=0700 is not an octal file mode between 0600 and 0666; using 0600\n");
-  check(NSP_SET_RING_FILE, "AUTO", NSP_RING_FILE_AUTO, "");
-  check(NSP_SET_RING_FILE, "yes", NSP_RING_FILE_ON, "");
-  check(NSP_SET_RING_FILE, "0", NSP_RING_FILE_OFF, "");
-  check(NSP_SET_RING_FILE, "sometimes", NSP_RING_FILE_AUTO,
-        "ncclspy: NCCLSPY_RING_FILE=sometimes is not auto, on or off; using auto\n");
-  check(NSP_SET_DEBUG, "", 1, "");
-  check(NSP_SET_DEBUG, NULL, 0, "");
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    check(cases[i].id, cases[i].value, cases[i].want, cases[i].warning);
 
   errno = EAGAIN;
   with_value(NSP_SET_LEVEL, "nope");
