@@ -24,7 +24,7 @@
 
 _Atomic(nsp_any_fn) nsp_real_fn[NSP_API_COUNT];
 
-#define NSP_STR_(name, kind, ret, params, args, since) "nccl" #name,
+#define NSP_STR_(name, kind, ret, params, args, since, op) "nccl" #name,
 static const char *const nsp_sym_names[] = {NSP_NCCL_APIS(NSP_STR_)};
 #undef NSP_STR_
 
