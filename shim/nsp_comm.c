@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "nsp_io.h"
-#include "nsp_settings.h"
+#include "nsp_setting.h"
 #include "nsp_shim.h"
 
 #define NSP_COMM_SLOTS 16384 /* power of two; holds 12288 communicators */
@@ -24,6 +24,7 @@ static struct {
 } nsp_comm_table[NSP_COMM_SLOTS];
 static pthread_mutex_t nsp_comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t nsp_comm_count;
+_Atomic int nsp_comm_npending;
 static _Atomic int nsp_comm_full_warned;
 /* NCCLSPY_BENCH_MODE_FILE's first page, mapped once (under nsp_comm_lock)
  * and never unmapped; MAP_FAILED when it could not be. */

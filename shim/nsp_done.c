@@ -42,7 +42,7 @@
 
 #include "nsp_cuda.h"
 #include "nsp_names.h"
-#include "nsp_settings.h"
+#include "nsp_setting.h"
 #include "nsp_shim.h"
 
 #define NSP_MAX_CTX 32
@@ -759,7 +759,7 @@ static void *poller_main(void *arg) {
     }
     if (++tick * nsp_poll_ns >= 10000000u) { /* about every 10 ms */
       tick = 0;
-      nsp_follow_pending_comms();
+      nsp_wrappers_follow_pending();
     }
     /* 2 ms: a query costs 1.3 us of driver time on 2xH200 and shares the
      * driver's lock with the program's launches; completion times come

@@ -19,7 +19,7 @@
 
 #include "nsp_config.h"
 #include "nsp_hash.h"
-#include "nsp_settings.h"
+#include "nsp_setting.h"
 #include "nsp_shim.h"
 
 #if NSP_HAVE_LIBUNWIND
@@ -197,7 +197,7 @@ uint32_t nsp_site_current(int failed, void *caller) {
   return site;
 }
 
-int nsp_sites_enabled(void) {
+int nsp_site_enabled(void) {
   if (nsp_sites_on < 0) init_sites();
   return nsp_sites_on;
 }
@@ -215,7 +215,7 @@ uint32_t nsp_site_current(int failed, void *caller) {
   return 0;
 }
 
-int nsp_sites_enabled(void) { return 0; }
+int nsp_site_enabled(void) { return 0; }
 
 void nsp_site_atfork(int phase) { (void)phase; }
 

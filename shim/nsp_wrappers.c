@@ -2,7 +2,7 @@
  *
  * Each wrapper: find the real function (a wrapper whose real function is
  * absent returns ncclInvalidUsage, warned once); pass straight through
- * when NCCL called itself (nsp_depth); otherwise time the real call,
+ * when NCCL called itself (nsp_wrappers_depth); otherwise time the real call,
  * then build a record in the ring.  The caller gets the real call's return
  * value and errno untouched; nothing here waits on disk or locks on the
  * collective path. */
@@ -18,7 +18,7 @@
 
 #define NSP_EXPORT __attribute__((visibility("default")))
 
-NSP_TLS int nsp_depth;
+NSP_TLS int nsp_wrappers_depth;
 static NSP_TLS uint32_t nsp_group_depth;
 static NSP_TLS uint64_t nsp_group_id;
 static _Atomic uint64_t nsp_group_counter;
@@ -32,17 +32,17 @@ NSP_NCCL_APIS(NSP_FN_TYPE_)
 /* Our exported prototypes (the exported set is exactly NSP_NCCL_APIS). */
 NSP_NCCL_DECLARE(nccl)
 
-#define REAL(name) ((nsp_fn_##name)nsp_real(NSP_API_##name))
+#define REAL(name) ((nsp_fn_##name)nsp_resolve(NSP_API_##name))
 
 /* Text of NCCL's last error, copied for a record (NULL on success). */
 static char *last_error_text(ncclComm_t comm, int result) {
   if (result == ncclSuccess || result == ncclInProgress) return NULL;
   nsp_fn_GetLastError f = REAL(GetLastError);
   if (!f) return NULL;
-  nsp_depth++;
+  nsp_wrappers_depth++;
   const char *s = f(comm);
-  nsp_depth--;
-  return s && *s ? nsp_strdup_rec(s) : NULL;
+  nsp_wrappers_depth--;
+  return s && *s ? nsp_ring_strdup(s) : NULL;
 }
 
 /* Fills rank, nranks and device of a communicator from NCCL itself; they
@@ -52,10 +52,10 @@ static int query_comm(ncclComm_t comm, int *rank, int *nranks, int *device) {
   nsp_fn_CommCount fc = REAL(CommCount);
   nsp_fn_CommCuDevice fd = REAL(CommCuDevice);
   if (!fr || !fc) return -1;
-  nsp_depth++;
+  nsp_wrappers_depth++;
   int ok = fr(comm, rank) == ncclSuccess && fc(comm, nranks) == ncclSuccess;
   if (ok && fd && fd(comm, device) != ncclSuccess) *device = -1;
-  nsp_depth--;
+  nsp_wrappers_depth--;
   return ok ? 0 : -1;
 }
 
@@ -142,8 +142,6 @@ static void comm_made(int api, ncclComm_t handle, uint64_t id, int rank, int nra
 
 /* A non-blocking init finished since we last looked: record what NCCL
  * now knows. */
-_Atomic int nsp_comm_npending;
-
 static void comm_settle(struct nsp_comm *c) {
   int rank, nranks, device = -1;
   if (query_comm(c->handle, &rank, &nranks, &device) < 0) return;
@@ -215,7 +213,7 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
 
 /* The one path of every recording wrapper: find the real function (a
  * wrapper whose real function is absent returns ncclInvalidUsage); pass
- * straight through when NCCL called itself (nsp_depth); run ENTER, what
+ * straight through when NCCL called itself (nsp_wrappers_depth); run ENTER, what
  * must precede the real call; time the real call; then run RECORD with
  * `res`, `t0` and `t1` in scope.  The caller gets the real call's result
  * and errno.  What every recorded call must do at its entry, before the
@@ -223,12 +221,12 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
 #define NSP_CALL_WITH(name, args, ENTER, RECORD)                        \
   nsp_fn_##name real = REAL(name);                                      \
   if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;                     \
-  if (nsp_depth) return real args;                                      \
+  if (nsp_wrappers_depth) return real args;                                      \
   ENTER;                                                                \
   uint64_t t0 = nsp_now_ns();                                           \
-  nsp_depth++;                                                          \
+  nsp_wrappers_depth++;                                                          \
   ncclResult_t res = real args;                                         \
-  nsp_depth--;                                                          \
+  nsp_wrappers_depth--;                                                          \
   int saved_errno = errno;                                              \
   uint64_t t1 = nsp_now_ns();                                           \
   RECORD;                                                               \
@@ -236,13 +234,13 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   return res
 
 /* Most wrappers: the first recorded call starts the writer. */
-#define NSP_CALL(name, args, RECORD) NSP_CALL_WITH(name, args, nsp_ensure_started(), RECORD)
+#define NSP_CALL(name, args, RECORD) NSP_CALL_WITH(name, args, nsp_writer_ensure_started(), RECORD)
 
 /* ENTER of work enqueued on a stream: events go around the real call so
  * the poller can tell when it ran; RECORD has `c` (the communicator) and
  * `trk` in scope too. */
 #define NSP_TRACK_ENTER(args, stream)                                   \
-  nsp_ensure_started();                                                 \
+  nsp_writer_ensure_started();                                                 \
   struct nsp_track trk_;                                                \
   struct nsp_track *trk = &trk_;                                        \
   struct nsp_comm *c = nsp_comm_find(comm);                             \
@@ -304,7 +302,7 @@ static void group_end(int api, ncclResult_t res, uint64_t t0, uint64_t t1) {
 /* The outermost ncclGroupEnd launches the group's work: its events go on
  * every stream the group's calls used. */
 #define NSP_GROUP_END_ENTER                                             \
-  nsp_ensure_started();                                                 \
+  nsp_writer_ensure_started();                                                 \
   struct nsp_track_group g;                                             \
   int outermost = nsp_group_depth == 1;                                 \
   uint64_t group_id = nsp_group_id;                                     \
@@ -382,7 +380,7 @@ NSP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *d
 
 NSP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                       ncclConfig_t *config) {
-  struct nsp_comm *parent = nsp_depth ? NULL : nsp_comm_find(comm);
+  struct nsp_comm *parent = nsp_wrappers_depth ? NULL : nsp_comm_find(comm);
   uint32_t index = parent ? atomic_fetch_add(&parent->split_count, 1) : 0;
   NSP_CALL(CommSplit, (comm, color, key, newcomm, config), {
     uint64_t pid = parent ? parent->id : 0;
@@ -394,7 +392,7 @@ NSP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
 NSP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList,
                                        int excludeRanksCount, ncclComm_t *newcomm,
                                        ncclConfig_t *config, int shrinkFlags) {
-  struct nsp_comm *parent = nsp_depth ? NULL : nsp_comm_find(comm);
+  struct nsp_comm *parent = nsp_wrappers_depth ? NULL : nsp_comm_find(comm);
   uint32_t index = parent ? atomic_fetch_add(&parent->split_count, 1) : 0;
   NSP_CALL(CommShrink, (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags), {
     uint64_t pid = parent ? parent->id : 0;
@@ -424,7 +422,7 @@ static void comm_end(int api, ncclComm_t comm, ncclResult_t res, uint64_t t0, ui
 
 #define NSP_END_WRAPPER(name, params, args)                                       \
   NSP_EXPORT ncclResult_t nccl##name params {                                     \
-    struct nsp_comm *c = nsp_depth ? NULL : nsp_comm_find(comm);                  \
+    struct nsp_comm *c = nsp_wrappers_depth ? NULL : nsp_comm_find(comm);                  \
     /* Abort and revoke cut short what is in flight: say what that was. */        \
     if (c && (NSP_API_##name == NSP_API_CommAbort || NSP_API_##name == NSP_API_CommRevoke)) \
       nsp_done_abandon(c->idx);                                                   \
@@ -439,7 +437,7 @@ NSP_END_WRAPPER(CommRevoke, (ncclComm_t comm, int revokeFlags), (comm, revokeFla
  * it was seen (ns). */
 static void async_changed(struct nsp_comm *c, ncclComm_t comm, int now, uint64_t t) {
   if (atomic_exchange_explicit(&c->async_result, now, memory_order_relaxed) == now) return;
-  nsp_ensure_started();
+  nsp_writer_ensure_started();
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) return;
   r->kind = NSP_REC_ASYNC_ERROR;
@@ -465,11 +463,11 @@ static void follow_one(struct nsp_comm *c, void *arg) {
   }
 }
 
-void nsp_follow_pending_comms(void) {
+void nsp_wrappers_follow_pending(void) {
   if (!atomic_load_explicit(&nsp_comm_npending, memory_order_relaxed)) return;
-  nsp_depth++;
+  nsp_wrappers_depth++;
   nsp_comm_foreach(follow_one, NULL);
-  nsp_depth--;
+  nsp_wrappers_depth--;
 }
 
 /* What an ncclCommGetAsyncError answer tells: a non-blocking init that

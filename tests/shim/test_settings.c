@@ -1,5 +1,5 @@
-/* test_settings.c - the settings table (shim/nsp_settings.h) and its one
- * parser, built from the shim's own nsp_settings.c and nsp_warn.c.
+/* test_settings.c - the settings table (shim/nsp_setting.h) and its one
+ * parser, built from the shim's own nsp_setting.c and nsp_warn.c.
  *
  *   test_settings          TAP: types, ranges, defaults and the warnings,
  *                          whose texts are those the shim printed before
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nsp_settings.h"
+#include "nsp_setting.h"
 #include "nsp_shim.h"
 
 /* ---- README's table ---- */

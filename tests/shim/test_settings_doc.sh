@@ -1,12 +1,12 @@
 #!/bin/sh
-# README's settings table is the table of shim/nsp_settings.h, rendered:
+# README's settings table is the table of shim/nsp_setting.h, rendered:
 # the same variables in the same order, with the same defaults, ranges and
 # meanings.  And every NCCLSPY_* variable the code names is a row of it.
 # usage: test_settings_doc.sh README TEST_SETTINGS SOURCE_ROOT [--update]
 # With --update, README's block is rewritten from the table instead.
 set -eu
 readme=$1 prog=$2 root=$3
-begin='<!-- settings: made from shim/nsp_settings.h, checked by tests/shim/test_settings_doc.sh -->'
+begin='<!-- settings: made from shim/nsp_setting.h, checked by tests/shim/test_settings_doc.sh -->'
 end='<!-- /settings -->'
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -33,7 +33,7 @@ if diff -u "$tmp/readme" "$tmp/table" > "$tmp/diff"; then
   echo "ok 2 - README's settings table is the table's $(($(wc -l < "$tmp/table") - 2)) rows"
 else
   sed 's/^/# /' "$tmp/diff"
-  echo "not ok 2 - README's settings table differs from shim/nsp_settings.h (after changing the" \
+  echo "not ok 2 - README's settings table differs from shim/nsp_setting.h (after changing the" \
        "table, run: $0 $readme $prog $root --update)"
   bad=1
 fi
@@ -44,7 +44,7 @@ missing=$(comm -23 "$tmp/used" "$tmp/names" | tr '\n' ' ')
 if [ -z "$missing" ]; then
   echo "ok 3 - every NCCLSPY_ variable the code names is in the table ($(wc -l < "$tmp/used") named)"
 else
-  echo "not ok 3 - named in the code but not in shim/nsp_settings.h: $missing"
+  echo "not ok 3 - named in the code but not in shim/nsp_setting.h: $missing"
   bad=1
 fi
 exit $bad

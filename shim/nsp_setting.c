@@ -1,12 +1,12 @@
-/* nsp_settings.c - the one reader of the NCCLSPY_* settings
- * (nsp_settings.h). */
+/* nsp_setting.c - the one reader of the NCCLSPY_* settings
+ * (nsp_setting.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "nsp_settings.h"
+#include "nsp_setting.h"
 #include "nsp_shim.h"
 
 #define NSP_SETTING_DEF_(id, ...) [NSP_SET_##id] = {.name = "NCCLSPY_" #id, __VA_ARGS__},

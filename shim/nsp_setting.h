@@ -1,4 +1,4 @@
-/* nsp_settings.h - every NCCLSPY_* setting, in one table.
+/* nsp_setting.h - every NCCLSPY_* setting, in one table.
  *
  * NSP_SETTINGS(X) expands X(id, ...) once per setting: the variable is
  * NCCLSPY_<id>, its id NSP_SET_<id>, and the rest of the row are
@@ -12,8 +12,8 @@
  * meaning, in the words README uses), its reader calling nsp_setting in
  * its module, and the rendered row in README (the test prints it).  Rows
  * are in README's order. */
-#ifndef NSP_SETTINGS_H
-#define NSP_SETTINGS_H
+#ifndef NSP_SETTING_H
+#define NSP_SETTING_H
 
 /* How a setting's value is read.  Every type: unset or empty gives the
  * default without a word; a value that cannot be used gives one warning
@@ -128,7 +128,7 @@ struct nsp_setting_def {
 enum nsp_setting_id { NSP_SETTINGS(NSP_SETTING_ID_) NSP_SET_COUNT };
 #undef NSP_SETTING_ID_
 
-/* The rows, by id (nsp_settings.c). */
+/* The rows, by id (nsp_setting.c). */
 extern const struct nsp_setting_def nsp_setting_defs[NSP_SET_COUNT];
 
 /* The value of a numeric setting (NSP_ST_SWITCH, _INT, _POW2, _MODE,
@@ -144,4 +144,4 @@ long nsp_setting(enum nsp_setting_id id);
  * until the environment changes.  NULL for the other types. */
 const char *nsp_setting_str(enum nsp_setting_id id);
 
-#endif /* NSP_SETTINGS_H */
+#endif /* NSP_SETTING_H */
