@@ -240,8 +240,9 @@ int nsp_files_open(const char *dir, mode_t fmode, const char *host_in, const voi
   }
   xfsz_restore(&g);
   if (o->fd < 0) {
-    nsp_warn_once(&nsp_files_disk_warned, "cannot create a trace file in %s: %s; tracing is off for this process",
-                  dir, strerror(err ? err : EEXIST));
+    nsp_warn_once(&nsp_files_disk_warned,
+                  "cannot create a trace file in %s: %s; tracing is off for this process", dir,
+                  strerror(err ? err : EEXIST));
     close(o->dirfd);
     o->dirfd = -1;
     return -1;

@@ -109,10 +109,11 @@ int nsp_ring_open(size_t nslots, struct nsp_slot *mapped) {
     madvise(m, nslots * sizeof(struct nsp_slot), MADV_POPULATE_WRITE); /* faults in one go */
     ring = m;
   }
+  /* Slot i waits for ring position i. */
+  for (size_t i = 0; i < nslots; i++) atomic_store_explicit(&ring[i].seq, i, memory_order_relaxed);
   nsp_ring = ring;
   nsp_ring_size = nslots;
   nsp_ring_in_file = mapped != NULL;
-  for (size_t i = 0; i < nsp_ring_size; i++) atomic_store_explicit(&nsp_ring[i].seq, i, memory_order_relaxed);
   atomic_store(&nsp_ring_head, 0);
   nsp_ring_next = 0;
   nsp_ring_freed = 0;
@@ -146,7 +147,9 @@ int nsp_ring_backlogged(void) { return nsp_ring_next - nsp_ring_freed >= nsp_rin
 
 uint64_t nsp_ring_dropped(void) { return atomic_load_explicit(&nsp_ring_ndropped, memory_order_relaxed); }
 
-int nsp_ring_all_taken(void) { return atomic_load_explicit(&nsp_ring_head, memory_order_acquire) == nsp_ring_next; }
+int nsp_ring_all_taken(void) {
+  return atomic_load_explicit(&nsp_ring_head, memory_order_acquire) == nsp_ring_next;
+}
 
 /* Frees what a record owns (last_error, ext). */
 static void rec_release(struct nsp_rec *r) {

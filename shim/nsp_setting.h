@@ -17,8 +17,8 @@
 
 /* How a setting's value is read.  Every type: unset or empty gives the
  * default without a word; a value that cannot be used gives one warning
- * per setting ("ncclspy: NCCLSPY_<ID>=<value> is not <what>; using <default>") and
- * the default. */
+ * per setting ("ncclspy: NCCLSPY_<ID>=<value> is not <what>; using
+ * <default>") and the default. */
 enum nsp_setting_type {
   NSP_ST_SWITCH, /* 1/on/true/yes -> 1, 0/off/false/no -> 0, case ignored */
   NSP_ST_INT,    /* a decimal integer in [lo, hi] */

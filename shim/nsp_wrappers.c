@@ -1,11 +1,11 @@
 /* nsp_wrappers.c - one wrapper per NCCL entry point (NSP_NCCL_APIS).
  *
- * Each wrapper: find the real function (a wrapper whose real function is
- * absent returns ncclInvalidUsage, warned once); pass straight through
- * when NCCL called itself (nsp_wrappers_depth); otherwise time the real call,
- * then build a record in the ring.  The caller gets the real call's return
- * value and errno untouched; nothing here waits on disk or locks on the
- * collective path. */
+ * Each wrapper: find the real function (a wrapper whose real function
+ * is absent returns ncclInvalidUsage, warned once); pass straight
+ * through when NCCL called itself (nsp_wrappers_depth); otherwise time
+ * the real call, then build a record in the ring.  The caller gets the
+ * real call's return value and errno untouched; nothing here waits on
+ * disk or locks on the collective path. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -213,20 +213,21 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
 
 /* The one path of every recording wrapper: find the real function (a
  * wrapper whose real function is absent returns ncclInvalidUsage); pass
- * straight through when NCCL called itself (nsp_wrappers_depth); run ENTER, what
- * must precede the real call; time the real call; then run RECORD with
- * `res`, `t0` and `t1` in scope.  The caller gets the real call's result
- * and errno.  What every recorded call must do at its entry, before the
- * real call, belongs here, after ENTER: no wrapper bypasses this. */
+ * straight through when NCCL called itself (nsp_wrappers_depth); run
+ * ENTER, what must precede the real call; time the real call; then run
+ * RECORD with `res`, `t0` and `t1` in scope.  The caller gets the real
+ * call's result and errno.  What every recorded call must do at its
+ * entry, before the real call, belongs here, after ENTER: no wrapper
+ * bypasses this. */
 #define NSP_CALL_WITH(name, args, ENTER, RECORD)                        \
   nsp_fn_##name real = REAL(name);                                      \
   if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;                     \
-  if (nsp_wrappers_depth) return real args;                                      \
+  if (nsp_wrappers_depth) return real args;                             \
   ENTER;                                                                \
   uint64_t t0 = nsp_now_ns();                                           \
-  nsp_wrappers_depth++;                                                          \
+  nsp_wrappers_depth++;                                                 \
   ncclResult_t res = real args;                                         \
-  nsp_wrappers_depth--;                                                          \
+  nsp_wrappers_depth--;                                                 \
   int saved_errno = errno;                                              \
   uint64_t t1 = nsp_now_ns();                                           \
   RECORD;                                                               \
@@ -240,7 +241,7 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
  * the poller can tell when it ran; RECORD has `c` (the communicator) and
  * `trk` in scope too. */
 #define NSP_TRACK_ENTER(args, stream)                                   \
-  nsp_writer_ensure_started();                                                 \
+  nsp_writer_ensure_started();                                          \
   struct nsp_track trk_;                                                \
   struct nsp_track *trk = &trk_;                                        \
   struct nsp_comm *c = nsp_comm_find(comm);                             \
@@ -302,7 +303,7 @@ static void group_end(int api, ncclResult_t res, uint64_t t0, uint64_t t1) {
 /* The outermost ncclGroupEnd launches the group's work: its events go on
  * every stream the group's calls used. */
 #define NSP_GROUP_END_ENTER                                             \
-  nsp_writer_ensure_started();                                                 \
+  nsp_writer_ensure_started();                                          \
   struct nsp_track_group g;                                             \
   int outermost = nsp_group_depth == 1;                                 \
   uint64_t group_id = nsp_group_id;                                     \
@@ -422,7 +423,7 @@ static void comm_end(int api, ncclComm_t comm, ncclResult_t res, uint64_t t0, ui
 
 #define NSP_END_WRAPPER(name, params, args)                                       \
   NSP_EXPORT ncclResult_t nccl##name params {                                     \
-    struct nsp_comm *c = nsp_wrappers_depth ? NULL : nsp_comm_find(comm);                  \
+    struct nsp_comm *c = nsp_wrappers_depth ? NULL : nsp_comm_find(comm);         \
     /* Abort and revoke cut short what is in flight: say what that was. */        \
     if (c && (NSP_API_##name == NSP_API_CommAbort || NSP_API_##name == NSP_API_CommRevoke)) \
       nsp_done_abandon(c->idx);                                                   \

@@ -215,7 +215,8 @@ static void file_flush(struct nsp_file *f) {
    * fits after it, so a disk (or RLIMIT_FSIZE) that fills up leaves room
    * for the summary that counts every record lost after this frame. */
   memset(f->out.data + c, 0, NSP_SUMMARY_ROOM);
-  if (nsp_write_all(f->fd, f->out.data, c + NSP_SUMMARY_ROOM) < 0 || ftruncate(f->fd, (off_t)(f->size + c)) < 0 ||
+  if (nsp_write_all(f->fd, f->out.data, c + NSP_SUMMARY_ROOM) < 0 ||
+      ftruncate(f->fd, (off_t)(f->size + c)) < 0 ||
       lseek(f->fd, (off_t)(f->size + c), SEEK_SET) < 0) {
     int err = errno;
     cut_to_data(f);
