@@ -4,56 +4,57 @@
 #include <stdio.h>
 #include <string.h>
 
-#define NSP_NAME_(name, kind, ret, params, args, since) #name,
-static const char *const nsp_api_names[] = {NSP_NCCL_APIS(NSP_NAME_)};
-#undef NSP_NAME_
-#define NSP_KIND_(name, kind, ret, params, args, since) kind,
-static const unsigned char nsp_api_kinds[] = {NSP_NCCL_APIS(NSP_KIND_)};
-#undef NSP_KIND_
+/* What NSP_NCCL_APIS says of each entry point. */
+#define NSP_FACTS_(as, words, send, recv, count, has_redop, redop, has_root, peer, size, busbw) \
+  words, as, has_redop, has_root, size, busbw
+#define NSP_API_(name, kind, ret, params, args, since, op) \
+  {#name, kind, NSP_APPLY(NSP_FACTS_, op)},
+static const struct {
+  const char *name;
+  unsigned char kind;
+  const char *words; /* the operation in the field's words; NULL: the name */
+  short as;          /* the entry point the other ranks see it as; -1: itself */
+  unsigned char has_redop, has_root, size, busbw;
+} nsp_apis[] = {NSP_NCCL_APIS(NSP_API_)};
+#undef NSP_API_
+#undef NSP_FACTS_
+_Static_assert(sizeof nsp_apis / sizeof nsp_apis[0] == NSP_API_COUNT, "one row per entry point");
 
 static int api_known(int api) { return api >= 0 && api < NSP_API_COUNT; }
 
-const char *nsp_api_name(int api) { return api_known(api) ? nsp_api_names[api] : "api#?"; }
+const char *nsp_api_name(int api) { return api_known(api) ? nsp_apis[api].name : "api#?"; }
 
-int nsp_api_kind(int api) { return api_known(api) ? nsp_api_kinds[api] : NSP_K_OTHER; }
+int nsp_api_kind(int api) { return api_known(api) ? nsp_apis[api].kind : NSP_K_OTHER; }
 
 int nsp_api_from_name(const char *name) {
   if (!strncmp(name, "nccl", 4)) name += 4;
   for (int i = 0; i < NSP_API_COUNT; i++)
-    if (!strcmp(name, nsp_api_names[i])) return i;
+    if (!strcmp(name, nsp_apis[i].name)) return i;
   return -1;
 }
 
 const char *nsp_op_name(int api) {
-  switch (api) {
-    case NSP_API_AllReduce: return "all-reduce";
-    case NSP_API_AllGather: return "all-gather";
-    case NSP_API_ReduceScatter: return "reduce-scatter";
-    case NSP_API_Broadcast:
-    case NSP_API_Bcast: return "broadcast";
-    case NSP_API_Reduce: return "reduce";
-    case NSP_API_AlltoAll: return "all-to-all";
-    case NSP_API_Gather: return "gather";
-    case NSP_API_Scatter: return "scatter";
-    case NSP_API_Send: return "send";
-    case NSP_API_Recv: return "recv";
-    case NSP_API_GroupStart: return "group-start";
-    case NSP_API_GroupEnd: return "group-end";
-    case NSP_API_GroupSimulateEnd: return "group-simulate-end";
-    default: return nsp_api_name(api);
+  return api_known(api) && nsp_apis[api].words ? nsp_apis[api].words : nsp_api_name(api);
+}
+
+int nsp_api_has_root(int api) { return api_known(api) && nsp_apis[api].has_root; }
+
+int nsp_api_has_redop(int api) { return api_known(api) && nsp_apis[api].has_redop; }
+
+int nsp_api_coll_class(int api) { return api_known(api) && nsp_apis[api].as >= 0 ? nsp_apis[api].as : api; }
+
+uint64_t nsp_api_size_factor(int api, int nranks) {
+  return api_known(api) && nsp_apis[api].size == NSP_SIZE_TOTAL && nranks > 1 ? (uint64_t)nranks : 1;
+}
+
+double nsp_api_busbw_factor(int api, int nranks) {
+  double n = nranks > 0 ? nranks : 1;
+  switch (api_known(api) ? nsp_apis[api].busbw : NSP_BUSBW_1) {
+    case NSP_BUSBW_2N1: return 2.0 * (n - 1) / n;
+    case NSP_BUSBW_N1: return (n - 1) / n;
+    default: return 1.0;
   }
 }
-
-int nsp_api_has_root(int api) {
-  return api == NSP_API_Broadcast || api == NSP_API_Bcast || api == NSP_API_Reduce ||
-         api == NSP_API_Gather || api == NSP_API_Scatter;
-}
-
-int nsp_api_has_redop(int api) {
-  return api == NSP_API_AllReduce || api == NSP_API_Reduce || api == NSP_API_ReduceScatter;
-}
-
-int nsp_api_coll_class(int api) { return api == NSP_API_Bcast ? NSP_API_Broadcast : api; }
 
 static const struct {
   const char *name;

@@ -11,11 +11,14 @@
 
 #include "nsp_nccl.h"
 
-/* Entry point name without the "nccl" prefix ("AllReduce"), or "api#N". */
+/* Facts about NCCL's entry points, from the table in nsp_nccl_apis.h. */
+
+/* Entry point name without the "nccl" prefix ("AllReduce"), or "api#?". */
 const char *nsp_api_name(int api);
 /* The operation in the field's words: "all-reduce", "all-gather",
  * "reduce-scatter", "broadcast", "reduce", "all-to-all", "gather",
- * "scatter", "send", "recv", "group-start", ...; "api#N" when unknown. */
+ * "scatter", "send", "recv", "group-start", ...; the entry point's name
+ * for the others ("CommInitRank"); "api#?" when unknown. */
 const char *nsp_op_name(int api);
 /* enum nsp_api_kind of an API id; NSP_K_OTHER for unknown ids. */
 int nsp_api_kind(int api);
@@ -28,8 +31,18 @@ int nsp_api_has_root(int api);
 /* True for collectives that take a reduction op. */
 int nsp_api_has_redop(int api);
 /* A kind id that merges entry points the other ranks see as the same
- * collective: Bcast and Broadcast are both "broadcast". */
+ * collective: Bcast and Broadcast are both "broadcast" (NSP_API_Broadcast). */
 int nsp_api_coll_class(int api);
+/* nccl-tests' size S of a call is count x dtype size x this: nranks for
+ * all-gather (sendcount), reduce-scatter (recvcount), all-to-all, gather
+ * and scatter (count per rank) when nranks > 1; 1 otherwise, and for
+ * every other entry point. */
+uint64_t nsp_api_size_factor(int api, int nranks);
+/* nccl-tests' bus bandwidth factor (busbw = algbw x this), n = nranks (1
+ * when nranks <= 0): all-reduce 2(n-1)/n; all-gather, reduce-scatter,
+ * all-to-all, gather, scatter (n-1)/n; broadcast, reduce, send, recv and
+ * every other entry point 1. */
+double nsp_api_busbw_factor(int api, int nranks);
 
 /* "float16", "bfloat16", ...; "dtype#N" for values NCCL 2.28 lacks. */
 const char *nsp_dtype_name(int dtype, char *buf, size_t buflen);

@@ -136,9 +136,15 @@ enum nsp_api_kind {
   NSP_K_OTHER,
 };
 
+/* nccl-tests' size S of a call (NSP_NCCL_APIS's op column): count x dtype
+ * size, or that times nranks when count is per rank. */
+enum nsp_size_rule { NSP_SIZE_COUNT, NSP_SIZE_TOTAL };
+/* nccl-tests' bus bandwidth factor, n ranks: 1, (n-1)/n, 2(n-1)/n. */
+enum nsp_busbw_rule { NSP_BUSBW_1, NSP_BUSBW_N1, NSP_BUSBW_2N1 };
+
 
 /* API ids: NSP_API_AllReduce, ...; written in traces, so append only. */
-#define NSP_API_ENUM_(name, kind, ret, params, args, since) NSP_API_##name,
+#define NSP_API_ENUM_(name, kind, ret, params, args, since, op) NSP_API_##name,
 enum nsp_api { NSP_NCCL_APIS(NSP_API_ENUM_) NSP_API_COUNT };
 #undef NSP_API_ENUM_
 
@@ -146,8 +152,8 @@ enum nsp_api { NSP_NCCL_APIS(NSP_API_ENUM_) NSP_API_COUNT };
  * pnccl) before its name: NSP_NCCL_DECLARE(nccl) gives
  * `ncclResult_t ncclAllReduce(...);` and so on. */
 #define NSP_NCCL_DECLARE_ONE_(prefix, name, ret, params) NSP_RET_##ret prefix##name params;
-#define NSP_NCCL_DECLARE_nccl_(name, kind, ret, params, args, since) NSP_NCCL_DECLARE_ONE_(nccl, name, ret, params)
-#define NSP_NCCL_DECLARE_pnccl_(name, kind, ret, params, args, since) NSP_NCCL_DECLARE_ONE_(pnccl, name, ret, params)
+#define NSP_NCCL_DECLARE_nccl_(name, kind, ret, params, args, since, op) NSP_NCCL_DECLARE_ONE_(nccl, name, ret, params)
+#define NSP_NCCL_DECLARE_pnccl_(name, kind, ret, params, args, since, op) NSP_NCCL_DECLARE_ONE_(pnccl, name, ret, params)
 #define NSP_NCCL_DECLARE(prefix) NSP_NCCL_APIS(NSP_NCCL_DECLARE_##prefix##_)
 
 #ifdef __cplusplus

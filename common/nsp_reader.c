@@ -124,29 +124,6 @@ struct nsp_reader *nsp_reader_open_mem(const uint8_t *data, size_t len, char *er
   return r;
 }
 
-int nsp_map_regular(const char *path, int oflags, const void **data, size_t *len) {
-  *data = NULL;
-  *len = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | oflags);
-  if (fd < 0) return -1;
-  struct stat st;
-  int ret = 0;
-  if (fstat(fd, &st) < 0) ret = -1;
-  else if (!S_ISREG(st.st_mode)) ret = -2;
-  else if (st.st_size > 0) {
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) ret = -1;
-    else {
-      *data = m;
-      *len = (size_t)st.st_size;
-    }
-  }
-  int saved = errno;
-  close(fd);
-  errno = saved;
-  return ret;
-}
-
 struct nsp_reader *nsp_reader_open(const char *path, char *err, size_t errlen) {
   const void *m;
   size_t len;

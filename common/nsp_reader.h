@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nsp_io.h" /* nsp_map_regular, for the readers of trace directories */
 #include "nsp_record.h"
 
 struct nsp_reader;
@@ -22,16 +23,6 @@ struct nsp_reader;
 /* Largest decompressed frame accepted, bytes (the shim writes frames of
  * about 1 MiB); a larger frame is treated as damage. */
 #define NSP_MAX_FRAME (64u << 20)
-
-/* Maps the regular file at path read-only (a private mapping), for the
- * readers of traces and crash rings, which never trust what a directory
- * holds: the open is O_NONBLOCK, so a FIFO or device named like a trace is
- * refused at once instead of waited on.  oflags: extra open flags (such as
- * O_NOFOLLOW).  On success returns 0 with *data, *len (bytes) set; an
- * empty file gives *data NULL and *len 0; unmap with munmap(*data, *len).
- * Returns -1 with errno set when the file cannot be opened, stat'ed or
- * mapped, and -2 when it is not a regular file. */
-int nsp_map_regular(const char *path, int oflags, const void **data, size_t *len);
 
 /* Opens path.  Returns NULL when the file cannot be opened or its header
  * is not an ncclspy header of a format major version this reader knows;

@@ -5,7 +5,6 @@
  * A handle reused after ncclCommDestroy gets its entry's value replaced.
  * Communicators are few (one per process group) and never freed, which
  * bounds memory by the table size. */
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nsp_io.h"
+#include "nsp_setting.h"
 #include "nsp_shim.h"
 
 #define NSP_COMM_SLOTS 16384 /* power of two; holds 12288 communicators */
@@ -23,6 +24,7 @@ static struct {
 } nsp_comm_table[NSP_COMM_SLOTS];
 static pthread_mutex_t nsp_comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t nsp_comm_count;
+_Atomic int nsp_comm_npending;
 static _Atomic int nsp_comm_full_warned;
 /* NCCLSPY_BENCH_MODE_FILE's first page, mapped once (under nsp_comm_lock)
  * and never unmapped; MAP_FAILED when it could not be. */
@@ -33,15 +35,6 @@ static _Atomic int nsp_bench_other_warned;
 void nsp_comm_atfork(int phase) {
   if (phase == 0) pthread_mutex_lock(&nsp_comm_lock);
   else pthread_mutex_unlock(&nsp_comm_lock);
-}
-
-uint64_t nsp_fnv1a(uint64_t h, const void *data, size_t len) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
 }
 
 static size_t slot_of(ncclComm_t handle) {
@@ -71,11 +64,11 @@ struct nsp_comm *nsp_comm_find(ncclComm_t handle) {
 static const volatile char *bench_map(const char *path) {
   if (!nsp_bench_map) {
     nsp_bench_map = MAP_FAILED;
-    /* O_NONBLOCK: a FIFO (or a device) must not block the communicator's
-     * creation in open(); it is then refused as not a regular file. */
-    int fd = strlen(path) < sizeof nsp_bench_path ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) : -1;
+    /* A FIFO (or a device) must not block the communicator's creation in
+     * open(): nsp_open_regular refuses it at once. */
     struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 1) {
+    int fd = strlen(path) < sizeof nsp_bench_path ? nsp_open_regular(path, 0, &st) : -1;
+    if (fd >= 0 && st.st_size >= 1) {
       void *m = mmap(NULL, 1, PROT_READ, MAP_SHARED, fd, 0);
       if (m != MAP_FAILED) {
         nsp_bench_map = m;
@@ -104,11 +97,11 @@ struct nsp_comm *nsp_comm_add(ncclComm_t handle, uint64_t id, int rank, int nran
   c->device = -1;
   /* Read per communicator, at its creation (never on the call path), so
    * one process can time some communicators and not others. */
-  c->untimed = !nsp_setting_bool("NCCLSPY_TIMING", 1);
-  c->untracked = !nsp_setting_bool("NCCLSPY_TRACK", 1);
-  const char *bench = getenv("NCCLSPY_BENCH_MODE_FILE");
+  c->untimed = !nsp_setting(NSP_SET_TIMING);
+  c->untracked = !nsp_setting(NSP_SET_TRACK);
+  const char *bench = nsp_setting_str(NSP_SET_BENCH_MODE_FILE);
   pthread_mutex_lock(&nsp_comm_lock);
-  if (bench && *bench) c->bench_mode = bench_map(bench);
+  if (bench) c->bench_mode = bench_map(bench);
   size_t i = slot_of(handle);
   while (1) {
     ncclComm_t k = atomic_load_explicit(&nsp_comm_table[i].key, memory_order_relaxed);

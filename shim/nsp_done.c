@@ -42,6 +42,7 @@
 
 #include "nsp_cuda.h"
 #include "nsp_names.h"
+#include "nsp_setting.h"
 #include "nsp_shim.h"
 
 #define NSP_MAX_CTX 32
@@ -126,9 +127,9 @@ static void init_tracking(void) {
   pthread_mutex_lock(&nsp_track_lock);
   if (nsp_track < 0) {
     cu = nsp_cuda_get();
-    int timing = nsp_setting_bool("NCCLSPY_TIMING", 1);
-    nsp_timing_gap_ns = (uint64_t)nsp_setting_long("NCCLSPY_TIMING_GAP_US", 500, 0, 10000000) * 1000u;
-    nsp_poll_ns = (uint64_t)nsp_setting_long("NCCLSPY_POLL_MS", 2, 1, 1000) * 1000000u;
+    int timing = (int)nsp_setting(NSP_SET_TIMING);
+    nsp_timing_gap_ns = (uint64_t)nsp_setting(NSP_SET_TIMING_GAP_US) * 1000u;
+    nsp_poll_ns = (uint64_t)nsp_setting(NSP_SET_POLL_MS) * 1000000u;
     if (!cu) nsp_track = 0;
     else nsp_track = NSP_TRACK_COMPLETION | (timing ? NSP_TRACK_TIMING : 0);
     pthread_atfork(NULL, NULL, nsp_done_forked);
@@ -758,7 +759,7 @@ static void *poller_main(void *arg) {
     }
     if (++tick * nsp_poll_ns >= 10000000u) { /* about every 10 ms */
       tick = 0;
-      nsp_follow_pending_comms();
+      nsp_wrappers_follow_pending();
     }
     /* 2 ms: a query costs 1.3 us of driver time on 2xH200 and shares the
      * driver's lock with the program's launches; completion times come

@@ -37,10 +37,11 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "nsp_io.h"
 #include "nsp_shim.h"
 
 struct nsp_files nsp_files = {.dirfd = -1, .fd = -1};
-_Atomic int nsp_disk_warned;
+_Atomic int nsp_files_disk_warned;
 static _Atomic int nsp_ring_warned;
 
 static struct nsp_ring_header *nsp_rh; /* the mapped ring file, or NULL */
@@ -131,21 +132,6 @@ static int open_dir(const char *dir, mode_t dmode, int *refused_link, char *bad,
 
 /* ---- creating files ---- */
 
-static int write_all(int fd, const void *buf, size_t len) {
-  const char *p = buf;
-  while (len) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      if (w == 0) errno = EIO;
-      return -1;
-    }
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 /* Publishes tmp as name without replacing anything.  Returns 0, or -1 with
  * errno (EEXIST: name is taken). */
 static int publish(int dirfd, const char *tmp, const char *name) {
@@ -206,12 +192,12 @@ int nsp_files_open(const char *dir, mode_t fmode, const char *host_in, const voi
   o->dirfd = open_dir(dir, dmode, &refused, bad, sizeof bad);
   if (o->dirfd < 0) {
     if (refused >= 0)
-      nsp_warn_once(&nsp_disk_warned,
+      nsp_warn_once(&nsp_files_disk_warned,
                     "refusing trace directory %s: \"%s\" is a symbolic link owned by uid %d (not "
                     "root or you); tracing is off for this process",
                     dir, bad, refused);
     else
-      nsp_warn_once(&nsp_disk_warned,
+      nsp_warn_once(&nsp_files_disk_warned,
                     "cannot open or create trace directory %s: %s; tracing is off for this process",
                     dir, strerror(errno));
     return -1;
@@ -236,7 +222,7 @@ int nsp_files_open(const char *dir, mode_t fmode, const char *host_in, const voi
       err = errno;
       break;
     }
-    if (fchmod(fd, fmode) < 0 || write_all(fd, header, hlen) < 0) {
+    if (fchmod(fd, fmode) < 0 || nsp_write_all(fd, header, hlen) < 0) {
       err = errno;
       close(fd);
       unlinkat(o->dirfd, tmp, 0);
@@ -254,8 +240,9 @@ int nsp_files_open(const char *dir, mode_t fmode, const char *host_in, const voi
   }
   xfsz_restore(&g);
   if (o->fd < 0) {
-    nsp_warn_once(&nsp_disk_warned, "cannot create a trace file in %s: %s; tracing is off for this process",
-                  dir, strerror(err ? err : EEXIST));
+    nsp_warn_once(&nsp_files_disk_warned,
+                  "cannot create a trace file in %s: %s; tracing is off for this process", dir,
+                  strerror(err ? err : EEXIST));
     close(o->dirfd);
     o->dirfd = -1;
     return -1;
@@ -316,7 +303,7 @@ static void fill_header(struct nsp_ring_header *h, size_t nslots, uint64_t trace
   memcpy(h->magic, NSP_RING_MAGIC, 8);
 }
 
-struct nsp_slot *nsp_ring_file_map(size_t nslots, uint64_t trace_realtime, int policy) {
+struct nsp_slot *nsp_files_ring_map(size_t nslots, uint64_t trace_realtime, int policy) {
   struct nsp_files *o = &nsp_files;
   if (policy == NSP_RING_FILE_OFF || o->dirfd < 0) return NULL;
   size_t bytes = NSP_RING_HEADER_BYTES + nslots * sizeof(struct nsp_slot) +
@@ -367,9 +354,9 @@ struct nsp_slot *nsp_ring_file_map(size_t nslots, uint64_t trace_realtime, int p
                     "%s is on %s: records stay in memory until written (set NCCLSPY_RING_FILE=on to "
                     "keep them in %s/%s.ring anyway); the last %u ms of records may be lost if the "
                     "process is killed",
-                    o->dir, what, o->dir, o->name, (unsigned)(nsp_flush_ms()));
+                    o->dir, what, o->dir, o->name, (unsigned)(nsp_writer_flush_ms()));
     else if (is_disk_error(err))
-      nsp_warn_once(&nsp_disk_warned,
+      nsp_warn_once(&nsp_files_disk_warned,
                     "no room for %s/%s (%zu KiB): %s; tracing goes on, records that cannot be "
                     "written are counted in the trace",
                     o->dir, name, bytes >> 10, strerror(err));
@@ -377,7 +364,7 @@ struct nsp_slot *nsp_ring_file_map(size_t nslots, uint64_t trace_realtime, int p
       nsp_warn_once(&nsp_ring_warned,
                     "cannot create %s/%s: %s; records stay in memory until written and the last "
                     "%u ms of them may be lost if the process is killed",
-                    o->dir, name, strerror(err), (unsigned)(nsp_flush_ms()));
+                    o->dir, name, strerror(err), (unsigned)(nsp_writer_flush_ms()));
     return NULL;
   }
   nsp_rh = m;
@@ -390,9 +377,7 @@ struct nsp_slot *nsp_ring_file_map(size_t nslots, uint64_t trace_realtime, int p
   return (struct nsp_slot *)((uint8_t *)m + nsp_rh->ring_offset);
 }
 
-int nsp_ring_file_active(void) { return nsp_rh != NULL; }
-
-void nsp_ring_file_dropped(int reason, uint64_t n) {
+void nsp_files_ring_dropped(int reason, uint64_t n) {
   if (nsp_rh && reason > 0 && reason < 4) __atomic_fetch_add(&nsp_rh->dropped[reason], n, __ATOMIC_RELAXED);
 }
 
@@ -415,7 +400,7 @@ static void blob_fill(uint32_t i, uint32_t n, const uint8_t *data, size_t len) {
   }
 }
 
-void nsp_ring_file_blob(uint64_t pos, const struct nsp_rec *rec) {
+void nsp_files_ring_blob(uint64_t pos, const struct nsp_rec *rec) {
   if (!nsp_rh) return;
   struct nsp_buf b = {0};
   const uint8_t *data;
@@ -474,14 +459,14 @@ void nsp_ring_file_blob(uint64_t pos, const struct nsp_rec *rec) {
 
 /* ---- blobs of signal records: no lock, no allocation ---- */
 
-size_t nsp_ring_file_sig_capacity(void) {
+size_t nsp_files_ring_sig_capacity(void) {
   if (!nsp_rh) return 0;
   return (NSP_BLOB_SLOT - NSP_BLOB_HEAD) + (size_t)(NSP_SIG_BLOB_SLOTS - 1) * (NSP_BLOB_SLOT - NSP_BLOB_CONT_HEAD);
 }
 
-int nsp_ring_file_sig_blob(unsigned area, uint64_t pos, const uint8_t *data, size_t len) {
+int nsp_files_ring_sig_blob(unsigned area, uint64_t pos, const uint8_t *data, size_t len) {
   struct nsp_ring_header *rh = nsp_rh;
-  if (!rh || area >= NSP_SIG_AREAS || len > nsp_ring_file_sig_capacity()) return -1;
+  if (!rh || area >= NSP_SIG_AREAS || len > nsp_files_ring_sig_capacity()) return -1;
   uint32_t i = NSP_BLOB_SLOTS + area * NSP_SIG_BLOB_SLOTS, n = 1;
   if (len > NSP_BLOB_SLOT - NSP_BLOB_HEAD)
     n += (uint32_t)((len - (NSP_BLOB_SLOT - NSP_BLOB_HEAD) + NSP_BLOB_SLOT - NSP_BLOB_CONT_HEAD - 1) /
@@ -498,12 +483,12 @@ int nsp_ring_file_sig_blob(unsigned area, uint64_t pos, const uint8_t *data, siz
   return 0;
 }
 
-void nsp_ring_file_sig_clear(unsigned area) {
+void nsp_files_ring_sig_clear(unsigned area) {
   if (!nsp_rh || area >= NSP_SIG_AREAS) return;
   __atomic_store_n(blob_state(NSP_BLOB_SLOTS + area * NSP_SIG_BLOB_SLOTS), NSP_BLOB_FREE, __ATOMIC_RELEASE);
 }
 
-void nsp_ring_file_written(uint64_t written) {
+void nsp_files_ring_written(uint64_t written) {
   if (!nsp_rh) return;
   __atomic_store_n(&nsp_rh->written, written, __ATOMIC_RELEASE);
   pthread_mutex_lock(&nsp_blob_lock);

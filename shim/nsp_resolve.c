@@ -19,11 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsp_setting.h"
 #include "nsp_shim.h"
 
-_Atomic(nsp_any_fn) nsp_real_fn[NSP_API_COUNT];
+_Atomic(nsp_any_fn) nsp_resolve_fn[NSP_API_COUNT];
 
-#define NSP_STR_(name, kind, ret, params, args, since) "nccl" #name,
+#define NSP_STR_(name, kind, ret, params, args, since, op) "nccl" #name,
 static const char *const nsp_sym_names[] = {NSP_NCCL_APIS(NSP_STR_)};
 #undef NSP_STR_
 
@@ -35,7 +36,7 @@ static _Atomic int nsp_warned_nolib;                  /* no libnccl loaded at al
 
 static _Atomic int nsp_lib_path_set; /* nsp_lib_path is written once, then this is set */
 
-const char *nsp_nccl_path(void) {
+const char *nsp_resolve_path(void) {
   return atomic_load_explicit(&nsp_lib_path_set, memory_order_acquire) ? nsp_lib_path : "";
 }
 
@@ -93,8 +94,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 static void *find_library(void) {
-  const char *want = getenv("NCCLSPY_NCCL_LIBRARY");
-  void *h = dlopen(want && *want ? want : "libnccl.so.2", RTLD_NOLOAD | RTLD_LAZY);
+  void *h = dlopen(nsp_setting_str(NSP_SET_NCCL_LIBRARY), RTLD_NOLOAD | RTLD_LAZY);
   if (h) return h;
   /* Collect names first: dlopen inside the callback would take the
    * loader lock that dl_iterate_phdr holds. */
@@ -110,7 +110,7 @@ static void *find_library(void) {
   return NULL;
 }
 
-nsp_any_fn nsp_resolve(int api) {
+nsp_any_fn nsp_resolve_lookup(int api) {
   void *f = dlsym(RTLD_NEXT, nsp_sym_names[api]);
   if (f && is_self(f)) f = NULL;
   int have_lib = 1;
@@ -135,7 +135,7 @@ nsp_any_fn nsp_resolve(int api) {
     nsp_warn_once(&nsp_warned_missing[api],
                   "%s: no real NCCL function found: the loaded libnccl (%s) does not have it; "
                   "it returns ncclInvalidUsage without recording",
-                  nsp_sym_names[api], nsp_nccl_path()[0] ? nsp_nccl_path() : "its path unknown");
+                  nsp_sym_names[api], nsp_resolve_path()[0] ? nsp_resolve_path() : "its path unknown");
     return NULL;
   }
   pthread_mutex_lock(&nsp_resolve_lock);
@@ -144,6 +144,6 @@ nsp_any_fn nsp_resolve(int api) {
   /* POSIX guarantees dlsym's object pointer converts to a function pointer. */
   nsp_any_fn fn;
   memcpy(&fn, &f, sizeof fn);
-  atomic_store_explicit(&nsp_real_fn[api], fn, memory_order_release);
+  atomic_store_explicit(&nsp_resolve_fn[api], fn, memory_order_release);
   return fn;
 }

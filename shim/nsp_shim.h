@@ -1,5 +1,11 @@
 /* nsp_shim.h - internals of libncclspy.so shared by its source files.
  *
+ * Each source file is a module whose external names carry its file's
+ * name: nsp_ring.c exports nsp_ring_*, nsp_files.c nsp_files_*, and so on
+ * (docs/DESIGN.md, "Shim modules"); a module's main function may be the
+ * name alone (nsp_warn, nsp_setting, nsp_resolve).  Sections below follow
+ * the modules.
+ *
  * The shim lives inside someone else's training job.  Whatever happens
  * here, the program must see what it would see without us: the same
  * return values, errno and stream ordering; no abort, no exit, no waiting
@@ -22,12 +28,6 @@
 #define NSP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define NSP_TLS __thread __attribute__((tls_model("initial-exec")))
 
-/* Re-entrancy depth of NCCL calls on this thread: NCCL calls its own
- * public names (Bcast -> Broadcast, InitAll -> GetUniqueId), and the shim
- * itself calls NCCL (GetLastError, CommUserRank); only the outermost call
- * is recorded. */
-extern NSP_TLS int nsp_depth;
-
 /* CLOCK_MONOTONIC now, ns. */
 static inline uint64_t nsp_now_ns(void) {
   struct timespec ts;
@@ -35,7 +35,7 @@ static inline uint64_t nsp_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- logging (nsp_log.c) ---- */
+/* ---- warnings (nsp_warn.c) ---- */
 /* Prints "ncclspy: <message>" on stderr; errno is preserved. */
 NSP_HIDDEN void nsp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Warns once per flag: *once goes from 0 to 1 on the first call. */
@@ -44,13 +44,7 @@ NSP_HIDDEN void nsp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
     if (!atomic_exchange_explicit((once), 1, memory_order_relaxed)) nsp_warn(__VA_ARGS__); \
   } while (0)
 
-/* Settings read from the environment (nsp_log.c).  A value that cannot
- * be used gives one warning per setting name and the default.
- * nsp_setting_bool: 1/on/true/yes -> 1, 0/off/false/no -> 0 (case
- * ignored); unset or empty -> def.  nsp_setting_long: a decimal integer in
- * [lo, hi]; unset or empty -> def. */
-NSP_HIDDEN int nsp_setting_bool(const char *name, int def);
-NSP_HIDDEN long nsp_setting_long(const char *name, long def, long lo, long hi);
+/* Settings: nsp_setting.h. */
 
 /* ---- finding the real NCCL (nsp_resolve.c) ---- */
 /* The real function of entry point api (enum nsp_api), or NULL when no
@@ -58,14 +52,28 @@ NSP_HIDDEN long nsp_setting_long(const char *name, long def, long lo, long hi);
  * frameworks load NCCL after the preload).  Never returns the shim's own
  * wrapper. */
 typedef void (*nsp_any_fn)(void);
-NSP_HIDDEN nsp_any_fn nsp_resolve(int api);
-extern NSP_HIDDEN _Atomic(nsp_any_fn) nsp_real_fn[NSP_API_COUNT];
-static inline nsp_any_fn nsp_real(int api) {
-  nsp_any_fn f = atomic_load_explicit(&nsp_real_fn[api], memory_order_acquire);
-  return NSP_LIKELY(f != NULL) ? f : nsp_resolve(api);
+NSP_HIDDEN nsp_any_fn nsp_resolve_lookup(int api);
+extern NSP_HIDDEN _Atomic(nsp_any_fn) nsp_resolve_fn[NSP_API_COUNT];
+static inline nsp_any_fn nsp_resolve(int api) {
+  nsp_any_fn f = atomic_load_explicit(&nsp_resolve_fn[api], memory_order_acquire);
+  return NSP_LIKELY(f != NULL) ? f : nsp_resolve_lookup(api);
 }
 /* Path of the libnccl the functions came from ("" until one is found). */
-NSP_HIDDEN const char *nsp_nccl_path(void);
+NSP_HIDDEN const char *nsp_resolve_path(void);
+/* fork: 0 prepare (takes the lock), 1 parent / child (releases it). */
+NSP_HIDDEN void nsp_resolve_atfork(int phase);
+
+/* ---- the wrappers (nsp_wrappers.c) ---- */
+/* Re-entrancy depth of NCCL calls on this thread: NCCL calls its own
+ * public names (Bcast -> Broadcast, InitAll -> GetUniqueId), and the shim
+ * itself calls NCCL (GetLastError, CommUserRank); only the outermost call
+ * is recorded. */
+extern NSP_TLS int nsp_wrappers_depth;
+/* Follows the communicators whose non-blocking init has not settled
+ * (nsp_comm_npending): asks NCCL (ncclCommGetAsyncError) whether each
+ * finished, and records its rank and nranks, or its error, once it did.
+ * Called by the poller thread. */
+NSP_HIDDEN void nsp_wrappers_follow_pending(void);
 
 /* ---- communicators (nsp_comm.c) ---- */
 struct nsp_comm {
@@ -126,25 +134,36 @@ static inline int nsp_comm_mode(const struct nsp_comm *c) {
 NSP_HIDDEN void nsp_comm_foreach(void (*fn)(struct nsp_comm *, void *), void *arg);
 /* Communicators whose non-blocking init has not settled yet. */
 extern NSP_HIDDEN _Atomic int nsp_comm_npending;
-/* Follows those communicators: asks NCCL (ncclCommGetAsyncError) whether
- * each finished, and records its rank and nranks, or its error, once it
- * did.  Called by the poller thread. */
-NSP_HIDDEN void nsp_follow_pending_comms(void);
-/* Starts the poller thread if it is not running (nsp_done.c). */
-NSP_HIDDEN void nsp_done_poller_start(void);
-
-/* 64-bit FNV-1a, continued from h (start with NSP_FNV_INIT). */
-#define NSP_FNV_INIT 0xcbf29ce484222325ull
-NSP_HIDDEN uint64_t nsp_fnv1a(uint64_t h, const void *data, size_t len);
+/* fork: 0 prepare (takes the table's lock), 1 parent / child (releases it). */
+NSP_HIDDEN void nsp_comm_atfork(int phase);
 
 /* ---- the writer (nsp_writer.c) ---- */
 /* Starts the writer thread on the first NCCL call of the process (and of
- * a forked child).  Cheap after the first call. */
-NSP_HIDDEN void nsp_start(void);
-extern NSP_HIDDEN _Atomic int nsp_started;
-static inline void nsp_ensure_started(void) {
-  if (NSP_UNLIKELY(!atomic_load_explicit(&nsp_started, memory_order_acquire))) nsp_start();
+ * a forked child): reads the settings, makes the files and the ring,
+ * writes the PROCESS record.  Cheap after the first call. */
+NSP_HIDDEN void nsp_writer_start(void);
+extern NSP_HIDDEN _Atomic int nsp_writer_started;
+static inline void nsp_writer_ensure_started(void) {
+  if (NSP_UNLIKELY(!atomic_load_explicit(&nsp_writer_started, memory_order_acquire))) nsp_writer_start();
 }
+/* NCCLSPY_FLUSH_MS as read. */
+NSP_HIDDEN unsigned nsp_writer_flush_ms(void);
+
+/* ---- the record ring (nsp_ring.c) ---- */
+/* One ring slot: Vyukov's sequence word, then the record.  Its layout is
+ * described to readers by the crash ring's field table. */
+struct nsp_slot {
+  _Atomic uint64_t seq;
+  struct nsp_rec rec;
+} __attribute__((aligned(128)));
+/* Makes the ring of nslots slots (a power of two) in `mapped`, the ring
+ * file's slots, or in anonymous memory when it is NULL.  0, or -1 after a
+ * warning (no ring: tracing is off). */
+NSP_HIDDEN int nsp_ring_open(size_t nslots, struct nsp_slot *mapped);
+/* Lets go of the ring (the ring file's mapping is nsp_files's to unmap). */
+NSP_HIDDEN void nsp_ring_close(void);
+/* In a forked child: the parent's ring, and its drop count, are not ours. */
+NSP_HIDDEN void nsp_ring_atfork_child(void);
 /* Takes a free ring slot, or NULL when the ring is full (the record is
  * counted as dropped).  Fill *rec (it is zeroed) then nsp_ring_commit.
  * Never blocks. */
@@ -153,19 +172,34 @@ NSP_HIDDEN void nsp_ring_commit(struct nsp_rec *rec);
 /* For the signal handler (async-signal-safe): nsp_ring_reserve without
  * the warning when the ring is full; the ring position of a reserved
  * record; and the commit without the blob (the caller stores its own, see
- * nsp_ring_file_sig_blob).  NULL / no effect before the ring exists. */
+ * nsp_files_ring_sig_blob).  NULL / no effect before the ring exists. */
 NSP_HIDDEN struct nsp_rec *nsp_ring_reserve_quiet(void);
 NSP_HIDDEN uint64_t nsp_ring_pos(const struct nsp_rec *rec);
 NSP_HIDDEN void nsp_ring_commit_quiet(struct nsp_rec *rec);
 /* True when the ring is the ring file's mapping (records survive death). */
 NSP_HIDDEN int nsp_ring_durable(void);
-/* Copies s (at most 4 KiB of it) to the heap for a record; the writer
- * frees it.  NULL for NULL or when out of memory. */
-NSP_HIDDEN char *nsp_strdup_rec(const char *s);
-/* Frees what a record owns (last_error, ext). */
-NSP_HIDDEN void nsp_rec_release(struct nsp_rec *r);
+/* Copies s (at most 4 KiB of it) to the heap for a record; freed with
+ * the record's slot.  NULL for NULL or when out of memory. */
+NSP_HIDDEN char *nsp_ring_strdup(const char *s);
+/* The writer thread's side (one consumer).  nsp_ring_peek: the committed
+ * record at the tail, or NULL when there is none yet; nsp_ring_take moves
+ * the tail past it, its slot staying taken until nsp_ring_free(end) frees
+ * the slots below ring position end (their records are in the trace, or
+ * counted lost; what a record owns is freed with it).  nsp_ring_tail: the
+ * tail's position.  nsp_ring_backlogged: a quarter of the ring is taken
+ * and not freed.  nsp_ring_dropped: records dropped because the ring was
+ * full.  nsp_ring_all_taken: every reserved record was taken. */
+NSP_HIDDEN const struct nsp_rec *nsp_ring_peek(void);
+NSP_HIDDEN void nsp_ring_take(void);
+NSP_HIDDEN void nsp_ring_free(uint64_t end);
+NSP_HIDDEN uint64_t nsp_ring_tail(void);
+NSP_HIDDEN int nsp_ring_backlogged(void);
+NSP_HIDDEN uint64_t nsp_ring_dropped(void);
+NSP_HIDDEN int nsp_ring_all_taken(void);
 
 /* ---- completion tracking (nsp_done.c) ---- */
+/* Starts the poller thread if it is not running. */
+NSP_HIDDEN void nsp_done_poller_start(void);
 struct nsp_ctx_pool;
 /* One call's events, between nsp_done_before and nsp_done_after. */
 struct nsp_track {
@@ -213,15 +247,9 @@ NSP_HIDDEN void nsp_done_abandon(uint32_t comm);
 /* At exit, before the writer's last flush: a last poll, then the poller ends. */
 NSP_HIDDEN void nsp_done_stop(void);
 
-/* One ring slot: Vyukov's sequence word, then the record (nsp_writer.c).
- * Its layout is described to readers by the crash ring's field table. */
-struct nsp_slot {
-  _Atomic uint64_t seq;
-  struct nsp_rec rec;
-} __attribute__((aligned(128)));
-
 /* ---- files: directory, trace, crash ring (nsp_files.c) ---- */
-enum { NSP_RING_FILE_OFF, NSP_RING_FILE_AUTO, NSP_RING_FILE_ON };
+/* NCCLSPY_RING_FILE, in the order of its words (nsp_setting.h). */
+enum { NSP_RING_FILE_AUTO, NSP_RING_FILE_ON, NSP_RING_FILE_OFF };
 struct nsp_files {
   int dirfd;           /* NCCLSPY_DIR (O_PATH), -1 none */
   int fd;              /* the trace, -1 none */
@@ -234,46 +262,41 @@ struct nsp_files {
 };
 extern NSP_HIDDEN struct nsp_files nsp_files;
 /* Set once a warning about the trace's disk was printed (one per process). */
-extern NSP_HIDDEN _Atomic int nsp_disk_warned;
+extern NSP_HIDDEN _Atomic int nsp_files_disk_warned;
 /* Opens (making what is missing) the directory and creates the trace with
  * its header.  0, or -1 after one warning (tracing off). */
 NSP_HIDDEN int nsp_files_open(const char *dir, mode_t fmode, const char *host, const void *header,
                               size_t hlen);
 /* Creates and maps "<trace>.ring" for nslots slots; returns slot 0, or
  * NULL (warned once) when the ring must stay in anonymous memory. */
-NSP_HIDDEN struct nsp_slot *nsp_ring_file_map(size_t nslots, uint64_t trace_realtime, int policy);
-NSP_HIDDEN int nsp_ring_file_active(void);
+NSP_HIDDEN struct nsp_slot *nsp_files_ring_map(size_t nslots, uint64_t trace_realtime, int policy);
 /* Keeps a record's strings (ext or last_error) for recovery; called by
  * nsp_ring_commit just before it publishes the slot of ring position pos. */
-NSP_HIDDEN void nsp_ring_file_blob(uint64_t pos, const struct nsp_rec *rec);
+NSP_HIDDEN void nsp_files_ring_blob(uint64_t pos, const struct nsp_rec *rec);
 /* Signal records' blobs (nsp_signal.c): NSP_SIG_AREAS runs of
  * NSP_SIG_BLOB_SLOTS blob slots at the end of the blob area, one per
  * record being written.  Async-signal-safe (no lock, no allocation). */
 #define NSP_SIG_AREAS 2
 #define NSP_SIG_BLOB_SLOTS 24
 /* Bytes one signal blob holds; 0 when there is no ring file. */
-NSP_HIDDEN size_t nsp_ring_file_sig_capacity(void);
+NSP_HIDDEN size_t nsp_files_ring_sig_capacity(void);
 /* Stores the encoded record (len bytes) as the blob of ring position pos
  * in area `area`, replacing what was there.  0, or -1 without a ring file
  * or when it does not fit. */
-NSP_HIDDEN int nsp_ring_file_sig_blob(unsigned area, uint64_t pos, const uint8_t *data, size_t len);
+NSP_HIDDEN int nsp_files_ring_sig_blob(unsigned area, uint64_t pos, const uint8_t *data, size_t len);
 /* Marks the area's blob free (its record is in the trace). */
-NSP_HIDDEN void nsp_ring_file_sig_clear(unsigned area);
+NSP_HIDDEN void nsp_files_ring_sig_clear(unsigned area);
 /* Ring positions below `written` are in the trace: frees their blobs. */
-NSP_HIDDEN void nsp_ring_file_written(uint64_t written);
-NSP_HIDDEN void nsp_ring_file_dropped(int reason, uint64_t n);
+NSP_HIDDEN void nsp_files_ring_written(uint64_t written);
+NSP_HIDDEN void nsp_files_ring_dropped(int reason, uint64_t n);
 /* "<host>.<pid>.rank<R>.ncclspy", the ring renamed in step. */
 NSP_HIDDEN void nsp_files_rename_rank(int rank);
 /* Closes the trace; removes the ring when remove_ring. */
 NSP_HIDDEN void nsp_files_close(int remove_ring);
 /* In a forked child: lets go of the parent's files and ring mapping. */
 NSP_HIDDEN void nsp_files_forget(void);
-/* fork: 0 prepare (takes the locks), 1 parent / child (releases them). */
+/* fork: 0 prepare (takes the blob lock), 1 parent / child (releases it). */
 NSP_HIDDEN void nsp_files_atfork(int phase);
-NSP_HIDDEN void nsp_comm_atfork(int phase);
-NSP_HIDDEN void nsp_resolve_atfork(int phase);
-/* NCCLSPY_FLUSH_MS as read. */
-NSP_HIDDEN unsigned nsp_flush_ms(void);
 
 /* ---- call sites (nsp_site.c) ---- */
 /* The id of the calling stack's call site (writing its CALLSITE record the
@@ -283,7 +306,7 @@ NSP_HIDDEN unsigned nsp_flush_ms(void);
 NSP_HIDDEN uint32_t nsp_site_current(int failed, void *caller);
 /* True when call sites are recorded (built with libunwind, and
  * NCCLSPY_CALLSITES is not 0). */
-NSP_HIDDEN int nsp_sites_enabled(void);
+NSP_HIDDEN int nsp_site_enabled(void);
 /* Fork handlers' part: phase 0 takes the call-site lock (waiting for any
  * thread inside libunwind), phase 1 releases it, in parent and child. */
 NSP_HIDDEN void nsp_site_atfork(int phase);
@@ -292,30 +315,31 @@ NSP_HIDDEN void nsp_site_atfork(int phase);
 /* Installs the handler for SIGSEGV, SIGBUS, SIGABRT, SIGILL and SIGFPE
  * (once per process; a forked child keeps it), unless NCCLSPY_SIGNALS=0,
  * after preparing what it needs (the table of loaded modules, libunwind's
- * state).  Called by nsp_start once the ring exists.  The handler writes
+ * state).  Called by nsp_writer_start once the ring exists.  The handler writes
  * a SIGNAL record into the ring, then hands the signal on to the
  * program's previous handler or default action. */
-NSP_HIDDEN void nsp_signals_install(void);
-/* True when fatal signals are (or, before nsp_start, will be) recorded:
+NSP_HIDDEN void nsp_signal_install(void);
+/* True when fatal signals are (or, before nsp_writer_start, will be) recorded:
  * the PROCESS record's NSP_TRACK_SIGNALS. */
-NSP_HIDDEN int nsp_signals_enabled(void);
+NSP_HIDDEN int nsp_signal_enabled(void);
 /* Rebuilds the module table when objects were loaded or unloaded since
  * the last look (cheap otherwise); called by the writer thread about once
  * a second. */
-NSP_HIDDEN void nsp_signals_refresh(void);
+NSP_HIDDEN void nsp_signal_refresh(void);
 /* A SIGNAL record is being freed (its frame is written): its area may be
  * used again. */
-NSP_HIDDEN void nsp_signals_release(const struct nsp_rec *rec);
+NSP_HIDDEN void nsp_signal_release(const struct nsp_rec *rec);
 /* In a forked child: no record of the parent's is being written. */
-NSP_HIDDEN void nsp_signals_atfork_child(void);
+NSP_HIDDEN void nsp_signal_atfork_child(void);
 
-/* ---- environment (nsp_env.c) ---- */
-/* The launcher that started this process, from its variables: "torchrun",
- * "slurm", "openmpi", "pmi", or "" (a static string). */
-NSP_HIDDEN const char *nsp_launcher(void);
-/* cuDriverGetVersion and the loaded libcudart's cudaRuntimeGetVersion
- * (e.g. 13000); 0 where unknown. */
-NSP_HIDDEN void nsp_process_versions(int32_t *driver, int32_t *runtime);
+/* ---- the process and its environment (nsp_env.c) ---- */
+/* The PROCESS record's ext (one block with its strings, freed with the
+ * record): pid, host, the allowed environment variables, the launcher
+ * ("torchrun", "slurm", "openmpi", "pmi" or ""), the CUDA driver's and
+ * loaded runtime's versions, what is tracked, the clocks.  Taken on the
+ * caller's thread at the first NCCL call, since reading environ races
+ * with setenv elsewhere.  NULL when out of memory. */
+NSP_HIDDEN struct nsp_rec_ext *nsp_env_snapshot(int32_t nccl_version);
 /* True when a variable of this name may be written to a trace: the rank
  * and world variables of the launchers, NCCL_*, CUDA_*, TORCH_NCCL_*,
  * TORCH_DISTRIBUTED_*, LD_PRELOAD; never a name containing TOKEN, SECRET,

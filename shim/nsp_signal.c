@@ -1,6 +1,6 @@
 /* nsp_signal.c - a record of the fatal signal that ends a process.
  *
- * At the first NCCL call (nsp_start, once the ring exists) the shim
+ * At the first NCCL call (nsp_writer_start, once the ring exists) the shim
  * installs one handler for SIGSEGV, SIGBUS, SIGABRT, SIGILL and SIGFPE
  * (SA_SIGINFO | SA_ONSTACK | SA_NODEFER), keeping the actions it replaces.
  * NCCLSPY_SIGNALS=0 installs nothing.  When one of them arrives the
@@ -26,7 +26,7 @@
  *    commit.  Its frames live in one of NSP_SIG_AREAS static areas, taken
  *    with a compare-and-swap and given back by the writer once the record
  *    is in a frame; in the ring file its blob goes into blob slots kept
- *    for signal records (nsp_ring_file_sig_blob), never through the blob
+ *    for signal records (nsp_files_ring_sig_blob), never through the blob
  *    allocator's lock.  Encoding is nsp_encode_signal, which only writes
  *    into a fixed buffer.
  *  - A fault inside the handler itself (a stack too damaged to unwind, a
@@ -65,6 +65,7 @@
 #include <unistd.h>
 
 #include "nsp_config.h"
+#include "nsp_setting.h"
 #include "nsp_shim.h"
 
 #if NSP_HAVE_LIBUNWIND
@@ -285,7 +286,7 @@ static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 
 static _Atomic int nsp_sig_on; /* handlers installed in this process image */
 
-void nsp_signals_refresh(void) {
+void nsp_signal_refresh(void) {
   if (!atomic_load_explicit(&nsp_sig_on, memory_order_acquire)) return;
   struct nsp_modtab *cur = atomic_load(&nsp_modtab);
   unsigned long long v[2] = {0, 0};
@@ -448,7 +449,7 @@ static int store(struct nsp_sig_area *a, unsigned ai, struct nsp_rec *r) {
   r->flags |= a->flags;
   r->ext = &a->ext;
   if (!nsp_ring_durable()) return 0; /* in memory only: the writer reads ext */
-  size_t cap = nsp_ring_file_sig_capacity(), len;
+  size_t cap = nsp_files_ring_sig_capacity(), len;
   if (cap > sizeof a->enc) cap = sizeof a->enc;
   /* Deep stacks with long names: keep the innermost frames that fit. */
   while (!(len = nsp_encode_signal(a->enc, cap, r))) {
@@ -456,7 +457,7 @@ static int store(struct nsp_sig_area *a, unsigned ai, struct nsp_rec *r) {
     a->ext.nframes--;
     r->flags |= NSP_SIG_TRUNCATED;
   }
-  return nsp_ring_file_sig_blob(ai, nsp_ring_pos(r), a->enc, len);
+  return nsp_files_ring_sig_blob(ai, nsp_ring_pos(r), a->enc, len);
 }
 
 /* Writes the record.  Each stage runs at most once: a fault in one jumps
@@ -515,7 +516,7 @@ static void record(int sig, const siginfo_t *si, ucontext_t *uc, uint16_t flags)
     /* No blob: no frames, and the area is free again at once. */
     r->ext = NULL;
     r->flags |= NSP_SIG_NO_STACK;
-    nsp_ring_file_sig_clear(ai);
+    nsp_files_ring_sig_clear(ai);
     atomic_store(&a->busy, 0);
   }
   if (stage == 4) {
@@ -603,15 +604,15 @@ static void nsp_sig_handler(int sig, siginfo_t *si, void *ucv) {
   errno = saved_errno;
 }
 
-void nsp_signals_release(const struct nsp_rec *rec) {
+void nsp_signal_release(const struct nsp_rec *rec) {
   for (unsigned i = 0; i < NSP_SIG_AREAS; i++) {
     if (rec->ext != &nsp_sig_areas[i].ext) continue;
-    nsp_ring_file_sig_clear(i);
+    nsp_files_ring_sig_clear(i);
     atomic_store(&nsp_sig_areas[i].busy, 0);
   }
 }
 
-void nsp_signals_atfork_child(void) {
+void nsp_signal_atfork_child(void) {
   for (unsigned i = 0; i < NSP_SIG_AREAS; i++) atomic_store(&nsp_sig_areas[i].busy, 0);
   atomic_store(&nsp_sig_inflight, 0);
   atomic_store(&nsp_sig_records, 0);
@@ -619,13 +620,13 @@ void nsp_signals_atfork_child(void) {
 
 static int nsp_sig_done; /* install ran in this process image */
 
-static int wanted_by_env(void) { return nsp_setting_bool("NCCLSPY_SIGNALS", 1); }
+static int wanted_by_env(void) { return (int)nsp_setting(NSP_SET_SIGNALS); }
 
-int nsp_signals_enabled(void) {
+int nsp_signal_enabled(void) {
   return nsp_sig_done ? atomic_load(&nsp_sig_on) : wanted_by_env();
 }
 
-void nsp_signals_install(void) {
+void nsp_signal_install(void) {
   if (nsp_sig_done) return; /* a forked child keeps its parent's handler */
   nsp_sig_done = 1;
   if (!wanted_by_env()) return;

@@ -18,15 +18,17 @@
 #include <string.h>
 
 #include "nsp_config.h"
+#include "nsp_hash.h"
+#include "nsp_setting.h"
 #include "nsp_shim.h"
 
 #if NSP_HAVE_LIBUNWIND
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#define NSP_SITE_DEPTH_MAX 32
 static int nsp_site_depth = 6; /* frames that key a site (NCCLSPY_CALLSITE_DEPTH) */
 #define NSP_SITE_FULL_DEPTH 64
+_Static_assert(NSP_SITE_DEPTH_MAX <= NSP_SITE_FULL_DEPTH, "a site's frames fit the stack buffers");
 #define NSP_SITE_SLOTS 8192 /* power of two; at most 6144 sites kept */
 
 static struct {
@@ -67,8 +69,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
 static void init_sites(void) {
   pthread_mutex_lock(&nsp_site_lock);
   if (nsp_sites_on < 0) {
-    nsp_sites_on = nsp_setting_bool("NCCLSPY_CALLSITES", 1);
-    nsp_site_depth = (int)nsp_setting_long("NCCLSPY_CALLSITE_DEPTH", 6, 1, NSP_SITE_DEPTH_MAX);
+    nsp_sites_on = (int)nsp_setting(NSP_SET_CALLSITES);
+    nsp_site_depth = (int)nsp_setting(NSP_SET_CALLSITE_DEPTH);
     dl_iterate_phdr(find_self, NULL);
     /* Global, not per-thread: a per-thread cache is freed by a thread-exit
      * destructor that ThreadSanitizer builds crash in; we unwind only on
@@ -195,7 +197,7 @@ uint32_t nsp_site_current(int failed, void *caller) {
   return site;
 }
 
-int nsp_sites_enabled(void) {
+int nsp_site_enabled(void) {
   if (nsp_sites_on < 0) init_sites();
   return nsp_sites_on;
 }
@@ -213,7 +215,7 @@ uint32_t nsp_site_current(int failed, void *caller) {
   return 0;
 }
 
-int nsp_sites_enabled(void) { return 0; }
+int nsp_site_enabled(void) { return 0; }
 
 void nsp_site_atfork(int phase) { (void)phase; }
 

@@ -1,47 +1,48 @@
 /* nsp_wrappers.c - one wrapper per NCCL entry point (NSP_NCCL_APIS).
  *
- * Each wrapper: find the real function (a wrapper whose real function is
- * absent returns ncclInvalidUsage, warned once); pass straight through
- * when NCCL called itself (nsp_depth); otherwise time the real call,
- * then build a record in the ring.  The caller gets the real call's return
- * value and errno untouched; nothing here waits on disk or locks on the
- * collective path. */
+ * Each wrapper: find the real function (a wrapper whose real function
+ * is absent returns ncclInvalidUsage, warned once); pass straight
+ * through when NCCL called itself (nsp_wrappers_depth); otherwise time
+ * the real call, then build a record in the ring.  The caller gets the
+ * real call's return value and errno untouched; nothing here waits on
+ * disk or locks on the collective path. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "nsp_hash.h"
 #include "nsp_names.h"
 #include "nsp_shim.h"
 
 #define NSP_EXPORT __attribute__((visibility("default")))
 
-NSP_TLS int nsp_depth;
+NSP_TLS int nsp_wrappers_depth;
 static NSP_TLS uint32_t nsp_group_depth;
 static NSP_TLS uint64_t nsp_group_id;
 static _Atomic uint64_t nsp_group_counter;
 static _Atomic uint64_t nsp_initall_counter;
 
 /* Function pointer types: nsp_fn_AllReduce, ... */
-#define NSP_FN_TYPE_(name, kind, ret, params, args, since) typedef NSP_RET_##ret(*nsp_fn_##name) params;
+#define NSP_FN_TYPE_(name, kind, ret, params, args, since, op) typedef NSP_RET_##ret(*nsp_fn_##name) params;
 NSP_NCCL_APIS(NSP_FN_TYPE_)
 #undef NSP_FN_TYPE_
 
 /* Our exported prototypes (the exported set is exactly NSP_NCCL_APIS). */
 NSP_NCCL_DECLARE(nccl)
 
-#define REAL(name) ((nsp_fn_##name)nsp_real(NSP_API_##name))
+#define REAL(name) ((nsp_fn_##name)nsp_resolve(NSP_API_##name))
 
 /* Text of NCCL's last error, copied for a record (NULL on success). */
 static char *last_error_text(ncclComm_t comm, int result) {
   if (result == ncclSuccess || result == ncclInProgress) return NULL;
   nsp_fn_GetLastError f = REAL(GetLastError);
   if (!f) return NULL;
-  nsp_depth++;
+  nsp_wrappers_depth++;
   const char *s = f(comm);
-  nsp_depth--;
-  return s && *s ? nsp_strdup_rec(s) : NULL;
+  nsp_wrappers_depth--;
+  return s && *s ? nsp_ring_strdup(s) : NULL;
 }
 
 /* Fills rank, nranks and device of a communicator from NCCL itself; they
@@ -51,10 +52,10 @@ static int query_comm(ncclComm_t comm, int *rank, int *nranks, int *device) {
   nsp_fn_CommCount fc = REAL(CommCount);
   nsp_fn_CommCuDevice fd = REAL(CommCuDevice);
   if (!fr || !fc) return -1;
-  nsp_depth++;
+  nsp_wrappers_depth++;
   int ok = fr(comm, rank) == ncclSuccess && fc(comm, nranks) == ncclSuccess;
   if (ok && fd && fd(comm, device) != ncclSuccess) *device = -1;
-  nsp_depth--;
+  nsp_wrappers_depth--;
   return ok ? 0 : -1;
 }
 
@@ -141,8 +142,6 @@ static void comm_made(int api, ncclComm_t handle, uint64_t id, int rank, int nra
 
 /* A non-blocking init finished since we last looked: record what NCCL
  * now knows. */
-_Atomic int nsp_comm_npending;
-
 static void comm_settle(struct nsp_comm *c) {
   int rank, nranks, device = -1;
   if (query_comm(c->handle, &rank, &nranks, &device) < 0) return;
@@ -212,30 +211,37 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
                 stream, result, t0, t1, trk, NULL);
 }
 
-/* The common shape of a recorded call: resolve, pass through when nested,
- * else time the call and run RECORD with `res`, `t0`, `t1` in scope. */
-#define NSP_CALL(name, args, RECORD)                                    \
+/* The one path of every recording wrapper: find the real function (a
+ * wrapper whose real function is absent returns ncclInvalidUsage); pass
+ * straight through when NCCL called itself (nsp_wrappers_depth); run
+ * ENTER, what must precede the real call; time the real call; then run
+ * RECORD with `res`, `t0` and `t1` in scope.  The caller gets the real
+ * call's result and errno.  What every recorded call must do at its
+ * entry, before the real call, belongs here, after ENTER: no wrapper
+ * bypasses this. */
+#define NSP_CALL_WITH(name, args, ENTER, RECORD)                        \
   nsp_fn_##name real = REAL(name);                                      \
   if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;                     \
-  if (nsp_depth) return real args;                                      \
-  nsp_ensure_started();                                                 \
+  if (nsp_wrappers_depth) return real args;                             \
+  ENTER;                                                                \
   uint64_t t0 = nsp_now_ns();                                           \
-  nsp_depth++;                                                          \
+  nsp_wrappers_depth++;                                                 \
   ncclResult_t res = real args;                                         \
-  nsp_depth--;                                                          \
+  nsp_wrappers_depth--;                                                 \
   int saved_errno = errno;                                              \
   uint64_t t1 = nsp_now_ns();                                           \
   RECORD;                                                               \
   errno = saved_errno;                                                  \
   return res
 
-/* NSP_CALL for work enqueued on a stream: events go around the real call
- * so the poller can tell when it ran; RECORD has `trk` in scope too. */
-#define NSP_TRACKED_CALL(name, args, stream, RECORD)                    \
-  nsp_fn_##name real = REAL(name);                                      \
-  if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;                     \
-  if (nsp_depth) return real args;                                      \
-  nsp_ensure_started();                                                 \
+/* Most wrappers: the first recorded call starts the writer. */
+#define NSP_CALL(name, args, RECORD) NSP_CALL_WITH(name, args, nsp_writer_ensure_started(), RECORD)
+
+/* ENTER of work enqueued on a stream: events go around the real call so
+ * the poller can tell when it ran; RECORD has `c` (the communicator) and
+ * `trk` in scope too. */
+#define NSP_TRACK_ENTER(args, stream)                                   \
+  nsp_writer_ensure_started();                                          \
   struct nsp_track trk_;                                                \
   struct nsp_track *trk = &trk_;                                        \
   struct nsp_comm *c = nsp_comm_find(comm);                             \
@@ -248,103 +254,35 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
     nsp_done_before(trk, stream, nsp_group_depth > 0,                   \
                     mode != NSP_MODE_TIMED);                            \
     if (NSP_UNLIKELY(mode > NSP_MODE_TIMED)) nsp_done_bench(trk, mode);  \
-  }                                                                     \
-  uint64_t t0 = nsp_now_ns();                                           \
-  nsp_depth++;                                                          \
-  ncclResult_t res = real args;                                         \
-  nsp_depth--;                                                          \
-  int saved_errno = errno;                                              \
-  uint64_t t1 = nsp_now_ns();                                           \
-  RECORD;                                                               \
-  errno = saved_errno;                                                  \
-  return res
+  }
 
-/* ---- collectives and send/recv ---- */
+/* ---- collectives and send/recv: made from the entry-point table ---- */
 
-NSP_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
-                                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                      cudaStream_t stream) {
-  NSP_TRACKED_CALL(AllReduce, (sendbuff, recvbuff, count, datatype, op, comm, stream), stream,
-           record_call_c(NSP_API_AllReduce, c, comm, sendbuff, recvbuff, count, datatype, op, -1, stream,
-                       res, t0, t1, trk, __builtin_return_address(0)));
-}
-
-NSP_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
-                                   ncclDataType_t datatype, ncclRedOp_t op, int root,
-                                   ncclComm_t comm, cudaStream_t stream) {
-  NSP_TRACKED_CALL(Reduce, (sendbuff, recvbuff, count, datatype, op, root, comm, stream), stream,
-           record_call_c(NSP_API_Reduce, c, comm, sendbuff, recvbuff, count, datatype, op, root, stream,
-                       res, t0, t1, trk, __builtin_return_address(0)));
-}
-
-NSP_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
-                                  ncclComm_t comm, cudaStream_t stream) {
-  NSP_TRACKED_CALL(Bcast, (buff, count, datatype, root, comm, stream), stream,
-           record_call_c(NSP_API_Bcast, c, comm, buff, buff, count, datatype, -1, root, stream, res, t0,
-                       t1, trk, __builtin_return_address(0)));
-}
-
-NSP_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
-                                      ncclDataType_t datatype, int root, ncclComm_t comm,
-                                      cudaStream_t stream) {
-  NSP_TRACKED_CALL(Broadcast, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
-           record_call_c(NSP_API_Broadcast, c, comm, sendbuff, recvbuff, count, datatype, -1, root,
-                       stream, res, t0, t1, trk, __builtin_return_address(0)));
-}
-
-NSP_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
-                                          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                          cudaStream_t stream) {
-  NSP_TRACKED_CALL(ReduceScatter, (sendbuff, recvbuff, recvcount, datatype, op, comm, stream), stream,
-           record_call_c(NSP_API_ReduceScatter, c, comm, sendbuff, recvbuff, recvcount, datatype, op, -1,
-                       stream, res, t0, t1, trk, __builtin_return_address(0)));
-}
-
-NSP_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
-                                      ncclDataType_t datatype, ncclComm_t comm,
-                                      cudaStream_t stream) {
-  NSP_TRACKED_CALL(AllGather, (sendbuff, recvbuff, sendcount, datatype, comm, stream), stream,
-           record_call_c(NSP_API_AllGather, c, comm, sendbuff, recvbuff, sendcount, datatype, -1, -1,
-                       stream, res, t0, t1, trk, __builtin_return_address(0)));
-}
-
-NSP_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
-                                     ncclDataType_t datatype, ncclComm_t comm,
-                                     cudaStream_t stream) {
-  NSP_TRACKED_CALL(AlltoAll, (sendbuff, recvbuff, count, datatype, comm, stream), stream,
-           record_call_c(NSP_API_AlltoAll, c, comm, sendbuff, recvbuff, count, datatype, -1, -1, stream,
-                       res, t0, t1, trk, __builtin_return_address(0)));
-}
-
-NSP_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
-                                   ncclDataType_t datatype, int root, ncclComm_t comm,
-                                   cudaStream_t stream) {
-  NSP_TRACKED_CALL(Gather, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
-           record_call_c(NSP_API_Gather, c, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
-                       res, t0, t1, trk, __builtin_return_address(0)));
-}
-
-NSP_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
-                                    ncclDataType_t datatype, int root, ncclComm_t comm,
-                                    cudaStream_t stream) {
-  NSP_TRACKED_CALL(Scatter, (sendbuff, recvbuff, count, datatype, root, comm, stream), stream,
-           record_call_c(NSP_API_Scatter, c, comm, sendbuff, recvbuff, count, datatype, -1, root, stream,
-                       res, t0, t1, trk, __builtin_return_address(0)));
-}
-
-NSP_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
-                                 int peer, ncclComm_t comm, cudaStream_t stream) {
-  NSP_TRACKED_CALL(Send, (sendbuff, count, datatype, peer, comm, stream), stream,
-           record_call_c(NSP_API_Send, c, comm, sendbuff, NULL, count, datatype, -1, peer, stream, res,
-                       t0, t1, trk, __builtin_return_address(0)));
-}
-
-NSP_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                                 ncclComm_t comm, cudaStream_t stream) {
-  NSP_TRACKED_CALL(Recv, (recvbuff, count, datatype, peer, comm, stream), stream,
-           record_call_c(NSP_API_Recv, c, comm, NULL, recvbuff, count, datatype, -1, peer, stream, res,
-                       t0, t1, trk, __builtin_return_address(0)));
-}
+/* The arguments a CALL record takes its fields from, by the row's op
+ * column (NSP_COLL in common/nsp_nccl_apis.h): buffers, count, dtype,
+ * redop, root or peer. */
+#define NSP_CALL_FIELDS_(as, words, send, recv, count, has_redop, redop, has_root, peer, size, \
+                         busbw)                                                                \
+  send, recv, count, datatype, redop, peer
+/* The caller is the wrapper's return address: the call site's cache key. */
+#define NSP_WORK_WRAPPER_(name, params, args, op)                                              \
+  NSP_EXPORT ncclResult_t nccl##name params {                                                  \
+    NSP_CALL_WITH(name, args, NSP_TRACK_ENTER(args, stream),                                   \
+                  record_call_c(NSP_API_##name, c, comm, NSP_APPLY(NSP_CALL_FIELDS_, op), stream, \
+                                res, t0, t1, trk, __builtin_return_address(0)));               \
+  }
+/* One wrapper per row of kind NSP_K_COLL or NSP_K_P2P; the other kinds'
+ * wrappers are written out below. */
+#define NSP_WRAPPER_(name, kind, ret, params, args, since, op) NSP_WRAPPER_##kind(name, params, args, op)
+#define NSP_WRAPPER_NSP_K_COLL NSP_WORK_WRAPPER_
+#define NSP_WRAPPER_NSP_K_P2P NSP_WORK_WRAPPER_
+#define NSP_WRAPPER_NSP_K_GROUP(...)
+#define NSP_WRAPPER_NSP_K_INIT(...)
+#define NSP_WRAPPER_NSP_K_END(...)
+#define NSP_WRAPPER_NSP_K_REDOP(...)
+#define NSP_WRAPPER_NSP_K_QUERY(...)
+#define NSP_WRAPPER_NSP_K_OTHER(...)
+NSP_NCCL_APIS(NSP_WRAPPER_)
 
 /* ---- groups ---- */
 
@@ -364,25 +302,18 @@ static void group_end(int api, ncclResult_t res, uint64_t t0, uint64_t t1) {
 
 /* The outermost ncclGroupEnd launches the group's work: its events go on
  * every stream the group's calls used. */
+#define NSP_GROUP_END_ENTER                                             \
+  nsp_writer_ensure_started();                                          \
+  struct nsp_track_group g;                                             \
+  int outermost = nsp_group_depth == 1;                                 \
+  uint64_t group_id = nsp_group_id;                                     \
+  if (outermost) nsp_done_group_before(&g)
+
 NSP_EXPORT ncclResult_t ncclGroupEnd(void) {
-  nsp_fn_GroupEnd real = REAL(GroupEnd);
-  if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;
-  if (nsp_depth) return real();
-  nsp_ensure_started();
-  struct nsp_track_group g;
-  int outermost = nsp_group_depth == 1;
-  uint64_t group_id = nsp_group_id;
-  if (outermost) nsp_done_group_before(&g);
-  uint64_t t0 = nsp_now_ns();
-  nsp_depth++;
-  ncclResult_t res = real();
-  nsp_depth--;
-  int saved_errno = errno;
-  uint64_t t1 = nsp_now_ns();
-  group_end(NSP_API_GroupEnd, res, t0, t1);
-  if (outermost) nsp_done_group_after(&g, group_id, res);
-  errno = saved_errno;
-  return res;
+  NSP_CALL_WITH(GroupEnd, (), NSP_GROUP_END_ENTER, {
+    group_end(NSP_API_GroupEnd, res, t0, t1);
+    if (outermost) nsp_done_group_after(&g, group_id, res);
+  });
 }
 
 /* Simulation launches nothing: the group's streams are forgotten. */
@@ -450,7 +381,7 @@ NSP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *d
 
 NSP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                       ncclConfig_t *config) {
-  struct nsp_comm *parent = nsp_depth ? NULL : nsp_comm_find(comm);
+  struct nsp_comm *parent = nsp_wrappers_depth ? NULL : nsp_comm_find(comm);
   uint32_t index = parent ? atomic_fetch_add(&parent->split_count, 1) : 0;
   NSP_CALL(CommSplit, (comm, color, key, newcomm, config), {
     uint64_t pid = parent ? parent->id : 0;
@@ -462,7 +393,7 @@ NSP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
 NSP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList,
                                        int excludeRanksCount, ncclComm_t *newcomm,
                                        ncclConfig_t *config, int shrinkFlags) {
-  struct nsp_comm *parent = nsp_depth ? NULL : nsp_comm_find(comm);
+  struct nsp_comm *parent = nsp_wrappers_depth ? NULL : nsp_comm_find(comm);
   uint32_t index = parent ? atomic_fetch_add(&parent->split_count, 1) : 0;
   NSP_CALL(CommShrink, (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags), {
     uint64_t pid = parent ? parent->id : 0;
@@ -492,7 +423,7 @@ static void comm_end(int api, ncclComm_t comm, ncclResult_t res, uint64_t t0, ui
 
 #define NSP_END_WRAPPER(name, params, args)                                       \
   NSP_EXPORT ncclResult_t nccl##name params {                                     \
-    struct nsp_comm *c = nsp_depth ? NULL : nsp_comm_find(comm);                  \
+    struct nsp_comm *c = nsp_wrappers_depth ? NULL : nsp_comm_find(comm);         \
     /* Abort and revoke cut short what is in flight: say what that was. */        \
     if (c && (NSP_API_##name == NSP_API_CommAbort || NSP_API_##name == NSP_API_CommRevoke)) \
       nsp_done_abandon(c->idx);                                                   \
@@ -503,16 +434,17 @@ NSP_END_WRAPPER(CommDestroy, (ncclComm_t comm), (comm))
 NSP_END_WRAPPER(CommAbort, (ncclComm_t comm), (comm))
 NSP_END_WRAPPER(CommRevoke, (ncclComm_t comm, int revokeFlags), (comm, revokeFlags))
 
-/* Records a change of a communicator's async error state, once. */
-static void async_changed(struct nsp_comm *c, ncclComm_t comm, int now) {
+/* Records a change of a communicator's async error state, once; t: when
+ * it was seen (ns). */
+static void async_changed(struct nsp_comm *c, ncclComm_t comm, int now, uint64_t t) {
   if (atomic_exchange_explicit(&c->async_result, now, memory_order_relaxed) == now) return;
-  nsp_ensure_started();
+  nsp_writer_ensure_started();
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) return;
   r->kind = NSP_REC_ASYNC_ERROR;
   r->comm = c->idx;
   r->result = now;
-  r->t_enter = nsp_now_ns();
+  r->t_enter = t;
   r->last_error = last_error_text(comm, now);
   nsp_ring_commit(r);
 }
@@ -527,34 +459,35 @@ static void follow_one(struct nsp_comm *c, void *arg) {
     comm_settle(c);
   } else if (state != ncclInProgress) {
     /* The init failed: say so, and stop following it. */
-    async_changed(c, c->handle, state);
+    async_changed(c, c->handle, state, nsp_now_ns());
     if (atomic_exchange(&c->pending, 0)) atomic_fetch_sub(&nsp_comm_npending, 1);
   }
 }
 
-void nsp_follow_pending_comms(void) {
+void nsp_wrappers_follow_pending(void) {
   if (!atomic_load_explicit(&nsp_comm_npending, memory_order_relaxed)) return;
-  nsp_depth++;
+  nsp_wrappers_depth++;
   nsp_comm_foreach(follow_one, NULL);
-  nsp_depth--;
+  nsp_wrappers_depth--;
 }
 
-/* PyTorch's watchdog polls this about every 100 ms per communicator: a
- * pass-through plus a compare; a record only when the answer changes. */
-NSP_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
-  nsp_fn_CommGetAsyncError real = REAL(CommGetAsyncError);
-  if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;
-  if (nsp_depth) return real(comm, asyncError);
-  ncclResult_t res = real(comm, asyncError);
-  int saved_errno = errno;
+/* What an ncclCommGetAsyncError answer tells: a non-blocking init that
+ * settled, or a new async error state.  t0, t1: the call's entry and
+ * return (ns); the answer is as of its return. */
+static void async_seen(ncclComm_t comm, const ncclResult_t *asyncError, ncclResult_t res, uint64_t t0,
+                       uint64_t t1) {
   struct nsp_comm *c = res == ncclSuccess && asyncError ? nsp_comm_find(comm) : NULL;
-  if (c) {
-    int now = *asyncError;
-    if (atomic_load_explicit(&c->pending, memory_order_relaxed) && now == ncclSuccess) comm_settle(c);
-    if (atomic_load_explicit(&c->async_result, memory_order_relaxed) != now) async_changed(c, comm, now);
-  }
-  errno = saved_errno;
-  return res;
+  if (!c) return;
+  int now = *asyncError;
+  if (atomic_load_explicit(&c->pending, memory_order_relaxed) && now == ncclSuccess) comm_settle(c);
+  if (atomic_load_explicit(&c->async_result, memory_order_relaxed) != now) async_changed(c, comm, now, t1);
+}
+
+/* PyTorch's watchdog polls this about every 100 ms per communicator: the
+ * call plus a compare; a record only when the answer changes, and the
+ * writer starts only then (ENTER is empty). */
+NSP_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
+  NSP_CALL_WITH(CommGetAsyncError, (comm, asyncError), (void)0, async_seen(comm, asyncError, res, t0, t1));
 }
 
 /* ---- reduction ops ---- */

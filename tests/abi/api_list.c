@@ -4,7 +4,7 @@
 
 #include "nsp_nccl.h"
 
-#define NSP_PRINT_(name, kind, ret, params, args, since) puts("nccl" #name);
+#define NSP_PRINT_(name, kind, ret, params, args, since, op) puts("nccl" #name);
 
 int main(void) {
   NSP_NCCL_APIS(NSP_PRINT_)

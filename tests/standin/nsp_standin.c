@@ -2337,7 +2337,7 @@ NSP_STANDIN_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
 /* pnccl* twins, as NCCL exports them (PMPI-style profiling names).  They
  * are aliases of the nccl* definitions, so pncclBcast also calls the
  * public ncclBroadcast, as NCCL's does. */
-#define NSP_STANDIN_ALIAS_(name, kind, ret, params, args, since)                   \
+#define NSP_STANDIN_ALIAS_(name, kind, ret, params, args, since, op)                   \
   NSP_STANDIN_API NSP_RET_##ret pnccl##name params __attribute__((alias("nccl" #name)));
 NSP_NCCL_APIS(NSP_STANDIN_ALIAS_)
 #undef NSP_STANDIN_ALIAS_
