@@ -233,15 +233,15 @@ static void emit(const struct nsp_pending *w, uint32_t flags, uint64_t start, ui
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) return;
   r->kind = NSP_REC_COMPLETION;
-  r->comm = w->comm;
-  r->api = w->api;
-  r->seq = w->seq;
-  r->peer = w->peer;
-  r->group_id = w->group_id;
-  r->flags = (uint16_t)flags;
-  r->t_enter = start;
-  r->t_exit = end;
-  r->count = nsp_now_ns();
+  nsp_rec_completion_set_comm(r, w->comm);
+  nsp_rec_completion_set_api(r, (uint8_t)w->api);
+  nsp_rec_completion_set_seq(r, w->seq);
+  nsp_rec_completion_set_peer(r, w->peer);
+  nsp_rec_completion_set_group_id(r, w->group_id);
+  nsp_rec_completion_set_flags(r, (uint16_t)flags);
+  nsp_rec_completion_set_gpu_start(r, start);
+  nsp_rec_completion_set_gpu_end(r, end);
+  nsp_rec_completion_set_t_seen(r, nsp_now_ns());
   nsp_ring_commit(r);
 }
 
@@ -714,9 +714,9 @@ static void heartbeat(void) {
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) return;
   r->kind = NSP_REC_HEARTBEAT;
-  r->t_enter = nsp_now_ns();
-  r->count = n;
-  r->t_exit = oldest;
+  nsp_rec_heartbeat_set_t(r, nsp_now_ns());
+  nsp_rec_heartbeat_set_pending(r, n);
+  nsp_rec_heartbeat_set_oldest(r, oldest);
   nsp_ring_commit(r);
 }
 

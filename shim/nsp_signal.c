@@ -475,13 +475,13 @@ static void record(int sig, const siginfo_t *si, ucontext_t *uc, uint16_t flags)
     r = nsp_ring_reserve_quiet();
     if (!r) return; /* no ring, or it is full (counted) */
     r->kind = NSP_REC_SIGNAL;
-    r->aux = (uint32_t)sig;
-    r->result = si->si_code;
-    r->seq = (uint64_t)syscall(SYS_gettid);
-    r->t_enter = nsp_now_ns();
-    r->flags = flags;
-    if (si->si_code <= 0) r->peer = si->si_pid; /* kill, raise, abort: who sent it */
-    else if (sig != SIGABRT) r->sendbuff = (uint64_t)(uintptr_t)si->si_addr;
+    nsp_rec_signal_set_signo(r, (uint32_t)sig);
+    nsp_rec_signal_set_code(r, si->si_code);
+    nsp_rec_signal_set_tid(r, (uint64_t)syscall(SYS_gettid));
+    nsp_rec_signal_set_t(r, nsp_now_ns());
+    nsp_rec_signal_set_flags(r, flags);
+    if (si->si_code <= 0) nsp_rec_signal_set_sender_pid(r, si->si_pid); /* kill, raise, abort: who sent it */
+    else if (sig != SIGABRT) nsp_rec_signal_set_addr(r, (uint64_t)(uintptr_t)si->si_addr);
     for (unsigned i = 0; i < NSP_SIG_AREAS && !a; i++) {
       int free_ = 0;
       if (atomic_compare_exchange_strong(&nsp_sig_areas[i].busy, &free_, 1)) {

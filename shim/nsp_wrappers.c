@@ -442,10 +442,10 @@ static void async_changed(struct nsp_comm *c, ncclComm_t comm, int now, uint64_t
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) return;
   r->kind = NSP_REC_ASYNC_ERROR;
-  r->comm = c->idx;
-  r->result = now;
-  r->t_enter = t;
-  r->last_error = last_error_text(comm, now);
+  nsp_rec_async_error_set_comm(r, c->idx);
+  nsp_rec_async_error_set_result(r, now);
+  nsp_rec_async_error_set_t(r, t);
+  nsp_rec_async_error_set_last_error(r, last_error_text(comm, now));
   nsp_ring_commit(r);
 }
 
@@ -498,18 +498,21 @@ static void record_redop(int api, ncclComm_t comm, int redop, int dtype, int res
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) return;
   r->kind = NSP_REC_REDOP;
-  r->api = (uint8_t)api;
-  r->comm = c ? c->idx : 0;
-  r->redop = redop;
-  r->dtype = dtype;
-  r->aux = (uint32_t)residence;
+  nsp_rec_redop_set_api(r, (uint8_t)api);
+  nsp_rec_redop_set_comm(r, c ? c->idx : 0);
+  nsp_rec_redop_set_redop(r, redop);
+  nsp_rec_redop_set_dtype(r, dtype);
+  nsp_rec_redop_set_residence(r, residence);
   /* A host-immediate scalar is an argument (the pre-multiplier, such as
-   * 1/nranks), not tensor data: its value tells ranks apart. */
+   * 1/nranks), not tensor data: its value tells ranks apart.  Its bytes,
+   * zero-extended. */
   size_t n = nsp_dtype_size(dtype);
-  if (scalar && residence == ncclScalarHostImmediate && n && n <= 8) memcpy(&r->count, scalar, n);
-  r->result = res;
-  r->t_enter = t0;
-  r->t_exit = t1;
+  uint64_t bits = 0;
+  if (scalar && residence == ncclScalarHostImmediate && n && n <= 8) memcpy(&bits, scalar, n);
+  nsp_rec_redop_set_scalar(r, bits);
+  nsp_rec_redop_set_result(r, res);
+  nsp_rec_redop_set_t_enter(r, t0);
+  nsp_rec_redop_set_t_exit(r, t1);
   nsp_ring_commit(r);
 }
 

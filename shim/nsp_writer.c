@@ -138,15 +138,23 @@ static void cut_to_data(struct nsp_file *f) {
 /* While frames cannot be written (cap, disk full), one small frame after
  * the data says how many records were lost and why; it is replaced as the
  * count grows. */
+/* A DROPPED record: count records lost for reason (NSP_DROP_*), now. */
+static struct nsp_rec dropped_rec(uint64_t count, int reason) {
+  struct nsp_rec d = {.kind = NSP_REC_DROPPED};
+  nsp_rec_dropped_set_count(&d, count);
+  nsp_rec_dropped_set_reason(&d, (uint32_t)reason);
+  nsp_rec_dropped_set_t(&d, nsp_now_ns());
+  return d;
+}
+
 static void write_summary(struct nsp_file *f) {
   uint64_t n = unreported(f);
   if (f->fd < 0 || !n || n == f->summary_of) return;
   struct nsp_buf b = {0}, z = {0};
   struct nsp_codec c = {0};
   for (int r = 1; r < 4; r++) {
-    struct nsp_rec d = {.kind = NSP_REC_DROPPED, .count = f->lost[r] - f->reported[r], .aux = (uint32_t)r,
-                        .t_enter = nsp_now_ns()};
-    if (d.count && nsp_encode(&b, &c, &d) < 0) goto out;
+    struct nsp_rec d = dropped_rec(f->lost[r] - f->reported[r], r);
+    if (nsp_rec_dropped_count(&d) && nsp_encode(&b, &c, &d) < 0) goto out;
   }
   if (nsp_buf_reserve(&z, ZSTD_compressBound(b.len)) < 0) goto out;
   size_t zl = ZSTD_compress2(f->cctx, z.data, z.cap, b.data, b.len);
@@ -184,13 +192,14 @@ static void file_flush(struct nsp_file *f) {
   for (int r = 1; r < 4; r++) {
     pending[r] = f->lost[r] - f->reported[r];
     if (pending[r]) {
-      struct nsp_rec d = {.kind = NSP_REC_DROPPED, .count = pending[r], .aux = (uint32_t)r,
-                          .t_enter = nsp_now_ns()};
+      struct nsp_rec d = dropped_rec(pending[r], r);
       add_rec(f, &d);
     }
   }
   if (nring) {
-    struct nsp_rec rp = {.kind = NSP_REC_RINGPOS, .seq = f->frame_first, .count = end};
+    struct nsp_rec rp = {.kind = NSP_REC_RINGPOS};
+    nsp_rec_ringpos_set_first(&rp, f->frame_first);
+    nsp_rec_ringpos_set_end(&rp, end);
     add_rec(f, &rp);
   }
   if (!f->frame.len) goto release;

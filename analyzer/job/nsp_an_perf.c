@@ -29,34 +29,19 @@
 #define NSP_PERF_STRAGGLERS 8
 
 /* ---- nccl-tests' conventions ----------------------------------------------
- * Size S and bus-bandwidth factors follow nccl-tests: doc/PERFORMANCE.md
- * ("Performance reported by NCCL tests", github.com/NVIDIA/nccl-tests) and
- * the *GetBw functions of src/all_gather.cu, reduce_scatter.cu,
- * alltoall.cu, gather.cu, scatter.cu: algbw = S / t with S the total
- * array (count per rank x nranks) for all-gather, reduce-scatter,
- * all-to-all, gather and scatter, count x size otherwise; busbw = algbw x
- * 2(n-1)/n (all-reduce), (n-1)/n (all-gather, reduce-scatter, all-to-all,
- * gather, scatter), 1 (broadcast, reduce, send/recv). */
-
-static int per_rank_count(int api) {
-  return api == NSP_API_AllGather || api == NSP_API_ReduceScatter || api == NSP_API_AlltoAll ||
-         api == NSP_API_Gather || api == NSP_API_Scatter;
-}
+ * Size S and bus-bandwidth factors follow nccl-tests (doc/PERFORMANCE.md,
+ * the GetBw functions of its src/ files); each collective's factors are
+ * columns of the entry-point table (common/nsp_nccl_apis.h), read through
+ * nsp_api_size_factor and nsp_api_busbw_factor. */
 
 uint64_t nsp_perf_size(int api, uint64_t count, int dtype, int nranks) {
   size_t esz = nsp_dtype_size(dtype);
   if (!esz || count > UINT64_MAX / esz) return 0;
-  uint64_t s = count * esz;
-  if (per_rank_count(api) && nranks > 1) s = s > UINT64_MAX / (uint64_t)nranks ? UINT64_MAX : s * (uint64_t)nranks;
-  return s;
+  uint64_t s = count * esz, f = nsp_api_size_factor(api, nranks);
+  return f > 1 && s > UINT64_MAX / f ? UINT64_MAX : s * f;
 }
 
-double nsp_perf_busbw_factor(int api, int nranks) {
-  double n = nranks > 0 ? nranks : 1;
-  if (api == NSP_API_AllReduce) return 2.0 * (n - 1) / n;
-  if (per_rank_count(api)) return (n - 1) / n;
-  return 1.0;
-}
+double nsp_perf_busbw_factor(int api, int nranks) { return nsp_api_busbw_factor(api, nranks); }
 
 /* ---- distributions --------------------------------------------------------- */
 
