@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs every test of ncclspy: installs what is missing, builds with
 # warnings as errors, runs `meson test`, and ends with one line
-# "N passed, N failed".
+# "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")"
 . ./tools-deps.sh

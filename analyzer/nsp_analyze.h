@@ -435,6 +435,12 @@ const char *nsp_job_note(const struct nsp_job *job, size_t i);
  * "" before nsp_job_analyze. */
 const char *nsp_job_summary(const struct nsp_job *job);
 
+/* The rules the analysis runs, in order (i < nsp_analyze_nrules()): each
+ * one's name ("alignment") and what it checks, one line; NULL past the
+ * end.  `ncclspy help analyze` lists them. */
+size_t nsp_analyze_nrules(void);
+const char *nsp_analyze_rule(size_t i, const char **checks);
+
 /* Earliest header realtime among the traces (ns): the origin of the
  * relative times ("+1.234567 s") in reports; 0 without traces. */
 int64_t nsp_job_start_ns(const struct nsp_job *job);

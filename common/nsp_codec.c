@@ -85,7 +85,7 @@ static int64_t zz_dec(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1)
 #define NSP_PRED_B_(op, how, init, ...) op##_##how(init, __VA_ARGS__)
 
 /* The prediction state of one comm: a member per predicted CALL field. */
-#define NSP_PM_(K, name, enc, cm, pred, loc, type, unit, since, meaning) NSP_PRED(NSP_PM, pred, type, name)
+#define NSP_PM_(K, name, enc, cm, pred, loc, type, unit, since, def, meaning) NSP_PRED(NSP_PM, pred, type, name)
 #define NSP_PM_PREV(init, type, name) type name;
 #define NSP_PM_NEXTSEQ(init, type, name) type name;
 #define NSP_PM_PREVT(init, type, name)
@@ -97,7 +97,7 @@ struct nsp_pred {
 };
 
 /* At frame start: each PREV field's init, the rest 0. */
-#define NSP_PI_(K, name, enc, cm, pred, loc, type, unit, since, meaning) NSP_PRED(NSP_PI, pred, name)
+#define NSP_PI_(K, name, enc, cm, pred, loc, type, unit, since, def, meaning) NSP_PRED(NSP_PI, pred, name)
 #define NSP_PI_PREV(init, name) .name = (init),
 #define NSP_PI_NEXTSEQ(init, name)
 #define NSP_PI_PREVT(init, name)
@@ -150,7 +150,7 @@ static struct nsp_pred *pred_for(struct nsp_codec *c, uint64_t comm) {
 
 /* After a CALL, on both sides: its values become the comm's predictions
  * (seq only for collectives), and its t_enter the frame's. */
-#define NSP_PS_(K, name, enc, cm, pred, loc, type, unit, since, meaning) NSP_PRED(NSP_PS, pred, name, NSP_LOC_##loc)
+#define NSP_PS_(K, name, enc, cm, pred, loc, type, unit, since, def, meaning) NSP_PRED(NSP_PS, pred, name, NSP_LOC_##loc)
 #define NSP_PS_PREV(init, name, lv) pr->name = (lv);
 #define NSP_PS_NEXTSEQ(init, name, lv) \
   if (api_kind == NSP_K_COLL) pr->name = (lv);
@@ -241,12 +241,12 @@ static void put_frames(struct benc *e, int chk, const struct nsp_rec_ext *x) {
 #define NSP_ENC_ZDELTA(name, type, lv) put_z(e, chk, (int64_t)((lv) - pr->name))
 
 /* A field is written when it is always present or its mask bit is set. */
-#define NSP_EF_(K, name, enc, cm, pred, loc, type, unit, since, meaning) \
+#define NSP_EF_(K, name, enc, cm, pred, loc, type, unit, since, def, meaning) \
   if (NSP_CM_##cm == NSP_CM_ALWAYS || (mask & NSP_CM_##cm)) NSP_ENC_##enc(name, type, NSP_LOC_##loc);
 
 /* CALL's mask: a bit is set when one of its fields differs from its
  * prediction. */
-#define NSP_MB_(K, name, enc, cm, pred, loc, type, unit, since, meaning) \
+#define NSP_MB_(K, name, enc, cm, pred, loc, type, unit, since, def, meaning) \
   NSP_PRED(NSP_MB, pred, NSP_CM_##cm, name, NSP_LOC_##loc)
 #define NSP_MB_PREV(init, bit, name, lv) \
   if ((lv) != pr->name) mask |= (bit);
@@ -258,7 +258,7 @@ static void put_frames(struct benc *e, int chk, const struct nsp_rec_ext *x) {
 #define NSP_MB_NONE(init, bit, name, lv)
 
 /* Bytes a field may take at most. */
-#define NSP_BOUND_(K, name, enc, cm, pred, loc, type, unit, since, meaning) n += NSP_BOUND_##enc(NSP_LOC_##loc);
+#define NSP_BOUND_(K, name, enc, cm, pred, loc, type, unit, since, def, meaning) n += NSP_BOUND_##enc(NSP_LOC_##loc);
 #define NSP_BOUND_V(lv) 10
 #define NSP_BOUND_Z(lv) 10
 #define NSP_BOUND_U64(lv) 8
@@ -488,7 +488,7 @@ static int get_frames(struct dec *d, struct nsp_rec_ext *x) {
 /* dec: how each encoding reads the field `name` of type `type` into lv.
  * A field of a unit COMM is a communicator index (range-checked). */
 #define NSP_DEC_V(name, type, unit, lv) (lv) = (__typeof__(lv))(type)get_v_unit(d, NSP_UNIT_##unit);
-#define NSP_DEC_Z(name, type, unit, lv) (lv) = (__typeof__(lv))(type)get_z32(d);
+#define NSP_DEC_Z(name, type, unit, lv) (lv) = (__typeof__(lv))(type)(sizeof(type) <= 4 ? get_z32(d) : get_z(d));
 #define NSP_DEC_U64(name, type, unit, lv) (lv) = get_u64(d);
 #define NSP_DEC_S(name, type, unit, lv) (lv) = get_s(d);
 #define NSP_DEC_ENV(name, type, unit, lv) \
@@ -515,12 +515,31 @@ static int get_frames(struct dec *d, struct nsp_rec_ext *x) {
 #define NSP_PG_PREVT(init, name, lv)
 #define NSP_PG_DEF(init, name, lv)
 #define NSP_PG_NONE(init, name, lv)
-#define NSP_DF_(K, name, enc, cm, pred, loc, type, unit, since, meaning)         \
+#define NSP_DF_(K, name, enc, cm, pred, loc, type, unit, since, def, meaning)         \
   if (NSP_CM_##cm == NSP_CM_ALWAYS || (mask & NSP_CM_##cm)) {                     \
-    NSP_DEC_##enc(name, type, unit, NSP_LOC_##loc)                                \
+    NSP_DFLT_##enc(name, type, unit, NSP_LOC_##loc, def)                          \
   } else {                                                                        \
     NSP_PRED(NSP_PG, pred, name, NSP_LOC_##loc)                                   \
   }
+/* A field past the end of the payload (an older writer's) takes its
+ * default; the CALL header's own encodings read on as before. */
+#define NSP_DFLT_IF_(name, type, unit, lv, def, enc) \
+  if (d->p >= d->end) {                                \
+    (lv) = (__typeof__(lv))(def);                      \
+  } else {                                             \
+    NSP_DEC_##enc(name, type, unit, lv)                \
+  }
+#define NSP_DFLT_V(name, type, unit, lv, def) NSP_DFLT_IF_(name, type, unit, lv, def, V)
+#define NSP_DFLT_Z(name, type, unit, lv, def) NSP_DFLT_IF_(name, type, unit, lv, def, Z)
+#define NSP_DFLT_U64(name, type, unit, lv, def) NSP_DFLT_IF_(name, type, unit, lv, def, U64)
+#define NSP_DFLT_S(name, type, unit, lv, def) NSP_DFLT_IF_(name, type, unit, lv, def, S)
+#define NSP_DFLT_ENV(name, type, unit, lv, def) NSP_DEC_ENV(name, type, unit, lv)
+#define NSP_DFLT_FRAMES(name, type, unit, lv, def) NSP_DEC_FRAMES(name, type, unit, lv)
+#define NSP_DFLT_MASK(name, type, unit, lv, def) NSP_DEC_MASK(name, type, unit, lv)
+#define NSP_DFLT_TDELTA(name, type, unit, lv, def) NSP_DEC_TDELTA(name, type, unit, lv)
+#define NSP_DFLT_DUR(name, type, unit, lv, def) NSP_DEC_DUR(name, type, unit, lv)
+#define NSP_DFLT_SEQ(name, type, unit, lv, def) NSP_DEC_SEQ(name, type, unit, lv)
+#define NSP_DFLT_ZDELTA(name, type, unit, lv, def) NSP_DEC_ZDELTA(name, type, unit, lv)
 
 /* ext: the decoded strings and arrays hang off the record. */
 #define NSP_EXT_YES r->ext = x;

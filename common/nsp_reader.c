@@ -44,7 +44,7 @@ struct nsp_reader {
   /* Recovery from "<path>.ring" after the last frame (nsp_ringread.h). */
   struct nsp_ringread *ring;
   uint64_t ring_end;        /* largest RINGPOS end read */
-  uint64_t dropped_seen[4]; /* DROPPED counts read, by reason */
+  uint64_t dropped_seen[NSP_DROP_SLOTS]; /* DROPPED counts read, by reason */
   char ring_note[160];
 };
 
@@ -93,7 +93,12 @@ static struct nsp_reader *open_common(struct nsp_reader *r, char *err, size_t er
              NSP_FORMAT_MAJOR);
     return NULL;
   }
-  if (h->header_size < 112 || h->header_size > r->len) {
+  if (h->header_size >= 112 && h->header_size > r->len) {
+    snprintf(err, errlen, "not an ncclspy trace (shorter than its header): %zu bytes, header_size %u at byte 12",
+             r->len, h->header_size);
+    return NULL;
+  }
+  if (h->header_size < 112) {
     snprintf(err, errlen, "bad header size %u at byte 12", h->header_size);
     return NULL;
   }
@@ -211,8 +216,8 @@ static int next_frame(struct nsp_reader *r) {
           problem_cat(r, "; the file ends inside the frame at byte %zu", r->off);
         } else {
           snprintf(r->problem, sizeof r->problem,
-                   "incomplete frame at byte %zu: the file ends %zu bytes into it (cut there; the process "
-                   "probably died while writing)", r->off, avail);
+                   "incomplete frame at byte %zu: the file ends %zu byte%s into it (cut there; the process "
+                   "probably died while writing)", r->off, avail, avail == 1 ? "" : "s");
         }
         r->off = r->len;
         return 0;
@@ -298,7 +303,7 @@ int nsp_reader_next(struct nsp_reader *r, struct nsp_rec *rec) {
           if (nsp_rec_ringpos_end(rec) > r->ring_end) r->ring_end = nsp_rec_ringpos_end(rec);
           continue;
         }
-        if (rec->kind == NSP_REC_DROPPED && nsp_rec_dropped_reason(rec) < 4)
+        if (rec->kind == NSP_REC_DROPPED && nsp_rec_dropped_reason(rec) < NSP_DROP_SLOTS)
           r->dropped_seen[nsp_rec_dropped_reason(rec)] += nsp_rec_dropped_count(rec);
         return 1;
       }

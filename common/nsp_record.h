@@ -63,7 +63,7 @@ struct nsp_rec {
  * reading r->ext, which must be set; the shim fills the ext directly.
  * Fields only on the wire (CALL's mask), the environment and the frames
  * have none (use r->ext). */
-#define NSP_REC_ACC_(k, name, enc, cm, pred, loc, type, unit, since, meaning) \
+#define NSP_REC_ACC_(k, name, enc, cm, pred, loc, type, unit, since, def, meaning) \
   NSP_REC_ACC_A_(NSP_REC_ACCL_##loc, k, name, type)
 #define NSP_REC_ACC_A_(...) NSP_REC_ACC_B_(__VA_ARGS__)
 #define NSP_REC_ACC_B_(how, member, k, name, type) how(k, name, type, member)

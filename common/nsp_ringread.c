@@ -50,7 +50,7 @@ struct nsp_ringread {
   const uint8_t *map;
   size_t len;
   size_t map_len; /* nonzero when map is our mmap */
-  uint64_t nslots, slot_size, ring_offset, blob_offset, written, dropped[4];
+  uint64_t nslots, slot_size, ring_offset, blob_offset, written, dropped[NSP_DROP_SLOTS];
   uint32_t blob_slot_size, nblobs;
   struct {
     uint16_t offset;
@@ -59,7 +59,7 @@ struct nsp_ringread {
   int begun;
   uint64_t pos, end;
   int drop_reason; /* next reason whose drops to report, 1..3; 4 done */
-  uint64_t drop_left[4];
+  uint64_t drop_left[NSP_DROP_SLOTS];
   uint64_t recovered, lost, damaged;
   struct nsp_codec codec;
   struct nsp_dec_store store;
@@ -117,7 +117,7 @@ static const char *check_header(struct nsp_ringread *rr, const struct nsp_file_h
   rr->blob_slot_size = (uint32_t)le(d + RH_BLOB_SLOT_SIZE, 4);
   rr->nblobs = (uint32_t)le(d + RH_NBLOBS, 4);
   rr->written = le(d + RH_WRITTEN, 8);
-  for (int i = 1; i < 4; i++) rr->dropped[i] = le(d + RH_DROPPED + 8 * (size_t)i, 8);
+  for (int i = 1; i < NSP_DROP_SLOTS; i++) rr->dropped[i] = le(d + RH_DROPPED + 8 * (size_t)i, 8);
 #define BAD(...) (snprintf(why, whylen, __VA_ARGS__), why)
   if (memcmp(d, NSP_RING_MAGIC, 8) != 0)
     return BAD("bad magic at byte 0 (the process died while creating it)");
@@ -374,7 +374,7 @@ static long find_blob(struct nsp_ringread *rr, uint64_t pos, uint32_t type) {
   return find_blob_indexed(rr, pos, type);
 }
 
-int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64_t dropped_seen[4],
+int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64_t dropped_seen[NSP_DROP_SLOTS],
                       struct nsp_rec *rec) {
   if (!rr->begun) {
     rr->begun = 1;
@@ -382,7 +382,7 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
     /* Saturated: a hostile `written` near 2^64 must not wrap around. */
     rr->end = rr->pos <= UINT64_MAX - rr->nslots ? rr->pos + rr->nslots : UINT64_MAX;
     rr->drop_reason = 1;
-    for (int i = 1; i < 4; i++)
+    for (int i = 1; i < NSP_DROP_SLOTS; i++)
       rr->drop_left[i] = rr->dropped[i] > dropped_seen[i] ? rr->dropped[i] - dropped_seen[i] : 0;
   }
   while (rr->pos < rr->end) {
@@ -442,7 +442,7 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
           rr->damage_first, (unsigned long long)rr->damaged);
     rr->noted = 2;
   }
-  for (; rr->drop_reason < 4; rr->drop_reason++) {
+  for (; rr->drop_reason < NSP_DROP_SLOTS; rr->drop_reason++) {
     if (!rr->drop_left[rr->drop_reason]) continue;
     memset(rec, 0, sizeof *rec);
     rec->kind = NSP_REC_DROPPED;

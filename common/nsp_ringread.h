@@ -49,7 +49,7 @@ struct nsp_ringread *nsp_ringread_open_mem(const void *data, size_t len, const c
  * blob, one pass over the blob area and a sort of its blob headers (done
  * again, at most 8 times in all, when a blob is not found: the ring of a
  * live process changes while it is read). */
-int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64_t dropped_seen[4],
+int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64_t dropped_seen[NSP_DROP_SLOTS],
                       struct nsp_rec *rec);
 
 /* Records recovered so far; records found in the ring that could not be

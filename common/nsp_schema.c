@@ -14,10 +14,14 @@
 #define NSP_FI_AT_(l_, s_, o_) .loc = (l_), .size = (s_), .offset = (o_)
 #define NSP_FI_AT(...) NSP_FI_AT_(__VA_ARGS__)
 
-#define NSP_FI_(K, fname, fenc, fcm, fpred, where, ftype, funit, fsince, fmeaning)                           \
+#define NSP_FI_(K, fname, fenc, fcm, fpred, where, ftype, funit, fsince, fdef, fmeaning)                           \
   {.name = #fname, .wire = NSP_WIRE_##fenc, .unit = NSP_UNIT_##funit, NSP_FI_AT(NSP_FI_LOC_##where),          \
-   .since = (fsince), .is_signed = NSP_FI_SIGNED_(ftype), .cm = NSP_CM_##fcm, .cm_name = #fcm, .pred = #fpred, \
+   .since = (fsince), .is_signed = NSP_FI_SIGNED_(ftype), .type_size = sizeof(ftype), .cm = NSP_CM_##fcm,      \
+   .cm_name = #fcm, .pred = #fpred, .def = #fdef,                                                             \
    .type = #ftype, .meaning = (fmeaning)},
+
+/* The crash ring's field table has room for every member of the memory form. */
+_Static_assert(NSP_RF_END_ - 1 <= NSP_RING_MAX_FIELDS, "more slots than the ring's field table holds");
 
 #define NSP_FI_LIST_(NAME, name, value, since, has_ext, ring, names, meaning) \
   static const struct nsp_field_info nsp_fields_##name[] = {NSP_REC_FIELDS_##NAME(NSP_FI_, NAME)};
@@ -72,6 +76,30 @@ const char *nsp_wire_token(int wire) { return wire >= 0 && wire < NSP_WIRES_N ? 
 const char *nsp_wire_text(int wire) { return wire >= 0 && wire < NSP_WIRES_N ? nsp_wires[wire].text : "?"; }
 const char *nsp_unit_name(int unit) { return unit >= 0 && unit < NSP_UNITS_N ? nsp_units[unit].token : "?"; }
 const char *nsp_unit_text(int unit) { return unit >= 0 && unit < NSP_UNITS_N ? nsp_units[unit].text : "?"; }
+
+#define NSP_LT_IS_TIME_(unit) \
+  (NSP_UNIT_##unit == NSP_UNIT_TIME || NSP_UNIT_##unit == NSP_UNIT_MONO || NSP_UNIT_##unit == NSP_UNIT_END)
+#define NSP_LT_(K, fname, fenc, fcm, fpred, where, ftype, funit, fsince, fdef, fmeaning) \
+  if (NSP_LT_IS_TIME_(funit)) NSP_LT_TAKE_##where
+#define NSP_LT_TAKE_R(m) \
+  t = (uint64_t)(uintptr_t)r->m > t ? (uint64_t)(uintptr_t)r->m : t;
+#define NSP_LT_TAKE_X(m) \
+  t = r->ext && (uint64_t)(uintptr_t)r->ext->m > t ? (uint64_t)(uintptr_t)r->ext->m : t;
+#define NSP_LT_TAKE_XENV() {}
+#define NSP_LT_TAKE_XFRAMES() {}
+#define NSP_LT_TAKE_WIRE() {}
+#define NSP_LT_KIND_(NAME, name, value, since, has_ext, ring, names, meaning) \
+  case NSP_REC_##NAME:                                                        \
+    NSP_REC_FIELDS_##NAME(NSP_LT_, NAME) break;
+
+uint64_t nsp_rec_latest_mono(const struct nsp_rec *r) {
+  uint64_t t = 0;
+  switch (r->kind) {
+    NSP_REC_KINDS(NSP_LT_KIND_)
+    default: break;
+  }
+  return t;
+}
 
 static const void *field_base(const struct nsp_rec *r, const struct nsp_field_info *f) {
   if (f->loc == NSP_FLOC_REC) return r;

@@ -37,11 +37,13 @@ struct nsp_field_info {
   uint8_t since;        /* format minor version that added it */
   uint8_t size;         /* bytes of the member that keeps it (REC, EXT) */
   uint8_t is_signed;    /* the field's type is signed */
+  uint8_t type_size;    /* sizeof its type (never more than size: a test checks) */
   uint16_t offset;      /* of that member in struct nsp_rec / nsp_rec_ext */
   uint32_t cm;          /* NSP_CM_* bit that says it is present; 0 always */
   const char *cm_name;  /* "ALWAYS", "SEQ", ... as in the schema */
   const char *pred;     /* "NONE", "PREV(-1)", ... as in the schema */
   const char *type;     /* the field's C type, "int32_t" */
+  const char *def;      /* its default, as in the schema ("0", "\"\"") */
   const char *meaning;
 };
 
@@ -92,6 +94,10 @@ const char *nsp_wire_token(int wire);
 /* "NUM", "TIME", ...: the unit's token in the schema; and what it means. */
 const char *nsp_unit_name(int unit);
 const char *nsp_unit_text(int unit);
+
+/* The latest CLOCK_MONOTONIC time r holds, ns: the largest of its fields
+ * of unit TIME, MONO or END (0 when it has none). */
+uint64_t nsp_rec_latest_mono(const struct nsp_rec *r);
 
 /* A REC or EXT integer field's value (sign-extended for signed fields;
  * r->ext must be set for EXT fields; 0 for other locations). */

@@ -378,7 +378,7 @@ struct nsp_slot *nsp_files_ring_map(size_t nslots, uint64_t trace_realtime, int 
 }
 
 void nsp_files_ring_dropped(int reason, uint64_t n) {
-  if (nsp_rh && reason > 0 && reason < 4) __atomic_fetch_add(&nsp_rh->dropped[reason], n, __ATOMIC_RELAXED);
+  if (nsp_rh && reason > 0 && reason < NSP_DROP_END) __atomic_fetch_add(&nsp_rh->dropped[reason], n, __ATOMIC_RELAXED);
 }
 
 static uint64_t *blob_state(uint32_t i) { return (uint64_t *)(nsp_blobs + (size_t)i * NSP_BLOB_SLOT); }

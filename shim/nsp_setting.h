@@ -42,7 +42,7 @@ struct nsp_setting_def {
    * between values (index 0, 1, ...), '/' between a value's spellings, the
    * first one the name used in messages; NSP_ST_PATH, _NAME: the default */
   const char *text;
-  const char *unit;  /* of a number: "ms", "us", "records", "MiB", "frames" */
+  const char *unit;  /* of a number: "ms", "us", "records", "MiB", "frames" (README's default column) */
   const char *zero;  /* what 0 means when it is not a quantity: "none" */
   const char *reader; /* NULL: the shim; else the part that reads it */
   /* README's words; in a ranged number's, "{range}" stands for "lo to hi" */
@@ -118,7 +118,7 @@ struct nsp_setting_def {
                "of at least one byte (missing, empty, a directory, a FIFO) gives one warning "  \
                "and is not used. Write it in place; do not truncate it")                        \
   /* Read by the analyzer's error forwarding (NSP_TRY in                                       \
-   * analyzer/nsp_an_internal.h), never by the shim. */                                         \
+   * analyzer/model/nsp_an_model.h), never by the shim. */                                      \
   X(DEBUG, .type = NSP_ST_FLAG, .reader = "analyzer",                                           \
     .meaning = "`ncclspy` only, for its developers: when set (to any value), an error the "    \
                "analyzer passes up (out of memory, say) also prints the source file and line "  \

@@ -95,8 +95,8 @@ struct nsp_file {
   struct nsp_codec codec;
   uint64_t frame_first; /* ring position of the frame's first record */
   uint64_t last_flush;
-  uint64_t lost[4];     /* records lost by NSP_DROP_* reason, since the start */
-  uint64_t reported[4]; /* of those, in DROPPED records of written frames */
+  uint64_t lost[NSP_DROP_END];     /* records lost by NSP_DROP_* reason, since the start */
+  uint64_t reported[NSP_DROP_END]; /* of those, in DROPPED records of written frames */
 };
 
 static void put_le(uint8_t *p, uint64_t v, int n) {
@@ -125,7 +125,7 @@ static void note_lost(struct nsp_file *f, uint64_t n, int reason) {
 
 static uint64_t unreported(const struct nsp_file *f) {
   uint64_t n = 0;
-  for (int r = 1; r < 4; r++) n += f->lost[r] - f->reported[r];
+  for (int r = 1; r < NSP_DROP_END; r++) n += f->lost[r] - f->reported[r];
   return n;
 }
 
@@ -152,7 +152,7 @@ static void write_summary(struct nsp_file *f) {
   if (f->fd < 0 || !n || n == f->summary_of) return;
   struct nsp_buf b = {0}, z = {0};
   struct nsp_codec c = {0};
-  for (int r = 1; r < 4; r++) {
+  for (int r = 1; r < NSP_DROP_END; r++) {
     struct nsp_rec d = dropped_rec(f->lost[r] - f->reported[r], r);
     if (nsp_rec_dropped_count(&d) && nsp_encode(&b, &c, &d) < 0) goto out;
   }
@@ -188,8 +188,8 @@ static void file_flush(struct nsp_file *f) {
     note_lost(f, nring, NSP_DROP_SIZE_CAP);
     goto release;
   }
-  uint64_t pending[4] = {0};
-  for (int r = 1; r < 4; r++) {
+  uint64_t pending[NSP_DROP_END] = {0};
+  for (int r = 1; r < NSP_DROP_END; r++) {
     pending[r] = f->lost[r] - f->reported[r];
     if (pending[r]) {
       struct nsp_rec d = dropped_rec(pending[r], r);
@@ -235,7 +235,7 @@ static void file_flush(struct nsp_file *f) {
     goto release;
   }
   f->size += c;
-  for (int r = 1; r < 4; r++) f->reported[r] += pending[r];
+  for (int r = 1; r < NSP_DROP_END; r++) f->reported[r] += pending[r];
 release:
   if (f->fd >= 0 && unreported(f)) write_summary(f);
   f->frame.len = 0;

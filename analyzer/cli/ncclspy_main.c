@@ -41,17 +41,8 @@ static const char nsp_usage_analyze[] =
     "\n"
     "Loads every *.ncclspy file in each DIR (not recursive) and each FILE, each\n"
     "file once (a copy of a trace too); *.ncclspy.ring files are read by their trace.\n"
-    "Unifies communicators across ranks, and checks, per communicator:\n"
-    "  - collectives at each sequence number: kind, dtype, count, reduction op, root\n"
-    "    (the first mismatching seq per communicator);\n"
-    "  - the k-th send against the k-th recv of every rank pair (bytes, unmatched);\n"
-    "  - ranks that stopped making collectives before the others (the wavefront);\n"
-    "  - non-success results: the first per rank, and the earliest overall (with a\n"
-    "    hint: likely cause, what to check, the relevant settings of each rank);\n"
-    "  - with completion tracking: the first seq that did not complete, the ranks\n"
-    "    that never arrived and those waiting, linked across communicators;\n"
-    "  - environment: NCCL/CUDA versions, NCCL_* settings, GPUs, ranks and world\n"
-    "    sizes that differ or do not add up.\n"
+    "Unifies communicators across ranks, then runs these rules, in order:\n"
+    "@RULES@"
     "Findings are listed likely cause first.  Damaged or cut files are read up to\n"
     "the damage and named under \"Notes\" with the byte offset.\n"
     "\n"
@@ -88,6 +79,43 @@ static const char nsp_usage_dump[] =
     "\n"
     "exit status: 0 read cleanly, 1 a file was damaged or cut (records before the\n"
     "damage are printed), 2 usage error or a file that is not a trace.\n";
+
+/* Writes words to out wrapped at 80 columns, lines after the first
+ * indented by `indent` spaces. */
+static void put_wrapped(FILE *out, const char *words, int col, int indent) {
+  for (const char *p = words; *p;) {
+    size_t n = strcspn(p, " ");
+    if (col > indent && col + 1 + (int)n > 79) {
+      fprintf(out, "\n%*s", indent, "");
+      col = indent;
+    } else if (col > indent) {
+      fputc(' ', out);
+      col++;
+    }
+    fprintf(out, "%.*s", (int)n, p);
+    col += (int)n;
+    p += n;
+    while (*p == ' ') p++;
+  }
+  fputc('\n', out);
+}
+
+/* Writes a command's help; "@RULES@" stands for the analyzer's rules
+ * (nsp_analyze_rule), one "  - name: what it checks" each. */
+static void put_usage(FILE *out, const char *usage) {
+  const char *at = strstr(usage, "@RULES@");
+  if (!at) {
+    fputs(usage, out);
+    return;
+  }
+  fprintf(out, "%.*s", (int)(at - usage), usage);
+  const char *name, *checks;
+  for (size_t i = 0; (name = nsp_analyze_rule(i, &checks)) != NULL; i++) {
+    fprintf(out, "  - %s:", name);
+    put_wrapped(out, checks, 5 + (int)strlen(name), 4);
+  }
+  fputs(at + strlen("@RULES@"), out);
+}
 
 /* Prints "ncclspy: <what><arg>" and where to find help. */
 static int usage_error(const char *cmd, const char *what, const char *arg) {
@@ -262,7 +290,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
     switch (c) {
       case 'j': json = 1; break;
       case 'o': output = optarg; break;
-      case 'h': fputs(k->usage, stdout); return NSP_EXIT_CLEAN;
+      case 'h': put_usage(stdout, k->usage); return NSP_EXIT_CLEAN;
       default: return usage_error(k->name, "bad option", NULL);
     }
   }
@@ -329,16 +357,39 @@ static int cmd_dump(int argc, char **argv) {
   return status;
 }
 
-static int cmd_help(int argc, char **argv) {
-  if (argc < 2) {
-    fputs(nsp_usage_main, stdout);
-    return NSP_EXIT_CLEAN;
-  }
-  if (!strcmp(argv[1], "analyze")) fputs(nsp_usage_analyze, stdout);
-  else if (!strcmp(argv[1], "dump")) fputs(nsp_usage_dump, stdout);
-  else if (!strcmp(argv[1], "perf")) fputs(nsp_usage_perf, stdout);
-  else if (!strcmp(argv[1], "help")) fputs(nsp_usage_main, stdout);
-  else return usage_error(NULL, "no such command: ", argv[1]);
+/* The commands (systemd's verbs[] habit): name, what runs it, its help. */
+struct nsp_verb {
+  const char *name;
+  int (*run)(const struct nsp_verb *v, int argc, char **argv);
+  const char *usage;
+  const struct report_cmd *report; /* analyze and perf */
+};
+
+static int run_report(const struct nsp_verb *v, int argc, char **argv) { return cmd_report(v->report, argc, argv); }
+static int run_dump(const struct nsp_verb *v, int argc, char **argv) {
+  (void)v;
+  return cmd_dump(argc, argv);
+}
+static int run_help(const struct nsp_verb *v, int argc, char **argv);
+
+static const struct nsp_verb nsp_verbs[] = {
+    {"analyze", run_report, nsp_usage_analyze, &nsp_cmd_analyze},
+    {"perf", run_report, nsp_usage_perf, &nsp_cmd_perf},
+    {"dump", run_dump, nsp_usage_dump, NULL},
+    {"help", run_help, nsp_usage_main, NULL},
+};
+
+static const struct nsp_verb *verb_of(const char *name) {
+  for (size_t i = 0; i < sizeof nsp_verbs / sizeof *nsp_verbs; i++)
+    if (!strcmp(nsp_verbs[i].name, name)) return &nsp_verbs[i];
+  return NULL;
+}
+
+static int run_help(const struct nsp_verb *v, int argc, char **argv) {
+  (void)v;
+  const struct nsp_verb *about = argc < 2 ? verb_of("help") : verb_of(argv[1]);
+  if (!about) return usage_error(NULL, "no such command: ", argv[1]);
+  put_usage(stdout, about->usage);
   return NSP_EXIT_CLEAN;
 }
 
@@ -361,12 +412,7 @@ int main(int argc, char **argv) {
     fputs(nsp_usage_main, stderr);
     return NSP_EXIT_USAGE;
   }
-  const char *cmd = argv[optind];
-  int sub_argc = argc - optind;
-  char **sub_argv = argv + optind;
-  if (!strcmp(cmd, "analyze")) return cmd_report(&nsp_cmd_analyze, sub_argc, sub_argv);
-  if (!strcmp(cmd, "dump")) return cmd_dump(sub_argc, sub_argv);
-  if (!strcmp(cmd, "perf")) return cmd_report(&nsp_cmd_perf, sub_argc, sub_argv);
-  if (!strcmp(cmd, "help")) return cmd_help(sub_argc, sub_argv);
-  return usage_error(NULL, "no such command: ", cmd);
+  const struct nsp_verb *v = verb_of(argv[optind]);
+  if (!v) return usage_error(NULL, "no such command: ", argv[optind]);
+  return v->run(v, argc - optind, argv + optind);
 }

@@ -57,7 +57,12 @@ static const char *enum_name(const struct nsp_kind_info *k, const struct nsp_rec
                              uint64_t v, char *buf, size_t len) {
   int iv = (int)(int64_t)v;
   switch (f->unit) {
-    case NSP_UNIT_API: return nsp_api_name(iv);
+    case NSP_UNIT_API:
+      if (iv < 0 || iv >= NSP_API_COUNT) { /* a newer shim's entry point: its number */
+        snprintf(buf, len, "api#%d", iv);
+        return buf;
+      }
+      return nsp_api_name(iv);
     case NSP_UNIT_DTYPE: return iv < 0 ? NULL : nsp_dtype_name(iv, buf, len);
     case NSP_UNIT_REDOP: return iv < 0 ? NULL : nsp_redop_name(iv, buf, len);
     case NSP_UNIT_RESULT: return nsp_result_name(iv, buf, len);
@@ -108,21 +113,29 @@ static void text_frames(FILE *out, const struct nsp_rec_ext *x) {
   fputc(']', out);
 }
 
+/* Whether a field is shown: not CALL's mask (only on the wire), not one
+ * kept in ext when the record has none, and not one the file's format
+ * version predates (its value would be the default, not the file's). */
+static int shown(const struct nsp_field_info *f, const struct nsp_file_header *h, const struct nsp_rec *r) {
+  if (f->loc == NSP_FLOC_WIRE || f->since > h->minor) return 0;
+  return f->loc == NSP_FLOC_REC || r->ext;
+}
+
 static void text_record(FILE *out, const struct nsp_file_header *h, const struct nsp_rec *r) {
   const struct nsp_kind_info *k = nsp_schema_kind(r->kind);
   if (!k) return;
   int tf = nsp_schema_time_field(k);
   uint64_t t = tf >= 0 ? nsp_field_uint(r, &k->fields[tf]) : 0;
-  if (tf >= 0) {
+  if (tf >= 0) { /* 0: unknown (a drop count rebuilt from a crash ring) */
     fprintf(out, "t=");
-    put_rel_ms(out, (int64_t)(t - h->monotonic_ns));
+    if (t) put_rel_ms(out, (int64_t)(t - h->monotonic_ns));
+    else fputc('?', out);
     fputc(' ', out);
   }
   fprintf(out, "%s", k->name);
   for (size_t i = 0; i < k->nfields; i++) {
     const struct nsp_field_info *f = &k->fields[i];
-    if ((int)i == tf || f->loc == NSP_FLOC_WIRE) continue;
-    if ((f->loc == NSP_FLOC_EXT || f->loc == NSP_FLOC_ENV || f->loc == NSP_FLOC_FRAMES) && !r->ext) continue;
+    if ((int)i == tf || !shown(f, h, r)) continue;
     if (f->wire == NSP_WIRE_S) {
       const char *s = nsp_field_str(r, f);
       if (!s[0]) continue;
@@ -167,12 +180,13 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
         break;
       }
       case NSP_UNIT_VERSION: fprintf(out, "%s", nsp_nccl_version_str((int)(int64_t)v, b, sizeof b)); break;
-      case NSP_UNIT_API: fprintf(out, "%s", nsp_op_name((int)v)); break;
+      case NSP_UNIT_API: fprintf(out, "%s", v < NSP_API_COUNT ? nsp_op_name((int)v) : name); break;
       case NSP_UNIT_SICODE: /* the number, then its name when known */
         fprintf(out, "%" PRId64 "%s%s", (int64_t)v, name ? "/" : "", name ? name : "");
         break;
       default:
-        if (name) fprintf(out, "%s", name);
+        if (name && strchr(name, ' ')) nsp_put_quoted(out, name); /* "unknown result 12345" */
+        else if (name) fprintf(out, "%s", name);
         else if (f->unit == NSP_UNIT_DTYPE || f->unit == NSP_UNIT_REDOP) fputc('-', out);
         else if (f->is_signed) fprintf(out, "%" PRId64, (int64_t)v);
         else fprintf(out, "%" PRIu64, v);
@@ -188,6 +202,10 @@ static void jput(json_object *o, const char *k, json_object *v) {
 }
 static json_object *ji(int64_t v) { return json_object_new_int64(v); }
 static json_object *js(const char *s) { return nsp_json_string(s); }
+/* A field's number: signed fields as such, unsigned ones up to 2^64 - 1. */
+static json_object *jnum(const struct nsp_field_info *f, uint64_t v) {
+  return f->is_signed ? json_object_new_int64((int64_t)v) : json_object_new_uint64(v);
+}
 
 static void json_line(FILE *out, json_object *o) {
   const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -233,11 +251,11 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
   if (!o) return;
   jput(o, "record", js(k->lname));
   int tf = nsp_schema_time_field(k);
-  if (tf >= 0) jput(o, "t_rel_ns", ji((int64_t)(nsp_field_uint(r, &k->fields[tf]) - h->monotonic_ns)));
+  uint64_t t = tf >= 0 ? nsp_field_uint(r, &k->fields[tf]) : 0;
+  if (tf >= 0) jput(o, "t_rel_ns", t ? ji((int64_t)(t - h->monotonic_ns)) : NULL); /* 0: unknown */
   for (size_t i = 0; i < k->nfields; i++) {
     const struct nsp_field_info *f = &k->fields[i];
-    if (f->loc == NSP_FLOC_WIRE) continue;
-    if ((f->loc == NSP_FLOC_EXT || f->loc == NSP_FLOC_ENV || f->loc == NSP_FLOC_FRAMES) && !r->ext) continue;
+    if (!shown(f, h, r)) continue;
     if (f->wire == NSP_WIRE_S) {
       jput(o, f->name, js(nsp_field_str(r, f)));
     } else if (f->loc == NSP_FLOC_ENV) {
@@ -253,7 +271,7 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
         size_t nl = strlen(f->name);
         int has_ns = nl >= 3 && !strcmp(f->name + nl - 3, "_ns");
         snprintf(key, sizeof key, "%s%s", f->name, has_ns ? "" : "_ns");
-        jput(o, key, ji((int64_t)v));
+        jput(o, key, jnum(f, v));
         continue;
       }
       if (f->unit == NSP_UNIT_ID) {
@@ -266,15 +284,24 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
       if (is_enum_unit(f->unit)) {
         jput(o, f->name, name ? js(name) : NULL);
         snprintf(key, sizeof key, "%s_id", f->name);
-        jput(o, key, ji((int64_t)v));
-        if (f->unit == NSP_UNIT_API) jput(o, "op", js(nsp_op_name((int)v)));
+        jput(o, key, jnum(f, v));
+        if (f->unit == NSP_UNIT_API) jput(o, "op", js(v < NSP_API_COUNT ? nsp_op_name((int)v) : name));
         continue;
       }
-      jput(o, f->name, ji((int64_t)v));
-      if (f->unit == NSP_UNIT_FLAGS && k->nnames) { /* the names of the bits set */
+      jput(o, f->name, jnum(f, v));
+      if (f->unit == NSP_UNIT_FLAGS && k->nnames) { /* the names of the bits set, then the others in hex */
         json_object *a = json_object_new_array();
+        uint64_t rest = v;
         for (size_t n = 0; a && n < k->nnames; n++)
-          if ((v & k->names[n].value) && json_object_array_add(a, js(k->names[n].word)) != 0) break;
+          if (v & k->names[n].value) {
+            rest &= ~k->names[n].value;
+            if (json_object_array_add(a, js(k->names[n].word)) != 0) break;
+          }
+        if (a && rest) {
+          char hex[24];
+          snprintf(hex, sizeof hex, "0x%" PRIx64, rest);
+          json_object_array_add(a, js(hex));
+        }
         snprintf(key, sizeof key, "%s_names", f->name);
         jput(o, key, a);
       }

@@ -32,7 +32,7 @@ const char *nsp_nccl_version_str(int code, char *buf, size_t buflen) {
 /* Greedy word wrap at `width` columns with `indent` spaces; words are
  * written escaped (and measured as written). */
 static void put_wrapped(FILE *out, const char *text, int indent, int width) {
-  const char *p = text;
+  const char *p = text ? text : "";
   while (*p) {
     while (*p == ' ') p++;
     if (!*p) break;

@@ -97,7 +97,9 @@ void nsp_an_put_rank(struct nsp_sbuf *b, const struct nsp_job *job, int rank, si
 }
 
 void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {
-  static const char *const why[4] = {"unknown reason", "ring full", "write errors", "size cap (NCCLSPY_MAX_MB)"};
+  /* Indexed by NSP_DROP_* (0 unknown), in the report's words. */
+  static const char *const why[] = {"unknown reason", "ring full", "write errors", "size cap (NCCLSPY_MAX_MB)"};
+  _Static_assert(sizeof why / sizeof *why == NSP_DROP_END, "a drop reason without its words in the report");
   int first = 1;
   for (int r = 1; r <= 4; r++) {
     int k = r & 3; /* 1, 2, 3, then 0 (unknown) last */

@@ -246,3 +246,11 @@ size_t nsp_job_nnotes(const struct nsp_job *job) { return job->nnotes; }
 const char *nsp_job_note(const struct nsp_job *job, size_t i) { return i < job->nnotes ? job->notes[i] : NULL; }
 const char *nsp_job_summary(const struct nsp_job *job) { return job->summary ? job->summary : ""; }
 int64_t nsp_job_start_ns(const struct nsp_job *job) { return job->start_ns; }
+
+size_t nsp_analyze_nrules(void) { return nsp_nrules; }
+
+const char *nsp_analyze_rule(size_t i, const char **checks) {
+  if (i >= nsp_nrules) return NULL;
+  if (checks) *checks = nsp_rules[i]->checks;
+  return nsp_rules[i]->name;
+}

@@ -63,6 +63,12 @@ int nsp_an_run_rules(struct nsp_job *job) {
     struct nsp_finding_priv *f = &job->findings[i];
     const struct nsp_rule *rule = nsp_rule_of_kind(f->pub.kind);
     if (!f->message && rule && rule->message) NSP_TRY(rule->message(job, f));
+    /* A rule that wrote none (a rule being written): the kind's name, so
+     * every report has a message to print. */
+    if (!f->message) {
+      if (!(f->message = nsp_strdup(nsp_finding_kind_name(f->pub.kind)))) return NSP_AN_ENOMEM;
+      f->pub.message = f->message;
+    }
   }
   NSP_TRY(nsp_an_order_findings(job));
   return nsp_an_build_summary(job);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "nsp_an_model.h"
+#include "nsp_schema.h"
 #include "nsp_names.h"
 #include "nsp_reader.h"
 
@@ -119,42 +120,6 @@ static int note_error(struct nsp_trace *t, int source, int api, uint64_t comm_id
 /* The latest timestamp of the trace: where "the end of its trace" is. */
 static void seen(struct nsp_trace *t, uint64_t mono) {
   if (mono > t->t_last) t->t_last = mono;
-}
-
-/* Every monotonic time a record holds counts towards the trace's end
- * (a process snapshot's and a call site's do not). */
-static void seen_record(struct nsp_trace *t, const struct nsp_rec *rec) {
-  switch (rec->kind) {
-    case NSP_REC_COMM:
-      seen(t, nsp_rec_comm_t_enter(rec));
-      seen(t, nsp_rec_comm_t_exit(rec));
-      break;
-    case NSP_REC_COMM_END:
-      seen(t, nsp_rec_comm_end_t_enter(rec));
-      seen(t, nsp_rec_comm_end_t_exit(rec));
-      break;
-    case NSP_REC_CALL:
-      seen(t, nsp_rec_call_t_enter(rec));
-      seen(t, nsp_rec_call_t_exit(rec));
-      break;
-    case NSP_REC_REDOP:
-      seen(t, nsp_rec_redop_t_enter(rec));
-      seen(t, nsp_rec_redop_t_exit(rec));
-      break;
-    case NSP_REC_ASYNC_ERROR: seen(t, nsp_rec_async_error_t(rec)); break;
-    case NSP_REC_DROPPED: seen(t, nsp_rec_dropped_t(rec)); break;
-    case NSP_REC_COMPLETION:
-      seen(t, nsp_rec_completion_gpu_start(rec));
-      seen(t, nsp_rec_completion_gpu_end(rec));
-      seen(t, nsp_rec_completion_t_seen(rec));
-      break;
-    case NSP_REC_HEARTBEAT: /* alive and waiting: the trace ends later */
-      seen(t, nsp_rec_heartbeat_t(rec));
-      seen(t, nsp_rec_heartbeat_oldest(rec));
-      break;
-    case NSP_REC_SIGNAL: seen(t, nsp_rec_signal_t(rec)); break;
-    default: break;
-  }
 }
 
 static int dup_str(char **dst, const char *src) {
@@ -482,7 +447,9 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
   while ((ret = nsp_reader_next(r, &rec)) == 1) {
     t->info.records++;
     struct nsp_member *m;
-    seen_record(t, &rec);
+    /* Every monotonic time a record holds counts towards the trace's end,
+     * but a process snapshot's (the process's start). */
+    if (rec.kind != NSP_REC_PROCESS) seen(t, nsp_rec_latest_mono(&rec));
     switch (rec.kind) {
       case NSP_REC_PROCESS:
         NSP_TRY(on_process(t, &rec));
@@ -525,7 +492,7 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         t->info.dropped += nsp_rec_dropped_count(&rec);
         t->drop_rec = t->info.records;
         if (nsp_rec_dropped_t(&rec) > t->drop_mono) t->drop_mono = nsp_rec_dropped_t(&rec);
-        t->drop_by[nsp_rec_dropped_reason(&rec) < 4 ? nsp_rec_dropped_reason(&rec) : 0] += nsp_rec_dropped_count(&rec);
+        t->drop_by[nsp_rec_dropped_reason(&rec) < NSP_DROP_END ? nsp_rec_dropped_reason(&rec) : 0] += nsp_rec_dropped_count(&rec);
         break;
       case NSP_REC_COMPLETION:
         t->info.completions++;

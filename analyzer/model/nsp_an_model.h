@@ -242,7 +242,7 @@ struct nsp_trace {
   uint64_t drop_rec;
   uint64_t drop_mono;   /* monotonic time of the last DROPPED record: the lost
                            records came before it */
-  uint64_t drop_by[4];
+  uint64_t drop_by[NSP_DROP_END];
 };
 
 /* A call-site lookup pass 2 makes for a finding's process. */

@@ -109,6 +109,15 @@ enum nsp_call_flags { NSP_REC_NAMES_CALL(NSP_NAME_ENUM_, CALL) };
 enum nsp_comm_flags { NSP_REC_NAMES_COMM(NSP_NAME_ENUM_, COMM) };
 enum nsp_drop_reason { NSP_REC_NAMES_DROP(NSP_NAME_ENUM_, DROP) };
 #undef NSP_NAME_ENUM_
+/* Counts of drops by reason are arrays indexed by NSP_DROP_* (index 0:
+ * unknown): NSP_DROP_END entries, the reasons being 1, 2, ... in the
+ * table's order.  The crash ring's header keeps NSP_DROP_SLOTS of them, a
+ * fixed part of its layout: a reason past that needs a new ring format. */
+#define NSP_DROP_ONE_(P, NAME, value, word, since, meaning) +1
+enum { NSP_DROP_END = 1 NSP_REC_NAMES_DROP(NSP_DROP_ONE_, DROP) };
+#undef NSP_DROP_ONE_
+#define NSP_DROP_SLOTS 4
+_Static_assert(NSP_DROP_END <= NSP_DROP_SLOTS, "a drop reason the crash ring's header has no count for");
 
 /* Mask bits of NSP_REC_CALL. */
 enum nsp_call_mask {
@@ -214,7 +223,7 @@ struct nsp_ring_header {
   uint32_t nfields;           /* entries of fields[] used */
   uint64_t trace_realtime_ns; /* the trace header's realtime_ns: the trace this ring belongs to */
   uint64_t written;           /* ring positions below this are in the trace (or counted in dropped) */
-  uint64_t dropped[4];        /* records dropped so far, by NSP_DROP_* reason (index 0 unused) */
+  uint64_t dropped[NSP_DROP_SLOTS]; /* records dropped so far, by NSP_DROP_* reason (index 0 unused) */
   uint64_t blobs_lost;        /* records whose blob found no room */
   uint8_t reserved[136];
   struct nsp_ring_field fields[NSP_RING_MAX_FIELDS]; /* at offset 256 */

@@ -38,7 +38,7 @@
  * shows a field.
  *
  * since: the format minor version (1.since) that added the field or kind.
- * Fields absent from the end of a payload take their default: 0 or "". */
+ * default: what a field absent from the end of a payload reads as. */
 #ifndef NCCLSPY_TRACE_SCHEMA_H
 #define NCCLSPY_TRACE_SCHEMA_H
 
@@ -194,155 +194,157 @@
     "handler into the crash ring before the program's own handler or the default action runs.")
 
 /* Fields of each kind, in wire order:
- * F(K, name, enc, cm, pred, loc, C type, unit, since, meaning). */
+ * F(K, name, enc, cm, pred, loc, C type, unit, since, default, meaning).
+ * default: what a field absent from the end of a payload (an older file)
+ * reads as ("" for strings).  since is never older than its kind's. */
 #define NSP_REC_FIELDS_PROCESS(F, K)                                                                                \
-  F(K, pid, V, ALWAYS, NONE, X(pid), uint32_t, PID, 0, "process id")                                                \
-  F(K, ppid, V, ALWAYS, NONE, X(ppid), uint32_t, PID, 0, "parent process id")                                       \
-  F(K, nccl_version, Z, ALWAYS, NONE, X(nccl_version), int32_t, VERSION, 0,                                         \
+  F(K, pid, V, ALWAYS, NONE, X(pid), uint32_t, PID, 0, 0, "process id")                                                \
+  F(K, ppid, V, ALWAYS, NONE, X(ppid), uint32_t, PID, 0, 0, "parent process id")                                       \
+  F(K, nccl_version, Z, ALWAYS, NONE, X(nccl_version), int32_t, VERSION, 0, 0,                                         \
     "ncclGetVersion() code (22809 = 2.28.9); 0 unknown")                                                           \
-  F(K, realtime_ns, V, ALWAYS, NONE, X(realtime_ns), uint64_t, WALL, 0, "CLOCK_REALTIME when the snapshot was taken") \
-  F(K, monotonic_ns, V, ALWAYS, NONE, X(monotonic_ns), uint64_t, MONO, 0, "CLOCK_MONOTONIC at the same moment")     \
-  F(K, host, S, ALWAYS, NONE, X(host), const char *, TEXT, 0, "gethostname()")                                      \
-  F(K, shim_version, S, ALWAYS, NONE, X(shim_version), const char *, TEXT, 0, "the ncclspy version that wrote it")  \
-  F(K, nccl_path, S, ALWAYS, NONE, X(nccl_path), const char *, TEXT, 0, "the libnccl the shim resolved; \"\" none") \
-  F(K, env, ENV, ALWAYS, NONE, XENV(), uint32_t, ENV, 0,                                                            \
+  F(K, realtime_ns, V, ALWAYS, NONE, X(realtime_ns), uint64_t, WALL, 0, 0, "CLOCK_REALTIME when the snapshot was taken") \
+  F(K, monotonic_ns, V, ALWAYS, NONE, X(monotonic_ns), uint64_t, MONO, 0, 0, "CLOCK_MONOTONIC at the same moment")     \
+  F(K, host, S, ALWAYS, NONE, X(host), const char *, TEXT, 0, "", "gethostname()")                                      \
+  F(K, shim_version, S, ALWAYS, NONE, X(shim_version), const char *, TEXT, 0, "", "the ncclspy version that wrote it")  \
+  F(K, nccl_path, S, ALWAYS, NONE, X(nccl_path), const char *, TEXT, 0, "", "the libnccl the shim resolved; \"\" none") \
+  F(K, env, ENV, ALWAYS, NONE, XENV(), uint32_t, ENV, 0, 0,                                                            \
     "the allowlisted environment (rank and world variables of torchrun, Slurm, Open MPI and PMI, NCCL_*, "         \
     "CUDA_*, ...), never values of other variables")                                                               \
-  F(K, driver_version, Z, ALWAYS, NONE, X(driver_version), int32_t, CUDAVER, 1, "cuDriverGetVersion(); 0 unknown") \
-  F(K, runtime_version, Z, ALWAYS, NONE, X(runtime_version), int32_t, CUDAVER, 1,                                   \
+  F(K, driver_version, Z, ALWAYS, NONE, X(driver_version), int32_t, CUDAVER, 1, 0, "cuDriverGetVersion(); 0 unknown") \
+  F(K, runtime_version, Z, ALWAYS, NONE, X(runtime_version), int32_t, CUDAVER, 1, 0,                                   \
     "cudaRuntimeGetVersion() of the loaded libcudart; 0 unknown")                                                  \
-  F(K, launcher, S, ALWAYS, NONE, X(launcher), const char *, TEXT, 1,                                               \
+  F(K, launcher, S, ALWAYS, NONE, X(launcher), const char *, TEXT, 1, "",                                               \
     "\"torchrun\", \"slurm\", \"openmpi\", \"pmi\" or \"\"")                                                       \
-  F(K, tracking, V, ALWAYS, NONE, X(tracking), uint32_t, FLAGS, 1,                                                  \
+  F(K, tracking, V, ALWAYS, NONE, X(tracking), uint32_t, FLAGS, 1, 0,                                                  \
     "NSP_TRACK_*: what the shim recorded")
 
 #define NSP_REC_FIELDS_COMM(F, K)                                                                                  \
-  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, "process-local index, from 1 (0: a no-color split)")     \
-  F(K, comm_id, U64, ALWAYS, NONE, X(comm_id), uint64_t, ID, 0, "communicator id, the same on all its ranks")      \
-  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 0, "the entry point that made it")                              \
-  F(K, rank, Z, ALWAYS, NONE, X(rank), int32_t, RANK, 0, "this process's rank; -1 unknown (pending)")              \
-  F(K, nranks, Z, ALWAYS, NONE, X(nranks), int32_t, NUM, 0, "ranks of the communicator; -1 unknown")               \
-  F(K, device, Z, ALWAYS, NONE, X(device), int32_t, NUM, 0, "CUDA device ordinal; -1 unknown")                     \
-  F(K, parent_id, U64, ALWAYS, NONE, X(parent_id), uint64_t, ID, 0, "the parent of a split or shrink; 0 none")     \
-  F(K, color, Z, ALWAYS, NONE, X(color), int32_t, NUM, 0, "split color (NCCL_SPLIT_NOCOLOR -1)")                    \
-  F(K, key, Z, ALWAYS, NONE, X(key), int32_t, NUM, 0, "split key")                                                 \
-  F(K, split_index, V, ALWAYS, NONE, X(split_index), uint32_t, COUNT, 0,                                           \
+  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, 0, "process-local index, from 1 (0: a no-color split)")     \
+  F(K, comm_id, U64, ALWAYS, NONE, X(comm_id), uint64_t, ID, 0, 0, "communicator id, the same on all its ranks")      \
+  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 0, 0, "the entry point that made it")                              \
+  F(K, rank, Z, ALWAYS, NONE, X(rank), int32_t, RANK, 0, 0, "this process's rank; -1 unknown (pending)")              \
+  F(K, nranks, Z, ALWAYS, NONE, X(nranks), int32_t, NUM, 0, 0, "ranks of the communicator; -1 unknown")               \
+  F(K, device, Z, ALWAYS, NONE, X(device), int32_t, NUM, 0, 0, "CUDA device ordinal; -1 unknown")                     \
+  F(K, parent_id, U64, ALWAYS, NONE, X(parent_id), uint64_t, ID, 0, 0, "the parent of a split or shrink; 0 none")     \
+  F(K, color, Z, ALWAYS, NONE, X(color), int32_t, NUM, 0, 0, "split color (NCCL_SPLIT_NOCOLOR -1)")                    \
+  F(K, key, Z, ALWAYS, NONE, X(key), int32_t, NUM, 0, 0, "split key")                                                 \
+  F(K, split_index, V, ALWAYS, NONE, X(split_index), uint32_t, COUNT, 0, 0,                                           \
     "the parent's splits and shrinks before this one")                                                            \
-  F(K, comm_name, S, ALWAYS, NONE, X(comm_name), const char *, TEXT, 0, "ncclConfig_t commName; \"\" unset")       \
-  F(K, handle, V, ALWAYS, NONE, X(handle), uint64_t, ADDR, 0, "the ncclComm_t value in this process")              \
-  F(K, result, Z, ALWAYS, NONE, R(result), int32_t, RESULT, 0, "what the call returned")                           \
-  F(K, t_enter, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, "when the call was entered")                        \
-  F(K, t_exit, V, ALWAYS, NONE, R(t_exit), uint64_t, END, 0, "when it returned")                                    \
-  F(K, last_error, S, ALWAYS, NONE, R(last_error), const char *, TEXT, 0, "ncclGetLastError() on failure; \"\"")  \
-  F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 0,                                                       \
+  F(K, comm_name, S, ALWAYS, NONE, X(comm_name), const char *, TEXT, 0, "", "ncclConfig_t commName; \"\" unset")       \
+  F(K, handle, V, ALWAYS, NONE, X(handle), uint64_t, ADDR, 0, 0, "the ncclComm_t value in this process")              \
+  F(K, result, Z, ALWAYS, NONE, R(result), int32_t, RESULT, 0, 0, "what the call returned")                           \
+  F(K, t_enter, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, 0, "when the call was entered")                        \
+  F(K, t_exit, V, ALWAYS, NONE, R(t_exit), uint64_t, END, 0, 0, "when it returned")                                    \
+  F(K, last_error, S, ALWAYS, NONE, R(last_error), const char *, TEXT, 0, "", "ncclGetLastError() on failure; \"\"")  \
+  F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 0, 0,                                                       \
     "NSP_COMM_*")          \
-  F(K, gpu_uuid, S, ALWAYS, NONE, X(gpu_uuid), const char *, TEXT, 1, "\"GPU-xxxxxxxx-...\"; \"\" unknown")         \
-  F(K, gpu_pci_bus_id, S, ALWAYS, NONE, X(gpu_pci_bus_id), const char *, TEXT, 1, "\"0000:1b:00.0\"; \"\" unknown") \
-  F(K, gpu_name, S, ALWAYS, NONE, X(gpu_name), const char *, TEXT, 1, "the GPU's name; \"\" unknown")
+  F(K, gpu_uuid, S, ALWAYS, NONE, X(gpu_uuid), const char *, TEXT, 1, "", "\"GPU-xxxxxxxx-...\"; \"\" unknown")         \
+  F(K, gpu_pci_bus_id, S, ALWAYS, NONE, X(gpu_pci_bus_id), const char *, TEXT, 1, "", "\"0000:1b:00.0\"; \"\" unknown") \
+  F(K, gpu_name, S, ALWAYS, NONE, X(gpu_name), const char *, TEXT, 1, "", "the GPU's name; \"\" unknown")
 
 #define NSP_REC_FIELDS_COMM_END(F, K)                                                                            \
-  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, "the communicator")                                    \
-  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 0, "CommFinalize, CommDestroy, CommAbort or CommRevoke")      \
-  F(K, result, Z, ALWAYS, NONE, R(result), int32_t, RESULT, 0, "what the call returned")                         \
-  F(K, t_enter, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, "when the call was entered")                      \
-  F(K, t_exit, V, ALWAYS, NONE, R(t_exit), uint64_t, END, 0, "when it returned")                                  \
-  F(K, last_error, S, ALWAYS, NONE, R(last_error), const char *, TEXT, 0, "ncclGetLastError() on failure; \"\"")
+  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, 0, "the communicator")                                    \
+  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 0, 0, "CommFinalize, CommDestroy, CommAbort or CommRevoke")      \
+  F(K, result, Z, ALWAYS, NONE, R(result), int32_t, RESULT, 0, 0, "what the call returned")                         \
+  F(K, t_enter, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, 0, "when the call was entered")                      \
+  F(K, t_exit, V, ALWAYS, NONE, R(t_exit), uint64_t, END, 0, 0, "when it returned")                                  \
+  F(K, last_error, S, ALWAYS, NONE, R(last_error), const char *, TEXT, 0, "", "ncclGetLastError() on failure; \"\"")
 
 #define NSP_REC_FIELDS_CALL(F, K)                                                                                 \
-  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 0, "the entry point")                                          \
-  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, "the communicator; 0 none (group calls)")               \
-  F(K, mask, MASK, ALWAYS, NONE, WIRE(), uint32_t, FLAGS, 0, "NSP_CM_* bits of the fields that follow")           \
-  F(K, t_enter, TDELTA, ALWAYS, PREVT, R(t_enter), uint64_t, TIME, 0, "when the call was entered")                  \
-  F(K, t_exit, DUR, ALWAYS, NONE, R(t_exit), uint64_t, END, 0, "when it returned")                                 \
-  F(K, seq, SEQ, SEQ, NEXTSEQ, R(seq), uint64_t, NUM, 0,                                                          \
+  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 0, 0, "the entry point")                                          \
+  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, 0, "the communicator; 0 none (group calls)")               \
+  F(K, mask, MASK, ALWAYS, NONE, WIRE(), uint32_t, FLAGS, 0, 0, "NSP_CM_* bits of the fields that follow")           \
+  F(K, t_enter, TDELTA, ALWAYS, PREVT, R(t_enter), uint64_t, TIME, 0, 0, "when the call was entered")                  \
+  F(K, t_exit, DUR, ALWAYS, NONE, R(t_exit), uint64_t, END, 0, 0, "when it returned")                                 \
+  F(K, seq, SEQ, SEQ, NEXTSEQ, R(seq), uint64_t, NUM, 0, 0,                                                          \
     "per communicator for collectives (from 1, Bcast and Broadcast alike); per (communicator, peer, direction) " \
     "for send/recv")                                                                                             \
-  F(K, count, V, COUNT, PREV(0), R(count), uint64_t, ELEMENTS, 0,                                                 \
+  F(K, count, V, COUNT, PREV(0), R(count), uint64_t, ELEMENTS, 0, 0,                                                 \
     "as passed (AllGather: sendcount; ReduceScatter: recvcount)")                                                \
-  F(K, dtype, V, TYPE, PREV(0), R(dtype), int32_t, DTYPE, 0, "-1 for calls that move no data")                     \
-  F(K, redop, Z, TYPE, PREV(-1), R(redop), int32_t, REDOP, 0, "-1 for ops without one")                           \
-  F(K, peer, Z, PEER, PREV(-1), R(peer), int32_t, RANK, 0, "root of rooted collectives, peer of send/recv; -1")   \
-  F(K, stream, V, STREAM, PREV(0), R(stream), uint64_t, ADDR, 0, "the cudaStream_t value")                          \
-  F(K, sendbuff, V, SENDBUF, PREV(0), R(sendbuff), uint64_t, ADDR, 0, "address only, never contents")               \
-  F(K, recvbuff, V, RECVBUF, PREV(0), R(recvbuff), uint64_t, ADDR, 0, "address only, never contents")               \
-  F(K, group_id, ZDELTA, GROUP, PREV(0), R(group_id), uint64_t, NUM, 0,                                             \
+  F(K, dtype, V, TYPE, PREV(0), R(dtype), int32_t, DTYPE, 0, 0, "-1 for calls that move no data")                     \
+  F(K, redop, Z, TYPE, PREV(-1), R(redop), int32_t, REDOP, 0, 0, "-1 for ops without one")                           \
+  F(K, peer, Z, PEER, PREV(-1), R(peer), int32_t, RANK, 0, 0, "root of rooted collectives, peer of send/recv; -1")   \
+  F(K, stream, V, STREAM, PREV(0), R(stream), uint64_t, ADDR, 0, 0, "the cudaStream_t value")                          \
+  F(K, sendbuff, V, SENDBUF, PREV(0), R(sendbuff), uint64_t, ADDR, 0, 0, "address only, never contents")               \
+  F(K, recvbuff, V, RECVBUF, PREV(0), R(recvbuff), uint64_t, ADDR, 0, 0, "address only, never contents")               \
+  F(K, group_id, ZDELTA, GROUP, PREV(0), R(group_id), uint64_t, NUM, 0, 0,                                             \
     "the process's ncclGroupStart/End group, from 1; 0 outside groups")                                            \
-  F(K, group_depth, V, GROUP, PREV(0), R(group_depth), uint32_t, NUM, 0, "group nesting at the call; 0 outside")    \
-  F(K, result, Z, RESULT, DEF, R(result), int32_t, RESULT, 0, "what the call returned")                             \
-  F(K, last_error, S, RESULT, DEF, R(last_error), const char *, TEXT, 0, "ncclGetLastError() on failure")          \
-  F(K, flags, V, FLAGS, PREV(0), R(flags), uint16_t, FLAGS, 0,                                                     \
+  F(K, group_depth, V, GROUP, PREV(0), R(group_depth), uint32_t, NUM, 0, 0, "group nesting at the call; 0 outside")    \
+  F(K, result, Z, RESULT, DEF, R(result), int32_t, RESULT, 0, 0, "what the call returned")                             \
+  F(K, last_error, S, RESULT, DEF, R(last_error), const char *, TEXT, 0, "", "ncclGetLastError() on failure")          \
+  F(K, flags, V, FLAGS, PREV(0), R(flags), uint16_t, FLAGS, 0, 0,                                                     \
     "NSP_CALL_*")                                                                                                  \
-  F(K, site, V, SITE, PREV(0), R(site), uint32_t, SITE, 1, "its call site (CALLSITE); 0 none")
+  F(K, site, V, SITE, PREV(0), R(site), uint32_t, SITE, 1, 0, "its call site (CALLSITE); 0 none")
 
 #define NSP_REC_FIELDS_REDOP(F, K)                                                                                \
-  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 0, "RedOpCreatePreMulSum or RedOpDestroy")                     \
-  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, "the communicator")                                     \
-  F(K, redop, Z, ALWAYS, NONE, R(redop), int32_t, REDOP, 0, "the op made or destroyed; -1 none")                  \
-  F(K, dtype, Z, ALWAYS, NONE, R(dtype), int32_t, DTYPE, 0, "the scalar's dtype; -1 none")                        \
-  F(K, residence, Z, ALWAYS, NONE, R(aux), int32_t, RESIDENCE, 0, "the scalar's residence; -1 none")              \
-  F(K, scalar, V, ALWAYS, NONE, R(count), uint64_t, NUM, 0,                                                        \
+  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 0, 0, "RedOpCreatePreMulSum or RedOpDestroy")                     \
+  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, 0, "the communicator")                                     \
+  F(K, redop, Z, ALWAYS, NONE, R(redop), int32_t, REDOP, 0, 0, "the op made or destroyed; -1 none")                  \
+  F(K, dtype, Z, ALWAYS, NONE, R(dtype), int32_t, DTYPE, 0, 0, "the scalar's dtype; -1 none")                        \
+  F(K, residence, Z, ALWAYS, NONE, R(aux), int32_t, RESIDENCE, 0, 0, "the scalar's residence; -1 none")              \
+  F(K, scalar, V, ALWAYS, NONE, R(count), uint64_t, NUM, 0, 0,                                                        \
     "a host-immediate scalar's bytes, zero-extended to 64 bits; 0 otherwise")                                     \
-  F(K, result, Z, ALWAYS, NONE, R(result), int32_t, RESULT, 0, "what the call returned")                          \
-  F(K, t_enter, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, "when the call was entered")                       \
-  F(K, t_exit, V, ALWAYS, NONE, R(t_exit), uint64_t, END, 0, "when it returned")
+  F(K, result, Z, ALWAYS, NONE, R(result), int32_t, RESULT, 0, 0, "what the call returned")                          \
+  F(K, t_enter, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, 0, "when the call was entered")                       \
+  F(K, t_exit, V, ALWAYS, NONE, R(t_exit), uint64_t, END, 0, 0, "when it returned")
 
 #define NSP_REC_FIELDS_DROPPED(F, K)                                                                        \
-  F(K, count, V, ALWAYS, NONE, R(count), uint64_t, COUNT, 0, "records lost since the previous DROPPED record") \
-  F(K, reason, V, ALWAYS, NONE, R(aux), uint32_t, REASON, 0, "NSP_DROP_*: why")        \
-  F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, "when the loss was noticed")
+  F(K, count, V, ALWAYS, NONE, R(count), uint64_t, COUNT, 0, 0, "records lost since the previous DROPPED record") \
+  F(K, reason, V, ALWAYS, NONE, R(aux), uint32_t, REASON, 0, 0, "NSP_DROP_*: why")        \
+  F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, 0, "when the loss was noticed")
 
 #define NSP_REC_FIELDS_ASYNC_ERROR(F, K)                                                              \
-  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, "the communicator")                         \
-  F(K, result, Z, ALWAYS, NONE, R(result), int32_t, RESULT, 0, "ncclCommGetAsyncError's new answer")  \
-  F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, "when the shim saw it")                     \
-  F(K, last_error, S, ALWAYS, NONE, R(last_error), const char *, TEXT, 0, "ncclGetLastError(); \"\"")
+  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, 0, "the communicator")                         \
+  F(K, result, Z, ALWAYS, NONE, R(result), int32_t, RESULT, 0, 0, "ncclCommGetAsyncError's new answer")  \
+  F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, 0, "when the shim saw it")                     \
+  F(K, last_error, S, ALWAYS, NONE, R(last_error), const char *, TEXT, 0, "", "ncclGetLastError(); \"\"")
 
 #define NSP_REC_FIELDS_COMPLETION(F, K)                                                                          \
-  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 0, "the call's communicator, as in its CALL")              \
-  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 0, "the call's entry point")                                  \
-  F(K, seq, V, ALWAYS, NONE, R(seq), uint64_t, NUM, 0, "the call's seq, as in its CALL")                         \
-  F(K, peer, Z, ALWAYS, NONE, R(peer), int32_t, RANK, 0, "the call's peer field, as in its CALL")                \
-  F(K, group_id, V, ALWAYS, NONE, R(group_id), uint64_t, NUM, 0,                                                 \
+  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 1, 0, "the call's communicator, as in its CALL")              \
+  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 1, 0, "the call's entry point")                                  \
+  F(K, seq, V, ALWAYS, NONE, R(seq), uint64_t, NUM, 1, 0, "the call's seq, as in its CALL")                         \
+  F(K, peer, Z, ALWAYS, NONE, R(peer), int32_t, RANK, 1, 0, "the call's peer field, as in its CALL")                \
+  F(K, group_id, V, ALWAYS, NONE, R(group_id), uint64_t, NUM, 1, 0,                                                 \
     "0: one call; else every call of this process in that group")                                               \
-  F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 0,                                                     \
+  F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 1, 0,                                                     \
     "NSP_DONE_*")  \
-  F(K, gpu_start, V, ALWAYS, NONE, R(t_enter), uint64_t, MONO, 0,                                                \
+  F(K, gpu_start, V, ALWAYS, NONE, R(t_enter), uint64_t, MONO, 1, 0,                                                \
     "when the GPU began it, mapped from its event onto CLOCK_MONOTONIC; 0 not timed")                           \
-  F(K, gpu_end, V, ALWAYS, NONE, R(t_exit), uint64_t, MONO, 0, "when the GPU finished it; 0 not timed")          \
-  F(K, t_seen, V, ALWAYS, NONE, R(count), uint64_t, TIME, 0, "when the shim saw it complete")
+  F(K, gpu_end, V, ALWAYS, NONE, R(t_exit), uint64_t, MONO, 1, 0, "when the GPU finished it; 0 not timed")          \
+  F(K, t_seen, V, ALWAYS, NONE, R(count), uint64_t, TIME, 1, 0, "when the shim saw it complete")
 
 #define NSP_REC_FIELDS_CALLSITE(F, K)                                                            \
-  F(K, site, V, ALWAYS, NONE, R(site), uint32_t, SITE, 0, "the id CALL records name it by")       \
-  F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 0,                                     \
+  F(K, site, V, ALWAYS, NONE, R(site), uint32_t, SITE, 1, 0, "the id CALL records name it by")       \
+  F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 1, 0,                                     \
     "NSP_SITE_*")                         \
-  F(K, frames, FRAMES, ALWAYS, NONE, XFRAMES(), uint32_t, FRAMES, 0,                              \
+  F(K, frames, FRAMES, ALWAYS, NONE, XFRAMES(), uint32_t, FRAMES, 1, 0,                              \
     "module path, offset from the module's load address, symbol (\"\" unknown), innermost first")
 
 #define NSP_REC_FIELDS_RINGPOS(F, K)                                                                   \
-  F(K, first, V, ALWAYS, NONE, R(seq), uint64_t, POS, 0, "ring position of the frame's first record") \
-  F(K, end, V, ALWAYS, NONE, R(count), uint64_t, POS, 0, "one past its last: the frame holds [first, end)")
+  F(K, first, V, ALWAYS, NONE, R(seq), uint64_t, POS, 2, 0, "ring position of the frame's first record") \
+  F(K, end, V, ALWAYS, NONE, R(count), uint64_t, POS, 2, 0, "one past its last: the frame holds [first, end)")
 
 #define NSP_REC_FIELDS_HEARTBEAT(F, K)                                                                 \
-  F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, "now")                                       \
-  F(K, pending, V, ALWAYS, NONE, R(count), uint64_t, COUNT, 0, "calls awaiting completion")             \
-  F(K, oldest, V, ALWAYS, NONE, R(t_exit), uint64_t, MONO, 0, "t_enter of the oldest of them")
+  F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 2, 0, "now")                                       \
+  F(K, pending, V, ALWAYS, NONE, R(count), uint64_t, COUNT, 2, 0, "calls awaiting completion")             \
+  F(K, oldest, V, ALWAYS, NONE, R(t_exit), uint64_t, MONO, 2, 0, "t_enter of the oldest of them")
 
 #define NSP_REC_FIELDS_SIGNAL(F, K)                                                                                \
-  F(K, signo, V, ALWAYS, NONE, R(aux), uint32_t, SIGNO, 0,                                                         \
+  F(K, signo, V, ALWAYS, NONE, R(aux), uint32_t, SIGNO, 3, 0,                                                         \
     "the signal (Linux: 4 SIGILL, 6 SIGABRT, 7 SIGBUS, 8 SIGFPE, 11 SIGSEGV)")                                    \
-  F(K, code, Z, ALWAYS, NONE, R(result), int32_t, SICODE, 0,                                                       \
+  F(K, code, Z, ALWAYS, NONE, R(result), int32_t, SICODE, 3, 0,                                                       \
     "si_code: > 0 a fault (1 SEGV_MAPERR, 2 SEGV_ACCERR, ...), 0x80 SI_KERNEL, 0 SI_USER (kill), -6 SI_TKILL "    \
     "(raise, abort)")                                                                                             \
-  F(K, addr, V, ALWAYS, NONE, R(sendbuff), uint64_t, ADDR, 0,                                                      \
+  F(K, addr, V, ALWAYS, NONE, R(sendbuff), uint64_t, ADDR, 3, 0,                                                      \
     "si_addr of a fault: the address that could not be accessed (SIGSEGV, SIGBUS) or the instruction (SIGILL, "  \
     "SIGFPE); 0 for a signal that was sent")                                                                      \
-  F(K, tid, V, ALWAYS, NONE, R(seq), uint64_t, TID, 0, "the thread that received it")                              \
-  F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 0, "when it arrived")                                       \
-  F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 0,                                                       \
+  F(K, tid, V, ALWAYS, NONE, R(seq), uint64_t, TID, 3, 0, "the thread that received it")                              \
+  F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 3, 0, "when it arrived")                                       \
+  F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 3, 0,                                                       \
     "NSP_SIG_*")       \
-  F(K, sender_pid, V, ALWAYS, NONE, R(peer), int32_t, PID, 0,                                                      \
+  F(K, sender_pid, V, ALWAYS, NONE, R(peer), int32_t, PID, 3, 0,                                                      \
     "a signal that was sent (code <= 0): si_pid, the sender (the process itself for abort()); 0 for a fault")     \
-  F(K, frames, FRAMES, ALWAYS, NONE, XFRAMES(), uint32_t, FRAMES, 0,                                               \
+  F(K, frames, FRAMES, ALWAYS, NONE, XFRAMES(), uint32_t, FRAMES, 3, 0,                                               \
     "the receiving thread's stack, innermost first: frame 0 is the interrupted instruction, the others return "   \
     "addresses; symbols from the dynamic symbol table (as dladdr gives them)")
 

@@ -84,8 +84,9 @@ static void render(struct out *o) {
     put(o, "\n#### %d %s (%s)\n\n", ki->kind, ki->name, since(ki->since, b, sizeof b));
     put(o, "%s\n\n", ki->meaning);
     int call = ki->kind == NSP_REC_CALL;
-    put(o, call ? "| field | encoding | present | prediction | unit | since | meaning |\n|---|---|---|---|---|---|---|\n"
-                : "| field | encoding | unit | since | meaning |\n|---|---|---|---|---|\n");
+    put(o, call ? "| field | encoding | present | prediction | unit | since | default | meaning |\n"
+                  "|---|---|---|---|---|---|---|---|\n"
+                : "| field | encoding | unit | since | default | meaning |\n|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < ki->nfields; i++) {
       const struct nsp_field_info *f = &ki->fields[i];
       put(o, "| %s | %s | ", f->name, nsp_wire_name(f->wire));
@@ -93,7 +94,8 @@ static void render(struct out *o) {
         if (f->cm) put(o, "bit %d (%s) | %s | ", __builtin_ctz(f->cm), f->cm_name, f->pred);
         else put(o, "always | - | ");
       }
-      put(o, "%s | %s | ", nsp_unit_name(f->unit), since(f->since, b, sizeof b));
+      put(o, "%s | %s | %s | ", nsp_unit_name(f->unit), since(f->since, b, sizeof b),
+          f->wire == NSP_WIRE_ENV || f->wire == NSP_WIRE_FRAMES ? "none" : f->def);
       cell(o, f->meaning);
       put(o, " |\n");
     }
@@ -157,6 +159,17 @@ int main(int argc, char **argv) {
       return 2;
     }
     return 0;
+  }
+  /* The hand-written parts that name the version. */
+  char title[64], minor_row[64];
+  snprintf(title, sizeof title, "# The ncclspy trace format, version %d.%d\n", NSP_FORMAT_MAJOR, NSP_FORMAT_MINOR);
+  snprintf(minor_row, sizeof minor_row, "| 10 | 2 | minor | %d (%d.%d);", NSP_FORMAT_MINOR, NSP_FORMAT_MAJOR,
+           NSP_FORMAT_MINOR);
+  if (strncmp(doc, title, strlen(title)) || !strstr(doc, minor_row)) {
+    fprintf(stderr, "%s: its title and the header table's minor row must say format %d.%d (NSP_FORMAT_MINOR in "
+            "include/ncclspy/trace.h): \"%.*s\" and \"%s\"\n",
+            path, NSP_FORMAT_MAJOR, NSP_FORMAT_MINOR, (int)strlen(title) - 1, title, minor_row);
+    return 1;
   }
   size_t have = (size_t)(e - b);
   if (have == want.len && !memcmp(b, want.s, have)) {

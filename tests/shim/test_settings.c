@@ -26,6 +26,7 @@ static void print_default(const struct nsp_setting_def *d) {
     case NSP_ST_POW2:
       printf("%ld", d->def);
       if (d->def == 0 && d->zero) printf(" (%s)", d->zero);
+      else if (d->unit) printf(" %s", d->unit);
       break;
     case NSP_ST_MODE: printf("0%lo", (unsigned long)d->def); break;
     case NSP_ST_WORD: {
@@ -164,7 +165,30 @@ static const struct {
     {NSP_SET_DEBUG, NULL, 0, ""},
 };
 
+/* The table agrees with itself: a number's default in its range, a word's
+ * default one of its words. */
+static void table(void) {
+  for (int i = 0; i < NSP_SET_COUNT; i++) {
+    const struct nsp_setting_def *d = &nsp_setting_defs[i];
+    if (d->type == NSP_ST_INT || d->type == NSP_ST_POW2)
+      ok(d->lo <= d->def && d->def <= d->hi, "%s: default %ld in its range %ld to %ld", d->name, d->def, d->lo, d->hi);
+    if (d->type == NSP_ST_SWITCH) ok(d->def == 0 || d->def == 1, "%s: a switch's default is 0 or 1", d->name);
+    if (d->type == NSP_ST_MODE)
+      ok((d->def & d->lo) == d->lo && (d->def & ~d->hi) == 0, "%s: default 0%lo within 0%lo to 0%lo", d->name,
+         (unsigned long)d->def, (unsigned long)d->lo, (unsigned long)d->hi);
+    if (d->type == NSP_ST_WORD) {
+      long words = 1;
+      for (const char *p = d->text; p && *p; p++) words += *p == '|';
+      ok(d->text && d->def >= 0 && d->def < words, "%s: default word %ld of %ld", d->name, d->def, words);
+    }
+    if (d->type == NSP_ST_INT || d->type == NSP_ST_POW2)
+      ok(d->unit != NULL || d->zero != NULL || strstr(d->meaning, "{range}") != NULL,
+         "%s: a number says its unit or its range", d->name);
+  }
+}
+
 static int parser(void) {
+  table();
   /* Defaults, unset and empty alike. */
   for (int i = 0; i < NSP_SET_COUNT; i++) {
     const struct nsp_setting_def *d = &nsp_setting_defs[i];
