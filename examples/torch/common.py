@@ -1,4 +1,5 @@
-"""Shared set-up for the torchrun examples: one process per GPU, NCCL.
+"""Shared set-up for the torchrun examples: one process per GPU, NCCL
+(NSP_ONE_GPU=1: every rank on GPU 0, for a host with one GPU).
 
 Every example keeps NVLink multicast off (NCCL_NVLS_ENABLE=0): on shared
 hosts a program that uses it can take the GPUs out of service.
@@ -14,6 +15,13 @@ def setup(timeout_s=30):
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    if os.environ.get("NSP_ONE_GPU"):
+        # Every rank on GPU 0 (a host with one GPU): each rank its own
+        # NCCL_HOSTID, so NCCL takes them for separate hosts and joins
+        # them over sockets (slow, but the collectives are the same).
+        os.environ["NCCL_HOSTID"] = f"nsp-rank-{rank}"
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+        local_rank = 0
     torch.cuda.set_device(local_rank)
     # A short timeout: the failure cases hang on purpose, and the watchdog
     # ends them (and the trace must survive that).
