@@ -126,11 +126,10 @@ static char *slurp(const char *path, size_t *len) {
   return o.s ? o.s : calloc(1, 1);
 }
 
-int main(int argc, char **argv) {
-  struct out want = {0};
-  render(&want);
+static int run(int argc, char **argv, struct out *want, char **docp) {
+  render(want);
   if (argc == 2 && !strcmp(argv[1], "--print")) {
-    fputs(want.s, stdout);
+    fputs(want->s, stdout);
     return 0;
   }
   int write = argc == 3 && !strcmp(argv[1], "--write");
@@ -140,7 +139,7 @@ int main(int argc, char **argv) {
   }
   const char *path = argv[1 + write];
   size_t len;
-  char *doc = slurp(path, &len);
+  char *doc = *docp = slurp(path, &len);
   if (!doc) {
     perror(path);
     return 2;
@@ -153,7 +152,7 @@ int main(int argc, char **argv) {
   e += strlen(NSP_END);
   if (write) {
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(doc, 1, (size_t)(b - doc), f) != (size_t)(b - doc) || fputs(want.s, f) < 0 ||
+    if (!f || fwrite(doc, 1, (size_t)(b - doc), f) != (size_t)(b - doc) || fputs(want->s, f) < 0 ||
         fwrite(e, 1, len - (size_t)(e - doc), f) != len - (size_t)(e - doc) || fclose(f) != 0) {
       perror(path);
       return 2;
@@ -172,20 +171,29 @@ int main(int argc, char **argv) {
     return 1;
   }
   size_t have = (size_t)(e - b);
-  if (have == want.len && !memcmp(b, want.s, have)) {
+  if (have == want->len && !memcmp(b, want->s, have)) {
     printf("ok: %s's record tables match the schema (%zu kinds)\n", path, nsp_schema_nkinds());
     return 0;
   }
   /* The first line that differs, to say what to look at. */
   size_t i = 0, line = 1;
-  while (i < have && i < want.len && b[i] == want.s[i]) line += b[i++] == '\n';
+  while (i < have && i < want->len && b[i] == want->s[i]) line += b[i++] == '\n';
   size_t ls = i;
-  while (ls > 0 && want.s[ls - 1] != '\n') ls--;
-  const char *wl = want.s + ls, *hl = b + ls;
+  while (ls > 0 && want->s[ls - 1] != '\n') ls--;
+  const char *wl = want->s + ls, *hl = b + ls;
   fprintf(stderr,
           "%s: the record tables differ from include/ncclspy/trace_schema.h at line %zu of the block:\n"
           "  schema: %.*s\n  doc:    %.*s\n"
           "regenerate with: nsp_format_doc --write %s (build/tests/format/)\n",
           path, line, (int)strcspn(wl, "\n"), wl, (int)strcspn(hl, "\n"), hl, path);
   return 1;
+}
+
+int main(int argc, char **argv) {
+  struct out want = {0};
+  char *doc = NULL;
+  int rc = run(argc, argv, &want, &doc);
+  free(want.s);
+  free(doc);
+  return rc;
 }
