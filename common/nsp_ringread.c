@@ -57,6 +57,7 @@ struct nsp_ringread {
     uint8_t size, is_signed, have;
   } f[NSP_RF_END_];
   int begun;
+  unsigned minor; /* the trace's format minor: fields newer than it read as their defaults */
   uint64_t pos, end;
   int drop_reason; /* next reason whose drops to report, 1..3; 4 done */
   uint64_t drop_left[NSP_DROP_SLOTS];
@@ -187,6 +188,7 @@ static struct nsp_ringread *open_common(const uint8_t *map, size_t len, size_t m
   rr->map = map;
   rr->len = len;
   rr->map_len = map_len;
+  rr->minor = h->minor;
   rr->path = name;
   char why[256];
   const char *bad = check_header(rr, h, why, sizeof why);
@@ -424,6 +426,7 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
 #undef NSP_SLOT_COPY_
     rec->last_error = NULL;
     rec->ext = NULL;
+    nsp_rec_apply_defaults(rec, rr->minor);
     uint64_t comm = field(rr, slot, NSP_RF_COMM, 0);
     if (comm >= NSP_MAX_COMMS) {
       damage(rr, "slot at byte %llu (ring position %llu): communicator index %llu out of range",

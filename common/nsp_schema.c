@@ -13,11 +13,14 @@
 #define NSP_FI_LOC_WIRE() NSP_FLOC_WIRE, 0, 0
 #define NSP_FI_AT_(l_, s_, o_) .loc = (l_), .size = (s_), .offset = (o_)
 #define NSP_FI_AT(...) NSP_FI_AT_(__VA_ARGS__)
+/* A default as a number: 0 for strings, whose default is "" (the string
+ * branch is never selected for them). */
+#define NSP_FI_DEFV_(ftype, fdef) _Generic((ftype)0, const char *: 0, default: (int64_t)(fdef))
 
 #define NSP_FI_(K, fname, fenc, fcm, fpred, where, ftype, funit, fsince, fdef, fmeaning)                           \
   {.name = #fname, .wire = NSP_WIRE_##fenc, .unit = NSP_UNIT_##funit, NSP_FI_AT(NSP_FI_LOC_##where),          \
    .since = (fsince), .is_signed = NSP_FI_SIGNED_(ftype), .type_size = sizeof(ftype), .cm = NSP_CM_##fcm,      \
-   .cm_name = #fcm, .pred = #fpred, .def = #fdef,                                                             \
+   .cm_name = #fcm, .pred = #fpred, .def = #fdef, .def_value = NSP_FI_DEFV_(ftype, fdef),                     \
    .type = #ftype, .meaning = (fmeaning)},
 
 /* The crash ring's field table has room for every member of the memory form. */
@@ -127,6 +130,29 @@ uint64_t nsp_field_uint(const struct nsp_rec *r, const struct nsp_field_info *f)
     v = (uint64_t)((int64_t)(v << sh) >> sh);
   }
   return v;
+}
+
+void nsp_field_set_uint(struct nsp_rec *r, const struct nsp_field_info *f, uint64_t v) {
+  unsigned char *b = f->loc == NSP_FLOC_REC ? (unsigned char *)r
+                     : f->loc == NSP_FLOC_EXT ? (unsigned char *)(uintptr_t)r->ext : NULL;
+  if (!b || f->wire == NSP_WIRE_S) return;
+  uint8_t v8 = (uint8_t)v;
+  uint16_t v16 = (uint16_t)v;
+  uint32_t v32 = (uint32_t)v;
+  switch (f->size) {
+    case 1: memcpy(b + f->offset, &v8, 1); break;
+    case 2: memcpy(b + f->offset, &v16, 2); break;
+    case 4: memcpy(b + f->offset, &v32, 4); break;
+    case 8: memcpy(b + f->offset, &v, 8); break;
+    default: break;
+  }
+}
+
+void nsp_rec_apply_defaults(struct nsp_rec *r, unsigned minor) {
+  const struct nsp_kind_info *k = nsp_schema_kind(r->kind);
+  for (size_t i = 0; k && i < k->nfields; i++)
+    if (k->fields[i].since > minor && k->fields[i].loc == NSP_FLOC_REC)
+      nsp_field_set_uint(r, &k->fields[i], (uint64_t)k->fields[i].def_value);
 }
 
 const char *nsp_field_str(const struct nsp_rec *r, const struct nsp_field_info *f) {

@@ -44,6 +44,7 @@ struct nsp_field_info {
   const char *pred;     /* "NONE", "PREV(-1)", ... as in the schema */
   const char *type;     /* the field's C type, "int32_t" */
   const char *def;      /* its default, as in the schema ("0", "\"\"") */
+  int64_t def_value;    /* the same as a number (0 for strings) */
   const char *meaning;
 };
 
@@ -102,6 +103,14 @@ uint64_t nsp_rec_latest_mono(const struct nsp_rec *r);
 /* A REC or EXT integer field's value (sign-extended for signed fields;
  * r->ext must be set for EXT fields; 0 for other locations). */
 uint64_t nsp_field_uint(const struct nsp_rec *r, const struct nsp_field_info *f);
+/* Sets a REC or EXT integer field (r->ext must be writable for EXT; no
+ * effect for other locations). */
+void nsp_field_set_uint(struct nsp_rec *r, const struct nsp_field_info *f, uint64_t v);
+/* A record rebuilt from a crash ring that a shim of format minor `minor`
+ * wrote: its REC fields newer than that read as their defaults, as the
+ * decoder gives them for a frame's record. */
+void nsp_rec_apply_defaults(struct nsp_rec *r, unsigned minor);
+
 /* A string field's value ("" when NULL or not a string field). */
 const char *nsp_field_str(const struct nsp_rec *r, const struct nsp_field_info *f);
 

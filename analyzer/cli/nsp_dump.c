@@ -69,7 +69,9 @@ static const char *enum_name(const struct nsp_kind_info *k, const struct nsp_rec
     case NSP_UNIT_SIGNO: return nsp_signal_name(iv, buf, len);
     case NSP_UNIT_REASON: {
       const char *w = value_word(k, v);
-      return w ? w : "unknown";
+      if (w) return w;
+      snprintf(buf, len, "reason#%lld", (long long)(int64_t)v); /* a newer shim's reason: its number */
+      return buf;
     }
     case NSP_UNIT_SICODE: {
       const struct nsp_field_info *sf = unit_field(k, NSP_UNIT_SIGNO);
@@ -168,8 +170,9 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
         if (v) put_rel_ms(out, (int64_t)(v - h->monotonic_ns));
         else fputc('0', out);
         break;
-      case NSP_UNIT_END: /* after the record's time */
-        fprintf(out, "%s%.3fus", v >= t ? "+" : "-", (double)(v >= t ? v - t : t - v) / 1e3);
+      case NSP_UNIT_END: /* after the record's time, when known */
+        if (t) fprintf(out, "%s%.3fus", v >= t ? "+" : "-", (double)(v >= t ? v - t : t - v) / 1e3);
+        else fputc('?', out);
         break;
       case NSP_UNIT_ADDR: fprintf(out, "0x%" PRIx64, v); break;
       case NSP_UNIT_ID: fprintf(out, "%016" PRIx64, v); break;
@@ -224,8 +227,8 @@ static void json_header(FILE *out, const char *path, const struct nsp_file_heade
   jput(o, "host", js(h->host));
   jput(o, "pid", ji(h->pid));
   jput(o, "nccl_version", ji(h->nccl_version));
-  jput(o, "realtime_ns", ji((int64_t)h->realtime_ns));
-  jput(o, "monotonic_ns", ji((int64_t)h->monotonic_ns));
+  jput(o, "realtime_ns", json_object_new_uint64(h->realtime_ns));
+  jput(o, "monotonic_ns", json_object_new_uint64(h->monotonic_ns));
   jput(o, "flags", ji(h->flags));
   json_line(out, o);
 }
@@ -237,7 +240,7 @@ static json_object *json_frames(const struct nsp_rec_ext *x) {
     json_object *f = json_object_new_object();
     if (!f) continue;
     jput(f, "module", js(x->frame_module[i]));
-    jput(f, "offset", ji((int64_t)x->frame_offset[i]));
+    jput(f, "offset", json_object_new_uint64(x->frame_offset[i]));
     jput(f, "symbol", js(x->frame_symbol[i]));
     if (json_object_array_add(fr, f) != 0) json_object_put(f);
   }

@@ -151,6 +151,29 @@ static int run(int argc, char **argv, struct out *want, char **docp) {
   }
   e += strlen(NSP_END);
   if (write) {
+    /* The hand-written parts that name the version, brought up to date:
+     * the title, and the header table's minor row. */
+    char *nl = strchr(doc, '\n'), *row = strstr(doc, "| 10 | 2 | minor | ");
+    if (!strncmp(doc, "# The ncclspy trace format, version ", 36) && nl && nl < b && row && row < b) {
+      char *rend = strchr(row + 19, ';');
+      if (rend) {
+        FILE *f = fopen(path, "wb");
+        if (!f) {
+          perror(path);
+          return 2;
+        }
+        fprintf(f, "# The ncclspy trace format, version %d.%d", NSP_FORMAT_MAJOR, NSP_FORMAT_MINOR);
+        fwrite(nl, 1, (size_t)(row - nl), f);
+        fprintf(f, "| 10 | 2 | minor | %d (%d.%d)", NSP_FORMAT_MINOR, NSP_FORMAT_MAJOR, NSP_FORMAT_MINOR);
+        fwrite(rend, 1, (size_t)(b - rend), f);
+        if (fputs(want->s, f) < 0 || fwrite(e, 1, len - (size_t)(e - doc), f) != len - (size_t)(e - doc) ||
+            fclose(f) != 0) {
+          perror(path);
+          return 2;
+        }
+        return 0;
+      }
+    }
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(doc, 1, (size_t)(b - doc), f) != (size_t)(b - doc) || fputs(want->s, f) < 0 ||
         fwrite(e, 1, len - (size_t)(e - doc), f) != len - (size_t)(e - doc) || fclose(f) != 0) {

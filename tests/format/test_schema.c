@@ -78,6 +78,9 @@ static void check_static(const struct nsp_kind_info *k) {
     const struct nsp_field_info *f = &k->fields[i];
     CHECK(f->since >= k->since && f->since <= NSP_FORMAT_MINOR, "%s.%s: since 1.%u, its kind 1.%u, the format 1.%d",
           k->name, f->name, f->since, k->since, NSP_FORMAT_MINOR);
+    /* Fields are appended: a later field is never older. */
+    CHECK(i == 0 || f->since >= k->fields[i - 1].since, "%s.%s: since 1.%u, older than %s before it (1.%u)", k->name,
+          f->name, f->since, k->fields[i - 1].name, k->fields[i - 1].since);
     if ((f->loc == NSP_FLOC_REC || f->loc == NSP_FLOC_EXT) && f->wire != NSP_WIRE_S)
       CHECK(f->type_size <= f->size, "%s.%s: a %s does not fit its %u-byte member", k->name, f->name, f->type,
             f->size);
@@ -185,6 +188,7 @@ static char *snapshot(void) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
+  fprintf(f, "format %d.%d\n", NSP_FORMAT_MAJOR, NSP_FORMAT_MINOR);
   /* The memory form's members: the crash ring's field ids. */
 #define NSP_SLOT_LINE_(ID, member, type, is_signed, ring_default)                                              \
   fprintf(f, "slot %d %s @%zu/%zu signed=%d ring_default=%d\n", NSP_RF_##ID, #member, offsetof(struct nsp_rec, member), \
@@ -224,8 +228,10 @@ static void check_snapshot(const char *path) {
   char *now = snapshot(), line[512];
   const char *from = now; /* lines of the current kind must come in order */
   int lineno = 0;
+  unsigned snap_minor = 0;
   while (now && fgets(line, sizeof line, f)) {
     lineno++;
+    if (sscanf(line, "format 1.%u", &snap_minor) == 1) continue;
     if (!strncmp(line, "kind ", 5) || !strncmp(line, "slot ", 5)) from = now;
     const char *at = strstr(from, line);
     CHECK(at != NULL,
@@ -236,6 +242,29 @@ static void check_snapshot(const char *path) {
   }
   fclose(f);
   free(now);
+  /* What the snapshot lacks was added since: in a newer format version,
+   * or older files would show it with a value they never had. */
+  f = fopen(path, "r");
+  char *have = NULL;
+  size_t hlen = 0;
+  if (f) {
+    FILE *m = open_memstream(&have, &hlen);
+    while (m && fgets(line, sizeof line, f)) fputs(line, m);
+    if (m) fclose(m);
+    fclose(f);
+  }
+  for (size_t i = 0; have && i < nsp_schema_nkinds(); i++) {
+    const struct nsp_kind_info *k = nsp_schema_kind_at(i);
+    for (size_t j = 0; j < k->nfields; j++) {
+      char key[128];
+      snprintf(key, sizeof key, "  field %s.%s ", k->name, k->fields[j].name);
+      if (!strstr(have, key))
+        CHECK(k->fields[j].since > snap_minor,
+              "%s.%s: new since %s (format 1.%u), but its since is 1.%u: a new field goes in a new version", k->name,
+              k->fields[j].name, path, snap_minor, k->fields[j].since);
+    }
+  }
+  free(have);
 }
 
 int main(int argc, char **argv) {
