@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsp_grow.h"
 #include "nsp_names.h"
 #include "nsp_schema.h"
 
@@ -32,16 +33,6 @@ void nsp_buf_free(struct nsp_buf *b) {
   free(b->data);
   b->data = NULL;
   b->len = b->cap = 0;
-}
-
-size_t nsp_put_varint(uint8_t *dst, uint64_t v) {
-  size_t n = 0;
-  while (v >= 0x80) {
-    dst[n++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  dst[n++] = (uint8_t)v;
-  return n;
 }
 
 int nsp_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
@@ -183,11 +174,7 @@ NSP_INLINE void put(struct benc *e, int chk, const void *src, size_t n) {
 }
 NSP_INLINE void put_v(struct benc *e, int chk, uint64_t v) {
   if (!chk || e->end - e->p >= 10) { /* room for any varint */
-    while (v >= 0x80) {
-      *e->p++ = (uint8_t)(v | 0x80);
-      v >>= 7;
-    }
-    *e->p++ = (uint8_t)v;
+    e->p += nsp_put_varint(e->p, v);
     return;
   }
   uint8_t t[10];
@@ -441,22 +428,12 @@ static uint64_t get_count(struct dec *d, uint64_t max, uint64_t min_bytes) {
   return n;
 }
 
-/* Makes room for n pointers at *v (with room for *cap); 0 or -1. */
-static int room_for(void *v, size_t *cap, uint64_t n, size_t elsize) {
-  if (*cap >= n) return 0;
-  void *p = realloc(*(void **)v, (size_t)n * elsize);
-  if (!p) return -1;
-  *(void **)v = p;
-  *cap = (size_t)n;
-  return 0;
-}
-
 /* nenv (name, value) pairs into st->env and x.  Returns 0, or -1 when out
  * of memory. */
 static int get_env(struct dec *d, struct nsp_rec_ext *x) {
   struct nsp_dec_store *st = d->st;
   uint64_t nenv = get_count(d, NSP_MAX_ENV, 2);
-  if (room_for(&st->env, &st->env_cap, nenv * 2 + 1, sizeof *st->env) < 0) return -1;
+  if (nsp_grow(&st->env, &st->env_cap, nenv * 2 + 1, sizeof *st->env) < 0) return -1;
   for (uint64_t i = 0; i < nenv * 2; i++) st->env[i] = get_s(d);
   x->nenv = (uint32_t)nenv;
   x->env = st->env;
@@ -468,10 +445,11 @@ static int get_env(struct dec *d, struct nsp_rec_ext *x) {
 static int get_frames(struct dec *d, struct nsp_rec_ext *x) {
   struct nsp_dec_store *st = d->st;
   uint64_t nf = get_count(d, NSP_MAX_FRAMES, 3);
-  /* frame_cap counts both arrays: it grows only once both have. */
+  /* frame_cap counts both arrays (both grow alike from it): it grows only
+   * once both have. */
   size_t off_cap = st->frame_cap;
-  if (room_for(&st->frame_off, &off_cap, nf * 2 + 1, sizeof *st->frame_off) < 0 ||
-      room_for(&st->frame_str, &st->frame_cap, nf * 2 + 1, sizeof *st->frame_str) < 0)
+  if (nsp_grow(&st->frame_off, &off_cap, nf * 2 + 1, sizeof *st->frame_off) < 0 ||
+      nsp_grow(&st->frame_str, &st->frame_cap, nf * 2 + 1, sizeof *st->frame_str) < 0)
     return -1;
   for (uint64_t i = 0; i < nf; i++) {
     st->frame_str[i] = get_s(d);

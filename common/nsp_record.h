@@ -161,7 +161,15 @@ int nsp_decode(const uint8_t **p, const uint8_t *end, struct nsp_codec *c,
 /* LEB128 helpers, exposed for tests.  nsp_put_varint needs 10 free bytes
  * at dst and returns the bytes written.  nsp_get_varint returns 0 and
  * advances *p, or -1 on truncation or a value over 64 bits. */
-size_t nsp_put_varint(uint8_t *dst, uint64_t v);
+static inline size_t nsp_put_varint(uint8_t *dst, uint64_t v) { /* inline: the encoder's inner loop */
+  size_t n = 0;
+  while (v >= 0x80) {
+    dst[n++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  dst[n++] = (uint8_t)v;
+  return n;
+}
 int nsp_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v);
 
 #endif /* NSP_RECORD_H */

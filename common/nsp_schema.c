@@ -80,10 +80,8 @@ const char *nsp_wire_text(int wire) { return wire >= 0 && wire < NSP_WIRES_N ? n
 const char *nsp_unit_name(int unit) { return unit >= 0 && unit < NSP_UNITS_N ? nsp_units[unit].token : "?"; }
 const char *nsp_unit_text(int unit) { return unit >= 0 && unit < NSP_UNITS_N ? nsp_units[unit].text : "?"; }
 
-#define NSP_LT_IS_TIME_(unit) \
-  (NSP_UNIT_##unit == NSP_UNIT_TIME || NSP_UNIT_##unit == NSP_UNIT_MONO || NSP_UNIT_##unit == NSP_UNIT_END)
 #define NSP_LT_(K, fname, fenc, fcm, fpred, where, ftype, funit, fsince, fdef, fmeaning) \
-  if (NSP_LT_IS_TIME_(funit)) NSP_LT_TAKE_##where
+  if (nsp_unit_is_mono(NSP_UNIT_##funit)) NSP_LT_TAKE_##where
 #define NSP_LT_TAKE_R(m) \
   t = (uint64_t)(uintptr_t)r->m > t ? (uint64_t)(uintptr_t)r->m : t;
 #define NSP_LT_TAKE_X(m) \

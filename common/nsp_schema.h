@@ -20,6 +20,11 @@ enum nsp_wire { NSP_REC_WIRES(NSP_WIRE_ENUM_) NSP_WIRES_N };
 enum nsp_unit { NSP_REC_UNITS(NSP_UNIT_ENUM_) NSP_UNITS_N };
 #undef NSP_UNIT_ENUM_
 
+/* True for the units of CLOCK_MONOTONIC instants: TIME, MONO, END. */
+static inline int nsp_unit_is_mono(int unit) {
+  return unit == NSP_UNIT_TIME || unit == NSP_UNIT_MONO || unit == NSP_UNIT_END;
+}
+
 /* Where a field is kept (the schema's `loc` column). */
 enum nsp_field_loc {
   NSP_FLOC_REC,    /* a member of struct nsp_rec (offset, size) */

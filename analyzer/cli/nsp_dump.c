@@ -30,18 +30,19 @@ static const char *value_word(const struct nsp_kind_info *k, uint64_t v) {
   return NULL;
 }
 
-/* The words of the bits set in a FLAGS field, comma-separated, and any
- * bits without a name in hex, into buf. */
-static const char *flag_words(const struct nsp_kind_info *k, uint64_t v, char *buf, size_t len) {
+/* The words of the bits set in a FLAGS field v, in the names' order,
+ * into words[] (room for NSP_FLAG_WORDS: a bit has one name); returns
+ * how many, and sets *rest to the bits without a name. */
+#define NSP_FLAG_WORDS 64
+static size_t flag_words(const struct nsp_kind_info *k, uint64_t v, const char **words, uint64_t *rest) {
   size_t n = 0;
-  buf[0] = 0;
-  for (size_t i = 0; i < k->nnames && n < len; i++)
+  for (size_t i = 0; i < k->nnames && n < NSP_FLAG_WORDS; i++)
     if (v & k->names[i].value) {
-      n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", k->names[i].word);
+      words[n++] = k->names[i].word;
       v &= ~k->names[i].value;
     }
-  if (v && n < len) snprintf(buf + n, len - n, "%s0x%llx", n ? "," : "", (unsigned long long)v);
-  return buf;
+  *rest = v;
+  return n;
 }
 
 /* A field of unit u of k, or NULL. */
@@ -51,43 +52,42 @@ static const struct nsp_field_info *unit_field(const struct nsp_kind_info *k, in
   return NULL;
 }
 
-/* The name of an enumerated value (API, DTYPE, REDOP, RESULT, SIGNO,
- * REASON); NULL for other units and for "none" (-1). */
-static const char *enum_name(const struct nsp_kind_info *k, const struct nsp_rec *r, const struct nsp_field_info *f,
-                             uint64_t v, char *buf, size_t len) {
+/* For an enumerated unit (API, DTYPE, REDOP, RESULT, SIGNO, SICODE,
+ * REASON): 1, with *name its value's name (NULL for "none", -1, or an
+ * si_code without one).  0 for other units. */
+static int enum_name(const struct nsp_kind_info *k, const struct nsp_rec *r, const struct nsp_field_info *f,
+                     uint64_t v, char *buf, size_t len, const char **name) {
   int iv = (int)(int64_t)v;
+  *name = NULL;
   switch (f->unit) {
     case NSP_UNIT_API:
       if (iv < 0 || iv >= NSP_API_COUNT) { /* a newer shim's entry point: its number */
         snprintf(buf, len, "api#%d", iv);
-        return buf;
+        *name = buf;
+      } else {
+        *name = nsp_api_name(iv);
       }
-      return nsp_api_name(iv);
-    case NSP_UNIT_DTYPE: return iv < 0 ? NULL : nsp_dtype_name(iv, buf, len);
-    case NSP_UNIT_REDOP: return iv < 0 ? NULL : nsp_redop_name(iv, buf, len);
-    case NSP_UNIT_RESULT: return nsp_result_name(iv, buf, len);
-    case NSP_UNIT_SIGNO: return nsp_signal_name(iv, buf, len);
-    case NSP_UNIT_REASON: {
-      const char *w = value_word(k, v);
-      if (w) return w;
-      snprintf(buf, len, "reason#%lld", (long long)(int64_t)v); /* a newer shim's reason: its number */
-      return buf;
-    }
+      return 1;
+    case NSP_UNIT_DTYPE: *name = iv < 0 ? NULL : nsp_dtype_name(iv, buf, len); return 1;
+    case NSP_UNIT_REDOP: *name = iv < 0 ? NULL : nsp_redop_name(iv, buf, len); return 1;
+    case NSP_UNIT_RESULT: *name = nsp_result_name(iv, buf, len); return 1;
+    case NSP_UNIT_SIGNO: *name = nsp_signal_name(iv, buf, len); return 1;
+    case NSP_UNIT_REASON:
+      if (!(*name = value_word(k, v))) { /* a newer shim's reason: its number */
+        snprintf(buf, len, "reason#%lld", (long long)(int64_t)v);
+        *name = buf;
+      }
+      return 1;
     case NSP_UNIT_SICODE: {
       const struct nsp_field_info *sf = unit_field(k, NSP_UNIT_SIGNO);
       const char *n = sf ? nsp_signal_code_name((int)nsp_field_uint(r, sf), iv) : "";
-      return n[0] ? n : NULL;
+      *name = n[0] ? n : NULL;
+      return 1;
     }
-    default: return NULL;
+    default: return 0;
   }
 }
 
-static int is_enum_unit(int u) {
-  return u == NSP_UNIT_API || u == NSP_UNIT_DTYPE || u == NSP_UNIT_REDOP || u == NSP_UNIT_RESULT ||
-         u == NSP_UNIT_SIGNO || u == NSP_UNIT_SICODE || u == NSP_UNIT_REASON;
-}
-
-static int is_time_unit(int u) { return u == NSP_UNIT_TIME || u == NSP_UNIT_MONO || u == NSP_UNIT_END; }
 
 static void put_rel_ms(FILE *out, int64_t rel) {
   fprintf(out, "%s%.6fms", rel < 0 ? "-" : "+", (double)(rel < 0 ? -(double)rel : (double)rel) / 1e6);
@@ -163,7 +163,8 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
     }
     uint64_t v = nsp_field_uint(r, f);
     char b[32];
-    const char *name = enum_name(k, r, f, v, b, sizeof b);
+    const char *name;
+    enum_name(k, r, f, v, b, sizeof b, &name);
     switch (f->unit) {
       case NSP_UNIT_TIME:
       case NSP_UNIT_MONO:
@@ -177,9 +178,15 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
       case NSP_UNIT_ADDR: fprintf(out, "0x%" PRIx64, v); break;
       case NSP_UNIT_ID: fprintf(out, "%016" PRIx64, v); break;
       case NSP_UNIT_FLAGS: {
-        char words[256];
+        const char *words[NSP_FLAG_WORDS];
+        uint64_t rest;
+        size_t n = flag_words(k, v, words, &rest);
         fprintf(out, "0x%" PRIx64, v);
-        if (v && k->nnames) fprintf(out, "(%s)", flag_words(k, v, words, sizeof words));
+        if (!v || !k->nnames) break;
+        fputc('(', out);
+        for (size_t w = 0; w < n; w++) fprintf(out, "%s%s", w ? "," : "", words[w]);
+        if (rest) fprintf(out, "%s0x%" PRIx64, n ? "," : "", rest);
+        fputc(')', out);
         break;
       }
       case NSP_UNIT_VERSION: fprintf(out, "%s", nsp_nccl_version_str((int)(int64_t)v, b, sizeof b)); break;
@@ -270,7 +277,7 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
     } else {
       uint64_t v = nsp_field_uint(r, f);
       char key[64], b[32];
-      if (is_time_unit(f->unit)) {
+      if (nsp_unit_is_mono(f->unit)) {
         size_t nl = strlen(f->name);
         int has_ns = nl >= 3 && !strcmp(f->name + nl - 3, "_ns");
         snprintf(key, sizeof key, "%s%s", f->name, has_ns ? "" : "_ns");
@@ -283,8 +290,8 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
         jput(o, f->name, js(hex));
         continue;
       }
-      const char *name = enum_name(k, r, f, v, b, sizeof b);
-      if (is_enum_unit(f->unit)) {
+      const char *name;
+      if (enum_name(k, r, f, v, b, sizeof b, &name)) {
         jput(o, f->name, name ? js(name) : NULL);
         snprintf(key, sizeof key, "%s_id", f->name);
         jput(o, key, jnum(f, v));
@@ -292,14 +299,13 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
         continue;
       }
       jput(o, f->name, jnum(f, v));
-      if (f->unit == NSP_UNIT_FLAGS && k->nnames) { /* the names of the bits set, then the others in hex */
+      if (f->unit == NSP_UNIT_FLAGS && k->nnames) { /* the bits' names, the others in hex */
+        const char *words[NSP_FLAG_WORDS];
+        uint64_t rest;
+        size_t n = flag_words(k, v, words, &rest);
         json_object *a = json_object_new_array();
-        uint64_t rest = v;
-        for (size_t n = 0; a && n < k->nnames; n++)
-          if (v & k->names[n].value) {
-            rest &= ~k->names[n].value;
-            if (json_object_array_add(a, js(k->names[n].word)) != 0) break;
-          }
+        for (size_t w = 0; a && w < n; w++)
+          if (json_object_array_add(a, js(words[w])) != 0) break;
         if (a && rest) {
           char hex[24];
           snprintf(hex, sizeof hex, "0x%" PRIx64, rest);

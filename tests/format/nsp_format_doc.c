@@ -15,36 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsp_sbuf.h"
 #include "nsp_schema.h"
 
 #define NSP_BEGIN "<!-- record-schema: generated from include/ncclspy/trace_schema.h by tests/format/nsp_format_doc --write; do not edit -->\n"
 #define NSP_END "<!-- /record-schema -->\n"
 
-struct out {
-  char *s;
-  size_t len, cap;
-};
-
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct out *o, const char *fmt, ...) {
-  va_list ap;
-  for (;;) {
-    va_start(ap, fmt);
-    int n = vsnprintf(o->s ? o->s + o->len : NULL, o->s ? o->cap - o->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) exit(2);
-    if (o->s && o->len + (size_t)n < o->cap) {
-      o->len += (size_t)n;
-      return;
-    }
-    o->cap = (o->cap + (size_t)n + 1) * 2;
-    if (!(o->s = realloc(o->s, o->cap))) exit(2);
-  }
-}
-
 /* Markdown table cells: '|' would end the cell. */
-static void cell(struct out *o, const char *s) {
-  for (; *s; s++) put(o, *s == '|' ? "\\|" : "%c", *s);
+static void cell(struct nsp_sbuf *o, const char *s) {
+  for (; *s; s++) nsp_sbuf_printf(o, *s == '|' ? "\\|" : "%c", *s);
 }
 
 static const char *since(unsigned minor, char *buf, size_t len) {
@@ -52,82 +31,86 @@ static const char *since(unsigned minor, char *buf, size_t len) {
   return buf;
 }
 
-static void render(struct out *o) {
+static void render(struct nsp_sbuf *o) {
   char b[16];
-  put(o, "%s\n", NSP_BEGIN);
-  put(o, "Encodings:\n\n| token | name | what is written |\n|---|---|---|\n");
+  nsp_sbuf_printf(o, "%s\n", NSP_BEGIN);
+  nsp_sbuf_printf(o, "Encodings:\n\n| token | name | what is written |\n|---|---|---|\n");
   for (int w = 0; w < NSP_WIRES_N; w++) {
-    put(o, "| %s | %s | ", nsp_wire_token(w), nsp_wire_name(w));
+    nsp_sbuf_printf(o, "| %s | %s | ", nsp_wire_token(w), nsp_wire_name(w));
     cell(o, nsp_wire_text(w));
-    put(o, " |\n");
+    nsp_sbuf_printf(o, " |\n");
   }
-  put(o, "\nUnits:\n\n| unit | a value is |\n|---|---|\n");
+  nsp_sbuf_printf(o, "\nUnits:\n\n| unit | a value is |\n|---|---|\n");
   for (int u = 0; u < NSP_UNITS_N; u++) {
-    put(o, "| %s | ", nsp_unit_name(u));
+    nsp_sbuf_printf(o, "| %s | ", nsp_unit_name(u));
     cell(o, nsp_unit_text(u));
-    put(o, " |\n");
+    nsp_sbuf_printf(o, " |\n");
   }
-  put(o, "\n| kind | name | since | payload |\n|---|---|---|---|\n");
+  nsp_sbuf_printf(o, "\n| kind | name | since | payload |\n|---|---|---|---|\n");
   for (size_t k = 0; k < nsp_schema_nkinds(); k++) {
     const struct nsp_kind_info *ki = nsp_schema_kind_at(k);
-    put(o, "| %d | %s | %s | ", ki->kind, ki->name, since(ki->since, b, sizeof b));
+    nsp_sbuf_printf(o, "| %d | %s | %s | ", ki->kind, ki->name, since(ki->since, b, sizeof b));
     for (size_t i = 0; i < ki->nfields; i++) {
       const struct nsp_field_info *f = &ki->fields[i];
-      put(o, "%s%s %s", i ? ", " : "", nsp_wire_name(f->wire), f->name);
-      if (f->cm) put(o, " [%s]", f->cm_name);
-      if (f->since > ki->since) put(o, " (%s)", since(f->since, b, sizeof b));
+      nsp_sbuf_printf(o, "%s%s %s", i ? ", " : "", nsp_wire_name(f->wire), f->name);
+      if (f->cm) nsp_sbuf_printf(o, " [%s]", f->cm_name);
+      if (f->since > ki->since) nsp_sbuf_printf(o, " (%s)", since(f->since, b, sizeof b));
     }
-    put(o, " |\n");
+    nsp_sbuf_printf(o, " |\n");
   }
   for (size_t k = 0; k < nsp_schema_nkinds(); k++) {
     const struct nsp_kind_info *ki = nsp_schema_kind_at(k);
-    put(o, "\n#### %d %s (%s)\n\n", ki->kind, ki->name, since(ki->since, b, sizeof b));
-    put(o, "%s\n\n", ki->meaning);
+    nsp_sbuf_printf(o, "\n#### %d %s (%s)\n\n", ki->kind, ki->name, since(ki->since, b, sizeof b));
+    nsp_sbuf_printf(o, "%s\n\n", ki->meaning);
     int call = ki->kind == NSP_REC_CALL;
-    put(o, call ? "| field | encoding | present | prediction | unit | since | default | meaning |\n"
+    nsp_sbuf_printf(o, call ? "| field | encoding | present | prediction | unit | since | default | meaning |\n"
                   "|---|---|---|---|---|---|---|---|\n"
                 : "| field | encoding | unit | since | default | meaning |\n|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < ki->nfields; i++) {
       const struct nsp_field_info *f = &ki->fields[i];
-      put(o, "| %s | %s | ", f->name, nsp_wire_name(f->wire));
+      nsp_sbuf_printf(o, "| %s | %s | ", f->name, nsp_wire_name(f->wire));
       if (call) {
-        if (f->cm) put(o, "bit %d (%s) | %s | ", __builtin_ctz(f->cm), f->cm_name, f->pred);
-        else put(o, "always | - | ");
+        if (f->cm) nsp_sbuf_printf(o, "bit %d (%s) | %s | ", __builtin_ctz(f->cm), f->cm_name, f->pred);
+        else nsp_sbuf_printf(o, "always | - | ");
       }
-      put(o, "%s | %s | %s | ", nsp_unit_name(f->unit), since(f->since, b, sizeof b),
+      nsp_sbuf_printf(o, "%s | %s | %s | ", nsp_unit_name(f->unit), since(f->since, b, sizeof b),
           f->wire == NSP_WIRE_ENV || f->wire == NSP_WIRE_FRAMES ? "none" : f->def);
       cell(o, f->meaning);
-      put(o, " |\n");
+      nsp_sbuf_printf(o, " |\n");
     }
     if (ki->nnames) {
-      put(o, "\n%s:\n\n| constant | value | word | since | meaning |\n|---|---|---|---|---|\n",
+      nsp_sbuf_printf(o, "\n%s:\n\n| constant | value | word | since | meaning |\n|---|---|---|---|---|\n",
           ki->kind == NSP_REC_DROPPED ? "Reasons" : "Flags");
       for (size_t i = 0; i < ki->nnames; i++) {
         const struct nsp_name_info *n = &ki->names[i];
-        put(o, "| NSP_%s_%s | %llu | %s | %s | ", ki->names_set, n->name, (unsigned long long)n->value, n->word,
+        nsp_sbuf_printf(o, "| NSP_%s_%s | %llu | %s | %s | ", ki->names_set, n->name, (unsigned long long)n->value, n->word,
             since(n->since, b, sizeof b));
         cell(o, n->meaning);
-        put(o, " |\n");
+        nsp_sbuf_printf(o, " |\n");
       }
     }
   }
-  put(o, "\n%s", NSP_END);
+  nsp_sbuf_printf(o, "\n%s", NSP_END);
 }
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
-  struct out o = {0};
+  struct nsp_sbuf o = {0};
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) put(&o, "%.*s", (int)n, buf);
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) nsp_sbuf_printf(&o, "%.*s", (int)n, buf);
   fclose(f);
   *len = o.len;
-  return o.s ? o.s : calloc(1, 1);
+  return nsp_sbuf_take(&o);
 }
 
-static int run(int argc, char **argv, struct out *want, char **docp) {
+static int run(int argc, char **argv, struct nsp_sbuf *want, char **docp) {
   render(want);
+  if (want->oom || !want->s) {
+    fprintf(stderr, "nsp_format_doc: out of memory\n");
+    return 2;
+  }
   if (argc == 2 && !strcmp(argv[1], "--print")) {
     fputs(want->s, stdout);
     return 0;
@@ -213,7 +196,7 @@ static int run(int argc, char **argv, struct out *want, char **docp) {
 }
 
 int main(int argc, char **argv) {
-  struct out want = {0};
+  struct nsp_sbuf want = {0};
   char *doc = NULL;
   int rc = run(argc, argv, &want, &doc);
   free(want.s);

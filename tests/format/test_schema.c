@@ -44,19 +44,6 @@ static uint64_t value_for(const struct nsp_field_info *f, size_t i) {
   return v;
 }
 
-static void set_member(void *base, const struct nsp_field_info *f, uint64_t v) {
-  uint8_t v8 = (uint8_t)v;
-  uint16_t v16 = (uint16_t)v;
-  uint32_t v32 = (uint32_t)v;
-  unsigned char *p = (unsigned char *)base + f->offset;
-  switch (f->size) {
-    case 1: memcpy(p, &v8, 1); break;
-    case 2: memcpy(p, &v16, 2); break;
-    case 4: memcpy(p, &v32, 4); break;
-    default: memcpy(p, &v, 8);
-  }
-}
-
 /* Field i's value in pass `pass`: 0 distinct small values, 1 the type's
  * largest, 2 its smallest (comm indices stay in range). */
 static uint64_t value_at(const struct nsp_field_info *f, size_t i, int pass) {
@@ -140,7 +127,7 @@ static void check_kind(const struct nsp_kind_info *k, int pass) {
       x.frame_symbol = sym;
       x.frame_offset = off;
     } else if (f->loc == NSP_FLOC_REC || f->loc == NSP_FLOC_EXT) {
-      set_member(f->loc == NSP_FLOC_EXT ? (void *)&x : (void *)&r, f, value_at(f, i, pass));
+      nsp_field_set_uint(&r, f, value_at(f, i, pass)); /* r.ext is &x for kinds with ext */
     }
   }
   struct nsp_buf buf = {0};
