@@ -65,7 +65,7 @@ struct nsp_name_info {
 
 /* ext and ring columns of a kind. */
 enum { NSP_KEXT_NO, NSP_KEXT_YES, NSP_KEXT_MAY };
-enum { NSP_KRING_RING, NSP_KRING_WRITER };
+enum { NSP_KRING_RING, NSP_KRING_WRITER, NSP_KRING_READER };
 
 struct nsp_kind_info {
   int kind;             /* NSP_REC_* */

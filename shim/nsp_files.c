@@ -65,6 +65,10 @@ static uint32_t nsp_blob_hint;         /* where the next search starts (under th
 _Static_assert(sizeof(struct nsp_ring_header) == 512, "ring header layout");
 _Static_assert(offsetof(struct nsp_ring_header, written) == 72, "ring header layout");
 _Static_assert(offsetof(struct nsp_ring_header, fields) == 256, "ring header layout");
+_Static_assert(offsetof(struct nsp_ring_header, heartbeat_mono_ns) == 120, "ring header layout");
+_Static_assert(offsetof(struct nsp_ring_header, inflight_offset) == 144, "ring header layout");
+_Static_assert(sizeof(struct nsp_ring_inflight) == 128, "in-flight entry layout");
+_Static_assert(offsetof(struct nsp_ring_inflight, call) == 16, "in-flight entry layout");
 _Static_assert(sizeof(struct nsp_ring_blob) == 32, "blob header layout");
 
 /* ---- the directory ---- */

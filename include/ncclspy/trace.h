@@ -41,7 +41,7 @@
 
 #define NSP_MAGIC "NCCLSPY\0" /* 8 bytes at offset 0 */
 #define NSP_FORMAT_MAJOR 1    /* bumped on incompatible change */
-#define NSP_FORMAT_MINOR 4    /* bumped when fields or kinds are added */
+#define NSP_FORMAT_MINOR 5    /* bumped when fields or kinds are added */
 #define NSP_HEADER_SIZE 128
 #define NSP_HOST_MAX 64
 
@@ -63,7 +63,7 @@ struct nsp_file_header {
 };
 
 /* Record kinds (the leading varint of a record): NSP_REC_PROCESS = 1,
- * NSP_REC_COMM, ... NSP_REC_SIGNAL = 12.  Each kind's fields, their
+ * NSP_REC_COMM, ... NSP_REC_RINGSTATE = 16.  Each kind's fields, their
  * encodings, units and meanings are in ncclspy/trace_schema.h
  * (NSP_REC_KINDS and NSP_REC_FIELDS_<KIND>), and docs/FORMAT.md lists them.
  *
@@ -187,7 +187,7 @@ enum nsp_header_flags {
  * recovered from its slot, without frames. */
 #define NSP_RING_MAGIC "NSPRING\0" /* 8 bytes at offset 0 */
 #define NSP_RING_MAJOR 1
-#define NSP_RING_MINOR 0
+#define NSP_RING_MINOR 1
 #define NSP_RING_BYTE_ORDER 0x01020304u
 #define NSP_RING_MAX_FIELDS 32
 
@@ -225,8 +225,52 @@ struct nsp_ring_header {
   uint64_t written;           /* ring positions below this are in the trace (or counted in dropped) */
   uint64_t dropped[NSP_DROP_SLOTS]; /* records dropped so far, by NSP_DROP_* reason (index 0 unused) */
   uint64_t blobs_lost;        /* records whose blob found no room */
-  uint8_t reserved[136];
+  /* Ring minor 1 (trace format 1.5); 0 in older rings: */
+  uint64_t heartbeat_mono_ns; /* the writer thread's last pass, CLOCK_MONOTONIC: it passes
+                                 every few ms while the process lives */
+  uint64_t heartbeat_real_ns; /* the same moment, CLOCK_REALTIME */
+  uint64_t exit_mono_ns;      /* when the exit handlers ran; 0 they have not */
+  uint32_t inflight_offset;   /* file offset of the in-flight table, in the header's
+                                 bytes past this struct; 0 none */
+  uint32_t ninflight;         /* its entries */
+  uint32_t inflight_size;     /* bytes of one entry: 128 */
+  uint32_t inflight_unslotted; /* threads that found no free entry */
+  uint8_t reserved[96];
   struct nsp_ring_field fields[NSP_RING_MAX_FIELDS]; /* at offset 256 */
+};
+
+/* The in-flight table (ring minor 1): one entry per thread that is or was
+ * inside an NCCL call, so a process killed, or read while it runs, shows
+ * the calls that have not returned (communicator creation waiting for a
+ * rank that never came, a blocking collective, ncclGroupEnd, destroy).
+ * A thread takes a free entry (tid 0) at its first recorded call and gives
+ * it back when it ends.  At each call's entry, before NCCL is called, the
+ * shim writes `call` as a seqlock: gen odd, the fields, gen even; at the
+ * call's return it sets call.t_enter to 0, before the call's record goes
+ * into the ring.  A reader takes an entry whose gen is even and the same
+ * before and after it copies the fields, and whose t_enter is not 0: a
+ * call in flight, read as an INFLIGHT record (trace_schema.h). */
+struct nsp_inflight_call {
+  uint64_t t_enter;      /* CLOCK_MONOTONIC ns; 0: no call in flight */
+  uint64_t seq;          /* as INFLIGHT's fields of the same names */
+  uint64_t count;
+  uint64_t group_id;
+  uint64_t comm_id;
+  uint64_t parent_id;
+  uint32_t comm;
+  int32_t peer, dtype, redop;
+  uint32_t group_depth;
+  int32_t rank, nranks, color, key;
+  uint32_t split_index;
+  uint8_t api;
+  uint8_t reserved[7];
+};
+struct nsp_ring_inflight {
+  uint64_t gen;          /* seqlock: odd while `call` changes */
+  uint32_t tid;          /* the owning thread; 0 free */
+  uint32_t reserved0;
+  struct nsp_inflight_call call;
+  uint8_t reserved[16];
 };
 
 /* The first blob slot of a blob. */

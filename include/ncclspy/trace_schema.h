@@ -161,7 +161,8 @@
  * nsp_rec_ext); MAY, it may (a SIGNAL record without a stack).  ring: RING,
  * made by the NCCL wrappers (or the poller, the signal handler) and passed
  * through the crash ring; WRITER, made by the writer thread itself, never
- * in the ring.  names: the NSP_REC_NAMES_<names> list of its FLAGS or
+ * in the ring; READER, made by a reader from the crash ring's header (1.5),
+ * never written by the shim.  names: the NSP_REC_NAMES_<names> list of its FLAGS or
  * REASON field (NONE: it has none).  Values are the leading varint of a record: append only. */
 #define NSP_REC_KINDS(K)                                                                                          \
   K(PROCESS, process, 1, 0, YES, RING, TRACK,                                                                                  \
@@ -191,7 +192,21 @@
     "pending.")                                                                                                   \
   K(SIGNAL, signal, 12, 3, MAY, RING, SIG,                                                                                   \
     "A fatal signal (SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE) reached the process, recorded by the shim's "      \
-    "handler into the crash ring before the program's own handler or the default action runs.")
+    "handler into the crash ring before the program's own handler or the default action runs.")      \
+  K(EXIT, exit, 13, 5, NO, RING, NONE,                                                                      \
+    "The process ran its exit handlers (exit(), a return from main): the last record of the trace of a "   \
+    "process that exited cleanly.  A trace without it ended otherwise (killed, crashed, _exit) or its "    \
+    "process is still running.")                                                                          \
+  K(LIBNCCL, libnccl, 14, 5, YES, RING, NONE,                                                               \
+    "A libnccl other than the one the shim interposes was loaded in the process: calls made through it "   \
+    "are not traced.  Once per such library.")                                                            \
+  K(INFLIGHT, inflight, 15, 5, YES, READER, NONE,                                                           \
+    "A call that had not returned: made by a reader from the crash ring's in-flight table (one entry per " \
+    "thread inside an NCCL call), after the ring's records.  Its t_enter and api are those the call's "    \
+    "record has if it returns.")                                                                          \
+  K(RINGSTATE, ringstate, 16, 5, NO, READER, NONE,                                                          \
+    "A crash ring was left next to the trace, as a reader found it: made by the reader, before the "      \
+    "INFLIGHT records.  A process that exits cleanly removes its ring.")
 
 /* Fields of each kind, in wire order:
  * F(K, name, enc, cm, pred, loc, C type, unit, since, default, meaning).
@@ -347,5 +362,49 @@
   F(K, frames, FRAMES, ALWAYS, NONE, XFRAMES(), uint32_t, FRAMES, 3, 0,                                               \
     "the receiving thread's stack, innermost first: frame 0 is the interrupted instruction, the others return "   \
     "addresses; symbols from the dynamic symbol table (as dladdr gives them)")
+
+#define NSP_REC_FIELDS_EXIT(F, K)                                                                      \
+  F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 5, 0, "when the exit handlers ran")                 \
+  F(K, inflight, V, ALWAYS, NONE, R(count), uint64_t, COUNT, 5, 0,                                         \
+    "calls other threads were still inside then (each also an INFLIGHT record when the ring is read)")
+
+#define NSP_REC_FIELDS_LIBNCCL(F, K)                                                                          \
+  F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 5, 0, "when the shim saw it")                          \
+  F(K, path, S, ALWAYS, NONE, X(nccl_path), const char *, TEXT, 5, "", "its path, as the dynamic loader has it") \
+  F(K, version, Z, ALWAYS, NONE, X(nccl_version), int32_t, VERSION, 5, 0, "its ncclGetVersion(); 0 unknown")
+
+#define NSP_REC_FIELDS_INFLIGHT(F, K)                                                                          \
+  F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 5, 0, "the entry point")                                     \
+  F(K, comm, V, ALWAYS, NONE, R(comm), uint32_t, COMM, 5, 0,                                                   \
+    "the communicator; the parent of a split or shrink; 0 none (init, group calls)")                          \
+  F(K, t_enter, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 5, 0, "when the call was entered")                 \
+  F(K, seq, V, ALWAYS, NONE, R(seq), uint64_t, NUM, 5, 0,                                                      \
+    "collectives and send/recv: the seq the call takes, as its CALL would say; 0 otherwise")                 \
+  F(K, count, V, ALWAYS, NONE, R(count), uint64_t, ELEMENTS, 5, 0, "as passed (as in CALL)")                    \
+  F(K, dtype, Z, ALWAYS, NONE, R(dtype), int32_t, DTYPE, 5, -1, "-1 for calls that move no data")               \
+  F(K, redop, Z, ALWAYS, NONE, R(redop), int32_t, REDOP, 5, -1, "-1 for ops without one")                       \
+  F(K, peer, Z, ALWAYS, NONE, R(peer), int32_t, RANK, 5, -1, "root of rooted collectives, peer of send/recv; -1") \
+  F(K, group_id, V, ALWAYS, NONE, R(group_id), uint64_t, NUM, 5, 0, "the group, as in CALL; 0 outside groups")  \
+  F(K, group_depth, V, ALWAYS, NONE, R(group_depth), uint32_t, NUM, 5, 0, "group nesting at the call")          \
+  F(K, tid, V, ALWAYS, NONE, R(aux), uint32_t, TID, 5, 0, "the calling thread")                                 \
+  F(K, comm_id, U64, ALWAYS, NONE, X(comm_id), uint64_t, ID, 5, 0,                                             \
+    "init, split, shrink: the id the new communicator's COMM record will have; 0 otherwise")                 \
+  F(K, parent_id, U64, ALWAYS, NONE, X(parent_id), uint64_t, ID, 5, 0, "split, shrink: the parent's id; 0")      \
+  F(K, rank, Z, ALWAYS, NONE, X(rank), int32_t, RANK, 5, -1, "init: the rank asked for; -1")                    \
+  F(K, nranks, Z, ALWAYS, NONE, X(nranks), int32_t, NUM, 5, -1, "init: nranks asked for (InitAll: ndev); -1")   \
+  F(K, color, Z, ALWAYS, NONE, X(color), int32_t, NUM, 5, -1, "split: color; -1")                               \
+  F(K, key, Z, ALWAYS, NONE, X(key), int32_t, NUM, 5, -1, "split: key; -1")                                     \
+  F(K, split_index, V, ALWAYS, NONE, X(split_index), uint32_t, COUNT, 5, 0,                                    \
+    "split, shrink: the parent's splits and shrinks before this one")
+
+#define NSP_REC_FIELDS_RINGSTATE(F, K)                                                                            \
+  F(K, heartbeat, V, ALWAYS, NONE, R(t_enter), uint64_t, MONO, 5, 0,                                              \
+    "the writer thread's last pass (it passes every few ms while the process lives); 0 unknown (an older ring)")  \
+  F(K, heartbeat_wall, V, ALWAYS, NONE, R(t_exit), uint64_t, WALL, 5, 0, "the same moment, CLOCK_REALTIME; 0")     \
+  F(K, exited, V, ALWAYS, NONE, R(seq), uint64_t, MONO, 5, 0,                                                     \
+    "when the exit handlers ran (the ring was left because the trace could not be finished); 0 they did not")    \
+  F(K, inflight, V, ALWAYS, NONE, R(count), uint64_t, COUNT, 5, 0, "INFLIGHT records that follow")                 \
+  F(K, unslotted, V, ALWAYS, NONE, R(aux), uint32_t, COUNT, 5, 0,                                                 \
+    "threads that called NCCL but found no free in-flight entry: their calls in flight are not known")
 
 #endif /* NCCLSPY_TRACE_SCHEMA_H */
