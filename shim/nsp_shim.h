@@ -197,6 +197,44 @@ NSP_HIDDEN int nsp_ring_backlogged(void);
 NSP_HIDDEN uint64_t nsp_ring_dropped(void);
 NSP_HIDDEN int nsp_ring_all_taken(void);
 
+/* ---- calls in flight (nsp_flight.c) ---- */
+/* This thread's entry of the crash ring's in-flight table (trace.h,
+ * struct nsp_ring_inflight), or NULL; nsp_flight_state: 0 not taken yet,
+ * 1 taken, 2 none to be had (no ring file, or every entry taken). */
+extern NSP_TLS struct nsp_ring_inflight *nsp_flight_mine;
+extern NSP_TLS uint8_t nsp_flight_state;
+/* Gives the table (n entries in the ring file's header; `unslotted` the
+ * header's count of threads that found none) to the wrappers; NULL: none. */
+NSP_HIDDEN void nsp_flight_map(struct nsp_ring_inflight *table, uint32_t n, uint32_t *unslotted);
+/* Takes a free entry for this thread (after nsp_writer_start).  NULL when
+ * there is none: then this thread's calls are not shown (state 2). */
+NSP_HIDDEN struct nsp_ring_inflight *nsp_flight_claim(void);
+/* Calls in flight on other threads now (the EXIT record's count). */
+NSP_HIDDEN uint64_t nsp_flight_count_others(void);
+/* In a forked child: the parent's table is not ours. */
+NSP_HIDDEN void nsp_flight_atfork_child(void);
+/* At a call's entry, before NCCL is called: publishes *c (its t_enter not
+ * 0) in this thread's entry, as a seqlock.  Returns the entry, for
+ * nsp_flight_leave, or NULL when the call is not shown (c->t_enter 0: a
+ * call that cannot block, not worth an entry). */
+static inline struct nsp_ring_inflight *nsp_flight_enter(const struct nsp_inflight_call *c) {
+  struct nsp_ring_inflight *e = nsp_flight_mine;
+  if (NSP_UNLIKELY(!e)) {
+    if (nsp_flight_state || !c->t_enter || !(e = nsp_flight_claim())) return NULL;
+  }
+  if (NSP_UNLIKELY(!c->t_enter)) return NULL;
+  uint64_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED); /* this thread alone writes it */
+  __atomic_store_n(&e->gen, g + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  e->call = *c;
+  __atomic_store_n(&e->gen, g + 2, __ATOMIC_RELEASE);
+  return e;
+}
+/* At the call's return, before its record goes into the ring. */
+static inline void nsp_flight_leave(struct nsp_ring_inflight *e) {
+  if (e) __atomic_store_n(&e->call.t_enter, 0, __ATOMIC_RELEASE);
+}
+
 /* ---- completion tracking (nsp_done.c) ---- */
 /* Starts the poller thread if it is not running. */
 NSP_HIDDEN void nsp_done_poller_start(void);
@@ -291,6 +329,11 @@ NSP_HIDDEN void nsp_files_ring_written(uint64_t written);
 NSP_HIDDEN void nsp_files_ring_dropped(int reason, uint64_t n);
 /* "<host>.<pid>.rank<R>.ncclspy", the ring renamed in step. */
 NSP_HIDDEN void nsp_files_rename_rank(int rank);
+/* The writer thread's heartbeat (CLOCK_MONOTONIC and CLOCK_REALTIME now,
+ * ns) and the time the exit handlers ran, in the ring file's header; no
+ * effect without a ring file. */
+NSP_HIDDEN void nsp_files_ring_heartbeat(uint64_t mono_ns, uint64_t real_ns);
+NSP_HIDDEN void nsp_files_ring_exited(uint64_t mono_ns);
 /* Closes the trace; removes the ring when remove_ring. */
 NSP_HIDDEN void nsp_files_close(int remove_ring);
 /* In a forked child: lets go of the parent's files and ring mapping. */
