@@ -11,6 +11,7 @@
 #include "nsp_ringread.h"
 #include "nsp_schema.h"
 #include "nsp_reader.h"
+#include "nsp_names.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -460,24 +461,28 @@ static int next_state(struct nsp_ringread *rr, struct nsp_rec *rec) {
   memset(&rr->flight_ext, 0, sizeof rr->flight_ext);
   rec->kind = NSP_REC_INFLIGHT;
   rec->ext = &rr->flight_ext;
+  /* An entry's fields that its call's kind does not use are left over
+   * from earlier calls of the thread (trace.h): their defaults instead. */
+  int kind = nsp_api_kind(c->api), work = kind == NSP_K_COLL || kind == NSP_K_P2P;
+  int made = kind == NSP_K_INIT, split = c->api == NSP_API_CommSplit || c->api == NSP_API_CommShrink;
   nsp_rec_inflight_set_api(rec, c->api);
   nsp_rec_inflight_set_comm(rec, c->comm < NSP_MAX_COMMS ? c->comm : 0);
   nsp_rec_inflight_set_t_enter(rec, c->t_enter);
-  nsp_rec_inflight_set_seq(rec, c->seq);
-  nsp_rec_inflight_set_count(rec, c->count);
-  nsp_rec_inflight_set_dtype(rec, c->dtype);
-  nsp_rec_inflight_set_redop(rec, c->redop);
-  nsp_rec_inflight_set_peer(rec, c->peer);
+  nsp_rec_inflight_set_seq(rec, work ? c->seq : 0);
+  nsp_rec_inflight_set_count(rec, work ? c->count : 0);
+  nsp_rec_inflight_set_dtype(rec, work ? c->dtype : -1);
+  nsp_rec_inflight_set_redop(rec, work ? c->redop : -1);
+  nsp_rec_inflight_set_peer(rec, work ? c->peer : -1);
   nsp_rec_inflight_set_group_id(rec, c->group_id);
   nsp_rec_inflight_set_group_depth(rec, c->group_depth);
   nsp_rec_inflight_set_tid(rec, rr->flight_tid[i]);
-  rr->flight_ext.comm_id = c->comm_id;
-  rr->flight_ext.parent_id = c->parent_id;
-  rr->flight_ext.rank = c->rank;
-  rr->flight_ext.nranks = c->nranks;
-  rr->flight_ext.color = c->color;
-  rr->flight_ext.key = c->key;
-  rr->flight_ext.split_index = c->split_index;
+  rr->flight_ext.comm_id = made ? c->comm_id : 0;
+  rr->flight_ext.parent_id = split ? c->parent_id : 0;
+  rr->flight_ext.rank = made && !split ? c->rank : -1;
+  rr->flight_ext.nranks = made && !split ? c->nranks : -1;
+  rr->flight_ext.color = split ? c->color : -1;
+  rr->flight_ext.key = split ? c->key : -1;
+  rr->flight_ext.split_index = split ? c->split_index : 0;
   return 1;
 }
 

@@ -213,22 +213,21 @@ NSP_HIDDEN struct nsp_ring_inflight *nsp_flight_claim(void);
 NSP_HIDDEN uint64_t nsp_flight_count_others(void);
 /* In a forked child: the parent's table is not ours. */
 NSP_HIDDEN void nsp_flight_atfork_child(void);
-/* At a call's entry, before NCCL is called: publishes *c (its t_enter not
- * 0) in this thread's entry, as a seqlock.  Returns the entry, for
- * nsp_flight_leave, or NULL when the call is not shown (c->t_enter 0: a
- * call that cannot block, not worth an entry). */
-static inline struct nsp_ring_inflight *nsp_flight_enter(const struct nsp_inflight_call *c) {
+/* At a call's entry, before NCCL is called: this thread's entry, its
+ * seqlock opened (gen odd), for the wrapper to fill `call` (t_enter, api,
+ * comm and group always; the rest as the call's kind uses it: readers
+ * ignore what a kind does not use) and publish with nsp_flight_publish;
+ * or NULL when this thread's calls are not shown. */
+static inline struct nsp_ring_inflight *nsp_flight_begin(void) {
   struct nsp_ring_inflight *e = nsp_flight_mine;
-  if (NSP_UNLIKELY(!e)) {
-    if (nsp_flight_state || !c->t_enter || !(e = nsp_flight_claim())) return NULL;
-  }
-  if (NSP_UNLIKELY(!c->t_enter)) return NULL;
+  if (NSP_UNLIKELY(!e) && (nsp_flight_state || !(e = nsp_flight_claim()))) return NULL;
   uint64_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED); /* this thread alone writes it */
   __atomic_store_n(&e->gen, g + 1, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
-  e->call = *c;
-  __atomic_store_n(&e->gen, g + 2, __ATOMIC_RELEASE);
   return e;
+}
+static inline void nsp_flight_publish(struct nsp_ring_inflight *e) {
+  __atomic_store_n(&e->gen, __atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
 }
 /* At the call's return, before its record goes into the ring. */
 static inline void nsp_flight_leave(struct nsp_ring_inflight *e) {

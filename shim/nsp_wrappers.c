@@ -214,25 +214,26 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
 /* The one path of every recording wrapper: find the real function (a
  * wrapper whose real function is absent returns ncclInvalidUsage); pass
  * straight through when NCCL called itself (nsp_wrappers_depth); run
- * ENTER, what must precede the real call; show the call in flight
- * (nsp_flight_enter: FLIGHT fills `fl`, whose api and t_enter are set,
- * with what the call is; setting fl.t_enter to 0 shows nothing); time the
- * real call; then run RECORD with `res`, `t0` and `t1` in scope.  The
- * caller gets the real call's result and errno.  What every recorded call
- * must do at its entry, before the real call, belongs here, after ENTER:
- * no wrapper bypasses this. */
-#define NSP_CALL_WITH(name, args, ENTER, FLIGHT, RECORD)                \
+ * ENTER, what must precede the real call; show the call in flight, when
+ * SHOW (nsp_flight_begin: FLIGHT fills `fl`, whose t_enter and api are
+ * set, with what the call is); time the real call; then run RECORD with
+ * `res`, `t0` and `t1` in scope.  The caller gets the real call's result
+ * and errno.  What every recorded call must do at its entry, before the
+ * real call, belongs here, after ENTER: no wrapper bypasses this. */
+#define NSP_CALL_SHOW(name, args, ENTER, SHOW, FLIGHT, RECORD)          \
   nsp_fn_##name real = REAL(name);                                      \
   if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;                     \
   if (nsp_wrappers_depth) return real args;                             \
   ENTER;                                                                \
   uint64_t t0 = nsp_now_ns();                                           \
-  struct nsp_inflight_call fl = {.t_enter = t0, .api = NSP_API_##name,  \
-                                 .peer = -1, .dtype = -1, .redop = -1,  \
-                                 .rank = -1, .nranks = -1, .color = -1, \
-                                 .key = -1};                            \
-  FLIGHT;                                                               \
-  struct nsp_ring_inflight *fl_entry = nsp_flight_enter(&fl);           \
+  struct nsp_ring_inflight *fl_entry = (SHOW) ? nsp_flight_begin() : NULL; \
+  if (fl_entry) {                                                       \
+    struct nsp_inflight_call *fl = &fl_entry->call;                     \
+    fl->t_enter = t0;                                                   \
+    fl->api = NSP_API_##name;                                           \
+    FLIGHT;                                                             \
+    nsp_flight_publish(fl_entry);                                       \
+  }                                                                     \
   nsp_wrappers_depth++;                                                 \
   ncclResult_t res = real args;                                         \
   nsp_wrappers_depth--;                                                 \
@@ -242,14 +243,15 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
   RECORD;                                                               \
   errno = saved_errno;                                                  \
   return res
+#define NSP_CALL_WITH(name, args, ENTER, FLIGHT, RECORD) NSP_CALL_SHOW(name, args, ENTER, 1, FLIGHT, RECORD)
 
 /* Most wrappers: the first recorded call starts the writer; the call in
  * flight shows its entry point and, given, its communicator. */
 #define NSP_CALL_C(name, args, cm, RECORD) \
-  NSP_CALL_WITH(name, args, nsp_writer_ensure_started(), flight_comm(&fl, (cm)), RECORD)
+  NSP_CALL_WITH(name, args, nsp_writer_ensure_started(), flight_comm(fl, (cm)), RECORD)
 #define NSP_CALL(name, args, RECORD) NSP_CALL_C(name, args, NULL, RECORD)
 
-/* The in-flight entry's communicator fields (NULL: none). */
+/* The in-flight entry's communicator and group (NULL: none). */
 static inline void flight_comm(struct nsp_inflight_call *fl, const struct nsp_comm *c) {
   fl->comm = c ? c->idx : 0;
   fl->group_id = nsp_group_id;
@@ -258,7 +260,7 @@ static inline void flight_comm(struct nsp_inflight_call *fl, const struct nsp_co
 
 /* A collective's or send/recv's entry: what its CALL record will say,
  * the seq it will take included (NCCL may refuse it: then it takes none). */
-static inline void flight_work(struct nsp_inflight_call *fl, struct nsp_comm *c, const void *sendbuff,
+static inline void flight_work(struct nsp_inflight_call *fl, int kind, struct nsp_comm *c, const void *sendbuff,
                                const void *recvbuff, size_t count, int dtype, int redop, int peer) {
   (void)sendbuff;
   (void)recvbuff;
@@ -267,10 +269,9 @@ static inline void flight_work(struct nsp_inflight_call *fl, struct nsp_comm *c,
   fl->dtype = dtype;
   fl->redop = redop;
   fl->peer = peer;
-  if (c && nsp_api_kind(fl->api) == NSP_K_COLL)
-    fl->seq = atomic_load_explicit(&c->coll_seq, memory_order_relaxed) + 1;
-  else if (c)
-    fl->seq = nsp_comm_p2p_seq(c, peer, fl->api == NSP_API_Recv, 0);
+  if (!c) fl->seq = 0;
+  else if (kind == NSP_K_COLL) fl->seq = atomic_load_explicit(&c->coll_seq, memory_order_relaxed) + 1;
+  else fl->seq = nsp_comm_p2p_seq(c, peer, fl->api == NSP_API_Recv, 0);
 }
 
 /* ENTER of work enqueued on a stream: events go around the real call so
@@ -301,16 +302,16 @@ static inline void flight_work(struct nsp_inflight_call *fl, struct nsp_comm *c,
                          busbw)                                                                \
   send, recv, count, datatype, redop, peer
 /* The caller is the wrapper's return address: the call site's cache key. */
-#define NSP_WORK_WRAPPER_(name, params, args, op)                                              \
+#define NSP_WORK_WRAPPER_(name, kind, params, args, op)                                        \
   NSP_EXPORT ncclResult_t nccl##name params {                                                  \
     NSP_CALL_WITH(name, args, NSP_TRACK_ENTER(args, stream),                                   \
-                  flight_work(&fl, c, NSP_APPLY(NSP_CALL_FIELDS_, op)),                        \
+                  flight_work(fl, kind, c, NSP_APPLY(NSP_CALL_FIELDS_, op)),                   \
                   record_call_c(NSP_API_##name, c, comm, NSP_APPLY(NSP_CALL_FIELDS_, op), stream, \
                                 res, t0, t1, trk, __builtin_return_address(0)));               \
   }
 /* One wrapper per row of kind NSP_K_COLL or NSP_K_P2P; the other kinds'
  * wrappers are written out below. */
-#define NSP_WRAPPER_(name, kind, ret, params, args, since, op) NSP_WRAPPER_##kind(name, params, args, op)
+#define NSP_WRAPPER_(name, kind, ret, params, args, since, op) NSP_WRAPPER_##kind(name, kind, params, args, op)
 #define NSP_WRAPPER_NSP_K_COLL NSP_WORK_WRAPPER_
 #define NSP_WRAPPER_NSP_K_P2P NSP_WORK_WRAPPER_
 #define NSP_WRAPPER_NSP_K_GROUP(...)
@@ -347,7 +348,7 @@ static void group_end(int api, ncclResult_t res, uint64_t t0, uint64_t t1) {
   if (outermost) nsp_done_group_before(&g)
 
 NSP_EXPORT ncclResult_t ncclGroupEnd(void) {
-  NSP_CALL_WITH(GroupEnd, (), NSP_GROUP_END_ENTER, flight_comm(&fl, NULL), {
+  NSP_CALL_WITH(GroupEnd, (), NSP_GROUP_END_ENTER, flight_comm(fl, NULL), {
     group_end(NSP_API_GroupEnd, res, t0, t1);
     if (outermost) nsp_done_group_after(&g, group_id, res);
   });
@@ -406,7 +407,7 @@ static inline void flight_split(struct nsp_inflight_call *fl, const struct nsp_c
 NSP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
                                          int rank) {
   NSP_CALL_WITH(CommInitRank, (comm, nranks, commId, rank), nsp_writer_ensure_started(),
-                flight_init(&fl, uid_hash(&commId), rank, nranks),
+                flight_init(fl, uid_hash(&commId), rank, nranks),
            comm_made(NSP_API_CommInitRank, comm ? *comm : NULL, uid_hash(&commId), rank, nranks, 0,
                      -1, -1, 0, NULL, res, t0, t1));
 }
@@ -414,7 +415,7 @@ NSP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqu
 NSP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
                                                int rank, ncclConfig_t *config) {
   NSP_CALL_WITH(CommInitRankConfig, (comm, nranks, commId, rank, config), nsp_writer_ensure_started(),
-                flight_init(&fl, uid_hash(&commId), rank, nranks),
+                flight_init(fl, uid_hash(&commId), rank, nranks),
            comm_made(NSP_API_CommInitRankConfig, comm ? *comm : NULL, uid_hash(&commId), rank,
                      nranks, 0, -1, -1, 0, config, res, t0, t1));
 }
@@ -423,7 +424,7 @@ NSP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks
                                                  int nId, ncclUniqueId *commIds,
                                                  ncclConfig_t *config) {
   NSP_CALL_WITH(CommInitRankScalable, (newcomm, nranks, myrank, nId, commIds, config),
-                nsp_writer_ensure_started(), flight_init(&fl, scalable_hash(nId, commIds), myrank, nranks), {
+                nsp_writer_ensure_started(), flight_init(fl, scalable_hash(nId, commIds), myrank, nranks), {
     uint64_t h = scalable_hash(nId, commIds);
     comm_made(NSP_API_CommInitRankScalable, newcomm ? *newcomm : NULL, h, myrank, nranks, 0, -1,
               -1, 0, config, res, t0, t1);
@@ -432,7 +433,7 @@ NSP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks
 
 NSP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist) {
   NSP_CALL_WITH(CommInitAll, (comm, ndev, devlist), nsp_writer_ensure_started(),
-                flight_init(&fl, 0, -1, ndev), {
+                flight_init(fl, 0, -1, ndev), {
     /* One process owns every rank: the id only has to be unique. */
     uint64_t n = atomic_fetch_add(&nsp_initall_counter, 1);
     pid_t pid = getpid();
@@ -451,7 +452,7 @@ NSP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
   uint32_t index = parent ? atomic_fetch_add(&parent->split_count, 1) : 0;
   uint64_t pid = parent ? parent->id : 0;
   NSP_CALL_WITH(CommSplit, (comm, color, key, newcomm, config), nsp_writer_ensure_started(),
-                flight_split(&fl, parent, index, child_hash(pid, index, color, "split"), color, key), {
+                flight_split(fl, parent, index, child_hash(pid, index, color, "split"), color, key), {
     comm_made(NSP_API_CommSplit, newcomm ? *newcomm : NULL, child_hash(pid, index, color, "split"),
               -1, -1, pid, color, key, index, config, res, t0, t1);
   });
@@ -467,7 +468,7 @@ NSP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList,
   if (excludeRanksList && excludeRanksCount > 0)
     h = nsp_fnv1a(h, excludeRanksList, (size_t)excludeRanksCount * sizeof(int));
   NSP_CALL_WITH(CommShrink, (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags),
-                nsp_writer_ensure_started(), flight_split(&fl, parent, index, h, -1, -1), {
+                nsp_writer_ensure_started(), flight_split(fl, parent, index, h, -1, -1), {
     comm_made(NSP_API_CommShrink, newcomm ? *newcomm : NULL, h, -1, -1, pid, -1, -1, index, config,
               res, t0, t1);
   });
@@ -555,7 +556,7 @@ static void async_seen(ncclComm_t comm, const ncclResult_t *asyncError, ncclResu
  * call plus a compare; a record only when the answer changes, and the
  * writer starts only then (ENTER is empty). */
 NSP_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
-  NSP_CALL_WITH(CommGetAsyncError, (comm, asyncError), (void)0, fl.t_enter = 0,
+  NSP_CALL_SHOW(CommGetAsyncError, (comm, asyncError), (void)0, 0, (void)fl,
                 async_seen(comm, asyncError, res, t0, t1));
 }
 
