@@ -39,8 +39,9 @@ def main():
                NCCL_SOCKET_IFNAME=os.environ.get("NCCL_SOCKET_IFNAME", "lo"))
     procs = [subprocess.Popen([sys.executable, __file__, str(i)], env=dict(env, NCCL_HOSTID=f"nsp-jax-{i}"))
              for i in range(2)]
-    # A time limit (SIGTERM) ends the processes, as torchrun passes it on.
-    signal.signal(signal.SIGTERM, lambda *_: [p.terminate() for p in procs])
+    # A time limit (SIGTERM) ends the processes: SIGKILL, since JAX takes SIGTERM
+    # for a preemption notice and goes on.
+    signal.signal(signal.SIGTERM, lambda *_: [p.kill() for p in procs])
     return max(p.wait() for p in procs)
 
 
