@@ -532,10 +532,11 @@ static void test_dump_text(void **state) {
   assert_contains(r.out, "seq=50 count=1024 dtype=float32 redop=sum");
   /* (fields a later format appends follow site) */
   assert_contains(r.out, "result=ncclSystemError last_error=\"connection reset by peer\" flags=0x0 site=0");
-  /* 1 header + PROCESS + COMM + 50 calls */
+  /* 1 header + PROCESS + COMM + 50 calls + EXIT */
   size_t lines = 0;
   for (const char *p = r.out; *p; p++) lines += *p == '\n';
-  assert_int_equal(lines, 53);
+  assert_int_equal(lines, 54);
+  assert_contains(r.out, "\nt=+0.051100ms EXIT inflight=0\n"); /* at its last call's return */
   result_free(&r);
 }
 
@@ -560,7 +561,7 @@ static void test_dump_json(void **state) {
   snprintf(f0, sizeof f0, "%s/node-a.1000.rank0.ncclspy", dir);
   struct result r = run((const char *[]){"dump", "--json", f0, NULL});
   assert_int_equal(r.status, 0);
-  /* Every line one JSON object: header, process, comm, 3 sends. */
+  /* Every line one JSON object: header, process, comm, 3 sends, exit. */
   char *save = NULL;
   int n = 0;
   for (char *line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++) {
@@ -588,9 +589,13 @@ static void test_dump_json(void **state) {
       assert_int_equal(get_int(o, "t_rel_ns"), 4000);
       assert_string_equal(get_str(o, "result"), "ncclSuccess");
     }
+    if (n == 6) {
+      assert_string_equal(rec, "exit");
+      assert_int_equal(get_int(o, "inflight"), 0);
+    }
     json_object_put(o);
   }
-  assert_int_equal(n, 6);
+  assert_int_equal(n, 7);
   result_free(&r);
 }
 
