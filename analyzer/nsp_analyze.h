@@ -223,6 +223,97 @@ struct nsp_call {
                            error was seen); 0 unknown */
   int done;             /* completion (format 1.1, where a finding says):
                            1 completed, 0 never completed, -1 unknown */
+  int in_flight;        /* 1: the call had not returned when its process's
+                           crash ring was read (an INFLIGHT record, format
+                           1.5): the process was killed inside it, or is
+                           still inside it; time_ns is its entry, done 0 */
+};
+
+/* How a traced process ended, as far as the analysis can tell
+ * (nsp_end_info.state; docs/REPORT.md, "How each process ended").
+ * Decided per trace from its EXIT record, the state of a crash ring left
+ * next to it (RINGSTATE: heartbeat, exit time), a SIGNAL record, and, for
+ * a process of this host, /proc.  Never more than is known. */
+enum nsp_end_state {
+  NSP_END_UNKNOWN = 0, /* "unknown": a trace older than format 1.5 (which cannot
+                          say; reports say nothing of it), or one with neither
+                          an EXIT record nor a crash ring whose process does
+                          not run here (why: nsp_end_info.why) */
+  NSP_END_EXITED,      /* "exited": it ran its exit handlers (exit(), a return
+                          from main): its EXIT record, or its ring's exit time */
+  NSP_END_RUNNING,     /* "running": still running as of the analysis: its
+                          ring's heartbeat is recent (nsp_job_set_now), or its
+                          pid is alive on this host and started no later than
+                          its trace */
+  NSP_END_KILLED,      /* "killed": its ring was left and its heartbeat stopped
+                          with no exit and no fatal signal recorded: SIGKILL (the
+                          OOM killer, a scheduler's time limit), a signal's
+                          default action, _exit */
+  NSP_END_CRASHED,     /* "crashed": died of the fatal signal its SIGNAL record
+                          names (signo) */
+};
+/* "unknown", "exited", "running", "killed", "crashed" (the JSON report's
+ * words); "invalid" out of range. */
+const char *nsp_end_state_name(int state);
+
+/* Where a process's end state comes from (nsp_end_info.source). */
+enum nsp_end_source {
+  NSP_ENDSRC_NONE = 0, /* "none": nothing says */
+  NSP_ENDSRC_EXIT,     /* "exit-record": its EXIT record */
+  NSP_ENDSRC_RING,     /* "crash-ring": its crash ring's state (RINGSTATE) */
+  NSP_ENDSRC_PROC,     /* "proc": /proc on this host (its pid runs) */
+  NSP_ENDSRC_SIGNAL,   /* "signal": its SIGNAL record (no ring was left) */
+};
+/* "none", "exit-record", "crash-ring", "proc", "signal"; "invalid". */
+const char *nsp_end_source_name(int source);
+
+/* How one process ended (nsp_trace_info.end). */
+struct nsp_end_info {
+  int state;            /* enum nsp_end_state */
+  int source;           /* enum nsp_end_source */
+  int64_t time_ns;      /* wall clock (ns): EXITED, when its exit handlers ran;
+                           RUNNING, when it was last heard from (its ring's
+                           heartbeat, else the end of its trace); KILLED and
+                           CRASHED, its last sign of life (the heartbeat, else
+                           the end of its trace); 0 unknown */
+  int64_t age_ns;       /* RUNNING: the analysis's "now" minus time_ns (how
+                           long ago it was last heard from, ns; 0 when its
+                           clock is ahead); 0 otherwise */
+  int signo;            /* CRASHED: the signal (Linux numbers); 0 */
+  const char *signal;   /* CRASHED: "SIGSEGV"; "" otherwise */
+  uint64_t inflight;    /* calls not returned: EXITED, those other threads were
+                           inside when its exit handlers ran (EXIT's count);
+                           otherwise its INFLIGHT records (ninflight) */
+  uint32_t unslotted;   /* threads whose calls in flight are not known (its
+                           ring's in-flight table was full); 0 */
+  const char *why;      /* UNKNOWN: "no exit record in trace format 1.4",
+                           "no exit record and no crash ring"; "" otherwise */
+  unsigned format_minor; /* the trace's format, 1.format_minor: below 5 its end
+                            is never said (reports keep quiet about it) */
+};
+
+/* One call a process had not returned from when its crash ring was read
+ * (an INFLIGHT record, format 1.5; nsp_trace_info.inflight). */
+struct nsp_inflight {
+  struct nsp_call call; /* api, comm_id (a split's or shrink's: the parent's),
+                           seq, count, dtype, redop, peer as its CALL would have
+                           them; time_ns its entry; in_flight 1, done 0 */
+  uint64_t new_comm_id; /* init, split, shrink: the id the new communicator's
+                           COMM record has (0: unknown, a no-color split) */
+  uint64_t parent_id;   /* split, shrink: the parent's id; 0 */
+  int32_t rank, nranks; /* init: the rank and nranks asked for; -1 */
+  int32_t color, key;   /* split: its arguments; -1 */
+  uint32_t split_index; /* split, shrink: the parent's splits and shrinks before it */
+  uint32_t tid;         /* the calling thread */
+  int64_t wait_ns;      /* entry to the process's last sign of life (ns) */
+};
+
+/* A libnccl the shim did not interpose, loaded in the process (a LIBNCCL
+ * record, format 1.5): calls made through it are not in the trace. */
+struct nsp_libnccl {
+  const char *path;     /* as the dynamic loader has it */
+  int32_t version;      /* its ncclGetVersion() code; 0 unknown */
+  int64_t time_ns;      /* when the shim saw it (wall clock) */
 };
 
 /* One traced process (one trace file). */
@@ -266,6 +357,13 @@ struct nsp_trace_info {
   /* Since format 1.3: */
   uint64_t signals;       /* SIGNAL records read */
   const struct nsp_signal *signal; /* the first of them; NULL none */
+  /* Since format 1.5 (older traces: end.state NSP_END_UNKNOWN, none of the rest): */
+  struct nsp_end_info end; /* how the process ended */
+  size_t ninflight;        /* calls it had not returned from (INFLIGHT records of
+                              its crash ring), in the order read */
+  const struct nsp_inflight *inflight;
+  size_t nlibnccl;         /* libnccls the shim did not interpose (LIBNCCL) */
+  const struct nsp_libnccl *libnccl;
 };
 
 /* One communicator, unified across the traces of its ranks. */
@@ -320,6 +418,14 @@ struct nsp_proc {
   /* "signal": the fatal signal (site is then its stack, and call the
    * process's last NCCL call); NULL otherwise. */
   const struct nsp_signal *signal;
+  /* How the process ended (its trace's nsp_trace_info.end): every finding
+   * that names a process says it. */
+  const struct nsp_end_info *end;
+  /* Its finalize, destroy, abort or revoke of the finding's communicator
+   * (a COMM_END record): NSP_API_CommAbort, ...; -1 none.  comm_end_ns:
+   * when it was called (wall clock). */
+  int comm_end_api;
+  int64_t comm_end_ns;
 };
 
 /* A group of ranks that agree with each other and differ from the other
@@ -401,6 +507,23 @@ int nsp_job_add_path(struct nsp_job *job, const char *path);
  * NSP_AN_EINVAL or NSP_AN_ESTATE. */
 int nsp_job_add_mem(struct nsp_job *job, const char *name, const void *data, size_t len);
 
+/* The moment the analysis takes as "now", CLOCK_REALTIME ns: a process
+ * whose crash ring's heartbeat (its writer thread's last pass, every few
+ * ms while it lives) is at most max(10 s, 3 x its NCCLSPY_FLUSH_MS) older
+ * is still running.  0 (the default): the clock when each trace is read.
+ * Call before adding traces (the end of a process is decided as its trace
+ * is read).  Returns 0, NSP_AN_EINVAL, or NSP_AN_ESTATE once a trace was
+ * added.  The command takes it from the environment variable
+ * NSP_ANALYZE_NOW_NS (for tests). */
+int nsp_job_set_now(struct nsp_job *job, int64_t now_ns);
+
+/* The host name whose processes the analysis may look up in /proc (a
+ * trace's header host equal to it, its pid alive and started no later
+ * than its trace: still running).  NULL (the default): this machine's
+ * gethostname(); "": none, /proc is never read.  Call before adding
+ * traces; returns 0, NSP_AN_ENOMEM, NSP_AN_EINVAL or NSP_AN_ESTATE. */
+int nsp_job_set_local_host(struct nsp_job *job, const char *host);
+
 /* Runs the rules over the traces added so far (once per job).  A job
  * with no traces analyses to no findings.  Returns 0, NSP_AN_ENOMEM or
  * NSP_AN_ESTATE.  Re-reads trace files whose send/recv calls are named in
@@ -434,6 +557,23 @@ const char *nsp_job_note(const struct nsp_job *job, size_t i);
 /* One paragraph naming the first problem (or saying there is none);
  * "" before nsp_job_analyze. */
 const char *nsp_job_summary(const struct nsp_job *job);
+
+/* What the traces could not see, counted in processes (traces), after
+ * nsp_job_analyze: the summary's "but: ..." (docs/REPORT.md, "The
+ * summary"), and with no finding the command's exit status 3 when
+ * `unclean` or `libnccl` is not 0. */
+struct nsp_job_caveats {
+  size_t running;     /* still running (NSP_END_RUNNING) */
+  size_t unclean;     /* ended without a clean exit (NSP_END_KILLED, NSP_END_CRASHED) */
+  size_t unknown_end; /* format 1.5 or newer and NSP_END_UNKNOWN: no exit record, no ring */
+  size_t inflight;    /* with calls in flight (INFLIGHT records), or that exited
+                         while other threads were inside calls */
+  size_t libnccl;     /* loaded a libnccl the shim does not interpose */
+  int64_t heard_ns;   /* the running ones: the longest time since one was last
+                         heard from (ns) */
+};
+/* Never NULL; all 0 before nsp_job_analyze. */
+const struct nsp_job_caveats *nsp_job_caveats(const struct nsp_job *job);
 
 /* The rules the analysis runs, in order (i < nsp_analyze_nrules()): each
  * one's name ("alignment") and what it checks, one line; NULL past the
@@ -470,6 +610,22 @@ int nsp_side_job_ranks(const struct nsp_finding *f, const struct nsp_side *s);
  * (2048 bytes)", "broadcast 8 x int32 root 1 (32 bytes)", "send 4 x
  * float32 to 1 (16 bytes)"; returns the snprintf-style length. */
 size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c);
+
+/* Writes how a process ended, as messages and reports say it, into buf:
+ * "exited cleanly at +1.234567 s" (", with 2 calls of other threads in
+ * flight"), "exited at +T s (its exit handlers ran; the trace could not
+ * be finished)", "still running (last heard 2.0 s ago)", "still running
+ * (its pid is alive on this host)", "ended without a clean exit (SIGKILL,
+ * the OOM killer or _exit; last heard at +T s)", "crashed with SIGSEGV at
+ * +T s", "end unknown (no exit record and no crash ring)"; "" for a trace
+ * older than format 1.5.  Times relative to nsp_job_start_ns.  Returns
+ * the snprintf-style length (0: nothing to say). */
+size_t nsp_format_end(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_end_info *e);
+
+/* What a process did to a communicator with entry point api
+ * (nsp_proc.comm_end_api): "finalized", "destroyed", "aborted",
+ * "revoked"; "ended" for others. */
+const char *nsp_comm_end_word(int api);
 
 /* The one-line hint for a finding kind (same text as nsp_finding.hint for
  * every kind but "error", whose hint also depends on the result code). */

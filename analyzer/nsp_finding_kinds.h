@@ -159,7 +159,17 @@ enum nsp_side_shape {
     "the first process to die", "the other processes that died of a signal",                                           \
     "a rank died of a fatal signal and its stack shows where (SIGSEGV/SIGBUS: a bad pointer "                          \
     "or a cut mapping; SIGABRT: abort(), a failed assert, an uncaught C++ exception or a "                             \
-    "watchdog giving up); the other ranks' hangs and errors after it are usually its consequences")
+    "watchdog giving up); the other ranks' hangs and errors after it are usually its consequences")                   \
+  X(NSP_FIND_COMM_INIT_WAIT, "comm-init-wait", NSP_CLASS_FAILURE, NSP_RANKS_JOB_IN_COMM, NSP_SIDES_BY_ROLE,            \
+    "the processes that never made the creation call (the ones to look at)", NSP_LATER_NONE,                           \
+    "ranks wait inside ncclCommInitRank, ncclCommSplit or ncclCommShrink for ranks that never made that call: look "   \
+    "at what those did instead (their last call, py-spy dump --native, their logs) - a rank-dependent code path, a "   \
+    "rank that exited or died early, or ranks that create communicators in different orders")                         \
+  X(NSP_FIND_CALL_NEVER_RETURNED, "call-never-returned", NSP_CLASS_FAILURE, NSP_RANKS_JOB, NSP_SIDES_BY_CALL,          \
+    "the processes inside the call", NSP_LATER_NONE,                                                                   \
+    "a process was killed inside an NCCL call, or is blocked in one, and no other finding explains it: "               \
+    "ncclGroupEnd waits for the peers of the group's sends and receives, ncclCommFinalize and ncclCommDestroy for "    \
+    "outstanding work and the other ranks - look at what those peers did last, and at NCCL_DEBUG=INFO output")
 /* clang-format on */
 
 #endif /* NSP_FINDING_KINDS_H */

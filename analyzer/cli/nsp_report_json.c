@@ -72,6 +72,35 @@ static void put_call(struct jctx *j, json_object *o, const struct nsp_call *c, i
   if (c->last_error) put(j, o, "last_error", jstr(c->last_error));
   if (c->time_ns) put(j, o, "time_ns", jint(c->time_ns));
   if (c->done >= 0) put(j, o, "completed", json_object_new_boolean(c->done > 0));
+  if (c->in_flight) put(j, o, "in_flight", json_object_new_boolean(1));
+}
+
+static int64_t rel(const struct nsp_job *job, int64_t t) { return (int64_t)((uint64_t)t - (uint64_t)nsp_job_start_ns(job)); }
+
+/* How a process ended: {"state", "source", "time_ns", "t_rel_ns", "age_ns",
+ * "signal", "signo", "inflight", "unslotted", "why", "text"}, the members
+ * that apply (docs/REPORT.md). */
+static json_object *end_json(struct jctx *j, const struct nsp_job *job, const struct nsp_end_info *e) {
+  json_object *o = json_object_new_object();
+  if (!o) return NULL;
+  put(j, o, "state", jstr(nsp_end_state_name(e->state)));
+  put(j, o, "source", jstr(nsp_end_source_name(e->source)));
+  if (e->time_ns) {
+    put(j, o, "time_ns", jint(e->time_ns));
+    put(j, o, "t_rel_ns", jint(rel(job, e->time_ns)));
+  }
+  if (e->state == NSP_END_RUNNING) put(j, o, "age_ns", jint(e->age_ns));
+  if (e->state == NSP_END_CRASHED) {
+    put(j, o, "signal", jstr(e->signal));
+    put(j, o, "signo", jint(e->signo));
+  }
+  put(j, o, "inflight", jint((int64_t)e->inflight));
+  if (e->unslotted) put(j, o, "unslotted", jint(e->unslotted));
+  if (e->why[0]) put(j, o, "why", jstr(e->why));
+  char eb[256];
+  nsp_format_end(eb, sizeof eb, job, e);
+  put(j, o, "text", jstr(eb));
+  return o;
 }
 
 /* {"id", "flags", "frames": [{"module", "offset", "symbol"}], "skipped", "total"} */
@@ -112,7 +141,7 @@ static json_object *signal_json(struct jctx *j, const struct nsp_job *job, const
   put(j, o, "sender_pid", jint(sg->sender_pid));
   put(j, o, "flags", jint(sg->flags));
   put(j, o, "time_ns", jint(sg->time_ns));
-  put(j, o, "t_rel_ns", jint((int64_t)((uint64_t)sg->time_ns - (uint64_t)nsp_job_start_ns(job))));
+  put(j, o, "t_rel_ns", jint(rel(job, sg->time_ns)));
   put(j, o, "died", json_object_new_boolean(!sg->went_on));
   if (with_stack && sg->stack) put(j, o, "stack", site_json(j, sg->stack));
   return o;
@@ -166,7 +195,7 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
   }
   if (f->time_ns) {
     put(j, o, "time_ns", jint(f->time_ns));
-    put(j, o, "t_rel_ns", jint((int64_t)((uint64_t)f->time_ns - (uint64_t)nsp_job_start_ns(job))));
+    put(j, o, "t_rel_ns", jint(rel(job, f->time_ns)));
   }
   json_object *sides = json_object_new_array();
   for (size_t s = 0; sides && s < f->nsides; s++) {
@@ -229,6 +258,16 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
       }
       if (pr->site) put(j, po, "site", site_json(j, pr->site));
       if (pr->signal) put(j, po, "signal", signal_json(j, job, pr->signal, 0));
+      if (pr->end) put(j, po, "end", end_json(j, job, pr->end));
+      if (pr->comm_end_api >= 0) {
+        json_object *ce = json_object_new_object();
+        if (ce) {
+          put(j, ce, "api", jstr(nsp_api_name(pr->comm_end_api)));
+          put(j, ce, "time_ns", jint(pr->comm_end_ns));
+          put(j, ce, "t_rel_ns", jint(rel(job, pr->comm_end_ns)));
+        }
+        put(j, po, "comm_end", ce);
+      }
       push(j, procs, po);
     }
     put(j, so, "procs", procs);
@@ -273,6 +312,17 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
   put(&j, root, "version", jstr(NSP_VERSION));
   put(&j, root, "summary", jstr(nsp_job_summary(job)));
   put(&j, root, "start_time_ns", jint(nsp_job_start_ns(job)));
+  const struct nsp_job_caveats *cv = nsp_job_caveats(job);
+  json_object *co = json_object_new_object();
+  if (co) {
+    put(&j, co, "running", jint((int64_t)cv->running));
+    put(&j, co, "unclean", jint((int64_t)cv->unclean));
+    put(&j, co, "unknown_end", jint((int64_t)cv->unknown_end));
+    put(&j, co, "in_flight", jint((int64_t)cv->inflight));
+    put(&j, co, "untraced_libnccl", jint((int64_t)cv->libnccl));
+    put(&j, co, "heard_ns", jint(cv->heard_ns));
+  }
+  put(&j, root, "caveats", co);
 
   json_object *traces = json_object_new_array();
   for (size_t i = 0; traces && i < nsp_job_ntraces(job); i++) {
@@ -316,6 +366,42 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
     json_object *pr = json_object_new_array();
     if (pr && t->problem) push(&j, pr, jstr(t->problem));
     put(&j, o, "problems", pr);
+    put(&j, o, "end", end_json(&j, job, &t->end));
+    json_object *inf = json_object_new_array();
+    for (size_t k = 0; inf && k < t->ninflight; k++) {
+      const struct nsp_inflight *x = &t->inflight[k];
+      json_object *io = json_object_new_object();
+      if (io) {
+        put_call(&j, io, &x->call, 0);
+        if (x->new_comm_id) put(&j, io, "new_comm", jid(x->new_comm_id));
+        if (x->parent_id) {
+          put(&j, io, "parent", jid(x->parent_id));
+          put(&j, io, "split_index", jint(x->split_index));
+          put(&j, io, "color", jint(x->color));
+          put(&j, io, "key", jint(x->key));
+        }
+        if (x->nranks >= 0) {
+          put(&j, io, "rank", jint(x->rank));
+          put(&j, io, "nranks", jint(x->nranks));
+        }
+        put(&j, io, "tid", jint(x->tid));
+        put(&j, io, "wait_ns", jint(x->wait_ns));
+      }
+      push(&j, inf, io);
+    }
+    put(&j, o, "in_flight", inf);
+    json_object *ln = json_object_new_array();
+    for (size_t k = 0; ln && k < t->nlibnccl; k++) {
+      json_object *lo = json_object_new_object();
+      if (lo) {
+        put(&j, lo, "path", jstr(t->libnccl[k].path));
+        put(&j, lo, "nccl_version", jint(t->libnccl[k].version));
+        put(&j, lo, "nccl_version_str", jstr(nsp_nccl_version_str(t->libnccl[k].version, vb, sizeof vb)));
+        put(&j, lo, "time_ns", jint(t->libnccl[k].time_ns));
+      }
+      push(&j, ln, lo);
+    }
+    put(&j, o, "untraced_libnccl", ln);
     push(&j, traces, o);
   }
   put(&j, root, "traces", traces);

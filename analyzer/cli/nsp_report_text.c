@@ -55,14 +55,18 @@ static void put_wrapped(FILE *out, const char *text, int indent, int width) {
   }
 }
 
-static void put_rel(FILE *out, const struct nsp_job *job, int64_t t) {
+/* "<lead>+1.234567 s": a wall time relative to the job's start; nothing
+ * for an unknown time (0). */
+static void put_time(FILE *out, const struct nsp_job *job, const char *lead, int64_t t) {
   if (!t) return;
   /* Times come from the traces: subtract without signed overflow.  A time
    * before the earliest header (skewed clocks) reads "-0.5", not "+-0.5". */
   double d = (double)(int64_t)((uint64_t)t - (uint64_t)nsp_job_start_ns(job)) / 1e9;
   if (d < 0 && d > -5e-7) d = 0; /* prints as 0.000000: no sign to show */
-  fprintf(out, ", at %s%.6f s", d < 0 ? "-" : "+", d < 0 ? -d : d);
+  fprintf(out, "%s%s%.6f s", lead, d < 0 ? "-" : "+", d < 0 ? -d : d);
 }
+
+static void put_rel(FILE *out, const struct nsp_job *job, int64_t t) { put_time(out, job, ", at ", t); }
 
 void nsp_report_put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id) {
   if (!id) {
@@ -168,6 +172,56 @@ static void put_call_where(FILE *out, const struct nsp_call *c, uint64_t comm_id
   else fprintf(out, " on communicator %016" PRIx64, c->comm_id);
 }
 
+/* ", completed", ", never completed", ", in flight (never returned)";
+ * nothing when unknown. */
+static void put_done(FILE *out, const struct nsp_call *c) {
+  if (c->in_flight) fprintf(out, ", in flight (never returned)");
+  else if (c->done >= 0) fprintf(out, ", %s", c->done ? "completed" : "never completed");
+}
+
+/* Which of a process's calls in flight a line names already. */
+static int names_call(const struct nsp_proc *p, const struct nsp_call *c) {
+  return (p->call.api == c->api && p->call.time_ns == c->time_ns) ||
+         (p->blocked.api == c->api && p->blocked.time_ns == c->time_ns);
+}
+
+/* What else a finding's process line says of the process: its other
+ * calls in flight, its end of the finding's communicator, how it ended.
+ * Detail lines say all of it ("; in flight: ncclGroupEnd since +T s";
+ * "; aborted this communicator at +T s"; "; still running ..."); compact
+ * lines, only the end of the communicator and an end that is not a clean
+ * exit, in parentheses. */
+static void put_proc_state(FILE *out, const struct nsp_job *job, const struct nsp_proc *p, int detail) {
+  const struct nsp_trace_info *t = nsp_job_trace(job, p->trace);
+  int n = 0;
+  if (detail) {
+    size_t shown = 0;
+    for (size_t i = 0; i < t->ninflight && shown < 2; i++) {
+      const struct nsp_call *c = &t->inflight[i].call;
+      if (names_call(p, c)) continue;
+      fprintf(out, "; in flight: ");
+      int k = nsp_api_kind(c->api);
+      if (k == NSP_K_COLL || k == NSP_K_P2P) put_call_where(out, c, 0);
+      else fprintf(out, "nccl%s", nsp_api_name(c->api));
+      put_time(out, job, " since ", c->time_ns);
+      shown++;
+    }
+  }
+  if (p->comm_end_api >= 0) {
+    fprintf(out, detail ? "; " : n++ ? ", " : " (");
+    fprintf(out, "%s this communicator", nsp_comm_end_word(p->comm_end_api));
+    put_time(out, job, " at ", p->comm_end_ns);
+  }
+  const struct nsp_end_info *e = p->end ? p->end : &t->end;
+  int notable = e->state == NSP_END_RUNNING || e->state == NSP_END_KILLED || e->state == NSP_END_CRASHED;
+  char eb[256];
+  if ((detail || notable) && nsp_format_end(eb, sizeof eb, job, e)) {
+    fprintf(out, detail ? "; " : n++ ? ", " : " (");
+    nsp_put_esc(out, eb);
+  }
+  if (n) fputc(')', out);
+}
+
 static void put_proc_hang(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, const struct nsp_side *s,
                           const struct nsp_proc *p) {
   const struct nsp_call *c = &p->call;
@@ -177,7 +231,7 @@ static void put_proc_hang(FILE *out, const struct nsp_job *job, const struct nsp
     } else {
       fprintf(out, ": last call ");
       put_call_where(out, c, f->comm_id);
-      if (c->done >= 0) fprintf(out, ", %s", c->done ? "completed" : "never completed");
+      put_done(out, c);
       put_rel(out, job, c->time_ns);
     }
     if (p->blocked.api >= 0 && (p->blocked.comm_id != c->comm_id || p->blocked.seq != c->seq || c->api != p->blocked.api)) {
@@ -197,6 +251,9 @@ static void put_proc_hang(FILE *out, const struct nsp_job *job, const struct nsp
       put_rel(out, job, c->time_ns);
       fprintf(out, "; its trace lost %" PRIu64 " records after it", dropped);
     }
+  } else if (s->role == NSP_ROLE_WAITING && c->in_flight) {
+    fprintf(out, ": in flight %.3f s (never returned; entry to its last sign of life)", (double)p->wait_ns / 1e9);
+    put_rel(out, job, c->time_ns);
   } else if (s->role == NSP_ROLE_WAITING) {
     fprintf(out, ": waited %.3f s (enqueue to the end of its trace)", (double)p->wait_ns / 1e9);
     put_rel(out, job, c->time_ns);
@@ -227,7 +284,8 @@ static void put_proc_call(FILE *out, const struct nsp_job *job, const struct nsp
   fprintf(out, ": last call %s", cb);
   if (nsp_api_kind(c->api) == NSP_K_COLL || nsp_api_kind(c->api) == NSP_K_P2P) fprintf(out, " seq %" PRIu64, c->seq);
   if (c->comm_id == f->comm_id) fprintf(out, " on this communicator");
-  else fprintf(out, " on communicator %016" PRIx64, c->comm_id);
+  else if (c->comm_id) fprintf(out, " on communicator %016" PRIx64, c->comm_id);
+  if (c->in_flight) fprintf(out, " (in flight: never returned)");
   put_rel(out, job, c->time_ns);
 }
 
@@ -272,6 +330,7 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
       if (hang) put_proc_hang(out, job, f, s, pr);
       else if (sig && pr->signal) put_proc_signal(out, job, pr);
       else put_proc_call(out, job, f, pr);
+      put_proc_state(out, job, pr, 1);
       fputc('\n', out);
       /* Where the process made that call; the error's origin and the
        * ranks of a hang matter most, so each gets its own.  A signal: the
@@ -287,6 +346,7 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
       fprintf(out, " on ");
       nsp_put_esc(out, pr->host);
       fprintf(out, " pid %" PRIu32, pr->pid);
+      put_proc_state(out, job, pr, 0);
     }
   }
   if (s->nranks > shown) {
@@ -346,6 +406,62 @@ static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
   }
 }
 
+/* "NCCL 2.19.3" of a version code, or "NCCL version unknown". */
+static void put_nccl_version(FILE *out, int32_t code) {
+  char vb[32];
+  if (code > 0) fprintf(out, "NCCL %s", nsp_nccl_version_str(code, vb, sizeof vb));
+  else fprintf(out, "NCCL version unknown");
+}
+
+/* The Environment section's libnccls the shim did not interpose (LIBNCCL
+ * records): per rank, path and version.  Not findings (the summary says
+ * them); after the env-* findings, or as the section of its own. */
+static void put_untraced_libnccl(FILE *out, const struct nsp_job *job, int after_findings) {
+  int any = 0;
+  for (size_t i = 0; i < nsp_job_ntraces(job); i++) {
+    const struct nsp_trace_info *t = nsp_job_trace(job, i);
+    for (size_t l = 0; l < t->nlibnccl; l++) {
+      if (!any++)
+        fprintf(out, after_findings ? "\nlibnccl that ncclspy does not trace (calls through it are not in the traces)\n"
+                                    : "\nEnvironment\nlibnccl that ncclspy does not trace (calls through it are not in the "
+                                      "traces)\n");
+      fprintf(out, "  rank %-4d ", t->rank);
+      nsp_put_esc(out, t->host);
+      fprintf(out, " pid %" PRIu32 ": ", t->pid);
+      nsp_put_esc(out, t->libnccl[l].path);
+      fprintf(out, " (");
+      put_nccl_version(out, t->libnccl[l].version);
+      fprintf(out, "), seen");
+      put_time(out, job, " at ", t->libnccl[l].time_ns);
+      fprintf(out, "; the traced one: ");
+      nsp_put_esc(out, t->nccl_path[0] ? t->nccl_path : "unknown");
+      fputc('\n', out);
+    }
+  }
+}
+
+/* The Traces section's lines on how the process ended (not said of a
+ * clean exit, nor of a trace older than format 1.5) and its calls in
+ * flight. */
+static void put_trace_end(FILE *out, const struct nsp_job *job, const struct nsp_trace_info *t) {
+  char eb[256];
+  if (t->end.state != NSP_END_EXITED && nsp_format_end(eb, sizeof eb, job, &t->end)) {
+    fprintf(out, "            ");
+    nsp_put_esc(out, eb);
+    if (t->end.unslotted) fprintf(out, "; the calls in flight of %" PRIu32 " threads are not known", t->end.unslotted);
+    fputc('\n', out);
+  }
+  for (size_t i = 0; i < t->ninflight; i++) {
+    const struct nsp_call *c = &t->inflight[i].call;
+    fprintf(out, "            in flight: ");
+    int k = nsp_api_kind(c->api);
+    if (k == NSP_K_COLL || k == NSP_K_P2P) put_call_where(out, c, 0);
+    else fprintf(out, "nccl%s", nsp_api_name(c->api));
+    put_time(out, job, " since ", c->time_ns);
+    fprintf(out, " (never returned; %.3f s to its last sign of life)\n", (double)t->inflight[i].wait_ns / 1e9);
+  }
+}
+
 int nsp_report_text(const struct nsp_job *job, FILE *out) {
   size_t nt = nsp_job_ntraces(job), nc = nsp_job_ncomms(job), nf = nsp_job_nfindings(job), nn = nsp_job_nnotes(job);
   fprintf(out, "ncclspy report: %zu trace%s, %zu communicator%s, %zu finding%s\n\n", nt, nt == 1 ? "" : "s", nc,
@@ -366,6 +482,7 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
     if (i > nmain) fputc('\n', out);
     put_finding(out, job, i);
   }
+  put_untraced_libnccl(out, job, nf > nmain);
 
   fprintf(out, "\nTraces (%zu)\n", nt);
   for (size_t i = 0; i < nt; i++) {
@@ -404,6 +521,7 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
       put_rel(out, job, t->signal->time_ns);
       fputc('\n', out);
     }
+    put_trace_end(out, job, t);
   }
 
   fprintf(out, "\nCommunicators (%zu)\n", nc);

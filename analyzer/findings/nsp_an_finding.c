@@ -80,6 +80,8 @@ void nsp_an_set_proc(struct nsp_job *job, struct nsp_proc *p, int *rank_slot, in
   p->trace = trace;
   p->host = t->info.host;
   p->pid = t->info.pid;
+  p->end = &t->info.end;
+  p->comm_end_api = -1; /* the walk sets it (job/nsp_an_walk.c) */
 }
 
 int nsp_an_side_from_members(struct nsp_job *job, struct nsp_side *s, const size_t *mi, size_t n) {
@@ -91,6 +93,26 @@ int nsp_an_side_from_members(struct nsp_job *job, struct nsp_side *s, const size
     nsp_an_set_proc(job, &procs[i], &ranks[i], m->rank, m->trace);
   }
   return 0;
+}
+
+int nsp_an_side_from_traces(struct nsp_job *job, struct nsp_side *s, const size_t *ti, size_t n) {
+  int *ranks;
+  struct nsp_proc *procs;
+  NSP_TRY(nsp_an_side_procs(s, n, &ranks, &procs));
+  for (size_t i = 0; i < n; i++) nsp_an_set_proc(job, &procs[i], &ranks[i], job->traces[ti[i]]->info.rank, ti[i]);
+  return 0;
+}
+
+void nsp_an_proc_last_call(struct nsp_proc *p, const struct nsp_trace *t) {
+  if (t->last_call.valid) {
+    p->call = t->last_call.call;
+    p->call.last_error = NULL;
+    p->site = nsp_an_site(t, t->last_call.site);
+  }
+  if (t->blocked.valid) {
+    p->blocked = t->blocked.call;
+    p->blocked.last_error = NULL;
+  }
 }
 
 void nsp_an_call_from_sig(struct nsp_call *c, const struct nsp_sig *s, uint64_t comm_id, uint64_t seq) {
@@ -176,7 +198,7 @@ void nsp_an_finding_free(struct nsp_finding_priv *f) {
 
 /* ---- sides grouped by a key ------------------------------------------- */
 
-static int cmp_rank_trace(const void *pa, const void *pb, void *ctx) {
+int nsp_an_cmp_trace_rank(const void *pa, const void *pb, void *ctx) {
   const struct nsp_job *job = ctx;
   const struct nsp_trace *a = job->traces[*(const size_t *)pa], *b = job->traces[*(const size_t *)pb];
   if (a->info.rank != b->info.rank) return a->info.rank < b->info.rank ? -1 : 1;
@@ -204,17 +226,11 @@ int nsp_an_sides_by_key(struct nsp_job *job, struct nsp_finding_priv *f, const s
     } else {
       for (size_t i = 1; i < n; i++)
         if (key(job->traces[ti[i]]) == keys[s - 1]) group[gn++] = ti[i];
-      qsort_r(group, gn, sizeof *group, cmp_rank_trace, job);
+      qsort_r(group, gn, sizeof *group, nsp_an_cmp_trace_rank, job);
     }
     struct nsp_side *side = &f->sides[s];
-    int *ranks;
-    struct nsp_proc *procs;
-    ret = nsp_an_side_procs(side, gn, &ranks, &procs);
-    for (size_t i = 0; i < gn && !ret; i++) {
-      const struct nsp_trace *t = job->traces[group[i]];
-      nsp_an_set_proc(job, &procs[i], &ranks[i], t->info.rank, group[i]);
-      ret = proc(job, &procs[i], t);
-    }
+    ret = nsp_an_side_from_traces(job, side, group, gn);
+    for (size_t i = 0; i < gn && !ret; i++) ret = proc(job, (struct nsp_proc *)&side->procs[i], job->traces[group[i]]);
     if (!ret) ret = side_done(job, side);
   }
   free(keys);

@@ -26,6 +26,8 @@ struct nsp_finding_priv {
   size_t cause_id;      /* id of the finding this follows from; SIZE_MAX none */
   size_t comm_index;    /* index in job->comms; SIZE_MAX none */
   int cycle;            /* hang: part of a circular wait */
+  int comm_ranks_set;   /* the rule set its processes' comm_rank itself (the
+                           ranks a communicator still being made gives them) */
   int64_t sort_time;    /* order key: the chain's root time */
   int depth;            /* order key: steps from the root of its chain */
 };
@@ -35,9 +37,11 @@ struct nsp_finding_priv {
 /* The kinds table's line of a kind the analyzer made (never NULL). */
 static inline const struct nsp_finding_kind_info *nsp_an_kind(int kind) { return nsp_finding_kind_info(kind); }
 /* A collective mismatch (its sides are calls at one seq). */
-static inline int nsp_an_kind_is_mismatch(int kind) { return nsp_an_kind(kind)->sides == NSP_SIDES_BY_CALL; }
-/* A hang or never-completed finding (its sides are roles). */
-static inline int nsp_an_kind_is_hang(int kind) { return nsp_an_kind(kind)->sides == NSP_SIDES_BY_ROLE; }
+static inline int nsp_an_kind_is_mismatch(int kind) {
+  return nsp_an_kind(kind)->sides == NSP_SIDES_BY_CALL && nsp_an_kind(kind)->order_class == NSP_CLASS_MISMATCH;
+}
+/* A hang or never-completed finding (its sides are roles at a seq). */
+static inline int nsp_an_kind_is_hang(int kind) { return kind == NSP_FIND_HANG || kind == NSP_FIND_NEVER_COMPLETED; }
 
 /* ---- building findings (nsp_an_finding.c) --------------------------------- */
 
@@ -57,6 +61,14 @@ int nsp_an_side_procs(struct nsp_side *s, size_t n, int **ranks, struct nsp_proc
 void nsp_an_set_proc(struct nsp_job *job, struct nsp_proc *p, int *rank_slot, int rank, size_t trace);
 /* Side of the given members (comm ranks). */
 int nsp_an_side_from_members(struct nsp_job *job, struct nsp_side *s, const size_t *mi, size_t n);
+/* qsort_r order of trace indices (ctx: the job): by job rank, then index. */
+int nsp_an_cmp_trace_rank(const void *pa, const void *pb, void *ctx);
+/* Side of the given traces ti[0..n) (job ranks, nsp_trace_info.rank). */
+int nsp_an_side_from_traces(struct nsp_job *job, struct nsp_side *s, const size_t *ti, size_t n);
+/* A process's last call on any communicator (call, without its error
+ * text; its call site) and the earliest call it never completed
+ * (blocked), as far as its trace says: what the ranks to look at did. */
+void nsp_an_proc_last_call(struct nsp_proc *p, const struct nsp_trace *t);
 void nsp_an_call_from_sig(struct nsp_call *c, const struct nsp_sig *s, uint64_t comm_id, uint64_t seq);
 int nsp_an_set_side_text(struct nsp_side *s, const char *text);
 /* Side text = the side's call, formatted. */
@@ -121,6 +133,17 @@ void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s);
  * "size cap (NCCLSPY_MAX_MB)", "unknown reason", comma-separated in that
  * order ("unknown reason" when no count says). */
 void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t);
+/* How the processes of side s ended, where a message should say it
+ * (still running, killed, crashed: clean exits and unknown ends are left
+ * to the reports' process lines): "; ranks 0-3 are still running (last
+ * heard at most 2.0 s ago)" when all share a state, else one "; rank 1
+ * ended without a clean exit (...)" per process (up to 4). */
+void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_side *s);
+/* A wall time relative to the job's start, "+1.234567 s", into b. */
+void nsp_an_put_time(struct nsp_sbuf *b, const struct nsp_job *job, int64_t t);
+/* "; rank 1 aborted this communicator at +T s" when member m (NULL:
+ * nothing) finalized, destroyed, aborted or revoked its communicator. */
+void nsp_an_put_comm_end(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_member *m);
 /* "s", or "" when n == 1. */
 static inline const char *nsp_an_plural(uint64_t n) { return n == 1 ? "" : "s"; }
 

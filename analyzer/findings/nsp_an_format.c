@@ -131,3 +131,108 @@ void nsp_an_put_ranks(struct nsp_sbuf *b, const int *ranks, size_t n) {
   nsp_format_ranks(rb, sizeof rb, ranks, n);
   nsp_sbuf_printf(b, "%s %s", n == 1 ? "rank" : "ranks", rb);
 }
+
+/* ---- how a process ended ----------------------------------------------- */
+
+/* "+1.234567 s" (or "-..." for a clock behind the job's start) of a wall time. */
+static void fmt_rel(char *buf, size_t buflen, size_t *len, const struct nsp_job *job, int64_t t) {
+  double d = (double)(int64_t)((uint64_t)t - (uint64_t)nsp_job_start_ns(job)) / 1e9;
+  if (d < 0 && d > -5e-7) d = 0;
+  fmt_cat(buf, buflen, len, "%s%.6f s", d < 0 ? "-" : "+", d < 0 ? -d : d);
+}
+
+size_t nsp_format_end(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_end_info *e) {
+  size_t len = 0;
+  if (buflen) buf[0] = 0;
+  switch (e->state) {
+    case NSP_END_EXITED:
+      fmt_cat(buf, buflen, &len, "exited %sat ", e->source == NSP_ENDSRC_EXIT ? "cleanly " : "");
+      fmt_rel(buf, buflen, &len, job, e->time_ns);
+      if (e->source != NSP_ENDSRC_EXIT) fmt_cat(buf, buflen, &len, " (its exit handlers ran; the trace could not be finished)");
+      if (e->inflight)
+        fmt_cat(buf, buflen, &len, ", with %llu call%s of other threads in flight", (unsigned long long)e->inflight,
+                e->inflight == 1 ? "" : "s");
+      break;
+    case NSP_END_RUNNING:
+      if (e->source == NSP_ENDSRC_PROC) fmt_cat(buf, buflen, &len, "still running (its pid is alive on this host)");
+      else fmt_cat(buf, buflen, &len, "still running (last heard %.1f s ago)", (double)e->age_ns / 1e9);
+      break;
+    case NSP_END_KILLED:
+      fmt_cat(buf, buflen, &len, "ended without a clean exit (SIGKILL, the OOM killer or _exit; last heard at ");
+      fmt_rel(buf, buflen, &len, job, e->time_ns);
+      fmt_cat(buf, buflen, &len, ")");
+      break;
+    case NSP_END_CRASHED:
+      fmt_cat(buf, buflen, &len, "crashed with %s at ", e->signal);
+      fmt_rel(buf, buflen, &len, job, e->time_ns);
+      break;
+    default:
+      if (e->format_minor >= 5) fmt_cat(buf, buflen, &len, "end unknown (%s)", e->why);
+      break;
+  }
+  return len;
+}
+
+/* An end worth a message: not a clean exit, and known. */
+static int end_notable(const struct nsp_end_info *e) {
+  return e->state == NSP_END_RUNNING || e->state == NSP_END_KILLED || e->state == NSP_END_CRASHED;
+}
+
+void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_side *s) {
+  size_t notable = 0, same = 0;
+  int64_t oldest = 0;
+  for (size_t p = 0; p < s->nranks; p++) {
+    const struct nsp_end_info *e = &job->traces[s->procs[p].trace]->info.end;
+    notable += end_notable(e);
+    same += e->state == job->traces[s->procs[0].trace]->info.end.state && e->state != NSP_END_CRASHED;
+    if (e->age_ns > oldest) oldest = e->age_ns;
+  }
+  if (!notable) return;
+  const struct nsp_end_info *e0 = &job->traces[s->procs[0].trace]->info.end;
+  if (s->nranks > 1 && same == s->nranks) {
+    nsp_sbuf_printf(b, "; ");
+    nsp_an_put_ranks(b, s->ranks, s->nranks);
+    if (e0->state == NSP_END_RUNNING) nsp_sbuf_printf(b, " are still running (last heard at most %.1f s ago)", (double)oldest / 1e9);
+    else nsp_sbuf_printf(b, " ended without a clean exit (SIGKILL, the OOM killer or _exit)");
+    return;
+  }
+  size_t shown = 0;
+  for (size_t p = 0; p < s->nranks; p++) {
+    const struct nsp_end_info *e = &job->traces[s->procs[p].trace]->info.end;
+    if (!end_notable(e)) continue;
+    if (shown++ == 4) {
+      nsp_sbuf_printf(b, "; ...");
+      break;
+    }
+    char eb[200];
+    nsp_format_end(eb, sizeof eb, job, e);
+    nsp_sbuf_printf(b, "; ");
+    nsp_an_put_rank(b, job, s->procs[p].rank, s->procs[p].trace);
+    nsp_sbuf_printf(b, " %s%s", e->state == NSP_END_RUNNING ? "is " : "", eb);
+  }
+}
+
+const char *nsp_comm_end_word(int api) {
+  switch (api) {
+    case NSP_API_CommFinalize: return "finalized";
+    case NSP_API_CommDestroy: return "destroyed";
+    case NSP_API_CommAbort: return "aborted";
+    case NSP_API_CommRevoke: return "revoked";
+    default: return "ended";
+  }
+}
+
+void nsp_an_put_time(struct nsp_sbuf *b, const struct nsp_job *job, int64_t t) {
+  char buf[64];
+  size_t len = 0;
+  fmt_rel(buf, sizeof buf, &len, job, t);
+  nsp_sbuf_printf(b, "%s", buf);
+}
+
+void nsp_an_put_comm_end(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_member *m) {
+  if (!m || !m->ended) return;
+  nsp_sbuf_printf(b, "; ");
+  nsp_an_put_rank(b, job, m->rank, m->trace);
+  nsp_sbuf_printf(b, " %s this communicator at ", nsp_comm_end_word(m->end_api));
+  nsp_an_put_time(b, job, m->end_t);
+}

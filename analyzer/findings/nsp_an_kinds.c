@@ -12,7 +12,8 @@ static const struct nsp_finding_kind_info nsp_kinds[NSP_FIND_KIND_COUNT] = {
 };
 /* The values of enum nsp_finding_kind are API: a kind added anywhere but
  * at the end of the table would move the ones after it. */
-_Static_assert(NSP_FIND_SIGNAL == 21, "finding kinds are added at the end of the table");
+_Static_assert(NSP_FIND_SIGNAL == 21 && NSP_FIND_CALL_NEVER_RETURNED == 23,
+               "finding kinds are added at the end of the table");
 
 const struct nsp_finding_kind_info *nsp_finding_kind_info(int kind) {
   return kind >= 0 && kind < NSP_FIND_KIND_COUNT ? &nsp_kinds[kind] : NULL;
@@ -63,6 +64,16 @@ const char *nsp_side_role_name(int role) {
     case NSP_ROLE_ARRIVAL_UNKNOWN: return "arrival-unknown";
     default: return "unknown";
   }
+}
+
+const char *nsp_end_state_name(int state) {
+  static const char *const names[] = {"unknown", "exited", "running", "killed", "crashed"};
+  return state >= 0 && state <= NSP_END_CRASHED ? names[state] : "invalid";
+}
+
+const char *nsp_end_source_name(int source) {
+  static const char *const names[] = {"none", "exit-record", "crash-ring", "proc", "signal"};
+  return source >= 0 && source <= NSP_ENDSRC_SIGNAL ? names[source] : "invalid";
 }
 
 const char *nsp_finding_kind_name(int kind) {

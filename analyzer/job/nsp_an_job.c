@@ -32,7 +32,26 @@ void nsp_job_destroy(struct nsp_job *job) {
   nsp_an_perf_free(job->perf);
   free(job->summary);
   free(job->files);
+  free(job->local_host);
   free(job);
+}
+
+int nsp_job_set_now(struct nsp_job *job, int64_t now_ns) {
+  if (!job || now_ns < 0) return NSP_AN_EINVAL;
+  if (job->ntraces || job->analyzed) return NSP_AN_ESTATE;
+  job->now_ns = now_ns;
+  return 0;
+}
+
+int nsp_job_set_local_host(struct nsp_job *job, const char *host) {
+  if (!job) return NSP_AN_EINVAL;
+  if (job->ntraces || job->analyzed) return NSP_AN_ESTATE;
+  char *h = host ? strdup(host) : NULL;
+  if (host && !h) return NSP_AN_ENOMEM;
+  free(job->local_host);
+  job->local_host = h;
+  job->local_host_set = host != NULL; /* NULL: gethostname() when needed */
+  return 0;
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -245,6 +264,7 @@ const struct nsp_finding *nsp_job_finding(const struct nsp_job *job, size_t i) {
 size_t nsp_job_nnotes(const struct nsp_job *job) { return job->nnotes; }
 const char *nsp_job_note(const struct nsp_job *job, size_t i) { return i < job->nnotes ? job->notes[i] : NULL; }
 const char *nsp_job_summary(const struct nsp_job *job) { return job->summary ? job->summary : ""; }
+const struct nsp_job_caveats *nsp_job_caveats(const struct nsp_job *job) { return &job->caveats; }
 int64_t nsp_job_start_ns(const struct nsp_job *job) { return job->start_ns; }
 
 size_t nsp_analyze_nrules(void) { return nsp_nrules; }

@@ -15,7 +15,7 @@ static int proc_comm_ranks(struct nsp_job *job) {
   int *rank_of = NULL; /* trace -> rank in the finding's communicator, -1 */
   for (size_t i = 0; i < job->nfindings; i++) {
     struct nsp_finding_priv *f = &job->findings[i];
-    if (!nsp_finding_job_ranks(&f->pub)) continue;
+    if (!nsp_finding_job_ranks(&f->pub) || f->comm_ranks_set) continue;
     if (!rank_of && !(rank_of = malloc((job->ntraces ? job->ntraces : 1) * sizeof *rank_of))) return NSP_AN_ENOMEM;
     for (size_t t = 0; t < job->ntraces; t++) rank_of[t] = -1;
     const struct nsp_an_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
@@ -28,6 +28,31 @@ static int proc_comm_ranks(struct nsp_job *job) {
       }
   }
   free(rank_of);
+  return 0;
+}
+
+/* Processes of findings about a communicator: their finalize, destroy,
+ * abort or revoke of it, when they made one (the reports say it next to
+ * the process). */
+static int proc_comm_ends(struct nsp_job *job) {
+  const struct nsp_member **of = NULL; /* trace -> its first member of the finding's communicator */
+  for (size_t i = 0; i < job->nfindings; i++) {
+    struct nsp_finding_priv *f = &job->findings[i];
+    const struct nsp_an_comm *c = f->comm_index != SIZE_MAX ? job->comms[f->comm_index] : NULL;
+    if (!c) continue;
+    if (!of && !(of = malloc((job->ntraces ? job->ntraces : 1) * sizeof *of))) return NSP_AN_ENOMEM;
+    for (size_t t = 0; t < job->ntraces; t++) of[t] = NULL;
+    for (size_t k = c->nmembers; k-- > 0;) of[job->members[c->members[k]].trace] = &job->members[c->members[k]];
+    for (size_t s = 0; s < f->pub.nsides; s++)
+      for (size_t p = 0; p < f->sides[s].nranks; p++) {
+        struct nsp_proc *pr = (struct nsp_proc *)&f->sides[s].procs[p];
+        const struct nsp_member *m = of[pr->trace];
+        if (!m || !m->ended) continue;
+        pr->comm_end_api = m->end_api;
+        pr->comm_end_ns = m->end_t;
+      }
+  }
+  free(of);
   return 0;
 }
 
@@ -58,6 +83,7 @@ int nsp_an_run_rules(struct nsp_job *job) {
   NSP_TRY(nsp_an_fetch_p2p(job));
   NSP_TRY(nsp_an_fetch_sites(job));
   NSP_TRY(proc_comm_ranks(job));
+  NSP_TRY(proc_comm_ends(job));
   /* The other messages (the checks wrote some), finding by finding. */
   for (size_t i = 0; i < job->nfindings; i++) {
     struct nsp_finding_priv *f = &job->findings[i];

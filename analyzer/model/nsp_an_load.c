@@ -69,8 +69,6 @@ static struct nsp_member *local_member(struct nsp_job *job, struct nsp_trace *t,
   return &job->members[t->local_member[local] - 1];
 }
 
-static int64_t wall(const struct nsp_trace *t, uint64_t mono) { return (int64_t)(mono + (uint64_t)t->off_ns); }
-
 /* The call of entry e (the arguments a CALL record had) on communicator
  * comm_id, entered at time_ns (wall clock). */
 static void call_of(struct nsp_call *c, const struct nsp_pend *e, uint64_t comm_id, int64_t time_ns) {
@@ -133,13 +131,18 @@ static int dup_str(char **dst, const char *src) {
 /* When an error surfaced: the return of the call (a call may block long
  * before failing), its entry when no exit was recorded. */
 static int64_t err_time(const struct nsp_trace *t, const struct nsp_rec *rec) {
-  return wall(t, rec->t_exit >= rec->t_enter && rec->t_exit ? rec->t_exit : rec->t_enter);
+  return nsp_an_wall(t, rec->t_exit >= rec->t_enter && rec->t_exit ? rec->t_exit : rec->t_enter);
 }
 
 static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const struct nsp_rec *rec) {
   const struct nsp_rec_ext *x = rec->ext;
   if (is_error(rec->result))
     NSP_TRY(note_error(t, NSP_SRC_COMM_INIT, rec->api, x->comm_id, 0, rec, err_time(t, rec)));
+  if (x->parent_id && !is_error(rec->result)) {
+    /* This rank is done with that split (with or without a child). */
+    NSP_TRY(nsp_grow(&t->splits, &t->splits_cap, t->nsplits + 1, sizeof *t->splits));
+    t->splits[t->nsplits++] = (struct nsp_split_done){x->parent_id, x->split_index};
+  }
   if (rec->flags & NSP_COMM_NOCOLOR) return 0; /* split without a child */
   if (!x->comm_id) {
     /* Without an id it cannot be matched with other ranks. */
@@ -212,6 +215,17 @@ static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const st
   return 0;
 }
 
+/* What every rank must agree on for a collective of api with these
+ * arguments (fields the op lacks normalised to -1). */
+static void sig_of(struct nsp_sig *s, int api, uint64_t count, int dtype, int redop, int peer) {
+  memset(s, 0, sizeof *s);
+  s->api = nsp_api_coll_class(api);
+  s->count = count;
+  s->dtype = dtype;
+  s->redop = nsp_api_has_redop(api) ? redop : -1;
+  s->root = nsp_api_has_root(api) ? peer : -1;
+}
+
 static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *m, const struct nsp_rec *rec) {
   struct nsp_an_comm *c = job->comms[m->comm];
   if (!rec->seq) {
@@ -219,13 +233,8 @@ static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *
     return 0;
   }
   struct nsp_sig s;
-  memset(&s, 0, sizeof s);
-  s.api = nsp_api_coll_class(rec->api);
-  s.count = rec->count;
-  s.dtype = rec->dtype;
-  s.redop = nsp_api_has_redop(rec->api) ? rec->redop : -1;
-  s.root = nsp_api_has_root(rec->api) ? rec->peer : -1;
-  int64_t tw = wall(t, rec->t_enter);
+  sig_of(&s, rec->api, rec->count, rec->dtype, rec->redop, rec->peer);
+  int64_t tw = nsp_an_wall(t, rec->t_enter);
 
   /* Ranks number collectives densely; a trace that scatters seqs would
    * open a page of NSP_SEQ_PAGE refs per call.  Past 1024 pages, a new
@@ -329,7 +338,7 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   }
   m->calls++;
   struct nsp_call *lc = &t->last_call.call;
-  call_of(lc, &e, comm_id, wall(t, rec->t_enter));
+  call_of(lc, &e, comm_id, nsp_an_wall(t, rec->t_enter));
   lc->result = rec->result;
   t->last_call.valid = 1;
   t->last_call.site = rec->site;
@@ -356,6 +365,83 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
     return on_coll(job, t, m, rec);
   }
   if (kind == NSP_K_P2P) return on_p2p(job, t, m, rec);
+  return 0;
+}
+
+/* An INFLIGHT record (1.5): a call that had not returned when the crash
+ * ring was read.  Every one is kept (nsp_trace_info.inflight: the
+ * creation calls the comm-init rule groups, the group ends and destroys
+ * the reports name).  A collective or send/recv counts as arrived, like
+ * its CALL would have (it takes part in the comparison at its seq, and is
+ * the process's last call when it came last), and never completed
+ * (finish_inflight).  One whose record is in the trace (same api and
+ * entry) returned while the ring was read: it is not in flight. */
+static int on_inflight(struct nsp_job *job, struct nsp_trace *t, const struct nsp_rec *rec) {
+  int api = nsp_rec_inflight_api(rec);
+  uint64_t t_enter = nsp_rec_inflight_t_enter(rec);
+  if (nsp_an_end_seen(t, api, t_enter)) return 0;
+  uint32_t local = nsp_rec_inflight_comm(rec);
+  struct nsp_member *m = local ? local_member(job, t, local) : NULL;
+  NSP_TRY(nsp_grow(&t->inflight, &t->inflight_cap, t->ninflight + 1, sizeof *t->inflight));
+  struct nsp_inflight *f = &t->inflight[t->ninflight++];
+  memset(f, 0, sizeof *f);
+  struct nsp_call *c = &f->call;
+  nsp_call_clear(c);
+  c->api = api;
+  c->comm_id = m ? job->comms[m->comm]->info.id : 0;
+  c->seq = nsp_rec_inflight_seq(rec);
+  c->count = nsp_rec_inflight_count(rec);
+  c->dtype = nsp_rec_inflight_dtype(rec);
+  c->redop = nsp_rec_inflight_redop(rec);
+  c->peer = nsp_rec_inflight_peer(rec);
+  c->time_ns = nsp_an_wall(t, t_enter);
+  c->done = 0;
+  c->in_flight = 1;
+  f->rank = f->nranks = f->color = f->key = -1;
+  if (rec->ext) {
+    f->new_comm_id = nsp_rec_inflight_comm_id(rec);
+    f->parent_id = nsp_rec_inflight_parent_id(rec);
+    f->rank = nsp_rec_inflight_rank(rec);
+    f->nranks = nsp_rec_inflight_nranks(rec);
+    f->color = nsp_rec_inflight_color(rec);
+    f->key = nsp_rec_inflight_key(rec);
+    f->split_index = nsp_rec_inflight_split_index(rec);
+  }
+  f->tid = nsp_rec_inflight_tid(rec);
+  if (t_enter > t->max_call_mono) t->max_call_mono = t_enter;
+  int kind = nsp_api_kind(api);
+  if (!m || (kind != NSP_K_COLL && kind != NSP_K_P2P)) return 0;
+  m->calls++;
+  if (!t->last_call.valid || t_enter >= t->last_call.mono) {
+    t->last_call.call = *c;
+    t->last_call.valid = 1;
+    t->last_call.site = 0;
+    t->last_call.local = local;
+    t->last_call.mono = t_enter;
+    t->last_call.peer_key = c->peer;
+  }
+  /* As its CALL record would have been. */
+  struct nsp_rec call;
+  memset(&call, 0, sizeof call);
+  call.kind = NSP_REC_CALL;
+  call.api = (uint8_t)api;
+  call.comm = local;
+  call.seq = c->seq;
+  call.count = c->count;
+  call.dtype = c->dtype;
+  call.redop = c->redop;
+  call.peer = c->peer;
+  call.t_enter = t_enter;
+  if (kind == NSP_K_P2P) return on_p2p(job, t, m, &call);
+  NSP_TRY(on_coll(job, t, m, &call));
+  if (!c->seq) return 0;
+  if (m->last_seq == c->seq) m->last_inflight = 1;
+  if (!m->inflight_seq || c->seq < m->inflight_seq) {
+    m->inflight_seq = c->seq;
+    sig_of(&m->inflight_sig, api, c->count, c->dtype, c->redop, c->peer);
+    m->inflight_t = c->time_ns;
+    m->inflight_mono = t_enter;
+  }
   return 0;
 }
 
@@ -455,14 +541,17 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         NSP_TRY(on_process(t, &rec));
         break;
       case NSP_REC_COMM:
+        NSP_TRY(nsp_an_end_note_call(t, rec.api, rec.t_enter));
         NSP_TRY(on_comm(job, t, ti, &rec));
         break;
       case NSP_REC_COMM_END:
         m = local_member(job, t, rec.comm);
+        NSP_TRY(nsp_an_end_note_call(t, rec.api, rec.t_enter));
         if (m) {
           m->ended = 1;
           m->end_api = rec.api;
           m->end_result = rec.result;
+          m->end_t = nsp_an_wall(t, rec.t_enter);
         }
         if (is_error(rec.result)) {
           if (m) m->has_error = 1;
@@ -471,14 +560,23 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         }
         break;
       case NSP_REC_CALL:
+        NSP_TRY(nsp_an_end_note_call(t, rec.api, rec.t_enter));
         NSP_TRY(on_call(job, t, &rec));
+        break;
+      case NSP_REC_INFLIGHT:
+        NSP_TRY(on_inflight(job, t, &rec));
+        break;
+      case NSP_REC_EXIT:
+      case NSP_REC_RINGSTATE:
+      case NSP_REC_LIBNCCL:
+        NSP_TRY(nsp_an_end_load(t, &rec));
         break;
       case NSP_REC_ASYNC_ERROR:
         if (is_error(rec.result)) {
           m = local_member(job, t, rec.comm);
           if (m) m->has_error = 1;
           NSP_TRY(note_error(t, NSP_SRC_ASYNC, -1, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
-                             wall(t, nsp_rec_async_error_t(&rec))));
+                             nsp_an_wall(t, nsp_rec_async_error_t(&rec))));
         }
         break;
       case NSP_REC_REDOP:
@@ -532,13 +630,7 @@ static int compare_refused(struct nsp_job *job, struct nsp_trace *t) {
  * have run it without the trace saying so.  Three poll intervals, at
  * least 50 ms. */
 static uint64_t too_recent_ns(const struct nsp_trace *t) {
-  uint64_t poll_ms = 2;
-  for (size_t i = 0; i < t->info.nenv; i++)
-    if (!strcmp(t->info.env[2 * i], "NCCLSPY_POLL_MS")) {
-      char *end;
-      unsigned long v = strtoul(t->info.env[2 * i + 1], &end, 10);
-      if (end != t->info.env[2 * i + 1] && !*end && v >= 1 && v <= 1000) poll_ms = v;
-    }
+  uint64_t poll_ms = nsp_an_env_ms(&t->info, "NCCLSPY_POLL_MS", 2, 1, 1000);
   uint64_t ns = 3 * poll_ms * 1000000u;
   return ns < 50000000u ? 50000000u : ns;
 }
@@ -550,17 +642,59 @@ static int too_recent(const struct nsp_trace *t, uint64_t recent_ns, const struc
   return recent_ns && e->state == NSP_PEND_WAIT && t->t_last >= e->t_enter && t->t_last - e->t_enter < recent_ns;
 }
 
+/* Calls in flight (1.5) never completed: per member, its lowest
+ * collective seq in flight is pending too when that is lower than what
+ * the table left (whether or not the trace tracks completion); the
+ * earliest work call in flight may be what the process is stuck in
+ * (*first_mono: the entry of the table's candidate, 0 none).  Not a
+ * running process's calls younger than nsp_an_live_ns: they may yet
+ * return. */
+static void finish_inflight(struct nsp_job *job, struct nsp_trace *t, uint64_t first_mono) {
+  for (uint32_t l = 0; l < t->nlocal; l++) {
+    struct nsp_member *m = local_member(job, t, l);
+    if (!m || !m->inflight_seq || nsp_an_end_young(t, m->inflight_mono)) continue;
+    m->npending++;
+    if (m->first_pending && m->first_pending <= m->inflight_seq) continue;
+    m->first_pending = m->inflight_seq;
+    m->pend_sig = m->inflight_sig;
+    m->pend_t = m->inflight_t;
+    m->pend_mono = m->inflight_mono;
+    m->pend_site = 0;
+    m->pend_state = NSP_PEND_WAIT;
+    m->pend_inflight = 1;
+  }
+  for (size_t i = 0; i < t->ninflight; i++) {
+    const struct nsp_call *c = &t->inflight[i].call;
+    int k = nsp_api_kind(c->api);
+    uint64_t mono = (uint64_t)c->time_ns - (uint64_t)t->off_ns;
+    if ((k != NSP_K_COLL && k != NSP_K_P2P) || nsp_an_end_young(t, mono)) continue;
+    if (first_mono && first_mono <= mono) continue;
+    first_mono = mono;
+    t->blocked.call = *c;
+    t->blocked.valid = 1;
+    t->blocked.site = 0;
+    t->blocked.mono = mono;
+  }
+}
+
 /* At the end of a trace with completion tracking: what is still in the
  * table never completed, unless the process died (a fatal signal, or its
  * last records came from the crash ring: died) too soon after the call to
- * tell; then its completion is unknown, as if untracked.  Per member, the
- * lowest such collective seq; per process, the earliest such call (what
- * it is stuck in) and whether its last call completed. */
+ * tell, or still runs and the call is younger than nsp_an_live_ns; then
+ * its completion is unknown, as if untracked.  Per member, the lowest
+ * such collective seq; per process, the earliest such call (what it is
+ * stuck in) and whether its last call completed.  Then the calls in
+ * flight (finish_inflight), with or without tracking. */
 static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
-  if (!(t->info.tracking & NSP_TRACK_COMPLETION)) return;
+  if (!(t->info.tracking & NSP_TRACK_COMPLETION)) {
+    finish_inflight(job, t, 0);
+    return;
+  }
   struct nsp_pend_tab *tab = &t->pend;
   const struct nsp_pend *first = NULL;
-  uint64_t recent_ns = died || t->has_sig ? too_recent_ns(t) : 0;
+  uint64_t recent_ns = t->info.end.state == NSP_END_RUNNING ? nsp_an_live_ns(t)
+                       : died || t->has_sig                 ? too_recent_ns(t)
+                                                            : 0;
   for (size_t i = 0; i < tab->n; i++) {
     const struct nsp_pend *e = &tab->v[i];
     if (e->state != NSP_PEND_WAIT && e->state != NSP_PEND_ABANDONED && e->state != NSP_PEND_FAILED) continue;
@@ -581,13 +715,8 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
     m->npending++;
     if (m->first_pending && m->first_pending <= e->seq) continue;
     m->first_pending = e->seq;
-    memset(&m->pend_sig, 0, sizeof m->pend_sig);
-    m->pend_sig.api = nsp_api_coll_class(e->api);
-    m->pend_sig.count = e->count;
-    m->pend_sig.dtype = e->dtype;
-    m->pend_sig.redop = nsp_api_has_redop(e->api) ? e->redop : -1;
-    m->pend_sig.root = nsp_api_has_root(e->api) ? e->peer : -1;
-    m->pend_t = wall(t, e->t_enter);
+    sig_of(&m->pend_sig, e->api, e->count, e->dtype, e->redop, e->peer);
+    m->pend_t = nsp_an_wall(t, e->t_enter);
     m->pend_mono = e->t_enter;
     m->pend_site = e->site;
     m->pend_state = e->state;
@@ -595,15 +724,16 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
   if (first) {
     struct nsp_member *m = local_member(job, t, first->local);
     struct nsp_call *c = &t->blocked.call;
-    call_of(c, first, m ? job->comms[m->comm]->info.id : 0, wall(t, first->t_enter));
+    call_of(c, first, m ? job->comms[m->comm]->info.id : 0, nsp_an_wall(t, first->t_enter));
     c->done = 0;
     t->blocked.valid = 1;
     t->blocked.site = first->site;
     t->blocked.local = first->local;
     t->blocked.mono = first->t_enter;
   }
+  finish_inflight(job, t, first ? first->t_enter : 0);
   struct nsp_event *lc = &t->last_call;
-  int lk = lc->valid ? nsp_api_kind(lc->call.api) : -1;
+  int lk = lc->valid && !lc->call.in_flight ? nsp_api_kind(lc->call.api) : -1;
   if (lk == NSP_K_COLL || lk == NSP_K_P2P) {
     lc->call.done = lc->call.result && lc->call.result != ncclInProgress
                         ? 0
@@ -685,6 +815,8 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   t->info.nccl_version = h->nccl_version;
   t->info.realtime_ns = (int64_t)h->realtime_ns;
   t->refused_take_no_seq = h->major > 1 || (h->major == 1 && h->minor >= 4);
+  t->minor = h->major > 1 ? NSP_FORMAT_MINOR : h->minor;
+  t->init_wait_id = SIZE_MAX;
   t->info.monotonic_ns = (int64_t)h->monotonic_ns;
   t->off_ns = (int64_t)(h->realtime_ns - h->monotonic_ns);
   nsp_call_clear(&t->first_err.call);
@@ -693,11 +825,14 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   int ret = load_records(job, t, ti, r);
   t->info.frames = nsp_reader_frames(r);
   if (ret == 0) ret = compare_refused(job, t);
-  if (ret == 0) finish_pending(job, t, nsp_reader_recovered(r) > 0);
   nsp_an_signal_finish(t);
+  if (ret == 0) ret = nsp_an_end_decide(job, t);
+  if (ret == 0) finish_pending(job, t, nsp_reader_recovered(r) > 0);
   nsp_pend_free(&t->pend);
   nsp_u64map_free(&t->done_by_stream);
-  if (t->t_last) t->info.end_ns = wall(t, t->t_last);
+  free(t->recent); /* the duplicate check is done with */
+  t->recent = NULL;
+  if (t->t_last) t->info.end_ns = nsp_an_wall(t, t->t_last);
   /* Indices are done with once the file is read; a hostile index near
    * NSP_MAX_COMMS must not cost memory for the job's life. */
   free(t->local_member);
@@ -732,8 +867,10 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   }
   t->info.recovered = nsp_reader_recovered(r);
   if (ret == 0 && t->info.recovered)
-    ret = nsp_job_notef(job, "%s: %llu record%s recovered from %s.ring (its process ended before writing %s)",
-                        path, (unsigned long long)t->info.recovered, t->info.recovered == 1 ? "" : "s", path,
+    ret = nsp_job_notef(job, "%s: %llu record%s recovered from %s.ring (%s %s)", path,
+                        (unsigned long long)t->info.recovered, t->info.recovered == 1 ? "" : "s", path,
+                        t->info.end.state == NSP_END_RUNNING ? "its process, still running, had not yet written"
+                                                             : "its process ended before writing",
                         t->info.recovered == 1 ? "it" : "them");
   if (ret == 0 && nsp_reader_unrecovered(r))
     ret = nsp_job_notef(job, "%s: %llu records in %s.ring could not be recovered (their strings were lost)",

@@ -31,6 +31,14 @@ const char *nsp_an_env_value(const struct nsp_trace_info *t, const char *name) {
   return NULL;
 }
 
+uint64_t nsp_an_env_ms(const struct nsp_trace_info *t, const char *name, uint64_t def, uint64_t lo, uint64_t hi) {
+  const char *v = nsp_an_env_value(t, name);
+  if (!v || !*v) return def;
+  char *end;
+  unsigned long long ms = strtoull(v, &end, 10);
+  return !*end && v[0] != '-' && ms >= lo && ms <= hi ? ms : def;
+}
+
 void nsp_call_clear(struct nsp_call *c) {
   memset(c, 0, sizeof *c);
   c->api = -1;
@@ -124,6 +132,7 @@ void nsp_an_trace_free(struct nsp_trace *t) {
   free(t->launcher);
   nsp_an_sites_free(t);
   nsp_an_signal_free(t);
+  nsp_an_end_free(t);
   nsp_pend_free(&t->pend);
   nsp_u64map_free(&t->done_by_stream);
   free(t);

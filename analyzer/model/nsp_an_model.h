@@ -141,6 +141,7 @@ struct nsp_member {
   uint64_t first_diff;  /* first seq where this rank differed from the ref; 0 none */
   struct nsp_sig diff_sig;
   int ended, end_api, end_result;
+  int64_t end_t;        /* its COMM_END's entry, wall clock; 0 */
   int has_error;        /* some event on this comm returned an error */
   uint64_t first_err_seq; /* lowest collective seq whose call returned an error; 0 */
   uint64_t calls;       /* any CALL on this comm (rebinding is refused after) */
@@ -152,6 +153,15 @@ struct nsp_member {
   uint32_t pend_site;
   uint8_t pend_state;   /* NSP_PEND_WAIT, _ABANDONED or _FAILED */
   uint64_t npending;    /* collectives that never completed */
+  int pend_inflight;    /* first_pending is a call in flight (it never returned) */
+  /* Format 1.5: its lowest collective seq in flight (an INFLIGHT record:
+   * arrived and waiting, whatever its age); 0 none.  Its signature and
+   * entry (wall clock, monotonic).  last_inflight: its last_seq is one. */
+  uint64_t inflight_seq;
+  struct nsp_sig inflight_sig;
+  int64_t inflight_t;
+  uint64_t inflight_mono;
+  int last_inflight;
   uint64_t nuntracked;  /* calls with NSP_CALL_UNTRACKED (1.4): completion not asked for */
   /* Format 1.4: the last collective NCCL refused (an error result) while
    * no later collective of this member has come; it took no seq.  A later
@@ -243,6 +253,39 @@ struct nsp_trace {
   uint64_t drop_mono;   /* monotonic time of the last DROPPED record: the lost
                            records came before it */
   uint64_t drop_by[NSP_DROP_END];
+  /* Format 1.5 (nsp_an_end.c): how the process ended and what it was inside. */
+  unsigned minor;               /* the header's format minor (major 1) */
+  int has_exit;                 /* an EXIT record: exit handlers ran at exit_mono */
+  uint64_t exit_mono, exit_inflight;
+  int has_ring;                 /* a RINGSTATE record: its crash ring was left */
+  uint64_t ring_heartbeat, ring_heartbeat_wall, ring_exited;
+  uint32_t ring_unslotted;
+  struct nsp_inflight *inflight; /* INFLIGHT records (info.inflight) */
+  size_t ninflight, inflight_cap;
+  struct nsp_libnccl *libnccl;  /* LIBNCCL records, paths owned (info.libnccl) */
+  size_t nlibnccl, libnccl_cap;
+  struct nsp_split_done *splits; /* splits and shrinks it completed (COMM records
+                                    with a parent, no-color ones too) */
+  size_t nsplits, splits_cap;
+  struct nsp_call_key *recent;  /* while loading: the last calls' (api, entry) */
+  size_t nrecent;
+  /* Set by the rules (rules/nsp_rule_comm_init.c): the comm-init-wait
+   * finding whose creation call this process waits in; SIZE_MAX none. */
+  size_t init_wait_id;
+};
+
+/* A split or shrink a process completed: its parent and the parent's
+ * splits and shrinks before it (the same on every rank). */
+struct nsp_split_done {
+  uint64_t parent_id;
+  uint32_t split_index;
+};
+
+/* A call record's (api, entry time): an INFLIGHT record of the same is
+ * that call, which returned (the reader's race with a live process). */
+struct nsp_call_key {
+  uint64_t t_enter;
+  int32_t api;
 };
 
 /* A call-site lookup pass 2 makes for a finding's process. */
@@ -280,6 +323,13 @@ struct nsp_job {
   int64_t start_ns;
   struct nsp_file_id *files; /* (st_dev, st_ino) of every file added: read once */
   size_t nfiles, files_cap;
+  /* How processes ended (nsp_an_end.c): the analysis's "now" (CLOCK_REALTIME
+   * ns; 0: the clock as each trace is read) and the host whose pids /proc
+   * may answer for (NULL: gethostname(), "" none). */
+  int64_t now_ns;
+  char *local_host;
+  int local_host_set;
+  struct nsp_job_caveats caveats; /* the summary's "but:" (job/nsp_an_summary.c) */
   char err[512];
 };
 
@@ -305,6 +355,30 @@ struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create)
 int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec);
 void nsp_an_signal_finish(struct nsp_trace *t);
 void nsp_an_signal_free(struct nsp_trace *t);
+
+/* ---- how each process ended (nsp_an_end.c) --------------------------------- */
+
+/* Calls in flight this long (ns) as of a running process's last sign of
+ * life may be a hang; a process heard from this long ago or less runs:
+ * max(10 s, 3 x the trace's NCCLSPY_FLUSH_MS). */
+uint64_t nsp_an_live_ns(const struct nsp_trace *t);
+/* An EXIT, RINGSTATE or LIBNCCL record while loading; 0 or NSP_AN_ENOMEM. */
+int nsp_an_end_load(struct nsp_trace *t, const struct nsp_rec *rec);
+/* A call, COMM or COMM_END record's (api, entry), remembered for
+ * nsp_an_end_seen; 0 or NSP_AN_ENOMEM. */
+int nsp_an_end_note_call(struct nsp_trace *t, int api, uint64_t t_enter);
+/* True when a record of (api, t_enter) was read shortly before: an
+ * INFLIGHT record of it is that call, which returned. */
+int nsp_an_end_seen(const struct nsp_trace *t, int api, uint64_t t_enter);
+/* At the trace's end (after the signals' finish): its end state
+ * (info.end), from its records, the job's "now" and, for this host, /proc.
+ * 0 or NSP_AN_ENOMEM. */
+int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t);
+/* True when the process still runs and its call entered at monotonic
+ * t_enter is younger than nsp_an_live_ns as of its last sign of life: not
+ * yet evidence of a hang. */
+int nsp_an_end_young(const struct nsp_trace *t, uint64_t t_enter);
+void nsp_an_end_free(struct nsp_trace *t);
 
 /* ---- call sites (nsp_an_site.c) -------------------------------------------- */
 
@@ -343,6 +417,13 @@ int nsp_job_note_take(struct nsp_job *job, struct nsp_sbuf *b);
 /* The value of environment variable name in t's snapshot (the first
  * entry of that name), or NULL. */
 const char *nsp_an_env_value(const struct nsp_trace_info *t, const char *name);
+/* The whole number of milliseconds variable `name` of t's snapshot says,
+ * when in [lo, hi]; else def (ms). */
+uint64_t nsp_an_env_ms(const struct nsp_trace_info *t, const char *name, uint64_t def, uint64_t lo, uint64_t hi);
+/* Wall clock (ns) of a monotonic time of t's host. */
+static inline int64_t nsp_an_wall(const struct nsp_trace *t, uint64_t mono) {
+  return (int64_t)(mono + (uint64_t)t->off_ns);
+}
 /* Empty call: api -1, ints -1 (done too), numbers 0. */
 void nsp_call_clear(struct nsp_call *c);
 int nsp_an_cmp_int(const void *a, const void *b);

@@ -14,8 +14,6 @@
 /* Calls this long after a signal mean the process did not die of it. */
 #define NSP_SIG_WENT_ON_NS 2000000000ull
 
-static int64_t wall(const struct nsp_trace *t, uint64_t mono) { return (int64_t)(mono + (uint64_t)t->off_ns); }
-
 int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec) {
   t->info.signals++;
   if (t->has_sig) return 0; /* the first one is what ended it (or began the end) */
@@ -39,7 +37,7 @@ int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec) {
   s->tid = nsp_rec_signal_tid(rec);
   s->sender_pid = nsp_rec_signal_sender_pid(rec) > 0 ? nsp_rec_signal_sender_pid(rec) : 0;
   s->flags = nsp_rec_signal_flags(rec);
-  s->time_ns = wall(t, nsp_rec_signal_t(rec));
+  s->time_ns = nsp_an_wall(t, nsp_rec_signal_t(rec));
   s->stack = t->sig_stack;
   s->first_module = t->sig_mod0;
   s->first_symbol = t->sig_sym0;

@@ -99,6 +99,86 @@ static const char *gpu_field(const struct nsp_job *job, const size_t *order, siz
   return "";
 }
 
+/* NCCL_HOSTID of m's process ("" unset). */
+static const char *hostid(const struct nsp_job *job, const struct nsp_member *m) {
+  const char *v = nsp_an_env_value(&job->traces[m->trace]->info, "NCCL_HOSTID");
+  return v ? v : "";
+}
+
+/* qsort_r order of member indices by host identity, as NCCL has it: the
+ * host name and NCCL_HOSTID (ctx: the job). */
+static int cmp_host_identity(const void *pa, const void *pb, void *ctx) {
+  const struct nsp_job *job = ctx;
+  const struct nsp_member *a = &job->members[*(const size_t *)pa], *b = &job->members[*(const size_t *)pb];
+  int d = strcmp(job->traces[a->trace]->info.host, job->traces[b->trace]->info.host);
+  return d ? d : strcmp(hostid(job, a), hostid(job, b));
+}
+
+/* "GPU-... 0000:1b:00.0, NVIDIA H200 on host": the GPU as those of the
+ * members that know it name it (one whose UUID query failed still shares
+ * the UUID of the others). */
+static void gpu_text(const struct nsp_job *job, const size_t *order, size_t cnt, char *buf, size_t len,
+                     const char **value) {
+  const char *uuid = gpu_field(job, order, cnt, 0), *pci = gpu_field(job, order, cnt, 1);
+  const char *gname = gpu_field(job, order, cnt, 2);
+  snprintf(buf, len, "%s%s%s%s%s on %s", uuid[0] ? uuid : "GPU", pci[0] ? " " : "", pci, gname[0] ? ", " : "", gname,
+           job->traces[job->members[order[0]].trace]->info.host);
+  *value = uuid[0] ? uuid : pci;
+}
+
+/* A side of env-duplicate-gpu: members order[0..cnt) (one host identity)
+ * on one GPU; its words into the message b. */
+static int dup_gpu_side(struct nsp_job *job, struct nsp_side *side, const size_t *order, size_t cnt,
+                        struct nsp_sbuf *b) {
+  NSP_TRY(nsp_an_side_from_members(job, side, order, cnt));
+  char buf[400];
+  const char *value;
+  gpu_text(job, order, cnt, buf, sizeof buf, &value);
+  NSP_TRY(nsp_an_set_side_text(side, buf));
+  if (!(side->value = strdup(value))) return NSP_AN_ENOMEM;
+  char rb[160];
+  nsp_format_ranks(rb, sizeof rb, side->ranks, side->nranks);
+  nsp_sbuf_printf(b, "%sranks %s (", b->len ? "; " : "", rb);
+  nsp_an_put_hosts(b, side);
+  nsp_sbuf_printf(b, ") share one GPU: %s", buf);
+  return 0;
+}
+
+/* A GPU shared by members order[0..cnt) (sorted by host identity) of more
+ * than one host identity: NCCL sees separate hosts and allows it, so a
+ * note, not a finding. */
+static int shared_gpu_note(struct nsp_job *job, size_t *order, size_t cnt) {
+  char buf[400];
+  const char *value;
+  gpu_text(job, order, cnt, buf, sizeof buf, &value);
+  struct nsp_sbuf b = {0};
+  int *rk = malloc(cnt * sizeof *rk);
+  if (!rk) return NSP_AN_ENOMEM;
+  for (size_t i = 0; i < cnt; i++) rk[i] = job->members[order[i]].rank;
+  qsort(rk, cnt, sizeof *rk, nsp_an_cmp_int);
+  struct nsp_side tmp = {0};
+  if (nsp_an_side_from_members(job, &tmp, order, cnt) < 0) {
+    free(rk);
+    return NSP_AN_ENOMEM;
+  }
+  nsp_sbuf_printf(&b, "communicator %016llx: ", (unsigned long long)job->comms[job->members[order[0]].comm]->info.id);
+  nsp_an_put_ranks(&b, rk, cnt);
+  nsp_sbuf_printf(&b, " (");
+  nsp_an_put_hosts(&b, &tmp);
+  nsp_sbuf_printf(&b, ") share one GPU, %s, as separate hosts for NCCL (", buf);
+  qsort_r(order, cnt, sizeof *order, nsp_an_cmp_member_rank, job);
+  for (size_t i = 0; i < cnt && i < 8; i++) {
+    const char *id = hostid(job, &job->members[order[i]]);
+    nsp_sbuf_printf(&b, "%s%s%s on rank %d", i ? ", " : "", id[0] ? "NCCL_HOSTID=" : "NCCL_HOSTID unset", id,
+                    job->members[order[i]].rank);
+  }
+  nsp_sbuf_printf(&b, "%s): not an error, but they share its memory and compute", cnt > 8 ? ", ..." : "");
+  free(rk);
+  free((void *)tmp.ranks);
+  free((void *)tmp.procs);
+  return nsp_job_note_take(job, &b);
+}
+
 static int rule_dup_gpu(struct nsp_job *job, struct nsp_an_comm *c) {
   size_t n = c->nmembers;
   if (n < 2) return 0;
@@ -144,58 +224,43 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_an_comm *c) {
       merged = 1;
     }
   }
-  /* Groups of two or more processes. */
-  size_t nsides = 0;
+  /* Groups of two or more processes: one GPU.  NCCL tells hosts apart by
+   * NCCL_HOSTID where it is set (else the host name), and allows one GPU
+   * to ranks of different hosts: within a group, the processes of one
+   * host identity are a side of the finding; a GPU shared across host
+   * identities is a note. */
+  struct nsp_finding_priv *f = NULL;
+  struct nsp_sbuf b = {0};
+  size_t s = 0;
   for (size_t k = 0; k < n && !ret && merged; k++) {
-    size_t r = uf_find(parent, k);
-    if (r != k) continue;
+    if (uf_find(parent, k) != k) continue;
     size_t cnt = 0;
-    int distinct = 0;
     for (size_t q = 0; q < n; q++)
-      if (uf_find(parent, q) == r) {
-        cnt++;
-        distinct |= job->members[c->members[q]].trace != job->members[c->members[r]].trace;
-      }
-    if (cnt > 1 && distinct) nsides++;
-  }
-  if (!ret && nsides) {
-    struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_ENV_DUP_GPU, c);
-    ret = f ? nsp_an_alloc_sides(f, nsides) : NSP_AN_ENOMEM;
-    struct nsp_sbuf b = {0};
-    size_t s = 0;
-    for (size_t k = 0; k < n && !ret && s < nsides; k++) {
-      if (uf_find(parent, k) != k) continue;
-      size_t cnt = 0;
+      if (uf_find(parent, q) == k) order[cnt++] = c->members[q];
+    qsort_r(order, cnt, sizeof *order, cmp_host_identity, job);
+    size_t nid = 0;
+    for (size_t i = 0, j; i < cnt && !ret; i = j) {
+      for (j = i + 1; j < cnt && !cmp_host_identity(&order[i], &order[j], job);) j++;
+      nid++;
       int distinct = 0;
-      for (size_t q = 0; q < n; q++)
-        if (uf_find(parent, q) == k) {
-          order[cnt++] = c->members[q];
-          distinct |= job->members[c->members[q]].trace != job->members[c->members[k]].trace;
-        }
-      if (cnt < 2 || !distinct) continue;
-      struct nsp_side *side = &f->sides[s++];
-      ret = nsp_an_side_from_members(job, side, order, cnt);
-      /* The GPU as those who know it name it: a member whose UUID query
-       * failed still shares the UUID of the others. */
-      const char *uuid = gpu_field(job, order, cnt, 0), *pci = gpu_field(job, order, cnt, 1);
-      const char *gname = gpu_field(job, order, cnt, 2);
-      char buf[400];
-      snprintf(buf, sizeof buf, "%s%s%s%s%s on %s", uuid[0] ? uuid : "GPU", pci[0] ? " " : "", pci,
-               gname[0] ? ", " : "", gname, job->traces[job->members[order[0]].trace]->info.host);
-      if (!ret) ret = nsp_an_set_side_text(side, buf);
-      if (!ret && !(side->value = strdup(uuid[0] ? uuid : pci))) ret = NSP_AN_ENOMEM;
+      for (size_t q = i + 1; q < j; q++) distinct |= job->members[order[q]].trace != job->members[order[i]].trace;
+      if (!distinct) continue;
+      if (!f && !(f = nsp_an_new_finding(job, NSP_FIND_ENV_DUP_GPU, c))) ret = NSP_AN_ENOMEM;
+      if (!ret) ret = nsp_grow(&f->sides, &s, f->pub.nsides + 1, sizeof *f->sides);
       if (ret) break;
-      char rb[160];
-      nsp_format_ranks(rb, sizeof rb, side->ranks, side->nranks);
-      nsp_sbuf_printf(&b, "%sranks %s (", s > 1 ? "; " : "", rb);
-      nsp_an_put_hosts(&b, side);
-      nsp_sbuf_printf(&b, ") share one GPU: %s", buf);
+      struct nsp_side *side = &f->sides[f->pub.nsides++];
+      memset(side, 0, sizeof *side);
+      nsp_call_clear(&side->call);
+      f->pub.sides = f->sides;
+      qsort_r(order + i, j - i, sizeof *order, nsp_an_cmp_member_rank, job);
+      ret = dup_gpu_side(job, side, order + i, j - i, &b);
     }
-    if (!ret) {
-      ret = nsp_an_take_message(f, &b);
-    } else {
-      free(nsp_sbuf_take(&b));
-    }
+    if (!ret && nid > 1 && cnt > 1) ret = shared_gpu_note(job, order, cnt);
+  }
+  if (!ret && f) {
+    ret = nsp_an_take_message(f, &b);
+  } else {
+    free(nsp_sbuf_take(&b));
   }
   for (size_t i = 0; keys && i < nk; i++) free(keys[i].key);
   free(keys);

@@ -39,6 +39,9 @@ static int role_of(const struct nsp_job *job, const struct nsp_member *m, uint64
    * lost after that one (then it may have gone on to h and beyond). */
   if (m->last_seq < h) return nsp_an_member_uncovered(job, m) ? NSP_ROLE_ARRIVAL_UNKNOWN : NSP_ROLE_NOT_ARRIVED;
   if (m->first_err_seq == h) return NSP_ROLE_FAILED;
+  /* In flight at h (1.5): it arrived and its call never returned, with
+   * or without completion tracking, whatever it lost. */
+  if (m->inflight_seq == h) return NSP_ROLE_WAITING;
   if (!tracked(job->traces[m->trace])) return NSP_ROLE_UNTRACKED;
   /* Records lost after its last collective here may have held the
    * COMPLETION of h (or of an earlier call, which h ran after): whether h
@@ -49,6 +52,12 @@ static int role_of(const struct nsp_job *job, const struct nsp_member *m, uint64
    * may not have completed this one either. */
   if (m->nuntracked) return NSP_ROLE_UNTRACKED;
   return NSP_ROLE_COMPLETED;
+}
+
+/* The call a waiting member made at h: in flight there, or the one that
+ * never completed. */
+static const struct nsp_sig *waiting_sig(const struct nsp_member *m, uint64_t h) {
+  return m->inflight_seq == h ? &m->inflight_sig : &m->pend_sig;
 }
 
 /* lost_after: arrival-unknown sides, the last seq their traces cover
@@ -70,7 +79,9 @@ static int side_text(struct nsp_side *s, int role, uint64_t h, uint64_t lost_aft
         snprintf(buf, sizeof buf, "arrival at seq %llu unknown: %s lost records and %s no collective here",
                  (unsigned long long)h, tr, s->nranks == 1 ? "holds" : "hold");
       break;
-    case NSP_ROLE_WAITING: snprintf(buf, sizeof buf, "waiting in %s", cb); break;
+    case NSP_ROLE_WAITING:
+      snprintf(buf, sizeof buf, s->call.in_flight ? "in flight in %s (never returned)" : "waiting in %s", cb);
+      break;
     case NSP_ROLE_FAILED: snprintf(buf, sizeof buf, "failed in %s", cb); break;
     case NSP_ROLE_UNTRACKED: snprintf(buf, sizeof buf, "issued %s (completion not tracked)", cb); break;
     default: snprintf(buf, sizeof buf, "completed %s", cb); break;
@@ -82,10 +93,11 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   uint64_t h = 0;
   for (size_t k = 0; k < c->nmembers; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
-    if (m->rank < 0 || !tracked(job->traces[m->trace]) || !m->first_pending) continue;
+    /* Calls in flight (1.5) never completed, tracked or not. */
+    if (m->rank < 0 || (!tracked(job->traces[m->trace]) && !m->pend_inflight) || !m->first_pending) continue;
     /* A call whose COMPLETION may be among records the trace lost after
      * it is no evidence of a hang (role_of: untracked). */
-    if (nsp_an_member_uncovered(job, m)) continue;
+    if (nsp_an_member_uncovered(job, m) && !m->pend_inflight) continue;
     if (!h || m->first_pending < h) h = m->first_pending;
   }
   if (!h) return 0;
@@ -132,10 +144,14 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
     /* The side's call: its first rank's own call at h (a rank that
      * differed from the first one to get there made diff_sig). */
     const struct nsp_member *m0 = &job->members[by_role[r][0]];
-    const struct nsp_sig *sig0 = role == NSP_ROLE_WAITING ? &m0->pend_sig
+    const struct nsp_sig *sig0 = role == NSP_ROLE_WAITING ? waiting_sig(m0, h)
                                  : m0->first_diff == h     ? &m0->diff_sig
                                                            : &ref->sig;
     nsp_an_call_from_sig(&side->call, sig0, c->info.id, h);
+    /* In flight: every rank of the side is. */
+    side->call.in_flight = role == NSP_ROLE_WAITING;
+    for (size_t p = 0; p < n_role[r] && side->call.in_flight; p++)
+      side->call.in_flight = job->members[by_role[r][p]].inflight_seq == h;
     if (role == NSP_ROLE_NOT_ARRIVED || role == NSP_ROLE_ARRIVAL_UNKNOWN) {
       nsp_call_clear(&side->call);
       side->call.comm_id = c->info.id;
@@ -160,27 +176,26 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
           }
           break;
         case NSP_ROLE_NOT_ARRIVED:
-          if (t->last_call.valid) {
-            pr->call = t->last_call.call;
-            pr->call.last_error = NULL;
-            pr->site = nsp_an_site(t, t->last_call.site);
-          }
-          if (t->blocked.valid) {
-            pr->blocked = t->blocked.call;
-            pr->blocked.last_error = NULL;
-          }
+          nsp_an_proc_last_call(pr, t);
           break;
-        case NSP_ROLE_WAITING:
-          nsp_an_call_from_sig(&pr->call, &m->pend_sig, c->info.id, h);
-          pr->call.time_ns = m->pend_t;
+        case NSP_ROLE_WAITING: {
+          /* In flight at h (it never returned), or enqueued there and
+           * never completed. */
+          int infl = m->inflight_seq == h;
+          uint64_t mono = infl ? m->inflight_mono : m->pend_mono;
+          nsp_an_call_from_sig(&pr->call, waiting_sig(m, h), c->info.id, h);
+          pr->call.time_ns = infl ? m->inflight_t : m->pend_t;
           pr->call.done = 0;
-          pr->site = nsp_an_site(t, m->pend_site);
-          pr->wait_ns = t->t_last > m->pend_mono ? (int64_t)(t->t_last - m->pend_mono) : 0;
-          pr->done_flags = m->pend_state == NSP_PEND_ABANDONED ? NSP_DONE_ABANDONED
+          pr->call.in_flight = infl;
+          pr->site = infl ? NULL : nsp_an_site(t, m->pend_site); /* a call in flight has no record */
+          pr->wait_ns = t->t_last > mono ? (int64_t)(t->t_last - mono) : 0;
+          pr->done_flags = infl                                ? 0
+                           : m->pend_state == NSP_PEND_ABANDONED ? NSP_DONE_ABANDONED
                            : m->pend_state == NSP_PEND_FAILED  ? NSP_DONE_ERROR
                                                                : 0;
-          if (m->pend_t && (!t0 || m->pend_t < t0)) t0 = m->pend_t;
+          if (pr->call.time_ns && (!t0 || pr->call.time_ns < t0)) t0 = pr->call.time_ns;
           break;
+        }
         default:
           nsp_an_call_from_sig(&pr->call, m->first_diff == h ? &m->diff_sig : &ref->sig, c->info.id, h);
           pr->call.done = role == NSP_ROLE_COMPLETED ? 1 : role == NSP_ROLE_FAILED ? 0 : -1;
@@ -247,12 +262,17 @@ static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
   const struct nsp_side *na = nsp_an_side_with_role(f, NSP_ROLE_NOT_ARRIVED);
   if (!na) return;
   const struct nsp_an_comm *best = NULL, *mism = NULL;
+  size_t init_wait = SIZE_MAX;
   int errored = 0;
   for (size_t p = 0; p < na->nranks; p++) {
     const struct nsp_an_comm *b = blocked_in(job, f, &na->procs[p]), *m;
+    const struct nsp_trace *t = job->traces[na->procs[p].trace];
     if (b) {
       if (!best || b->hang_t < best->hang_t) best = b;
-    } else if (job->traces[na->procs[p].trace]->first_err.valid) {
+    } else if (t->init_wait_id != SIZE_MAX) {
+      /* It waits in a communicator's creation for ranks that never came. */
+      if (init_wait == SIZE_MAX) init_wait = t->init_wait_id;
+    } else if (t->first_err.valid) {
       errored = 1;
     } else if ((m = left_after_mismatch(job, f, &na->procs[p]))) {
       if (!mism) mism = m;
@@ -261,6 +281,7 @@ static void link_one(struct nsp_job *job, struct nsp_finding_priv *f) {
     }
   }
   if (best) f->cause_id = best->hang_id;
+  else if (init_wait != SIZE_MAX) f->cause_id = init_wait;
   else if (mism) f->cause_id = mism->mismatch_id;
   else if (errored && job->error_id != SIZE_MAX) f->cause_id = job->error_id;
 }
@@ -276,8 +297,11 @@ static void put_call_where(struct nsp_sbuf *b, const struct nsp_call *c, uint64_
   else nsp_sbuf_printf(b, " on communicator %016llx", (unsigned long long)c->comm_id);
 }
 
-static const char *done_word(int done) {
-  return done > 0 ? "completed" : done == 0 ? "never completed" : "completion unknown";
+static const char *done_word(const struct nsp_call *c) {
+  return c->in_flight ? "in flight: never returned"
+         : c->done > 0 ? "completed"
+         : c->done == 0 ? "never completed"
+                        : "completion unknown";
 }
 
 static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
@@ -315,8 +339,9 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     }
   } else {
     nsp_an_put_ranks(&b, wt ? wt->ranks : f->odd_ranks, wt ? wt->nranks : f->nodd);
-    nsp_sbuf_printf(&b, "'s seq %llu (%s) never completed although every traced rank issued it",
-                    (unsigned long long)f->seq, cb);
+    nsp_sbuf_printf(&b, "'s seq %llu (%s) never completed although every traced rank issued it%s",
+                    (unsigned long long)f->seq, cb,
+                    wt && wt->call.in_flight ? " (in flight: the call never returned)" : "");
   }
   for (size_t s = 0; s < f->nsides; s++) {
     const struct nsp_side *sd = &f->sides[s];
@@ -326,7 +351,10 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     nsp_an_put_ranks(&b, sd->ranks, sd->nranks);
     switch (sd->role) {
       case NSP_ROLE_ARRIVAL_UNKNOWN: nsp_sbuf_printf(&b, " arrived is not known"); break;
-      case NSP_ROLE_WAITING: nsp_sbuf_printf(&b, " %s inside it", sd->nranks == 1 ? "waits" : "wait"); break;
+      case NSP_ROLE_WAITING:
+        nsp_sbuf_printf(&b, " %s inside it%s", sd->nranks == 1 ? "waits" : "wait",
+                        sd->call.in_flight ? " (in flight: the call never returned)" : "");
+        break;
       case NSP_ROLE_FAILED: nsp_sbuf_printf(&b, " failed it"); break;
       case NSP_ROLE_UNTRACKED: nsp_sbuf_printf(&b, " issued it (completion not tracked)"); break;
       default: nsp_sbuf_printf(&b, " completed it"); break;
@@ -351,13 +379,19 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     }
     nsp_sbuf_printf(&b, "'s last call: ");
     put_call_where(&b, &pr->call, f->comm_id);
-    nsp_sbuf_printf(&b, " (%s)", done_word(pr->call.done));
+    nsp_sbuf_printf(&b, " (%s)", done_word(&pr->call));
     if (pr->blocked.api >= 0 && (pr->blocked.comm_id != pr->call.comm_id || pr->blocked.seq != pr->call.seq)) {
       nsp_sbuf_printf(&b, ", stuck behind ");
       put_call_where(&b, &pr->blocked, f->comm_id);
     }
+    const struct nsp_an_comm *c = fp->comm_index != SIZE_MAX ? job->comms[fp->comm_index] : NULL;
+    nsp_an_put_comm_end(&b, job, nsp_an_member_of_trace(job, c, pr->trace));
   }
   if (na && na->nranks > shown) nsp_sbuf_printf(&b, "; ...");
+  /* Processes still running, killed or crashed: the ranks to look at
+   * first, then the waiting ones. */
+  if (na) nsp_an_put_side_ends(&b, job, na);
+  if (wt) nsp_an_put_side_ends(&b, job, wt);
   /* Where the traces of the ranks whose arrival is unknown stop covering
    * this communicator, and why. */
   shown = un ? (un->nranks < 4 ? un->nranks : 4) : 0;
@@ -434,6 +468,10 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
                         "arrive here are stuck",
                     nsp_finding_kind_name(cause->pub.kind), (unsigned long long)cause->pub.seq,
                     (unsigned long long)cause->pub.comm_id);
+  } else if (cause && cause->pub.kind == NSP_FIND_COMM_INIT_WAIT) {
+    nsp_sbuf_printf(&b, "; this follows the comm-init-wait on communicator %016llx: the ranks that did not arrive "
+                        "here wait in nccl%s there",
+                    (unsigned long long)cause->pub.comm_id, nsp_api_name(cause->pub.api));
   } else if (cause && cause->pub.kind == NSP_FIND_ERROR) {
     /* The error finding names job ranks: its origin as a rank of this
      * communicator when it is one. */

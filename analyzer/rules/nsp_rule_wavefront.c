@@ -37,14 +37,27 @@ static int cmp_part_seq(const void *pa, const void *pb, void *ctx) {
   return nsp_an_cmp_member_rank(pa, pb, ctx);
 }
 
+static int running(const struct nsp_job *job, const struct nsp_member *m) {
+  return job->traces[m->trace]->info.end.state == NSP_END_RUNNING;
+}
+
 static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   size_t *mi = malloc((c->nmembers ? c->nmembers : 1) * sizeof *mi);
   if (!mi) return NSP_AN_ENOMEM;
   size_t n = 0;
   uint64_t reached = nsp_an_comm_reached(job, c);
+  /* A process still running is a snapshot of a moving rank: behind the
+   * others, it is not judged (the hang rule judges how long its calls
+   * have waited).  It counts only where it is no further behind than the
+   * lowest rank that ended. */
+  uint64_t low_ended = UINT64_MAX;
   for (size_t k = 0; k < c->nmembers; k++) {
     const struct nsp_member *m = &job->members[c->members[k]];
-    if (m->rank < 0) continue;
+    if (m->rank >= 0 && !running(job, m) && m->last_seq < low_ended) low_ended = m->last_seq;
+  }
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank < 0 || (running(job, m) && m->last_seq < low_ended)) continue;
     /* A rank behind whose trace dropped records after its last
      * collective may have gone on: it is not judged (a note says so). */
     if (m->last_seq < reached && nsp_an_member_uncovered(job, m)) {
@@ -69,12 +82,16 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
    * (who never arrived, who waits, for how long). */
   if (c->hang_seq) skip = 1;
   /* Ranks that stopped on a failed call or an async error are explained
-   * by the "error" finding. */
+   * by the "error" finding; ranks waiting in a communicator's creation for
+   * ranks that never came, by the comm-init-wait finding. */
   if (!skip) {
-    int all_err = 1;
-    for (size_t i = 0; i < n && job->members[mi[i]].last_seq == low; i++)
-      if (!job->members[mi[i]].has_error && !job->traces[job->members[mi[i]].trace]->unattributed_error) all_err = 0;
-    if (all_err) skip = 1;
+    int all_err = 1, all_init = 1;
+    for (size_t i = 0; i < n && job->members[mi[i]].last_seq == low; i++) {
+      const struct nsp_trace *t = job->traces[job->members[mi[i]].trace];
+      if (!job->members[mi[i]].has_error && !t->unattributed_error) all_err = 0;
+      if (t->init_wait_id == SIZE_MAX) all_init = 0;
+    }
+    if (all_err || all_init) skip = 1;
   }
   if (skip) {
     free(mi);
@@ -94,6 +111,9 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
     const struct nsp_member *m0 = &job->members[mi[i]];
     if (m0->last_seq) nsp_an_call_from_sig(&side->call, &m0->last_sig, c->info.id, m0->last_seq);
     else side->call.comm_id = c->info.id;
+    /* In flight there: every rank of the side is. */
+    side->call.in_flight = m0->last_seq != 0;
+    for (size_t p = i; p < j; p++) side->call.in_flight &= job->members[mi[p]].last_inflight;
     for (size_t p = 0; p < j - i && !ret; p++) {
       const struct nsp_trace *t = job->traces[job->members[mi[i + p]].trace];
       struct nsp_proc *pr = (struct nsp_proc *)&side->procs[p];
@@ -183,10 +203,14 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     const struct nsp_side *side = &f->sides[s];
     if (s) nsp_sbuf_printf(b, s + 1 == f->nsides ? " while " : "; ");
     nsp_an_put_ranks(b, side->ranks, side->nranks);
+    /* A last collective in flight did not stop: it never returned. */
+    const char *stop = side->call.in_flight ? "are in flight at" : "stopped at";
+    if (side->call.in_flight && side->nranks == 1) stop = "is in flight at";
     if (s == 0 && !side->call.seq) nsp_sbuf_printf(b, " made no collective");
-    else if (s == 0) nsp_sbuf_printf(b, " stopped at seq %llu", (unsigned long long)side->call.seq);
+    else if (s == 0) nsp_sbuf_printf(b, " %s seq %llu", stop, (unsigned long long)side->call.seq);
     else if (s + 1 == f->nsides) nsp_sbuf_printf(b, " reached seq %llu", (unsigned long long)side->call.seq);
-    else nsp_sbuf_printf(b, " stopped at seq %llu", (unsigned long long)side->call.seq);
+    else nsp_sbuf_printf(b, " %s seq %llu", stop, (unsigned long long)side->call.seq);
+    if (side->call.in_flight && s < f->nsides - 1) nsp_sbuf_printf(b, " (never returned)");
   }
   /* What the ranks behind did last, on any communicator. */
   const struct nsp_side *low = &f->sides[0];
@@ -203,8 +227,12 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
       nsp_sbuf_printf(b, " seq %llu", (unsigned long long)c->seq);
     if (c->comm_id == f->comm_id) nsp_sbuf_printf(b, " on this communicator");
     else nsp_sbuf_printf(b, " on communicator %016llx", (unsigned long long)c->comm_id);
+    if (c->in_flight) nsp_sbuf_printf(b, " (in flight: never returned)");
+    const struct nsp_an_comm *cm = fp->comm_index != SIZE_MAX ? job->comms[fp->comm_index] : NULL;
+    nsp_an_put_comm_end(b, job, nsp_an_member_of_trace(job, cm, low->procs[p].trace));
   }
   if (low->nranks > shown) nsp_sbuf_printf(b, "; ...");
+  nsp_an_put_side_ends(b, job, low);
   /* What the traces cannot tell: a cut file, ranks left out for drops. */
   for (size_t s = 0; s + 1 < f->nsides; s++)
     for (size_t p = 0; p < f->sides[s].nranks; p++) {

@@ -244,17 +244,20 @@ static int c01_gpu(struct nsp_tracegen **g, uint32_t *w) {
 
 /* c12, a killed hang: 4 ranks, 1 s per step; rank 1 never arrives at
  * seq 3 (stuck outside NCCL); ranks 0, 2, 3 wait inside it and queue seq 4
- * behind it; the job is SIGTERMed. */
+ * behind it; the job is SIGTERMed: no rank ran its exit handlers, each
+ * left its crash ring (RINGSTATE, the heartbeat at its last record). */
 static int c12(struct nsp_tracegen **g, uint32_t *w) {
   if (make_ranks_ex(g, 4, w, 1, 0) < 0) return -1;
   for (int r = 0; r < 4; r++) {
     nsp_tracegen_set_step(g[r], 1000000000ull, 100);
     AR(g[r], w[r], 1u << 20, ncclBfloat16);
     AR(g[r], w[r], 1u << 20, ncclBfloat16);
-    if (r == 1) continue;
-    nsp_tracegen_set_auto_complete(g[r], 0, 0);
-    AR(g[r], w[r], 1u << 20, ncclBfloat16); /* seq 3 */
-    AR(g[r], w[r], 1u << 20, ncclBfloat16); /* seq 4, queued behind it */
+    if (r != 1) {
+      nsp_tracegen_set_auto_complete(g[r], 0, 0);
+      AR(g[r], w[r], 1u << 20, ncclBfloat16); /* seq 3 */
+      AR(g[r], w[r], 1u << 20, ncclBfloat16); /* seq 4, queued behind it */
+    }
+    if (nsp_tracegen_ringstate(g[r], 0, 0, 0, 0, 0) < 0) return -1;
   }
   return 4;
 }

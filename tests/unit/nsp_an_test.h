@@ -22,11 +22,32 @@ static inline struct nsp_job *analyse_case(const char *name, int nranks) {
   return job;
 }
 
+/* Rank r of nranks on communicator comm_id (host "h<r>", pid 100 + r),
+ * its comm index into *w; tracked: completion tracking and timing, every
+ * returned call completing (1 us on the GPU). */
+static inline struct nsp_tracegen *rank_on(int r, int nranks, uint64_t comm_id, int tracked, uint32_t *w) {
+  char host[16];
+  snprintf(host, sizeof host, "h%d", r);
+  struct nsp_tracegen *g = nsp_tracegen_create(host, 100u + (uint32_t)r, r);
+  assert_non_null(g);
+  if (tracked) {
+    nsp_tracegen_set_tracking(g, NSP_TRACK_COMPLETION | NSP_TRACK_TIMING);
+    nsp_tracegen_set_auto_complete(g, 1, 1000);
+  }
+  *w = nsp_tracegen_comm(g, comm_id, r, nranks);
+  assert_true(*w > 0);
+  return g;
+}
+
 /* A new job holding the traces of n generators (named t0.ncclspy ...),
- * not analysed yet; the generators are destroyed. */
-static inline struct nsp_job *job_of_gens(struct nsp_tracegen **g, int n) {
+ * not analysed yet; the generators are destroyed.  now_ns: the analysis's
+ * "now" (0: the clock); local_host: the host /proc answers for (NULL:
+ * this one's name, "": none). */
+static inline struct nsp_job *job_of_gens_at(struct nsp_tracegen **g, int n, int64_t now_ns, const char *local_host) {
   struct nsp_job *job = nsp_job_create();
   assert_non_null(job);
+  if (now_ns) assert_int_equal(nsp_job_set_now(job, now_ns), 0);
+  if (local_host) assert_int_equal(nsp_job_set_local_host(job, local_host), 0);
   for (int r = 0; r < n; r++) {
     const uint8_t *data;
     size_t len;
@@ -38,6 +59,8 @@ static inline struct nsp_job *job_of_gens(struct nsp_tracegen **g, int n) {
   }
   return job;
 }
+
+static inline struct nsp_job *job_of_gens(struct nsp_tracegen **g, int n) { return job_of_gens_at(g, n, 0, NULL); }
 
 /* The same, analysed. */
 static inline struct nsp_job *analyse_gens(struct nsp_tracegen **g, int n) {

@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include "nsp_names.h"
+#include "nsp_schema.h"
 
 struct tg_comm {
   uint64_t id, seq;
@@ -55,6 +56,9 @@ struct nsp_tracegen {
   uint32_t last_comm;
   int last_api, last_peer, last_kind; /* last_kind: 0 none, 1 call, 2 group */
   uint64_t last_seq, last_exit, last_group;
+  /* format 1.5 */
+  uint64_t last_mono; /* the latest monotonic time of the records so far */
+  int exit_at_end;    /* end the trace with an EXIT record (default) */
 };
 
 struct nsp_tracegen *nsp_tracegen_create(const char *host, uint32_t pid, int rank) {
@@ -75,6 +79,7 @@ struct nsp_tracegen *nsp_tracegen_create(const char *host, uint32_t pid, int ran
     return NULL;
   }
   g->ncomms = 1;
+  g->exit_at_end = 1;
   if (rank >= 0) {
     char b[16];
     snprintf(b, sizeof b, "%d", rank);
@@ -232,6 +237,7 @@ static int ensure_process(struct nsp_tracegen *g) {
 static int emit(struct nsp_tracegen *g, const struct nsp_rec *r) {
   if (r->kind != NSP_REC_PROCESS && ensure_process(g) < 0) return -1;
   if (nsp_encode(&g->frame, &g->codec, r) < 0) return -1;
+  if (r->kind != NSP_REC_PROCESS && nsp_rec_latest_mono(r) > g->last_mono) g->last_mono = nsp_rec_latest_mono(r);
   g->in_frame++;
   if (g->frame_records && g->in_frame >= g->frame_records) return nsp_tracegen_frame(g);
   return 0;
@@ -422,22 +428,23 @@ uint64_t nsp_tracegen_coll(struct nsp_tracegen *g, int api, uint32_t comm, uint6
   return finish_call(g, &r) < 0 ? 0 : r.seq;
 }
 
+/* The send/recv counter of (comm, peer, the direction of api); NULL when
+ * out of memory. */
+static struct tg_p2p *p2p_of(struct nsp_tracegen *g, int api, uint32_t comm, int peer) {
+  int dir = api == NSP_API_Send ? 0 : 1;
+  for (size_t i = 0; i < g->np2p; i++)
+    if (g->p2p[i].comm == comm && g->p2p[i].peer == peer && g->p2p[i].dir == dir) return &g->p2p[i];
+  struct tg_p2p *v = realloc(g->p2p, (g->np2p + 1) * sizeof *v);
+  if (!v) return NULL;
+  g->p2p = v;
+  v[g->np2p] = (struct tg_p2p){comm, peer, dir, 0};
+  return &v[g->np2p++];
+}
+
 uint64_t nsp_tracegen_p2p(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t count, int dtype, int peer) {
   if (comm == 0 || comm >= g->ncomms) return 0;
-  int dir = api == NSP_API_Send ? 0 : 1;
-  struct tg_p2p *p = NULL;
-  for (size_t i = 0; i < g->np2p; i++)
-    if (g->p2p[i].comm == comm && g->p2p[i].peer == peer && g->p2p[i].dir == dir) p = &g->p2p[i];
-  if (!p) {
-    struct tg_p2p *v = realloc(g->p2p, (g->np2p + 1) * sizeof *v);
-    if (!v) return 0;
-    g->p2p = v;
-    p = &v[g->np2p++];
-    p->comm = comm;
-    p->peer = peer;
-    p->dir = dir;
-    p->seq = 0;
-  }
+  struct tg_p2p *p = p2p_of(g, api, comm, peer);
+  if (!p) return 0;
   struct nsp_rec r;
   call_base(g, &r, api, comm);
   r.seq = refused(&r) ? p->seq + 1 : ++p->seq;
@@ -498,8 +505,146 @@ int nsp_tracegen_dropped(struct nsp_tracegen *g, uint64_t count, uint32_t reason
   return emit(g, &r);
 }
 
+/* ---- format 1.5 ----------------------------------------------------------- */
+
+void nsp_tracegen_set_exit(struct nsp_tracegen *g, int on) { g->exit_at_end = on; }
+
+int nsp_tracegen_exit(struct nsp_tracegen *g, uint64_t t, uint64_t inflight) {
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_EXIT;
+  r.peer = r.dtype = r.redop = -1;
+  if (ensure_process(g) < 0) return -1;
+  nsp_rec_exit_set_t(&r, t ? t : g->last_mono);
+  nsp_rec_exit_set_inflight(&r, inflight);
+  g->exit_at_end = 0;
+  return emit(g, &r);
+}
+
+int nsp_tracegen_libnccl(struct nsp_tracegen *g, const char *path, int32_t version) {
+  struct nsp_rec_ext x;
+  memset(&x, 0, sizeof x);
+  x.nccl_path = path;
+  x.nccl_version = version;
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_LIBNCCL;
+  r.peer = r.dtype = r.redop = -1;
+  r.ext = &x;
+  nsp_rec_libnccl_set_t(&r, g->now);
+  g->now += g->step;
+  return emit(g, &r);
+}
+
+int nsp_tracegen_ringstate(struct nsp_tracegen *g, uint64_t heartbeat, uint64_t heartbeat_wall, uint64_t exited,
+                           uint64_t inflight, uint32_t unslotted) {
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_RINGSTATE;
+  r.peer = r.dtype = r.redop = -1;
+  if (ensure_process(g) < 0) return -1;
+  if (!heartbeat) heartbeat = g->last_mono;
+  nsp_rec_ringstate_set_heartbeat(&r, heartbeat);
+  nsp_rec_ringstate_set_heartbeat_wall(&r, heartbeat_wall ? heartbeat_wall : g->realtime + (heartbeat - g->monotonic));
+  nsp_rec_ringstate_set_exited(&r, exited);
+  nsp_rec_ringstate_set_inflight(&r, inflight);
+  nsp_rec_ringstate_set_unslotted(&r, unslotted);
+  g->exit_at_end = 0;
+  return emit(g, &r);
+}
+
+/* An INFLIGHT record of api on comm, entered at t_enter (0: now), with
+ * the ext fields of x (NULL: none). */
+static int inflight(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t t_enter, struct nsp_rec *r,
+                    struct nsp_rec_ext *x) {
+  r->kind = NSP_REC_INFLIGHT;
+  r->ext = x;
+  nsp_rec_inflight_set_api(r, (uint8_t)api);
+  nsp_rec_inflight_set_comm(r, comm);
+  if (!t_enter) {
+    t_enter = g->now;
+    g->now += g->step;
+  }
+  nsp_rec_inflight_set_t_enter(r, t_enter);
+  nsp_rec_inflight_set_tid(r, g->pid);
+  nsp_rec_inflight_set_group_id(r, g->group_id);
+  nsp_rec_inflight_set_group_depth(r, g->group_depth);
+  return emit(g, r);
+}
+
+/* A record and ext for an INFLIGHT: ext ids 0, ints -1. */
+static void inflight_base(struct nsp_rec *r, struct nsp_rec_ext *x) {
+  memset(r, 0, sizeof *r);
+  memset(x, 0, sizeof *x);
+  r->peer = r->dtype = r->redop = -1;
+  x->rank = x->nranks = x->color = x->key = -1;
+}
+
+int nsp_tracegen_inflight_coll(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t count, int dtype, int redop,
+                               int root, uint64_t t_enter, uint64_t *seq) {
+  if (comm == 0 || comm >= g->ncomms) return -1;
+  struct nsp_rec r;
+  struct nsp_rec_ext x;
+  inflight_base(&r, &x);
+  r.seq = ++g->comms[comm].seq;
+  r.count = count;
+  r.dtype = dtype;
+  r.redop = redop;
+  r.peer = root;
+  if (seq) *seq = r.seq;
+  return inflight(g, api, comm, t_enter, &r, &x);
+}
+
+int nsp_tracegen_inflight_p2p(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t count, int dtype, int peer,
+                              uint64_t t_enter) {
+  struct tg_p2p *p = comm && comm < g->ncomms ? p2p_of(g, api, comm, peer) : NULL;
+  if (!p) return -1;
+  struct nsp_rec r;
+  struct nsp_rec_ext x;
+  inflight_base(&r, &x);
+  r.seq = ++p->seq;
+  r.count = count;
+  r.dtype = dtype;
+  r.peer = peer;
+  return inflight(g, api, comm, t_enter, &r, &x);
+}
+
+int nsp_tracegen_inflight_init(struct nsp_tracegen *g, int api, uint64_t comm_id, int rank, int nranks,
+                               uint64_t t_enter) {
+  struct nsp_rec r;
+  struct nsp_rec_ext x;
+  inflight_base(&r, &x);
+  x.comm_id = comm_id;
+  x.rank = rank;
+  x.nranks = nranks;
+  return inflight(g, api, 0, t_enter, &r, &x);
+}
+
+int nsp_tracegen_inflight_split(struct nsp_tracegen *g, int api, uint32_t parent, uint64_t child_id, int color,
+                                int key, uint64_t t_enter) {
+  if (parent == 0 || parent >= g->ncomms) return -1;
+  struct nsp_rec r;
+  struct nsp_rec_ext x;
+  inflight_base(&r, &x);
+  x.comm_id = child_id;
+  x.parent_id = g->comms[parent].id;
+  x.split_index = g->comms[parent].splits++;
+  x.color = color;
+  x.key = key;
+  return inflight(g, api, parent, t_enter, &r, &x);
+}
+
+int nsp_tracegen_inflight_call(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t t_enter) {
+  struct nsp_rec r;
+  struct nsp_rec_ext x;
+  inflight_base(&r, &x);
+  return inflight(g, api, comm, t_enter, &r, &x);
+}
+
 int nsp_tracegen_bytes(struct nsp_tracegen *g, const uint8_t **data, size_t *len) {
-  if (ensure_process(g) < 0 || nsp_tracegen_frame(g) < 0) return -1;
+  if (ensure_process(g) < 0) return -1;
+  if (g->exit_at_end && nsp_tracegen_exit(g, 0, 0) < 0) return -1;
+  if (nsp_tracegen_frame(g) < 0) return -1;
   *data = g->file.data;
   *len = g->file.len;
   return 0;

@@ -1,8 +1,9 @@
 /* nsp_tracegen.h - builds synthetic ncclspy trace files for tests.
  *
  * A generator plays one traced process: it writes the 128-byte header,
- * a PROCESS record, COMM records, CALL records and (format 1.1) COMPLETION
- * and CALLSITE records through the common
+ * a PROCESS record, COMM records, CALL records, (format 1.1) COMPLETION
+ * and CALLSITE records, (1.5) EXIT, LIBNCCL, and the RINGSTATE and
+ * INFLIGHT records a reader makes from a crash ring, through the common
  * codec (nsp_encode) and zstd frames, exactly as the shim's writer does,
  * so tests of the reader and the analyzer need no NCCL and no shim.
  * Sequence numbers are kept like the shim keeps them (per communicator for
@@ -118,6 +119,57 @@ uint32_t nsp_tracegen_callsite(struct nsp_tracegen *g, uint32_t flags, size_t n,
 void nsp_tracegen_set_site(struct nsp_tracegen *g, uint32_t site);
 /* The monotonic time the next record gets (see nsp_tracegen_set_time). */
 uint64_t nsp_tracegen_now(const struct nsp_tracegen *g);
+
+/* ---- format 1.5: how the process ended, calls in flight, other libnccls -- */
+
+/* Whether nsp_tracegen_bytes (and _write) end the trace with an EXIT
+ * record, as a process that ran its exit handlers does.  On by default:
+ * a generated trace describes a process that exited cleanly.  The EXIT's
+ * time is the latest monotonic time of the records before it (so the
+ * trace's end does not move) and its inflight 0.  Off: the process was
+ * killed, crashed, called _exit, or is still running. */
+void nsp_tracegen_set_exit(struct nsp_tracegen *g, int on);
+/* An EXIT record now: exit handlers ran at monotonic time t (0: the
+ * latest time of the records so far) while `inflight` calls of other
+ * threads had not returned.  No EXIT is added at the end after it. */
+int nsp_tracegen_exit(struct nsp_tracegen *g, uint64_t t, uint64_t inflight);
+/* A LIBNCCL record at the next record's time: a libnccl the shim does not
+ * interpose (path, its ncclGetVersion code; 0 unknown). */
+int nsp_tracegen_libnccl(struct nsp_tracegen *g, const char *path, int32_t version);
+/* A RINGSTATE record, as a reader makes it from a crash ring left next to
+ * the trace, after all recovered records: the writer thread's last pass
+ * at monotonic `heartbeat` (0: the latest time of the records so far) and
+ * realtime `heartbeat_wall` (0: heartbeat through the header's clock
+ * pair); `exited` the monotonic time exit handlers ran (0 they did not);
+ * `inflight` INFLIGHT records follow; `unslotted` threads whose calls in
+ * flight are unknown.  Turns the EXIT at the end off (a process that
+ * exits cleanly removes its ring). */
+int nsp_tracegen_ringstate(struct nsp_tracegen *g, uint64_t heartbeat, uint64_t heartbeat_wall, uint64_t exited,
+                           uint64_t inflight, uint32_t unslotted);
+/* INFLIGHT records (write them after nsp_tracegen_ringstate): calls that
+ * had not returned when the ring was read, entered at monotonic t_enter
+ * (0: the next record's time, which then advances), on thread tid (0: the
+ * pid).  Each returns 0 or -1.
+ *
+ * A collective on comm index `comm` (as nsp_tracegen_coll): it takes the
+ * communicator's next seq, as its CALL would; *seq gets it (may be NULL). */
+int nsp_tracegen_inflight_coll(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t count, int dtype, int redop,
+                               int root, uint64_t t_enter, uint64_t *seq);
+/* ncclSend/ncclRecv (api) to/from peer: its per-peer, per-direction seq. */
+int nsp_tracegen_inflight_p2p(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t count, int dtype, int peer,
+                              uint64_t t_enter);
+/* ncclCommInitRank (api; or CommInitRankConfig, ...) of communicator
+ * comm_id, rank of nranks as asked. */
+int nsp_tracegen_inflight_init(struct nsp_tracegen *g, int api, uint64_t comm_id, int rank, int nranks,
+                               uint64_t t_enter);
+/* ncclCommSplit (api; or CommShrink) of parent index `parent`: its split
+ * index is the parent's splits so far (counted as a split), the child's id
+ * child_id (0 for a NCCL_SPLIT_NOCOLOR color). */
+int nsp_tracegen_inflight_split(struct nsp_tracegen *g, int api, uint32_t parent, uint64_t child_id, int color,
+                                int key, uint64_t t_enter);
+/* Any other entry point (ncclGroupEnd, ncclCommFinalize, ncclCommDestroy,
+ * ncclCommAbort ...) on comm index `comm` (0: none). */
+int nsp_tracegen_inflight_call(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t t_enter);
 
 /* Any record as given (times and all); for kinds the helpers above lack
  * and for hand-made oddities.  CALL records must carry their own seq. */

@@ -118,7 +118,9 @@ static void test_help_version_usage(void **state) {
   result_free(&r);
   r = run((const char *[]){"help", "analyze", NULL});
   assert_int_equal(r.status, 0);
-  assert_contains(r.out, "exit status: 0 no findings, 1 findings, 2 usage error");
+  assert_contains(r.out, "exit status: 0 no findings (processes still running included), 1 findings,\n"
+                         "2 usage error");
+  assert_contains(r.out, "3 no findings, but a process ended without a clean exit");
   result_free(&r);
   r = run((const char *[]){"analyze", "--help", NULL});
   assert_int_equal(r.status, 0);
@@ -532,10 +534,11 @@ static void test_dump_text(void **state) {
   assert_contains(r.out, "seq=50 count=1024 dtype=float32 redop=sum");
   /* (fields a later format appends follow site) */
   assert_contains(r.out, "result=ncclSystemError last_error=\"connection reset by peer\" flags=0x0 site=0");
-  /* 1 header + PROCESS + COMM + 50 calls */
+  /* 1 header + PROCESS + COMM + 50 calls + EXIT */
   size_t lines = 0;
   for (const char *p = r.out; *p; p++) lines += *p == '\n';
-  assert_int_equal(lines, 53);
+  assert_int_equal(lines, 54);
+  assert_contains(r.out, "\nt=+0.051100ms EXIT inflight=0\n"); /* at its last call's return */
   result_free(&r);
 }
 
@@ -560,7 +563,7 @@ static void test_dump_json(void **state) {
   snprintf(f0, sizeof f0, "%s/node-a.1000.rank0.ncclspy", dir);
   struct result r = run((const char *[]){"dump", "--json", f0, NULL});
   assert_int_equal(r.status, 0);
-  /* Every line one JSON object: header, process, comm, 3 sends. */
+  /* Every line one JSON object: header, process, comm, 3 sends, exit. */
   char *save = NULL;
   int n = 0;
   for (char *line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++) {
@@ -588,9 +591,13 @@ static void test_dump_json(void **state) {
       assert_int_equal(get_int(o, "t_rel_ns"), 4000);
       assert_string_equal(get_str(o, "result"), "ncclSuccess");
     }
+    if (n == 6) {
+      assert_string_equal(rec, "exit");
+      assert_int_equal(get_int(o, "inflight"), 0);
+    }
     json_object_put(o);
   }
-  assert_int_equal(n, 6);
+  assert_int_equal(n, 7);
   result_free(&r);
 }
 
@@ -761,6 +768,105 @@ static void test_json_hangs(void **state) {
   result_free(&r);
 }
 
+/* ---- what the traces could not see (format 1.5) ---------------------------- */
+
+/* Two ranks on one communicator, five all-reduces each, into a fresh dir
+ * <tmpdir>/<name>; how: 0 rank 1 killed (its ring's heartbeat stale), 1
+ * rank 1 loaded a second libnccl, 2 both running (heartbeats at monotonic
+ * 1.5e9 ns, wall clock 1.7e18 + 0.5e9), each in flight in seq 6. */
+static void ended_dir(const char *name, int how, char *dir, size_t len) {
+  snprintf(dir, len, "%s/%s", tmpdir, name);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  for (int r = 0; r < 2; r++) {
+    struct nsp_tracegen *g = nsp_tracegen_create("h", 100u + (uint32_t)r, r);
+    uint32_t w = nsp_tracegen_comm(g, 0xaaaa, r, 2);
+    for (int i = 0; i < 5; i++) nsp_tracegen_coll(g, NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
+    if (how == 0 && r == 1) assert_int_equal(nsp_tracegen_ringstate(g, 0, 0, 0, 0, 0), 0);
+    if (how == 1 && r == 1) assert_int_equal(nsp_tracegen_libnccl(g, "/opt/x/libnccl.so.2", 21903), 0);
+    if (how == 2) {
+      assert_int_equal(nsp_tracegen_ringstate(g, 1500000000ull, 0, 0, 1, 0), 0);
+      assert_int_equal(nsp_tracegen_inflight_coll(g, NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1,
+                                                  1499000000ull, NULL), 0);
+    }
+    assert_int_equal(nsp_tracegen_write(g, dir, SIZE_MAX, NULL, 0), 0);
+    nsp_tracegen_destroy(g);
+  }
+}
+
+/* No finding, but rank 1 was killed, or loaded a libnccl ncclspy does
+ * not trace: exit status 3, and the summary says it.  A healthy job still
+ * running: exit status 0 ("now" from NSP_ANALYZE_NOW_NS). */
+static void test_unseen_status(void **state) {
+  (void)state;
+  char dir[300];
+  ended_dir("killed", 0, dir, sizeof dir);
+  struct result r = run((const char *[]){"analyze", dir, NULL});
+  assert_int_equal(r.status, 3);
+  assert_contains(r.out, "\n  No problem found in what the traces show (2 traces, 1 communicator, 10 collective calls, 0\n"
+                         "  send/recv calls), but: rank 1 ended without a clean exit (SIGKILL, the OOM killer or _exit).\n");
+  assert_contains(r.out, "\n            ended without a clean exit (SIGKILL, the OOM killer or _exit; last heard at "
+                         "+0.000006 s)\n");
+  result_free(&r);
+  r = run((const char *[]){"analyze", "--json", dir, NULL});
+  assert_int_equal(r.status, 3);
+  json_object *root = json_tokener_parse(r.out);
+  assert_non_null(root);
+  json_object *e1 = get(json_object_array_get_idx(get(root, "traces"), 1), "end");
+  assert_string_equal(get_str(e1, "state"), "killed");
+  assert_string_equal(get_str(e1, "source"), "crash-ring");
+  assert_int_equal(get_int(e1, "time_ns"), 1700000000000006100ll);
+  json_object *e0 = get(json_object_array_get_idx(get(root, "traces"), 0), "end");
+  assert_string_equal(get_str(e0, "state"), "exited");
+  assert_string_equal(get_str(e0, "source"), "exit-record");
+  assert_int_equal(get_int(get(root, "caveats"), "unclean"), 1);
+  assert_int_equal(get_int(get(root, "caveats"), "running"), 0);
+  json_object_put(root);
+  result_free(&r);
+  nsp_case_rmdir(dir);
+
+  ended_dir("libnccl", 1, dir, sizeof dir);
+  r = run((const char *[]){"analyze", "--json", dir, NULL});
+  assert_int_equal(r.status, 3);
+  root = json_tokener_parse(r.out);
+  json_object *l = json_object_array_get_idx(get(json_object_array_get_idx(get(root, "traces"), 1), "untraced_libnccl"), 0);
+  assert_string_equal(get_str(l, "path"), "/opt/x/libnccl.so.2");
+  assert_string_equal(get_str(l, "nccl_version_str"), "2.19.3");
+  assert_int_equal(get_int(get(root, "caveats"), "untraced_libnccl"), 1);
+  assert_contains(get_str(root, "summary"), "rank 1 loaded /opt/x/libnccl.so.2 (NCCL 2.19.3), which ncclspy does "
+                                            "not trace");
+  json_object_put(root);
+  result_free(&r);
+  nsp_case_rmdir(dir);
+
+  ended_dir("live", 2, dir, sizeof dir);
+  assert_int_equal(setenv("NSP_ANALYZE_NOW_NS", "1700000002500000000", 1), 0);
+  r = run((const char *[]){"analyze", "--json", dir, NULL});
+  assert_int_equal(r.status, 0);
+  root = json_tokener_parse(r.out);
+  assert_int_equal(json_object_array_length(get(root, "findings")), 0);
+  e0 = get(json_object_array_get_idx(get(root, "traces"), 0), "end");
+  assert_string_equal(get_str(e0, "state"), "running");
+  assert_int_equal(get_int(e0, "age_ns"), 2000000000);
+  json_object *inf = json_object_array_get_idx(get(json_object_array_get_idx(get(root, "traces"), 0), "in_flight"), 0);
+  assert_int_equal(get_int(inf, "seq"), 6);
+  assert_true(json_object_get_boolean(get(inf, "in_flight")));
+  assert_contains(get_str(root, "summary"), "but: ranks 0-1 are still running (last heard at most 2.0 s ago)");
+  json_object_put(root);
+  result_free(&r);
+  assert_int_equal(setenv("NSP_ANALYZE_NOW_NS", "soon", 1), 0);
+  r = run((const char *[]){"analyze", dir, NULL});
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "NSP_ANALYZE_NOW_NS is not a time in ns");
+  result_free(&r);
+  assert_int_equal(unsetenv("NSP_ANALYZE_NOW_NS"), 0);
+  /* Without it, the same traces are long dead: killed. */
+  r = run((const char *[]){"analyze", dir, NULL});
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "never-completed");
+  result_free(&r);
+  nsp_case_rmdir(dir);
+}
+
 /* `ncclspy perf`: text and JSON. */
 static void test_perf(void **state) {
   (void)state;
@@ -878,6 +984,7 @@ int main(void) {
       cmocka_unit_test(test_json_report),
       cmocka_unit_test(test_json_hangs),
       cmocka_unit_test(test_perf),
+      cmocka_unit_test(test_unseen_status),
       cmocka_unit_test(test_golden),
   };
   int ret = cmocka_run_group_tests(tests, NULL, teardown_dirs);

@@ -555,7 +555,7 @@ static size_t read_all(const uint8_t *data, size_t len, char (*lines)[4096], siz
 
 #define MAXREC 64
 /* Records of mixed_trace. */
-#define MIXED_N 21
+#define MIXED_N 22
 
 static void test_reader_whole(void **state) {
   (void)state;
@@ -572,7 +572,7 @@ static void test_reader_whole(void **state) {
   assert_null(problem);
   /* PROCESS, 2 COMM, CALLSITE, 4 collectives, COMPLETION, 2 group calls,
    * 2 p2p, the group's COMPLETION, REDOP, 1 collective, DROPPED, 1
-   * collective, ASYNC_ERROR, 2 COMM_END */
+   * collective, ASYNC_ERROR, 2 COMM_END, EXIT (the generator's clean exit) */
   assert_int_equal(n, MIXED_N);
   assert_non_null(strstr(lines[0], "kind=1 "));
   assert_non_null(strstr(lines[0], "RANK=1 LOCAL_RANK=1"));

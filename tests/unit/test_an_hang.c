@@ -155,6 +155,10 @@ static void test_c12_killed_hang(void **state) {
   }
   assert_contains(f->message, "ranks 0,2-3 wait inside it");
   assert_contains(f->message, "ranks 0,2-3 waited 1.000 s (enqueue to the end of each trace)");
+  /* SIGTERMed: every rank left its crash ring, none exited. */
+  assert_contains(f->message, "rank 1 ended without a clean exit");
+  for (size_t t = 0; t < 4; t++) assert_int_equal(nsp_job_trace(job, t)->end.state, NSP_END_KILLED);
+  assert_int_equal(f->sides[0].procs[0].end->state, NSP_END_KILLED);
   nsp_job_destroy(job);
 }
 

@@ -665,6 +665,7 @@ static void test_truncated_file(void **state) {
   for (int r = 0; r < 2; r++) {
     g[r] = rank_gen(r, &w[r], 2);
     nsp_tracegen_set_frame_records(g[r], 4); /* PROCESS, COMM, seq 1, 2 | 3-6 | 7-10 */
+    nsp_tracegen_set_exit(g[r], r == 0); /* rank 1 is killed: no EXIT */
     for (int i = 0; i < 10; i++) nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 64, ncclFloat32, ncclSum, -1);
   }
   const uint8_t *data;

@@ -28,23 +28,13 @@ static const struct nsp_finding *find_kind(const struct nsp_job *job, int kind, 
   return NULL;
 }
 
-static struct nsp_tracegen *gen(int r, uint32_t *w, int tracked) {
-  char host[16];
-  snprintf(host, sizeof host, "h%d", r);
-  struct nsp_tracegen *g = nsp_tracegen_create(host, 100u + (uint32_t)r, r);
-  assert_non_null(g);
-  if (tracked) {
-    nsp_tracegen_set_tracking(g, NSP_TRACK_COMPLETION | NSP_TRACK_TIMING);
-    nsp_tracegen_set_auto_complete(g, 1, 1000);
-  }
-  *w = nsp_tracegen_comm(g, 0xaaaa, r, 2);
-  assert_true(*w > 0);
-  return g;
-}
+static struct nsp_tracegen *gen(int r, uint32_t *w, int tracked) { return rank_on(r, 2, 0xaaaa, tracked, w); }
 
 #define AR(g, c) nsp_tracegen_coll(g, NSP_API_AllReduce, c, 8, ncclFloat32, ncclSum, -1)
 
-/* A SIGNAL record now, with n frames (innermost first). */
+/* A SIGNAL record now, with n frames (innermost first).  The process
+ * dies of it: no EXIT record at the end (nsp_tracegen_set_exit(g, 1)
+ * again for one whose handler went on). */
 static void signal_rec(struct nsp_tracegen *g, int signo, int code, uint64_t addr, int sender, size_t n,
                        const char *const *mods, const uint64_t *offs, const char *const *syms) {
   struct nsp_rec_ext x;
@@ -64,6 +54,7 @@ static void signal_rec(struct nsp_tracegen *g, int signo, int code, uint64_t add
   r.t_enter = nsp_tracegen_now(g);
   r.ext = &x;
   assert_int_equal(nsp_tracegen_record(g, &r), 0);
+  nsp_tracegen_set_exit(g, 0);
 }
 
 /* Rank 1 dies of SIGSEGV inside NCCL after seq 4; rank 0 waits in seq 5.
@@ -120,6 +111,11 @@ static void test_segv_then_hang(void **state) {
   assert_int_equal(h->cause, 0);
   assert_int_equal(hi, 1); /* right after its cause */
   const struct nsp_trace_info *t1 = nsp_job_trace(job, 1);
+  /* No crash ring in this trace: the SIGNAL record says how it ended. */
+  assert_int_equal(t1->end.state, NSP_END_CRASHED);
+  assert_int_equal(t1->end.source, NSP_ENDSRC_SIGNAL);
+  assert_string_equal(t1->end.signal, "SIGSEGV");
+  assert_int_equal(p->end->state, NSP_END_CRASHED);
   assert_int_equal(t1->signals, 1);
   assert_non_null(t1->signal);
   assert_null(nsp_job_trace(job, 0)->signal);
@@ -222,12 +218,14 @@ static void test_handled(void **state) {
   g[0] = gen(0, &w, 0);
   AR(g[0], w);
   signal_rec(g[0], 11, 2, 0x1000, 0, 0, NULL, NULL, NULL);
+  nsp_tracegen_set_exit(g[0], 1);
   nsp_tracegen_set_time(g[0], nsp_tracegen_now(g[0]) + 3000000000ull);
   AR(g[0], w);
   struct nsp_job *job = analyse_gens(g, 1);
   assert_null(find_kind(job, NSP_FIND_SIGNAL, NULL));
   assert_non_null(nsp_job_trace(job, 0)->signal);
   assert_true(nsp_job_trace(job, 0)->signal->went_on);
+  assert_int_equal(nsp_job_trace(job, 0)->end.state, NSP_END_EXITED);
   int noted = 0;
   for (size_t i = 0; i < nsp_job_nnotes(job); i++) noted += strstr(nsp_job_note(job, i), "did not end the process") != NULL;
   assert_int_equal(noted, 1);
