@@ -1,9 +1,13 @@
 /* other_preload.c - another preloaded library that wraps ncclAllReduce, as
  * a profiler would: it counts the calls and forwards them with
- * dlsym(RTLD_NEXT).  Used by test_host's "preload" test next to the shim. */
+ * dlsym(RTLD_NEXT); it wraps uname(2) the same way.  Used by test_host's
+ * "preload" test and test_dlsym's "preload" test next to the shim, which
+ * also asks it what dlsym(RTLD_NEXT) and dlsym(RTLD_DEFAULT) give from
+ * here (nsp_other_lookup). */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "nsp_nccl.h"
 
@@ -29,4 +33,29 @@ __attribute__((visibility("default"))) ncclResult_t ncclAllReduce(const void *se
   if (!real) return ncclInvalidUsage;
   atomic_fetch_add(&nsp_other_count, 1);
   return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
+
+static _Atomic long nsp_other_uname_n;
+
+__attribute__((visibility("default"))) long nsp_other_uname_count(void);
+__attribute__((visibility("default"))) long nsp_other_uname_count(void) { return atomic_load(&nsp_other_uname_n); }
+
+__attribute__((visibility("default"))) int uname(struct utsname *buf) {
+  void *sym = dlsym(RTLD_NEXT, "uname");
+  int (*next)(struct utsname *);
+  memcpy(&next, &sym, sizeof next);
+  if (!next) return -1;
+  atomic_fetch_add(&nsp_other_uname_n, 1);
+  return next(buf);
+}
+
+/* Not a tail call: the lookup must be made from this library. */
+static void *volatile nsp_other_last;
+
+/* dlsym(RTLD_NEXT, name) (next != 0) or dlsym(RTLD_DEFAULT, name), made
+ * from this library. */
+__attribute__((visibility("default"))) void *nsp_other_lookup(int next, const char *name);
+__attribute__((visibility("default"))) void *nsp_other_lookup(int next, const char *name) {
+  nsp_other_last = dlsym(next ? RTLD_NEXT : RTLD_DEFAULT, name);
+  return nsp_other_last;
 }
