@@ -42,6 +42,10 @@ struct run {
   int launch_status;
 };
 
+/* The job being looked at: freed by the teardown when an assertion ends
+ * the test first. */
+static struct run *nsp_current;
+
 /* Runs 2 ranks of `caller` ("xla" or "ctypes") under the shim; odd:
  * "R:S:C" (rank R passes count C at step S) or NULL; the launcher kills
  * the ranks after limit_s; the stand-in gives up on a peer after
@@ -86,14 +90,24 @@ static void run_job(struct run *r, const char *caller, const char *odd, int limi
   print_message("# launcher exit status %d\n", r->launch_status);
   r->job = nsp_job_create();
   assert_non_null(r->job);
+  nsp_current = r;
   assert_int_equal(nsp_job_add_path(r->job, r->dir), 2);
   assert_int_equal(nsp_job_analyze(r->job), 0);
   for (size_t i = 0; i < nsp_job_nfindings(r->job); i++)
     print_message("# finding %zu: %s\n", i, nsp_job_finding(r->job, i)->message);
 }
 
+static void run_done(struct run *r);
+
+static int teardown(void **state) {
+  if (nsp_current) run_done(nsp_current);
+  return 0;
+}
+
 static void run_done(struct run *r) {
+  nsp_current = NULL;
   nsp_job_destroy(r->job);
+  r->job = NULL;
   if (!getenv("NSP_KEEP")) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", r->dir);
@@ -190,8 +204,12 @@ int main(int argc, char **argv) {
   python_exe = argv[5];
   pynccl_py = argv[6];
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_xla),    cmocka_unit_test(test_xla_count),    cmocka_unit_test(test_xla_killed),
-      cmocka_unit_test(test_ctypes), cmocka_unit_test(test_ctypes_count), cmocka_unit_test(test_ctypes_killed),
+      cmocka_unit_test_teardown(test_xla, teardown),
+      cmocka_unit_test_teardown(test_xla_count, teardown),
+      cmocka_unit_test_teardown(test_xla_killed, teardown),
+      cmocka_unit_test_teardown(test_ctypes, teardown),
+      cmocka_unit_test_teardown(test_ctypes_count, teardown),
+      cmocka_unit_test_teardown(test_ctypes_killed, teardown),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[7]);
