@@ -11,6 +11,7 @@
 #include "nsp_ringread.h"
 #include "nsp_schema.h"
 #include "nsp_reader.h"
+#include "nsp_names.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +37,14 @@ enum {
   RH_MAJOR = 8, RH_HEADER_SIZE = 12, RH_BYTE_ORDER = 16, RH_SLOT_SIZE = 20, RH_NSLOTS = 24,
   RH_RING_OFFSET = 32, RH_BLOB_OFFSET = 40, RH_BLOB_SLOT_SIZE = 48, RH_NBLOBS = 52, RH_PID = 56,
   RH_NFIELDS = 60, RH_REALTIME = 64, RH_WRITTEN = 72, RH_DROPPED = 80, RH_FIELDS = 256,
+  /* ring minor 1 */
+  RH_MINOR = 10, RH_HEARTBEAT_MONO = 120, RH_HEARTBEAT_REAL = 128, RH_EXIT_MONO = 136, RH_INFLIGHT_OFFSET = 144,
+  RH_NINFLIGHT = 148, RH_INFLIGHT_SIZE = 152, RH_INFLIGHT_UNSLOTTED = 156,
 };
+/* Entries of an in-flight table a reader looks at (the shim has 28). */
+#define NSP_RR_MAX_INFLIGHT 1024u
+/* Tries at an entry of a live process that changes while it is copied. */
+#define NSP_RR_INFLIGHT_TRIES 16
 
 /* One blob header of the blob area, for the index. */
 struct nsp_rr_blob {
@@ -58,6 +66,17 @@ struct nsp_ringread {
   } f[NSP_RF_END_];
   int begun;
   unsigned minor; /* the trace's format minor: fields newer than it read as their defaults */
+  /* The in-flight table (ring minor 1), checked against the header's
+   * bytes; ninflight 0 when the ring has none.  After the slots and the
+   * drops: the RINGSTATE record (state 0 -> 1), then one INFLIGHT per
+   * call in flight, copied at RINGSTATE time (flight[], nflight). */
+  uint64_t inflight_offset, inflight_size;
+  uint32_t ninflight;
+  int state_done;
+  struct nsp_inflight_call *flight;
+  uint32_t *flight_tid;
+  uint32_t nflight, flight_next;
+  struct nsp_rec_ext flight_ext;
   uint64_t pos, end;
   int drop_reason; /* next reason whose drops to report, 1..3; 4 done */
   uint64_t drop_left[NSP_DROP_SLOTS];
@@ -168,6 +187,20 @@ static const char *check_header(struct nsp_ringread *rr, const struct nsp_file_h
   if (!rr->f[NSP_RF_KIND].have)
     return BAD("bad field table: no kind field in its %llu entries at byte %d", (unsigned long long)nfields,
                RH_FIELDS);
+  if (le(d + RH_MINOR, 2) >= 1) {
+    rr->inflight_offset = le(d + RH_INFLIGHT_OFFSET, 4);
+    rr->inflight_size = le(d + RH_INFLIGHT_SIZE, 4);
+    uint64_t n = le(d + RH_NINFLIGHT, 4);
+    if (rr->inflight_offset && n) {
+      if (rr->inflight_offset < RH_FIELDS + 8 * NSP_RING_MAX_FIELDS || n > NSP_RR_MAX_INFLIGHT ||
+          rr->inflight_size < sizeof(struct nsp_ring_inflight) || rr->inflight_size > 4096 ||
+          rr->inflight_offset + n * rr->inflight_size > header_size)
+        return BAD("bad in-flight table: %llu entries of %llu bytes at byte %llu (from byte %d) do not fit "
+                   "the %llu-byte header", (unsigned long long)n, (unsigned long long)rr->inflight_size,
+                   (unsigned long long)rr->inflight_offset, RH_INFLIGHT_OFFSET, (unsigned long long)header_size);
+      rr->ninflight = (uint32_t)n;
+    }
+  }
 #undef BAD
   return NULL;
 }
@@ -376,6 +409,83 @@ static long find_blob(struct nsp_ringread *rr, uint64_t pos, uint32_t type) {
   return find_blob_indexed(rr, pos, type);
 }
 
+/* Copies the calls in flight now (seqlock: an entry read whole, between
+ * two equal even gens).  Returns 0, or -1 when out of memory. */
+static int snapshot_inflight(struct nsp_ringread *rr) {
+  if (!rr->ninflight) return 0;
+  rr->flight = calloc(rr->ninflight, sizeof *rr->flight);
+  rr->flight_tid = calloc(rr->ninflight, sizeof *rr->flight_tid);
+  if (!rr->flight || !rr->flight_tid) return -1;
+  for (uint32_t i = 0; i < rr->ninflight; i++) {
+    const uint8_t *e = rr->map + rr->inflight_offset + (uint64_t)i * rr->inflight_size;
+    for (int tries = 0; tries < NSP_RR_INFLIGHT_TRIES; tries++) {
+      uint64_t g1 = __atomic_load_n((const uint64_t *)(const void *)e, __ATOMIC_ACQUIRE);
+      if (g1 & 1) continue;
+      struct nsp_inflight_call c;
+      memcpy(&c, e + offsetof(struct nsp_ring_inflight, call), sizeof c);
+      uint32_t tid;
+      memcpy(&tid, e + offsetof(struct nsp_ring_inflight, tid), sizeof tid);
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      if (__atomic_load_n((const uint64_t *)(const void *)e, __ATOMIC_RELAXED) != g1) continue;
+      if (tid && c.t_enter) {
+        rr->flight_tid[rr->nflight] = tid;
+        rr->flight[rr->nflight++] = c;
+      }
+      break;
+    }
+  }
+  return 0;
+}
+
+/* The RINGSTATE record, then the INFLIGHT ones.  1 for a record, 0 done. */
+static int next_state(struct nsp_ringread *rr, struct nsp_rec *rec) {
+  const uint8_t *d = rr->map;
+  if (!rr->state_done) {
+    rr->state_done = 1;
+    if (snapshot_inflight(rr) < 0) rr->nflight = 0; /* out of memory: the state says 0 */
+    memset(rec, 0, sizeof *rec);
+    rec->kind = NSP_REC_RINGSTATE;
+    rec->peer = rec->dtype = rec->redop = -1;
+    int v1 = le(d + RH_MINOR, 2) >= 1;
+    nsp_rec_ringstate_set_heartbeat(rec, v1 ? le(d + RH_HEARTBEAT_MONO, 8) : 0);
+    nsp_rec_ringstate_set_heartbeat_wall(rec, v1 ? le(d + RH_HEARTBEAT_REAL, 8) : 0);
+    nsp_rec_ringstate_set_exited(rec, v1 ? le(d + RH_EXIT_MONO, 8) : 0);
+    nsp_rec_ringstate_set_inflight(rec, rr->nflight);
+    nsp_rec_ringstate_set_unslotted(rec, v1 ? (uint32_t)le(d + RH_INFLIGHT_UNSLOTTED, 4) : 0);
+    return 1;
+  }
+  if (rr->flight_next >= rr->nflight) return 0;
+  uint32_t i = rr->flight_next++;
+  const struct nsp_inflight_call *c = &rr->flight[i];
+  memset(rec, 0, sizeof *rec);
+  memset(&rr->flight_ext, 0, sizeof rr->flight_ext);
+  rec->kind = NSP_REC_INFLIGHT;
+  rec->ext = &rr->flight_ext;
+  /* An entry's fields that its call's kind does not use are left over
+   * from earlier calls of the thread (trace.h): their defaults instead. */
+  int kind = nsp_api_kind(c->api), work = kind == NSP_K_COLL || kind == NSP_K_P2P;
+  int made = kind == NSP_K_INIT, split = c->api == NSP_API_CommSplit || c->api == NSP_API_CommShrink;
+  nsp_rec_inflight_set_api(rec, c->api);
+  nsp_rec_inflight_set_comm(rec, c->comm < NSP_MAX_COMMS ? c->comm : 0);
+  nsp_rec_inflight_set_t_enter(rec, c->t_enter);
+  nsp_rec_inflight_set_seq(rec, work ? c->seq : 0);
+  nsp_rec_inflight_set_count(rec, work ? c->count : 0);
+  nsp_rec_inflight_set_dtype(rec, work ? c->dtype : -1);
+  nsp_rec_inflight_set_redop(rec, work ? c->redop : -1);
+  nsp_rec_inflight_set_peer(rec, work ? c->peer : -1);
+  nsp_rec_inflight_set_group_id(rec, c->group_id);
+  nsp_rec_inflight_set_group_depth(rec, c->group_depth);
+  nsp_rec_inflight_set_tid(rec, rr->flight_tid[i]);
+  rr->flight_ext.comm_id = made ? c->comm_id : 0;
+  rr->flight_ext.parent_id = split ? c->parent_id : 0;
+  rr->flight_ext.rank = made && !split ? c->rank : -1;
+  rr->flight_ext.nranks = made && !split ? c->nranks : -1;
+  rr->flight_ext.color = split ? c->color : -1;
+  rr->flight_ext.key = split ? c->key : -1;
+  rr->flight_ext.split_index = split ? c->split_index : 0;
+  return 1;
+}
+
 int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64_t dropped_seen[NSP_DROP_SLOTS],
                       struct nsp_rec *rec) {
   if (!rr->begun) {
@@ -454,7 +564,7 @@ int nsp_ringread_next(struct nsp_ringread *rr, uint64_t frames_end, const uint64
     nsp_rec_dropped_set_reason(rec, (uint32_t)rr->drop_reason++);
     return 1;
   }
-  return 0;
+  return next_state(rr, rec);
 }
 
 uint64_t nsp_ringread_recovered(const struct nsp_ringread *rr) { return rr ? rr->recovered : 0; }
@@ -468,6 +578,8 @@ void nsp_ringread_close(struct nsp_ringread *rr) {
   nsp_dec_store_free(&rr->store);
   free(rr->blob);
   free(rr->bidx);
+  free(rr->flight);
+  free(rr->flight_tid);
   free(rr->path);
   free(rr);
 }

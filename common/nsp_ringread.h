@@ -44,7 +44,11 @@ struct nsp_ringread *nsp_ringread_open_mem(const void *data, size_t len, const c
  * neither repeats records nor drop counts.  These arguments are taken at
  * the first call.  Strings and ext stay valid until the next call.
  * Returns 1 for a record, 0 at the end (and at every later call).  Ends
- * with one DROPPED record per reason for drops the frames did not report.
+ * with one DROPPED record per reason for drops the frames did not report,
+ * then (format 1.5) one RINGSTATE record (the writer's heartbeat, the exit
+ * handlers' time, the calls in flight that follow) and one INFLIGHT record
+ * per call in flight in the ring's in-flight table, copied when RINGSTATE
+ * is made (zero of them for an older ring).
  * Work is O(nslots) slot reads plus, at the first record that needs a
  * blob, one pass over the blob area and a sort of its blob headers (done
  * again, at most 8 times in all, when a blob is not found: the ring of a

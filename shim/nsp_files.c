@@ -302,6 +302,10 @@ static void fill_header(struct nsp_ring_header *h, size_t nslots, uint64_t trace
   h->nblob_slots = NSP_BLOB_SLOTS + NSP_SIG_RESERVE;
   h->pid = (uint32_t)getpid();
   h->trace_realtime_ns = trace_realtime;
+  /* The in-flight table fills the header's bytes past the struct. */
+  h->inflight_offset = (uint32_t)sizeof *h;
+  h->inflight_size = (uint32_t)sizeof(struct nsp_ring_inflight);
+  h->ninflight = (NSP_RING_HEADER_BYTES - (uint32_t)sizeof *h) / h->inflight_size;
   NSP_REC_SLOTS(NSP_RING_FIELD_)
   /* The magic last: a file with it is a whole header. */
   memcpy(h->magic, NSP_RING_MAGIC, 8);
@@ -378,7 +382,19 @@ struct nsp_slot *nsp_files_ring_map(size_t nslots, uint64_t trace_realtime, int 
   nsp_blob_used = 0;
   nsp_blob_hint = 0;
   o->has_ring = 1;
+  nsp_flight_map((struct nsp_ring_inflight *)((uint8_t *)m + nsp_rh->inflight_offset), nsp_rh->ninflight,
+                 &nsp_rh->inflight_unslotted);
   return (struct nsp_slot *)((uint8_t *)m + nsp_rh->ring_offset);
+}
+
+void nsp_files_ring_heartbeat(uint64_t mono_ns, uint64_t real_ns) {
+  if (!nsp_rh) return;
+  __atomic_store_n(&nsp_rh->heartbeat_real_ns, real_ns, __ATOMIC_RELAXED);
+  __atomic_store_n(&nsp_rh->heartbeat_mono_ns, mono_ns, __ATOMIC_RELEASE);
+}
+
+void nsp_files_ring_exited(uint64_t mono_ns) {
+  if (nsp_rh) __atomic_store_n(&nsp_rh->exit_mono_ns, mono_ns, __ATOMIC_RELEASE);
 }
 
 void nsp_files_ring_dropped(int reason, uint64_t n) {
@@ -552,6 +568,7 @@ void nsp_files_forget(void) {
   o->fd = o->dirfd = -1;
   o->has_ring = 0;
   o->renamed = 0;
+  nsp_flight_map(NULL, 0, NULL); /* before the table goes */
   if (nsp_rh) munmap(nsp_rh, nsp_rh_bytes);
   nsp_rh = NULL;
   nsp_blobs = NULL;

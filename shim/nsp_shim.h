@@ -222,6 +222,43 @@ NSP_HIDDEN int nsp_ring_backlogged(void);
 NSP_HIDDEN uint64_t nsp_ring_dropped(void);
 NSP_HIDDEN int nsp_ring_all_taken(void);
 
+/* ---- calls in flight (nsp_flight.c) ---- */
+/* This thread's entry of the crash ring's in-flight table (trace.h,
+ * struct nsp_ring_inflight), or NULL; nsp_flight_state: 0 not taken yet,
+ * 1 taken, 2 none to be had (no ring file, or every entry taken). */
+extern NSP_TLS struct nsp_ring_inflight *nsp_flight_mine;
+extern NSP_TLS uint8_t nsp_flight_state;
+/* Gives the table (n entries in the ring file's header; `unslotted` the
+ * header's count of threads that found none) to the wrappers; NULL: none. */
+NSP_HIDDEN void nsp_flight_map(struct nsp_ring_inflight *table, uint32_t n, uint32_t *unslotted);
+/* Takes a free entry for this thread (after nsp_writer_start).  NULL when
+ * there is none: then this thread's calls are not shown (state 2). */
+NSP_HIDDEN struct nsp_ring_inflight *nsp_flight_claim(void);
+/* Calls in flight on other threads now (the EXIT record's count). */
+NSP_HIDDEN uint64_t nsp_flight_count_others(void);
+/* In a forked child: the parent's table is not ours. */
+NSP_HIDDEN void nsp_flight_atfork_child(void);
+/* At a call's entry, before NCCL is called: this thread's entry, its
+ * seqlock opened (gen odd), for the wrapper to fill `call` (t_enter, api,
+ * comm and group always; the rest as the call's kind uses it: readers
+ * ignore what a kind does not use) and publish with nsp_flight_publish;
+ * or NULL when this thread's calls are not shown. */
+static inline struct nsp_ring_inflight *nsp_flight_begin(void) {
+  struct nsp_ring_inflight *e = nsp_flight_mine;
+  if (NSP_UNLIKELY(!e) && (nsp_flight_state || !(e = nsp_flight_claim()))) return NULL;
+  uint64_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED); /* this thread alone writes it */
+  __atomic_store_n(&e->gen, g + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  return e;
+}
+static inline void nsp_flight_publish(struct nsp_ring_inflight *e) {
+  __atomic_store_n(&e->gen, __atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+}
+/* At the call's return, before its record goes into the ring. */
+static inline void nsp_flight_leave(struct nsp_ring_inflight *e) {
+  if (e) __atomic_store_n(&e->call.t_enter, 0, __ATOMIC_RELEASE);
+}
+
 /* ---- completion tracking (nsp_done.c) ---- */
 /* Starts the poller thread if it is not running. */
 NSP_HIDDEN void nsp_done_poller_start(void);
@@ -316,6 +353,11 @@ NSP_HIDDEN void nsp_files_ring_written(uint64_t written);
 NSP_HIDDEN void nsp_files_ring_dropped(int reason, uint64_t n);
 /* "<host>.<pid>.rank<R>.ncclspy", the ring renamed in step. */
 NSP_HIDDEN void nsp_files_rename_rank(int rank);
+/* The writer thread's heartbeat (CLOCK_MONOTONIC and CLOCK_REALTIME now,
+ * ns) and the time the exit handlers ran, in the ring file's header; no
+ * effect without a ring file. */
+NSP_HIDDEN void nsp_files_ring_heartbeat(uint64_t mono_ns, uint64_t real_ns);
+NSP_HIDDEN void nsp_files_ring_exited(uint64_t mono_ns);
 /* Closes the trace; removes the ring when remove_ring. */
 NSP_HIDDEN void nsp_files_close(int remove_ring);
 /* In a forked child: lets go of the parent's files and ring mapping. */

@@ -214,28 +214,65 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
 /* The one path of every recording wrapper: find the real function (a
  * wrapper whose real function is absent returns ncclInvalidUsage); pass
  * straight through when NCCL called itself (nsp_wrappers_depth); run
- * ENTER, what must precede the real call; time the real call; then run
- * RECORD with `res`, `t0` and `t1` in scope.  The caller gets the real
- * call's result and errno.  What every recorded call must do at its
- * entry, before the real call, belongs here, after ENTER: no wrapper
- * bypasses this. */
-#define NSP_CALL_WITH(name, args, ENTER, RECORD)                        \
+ * ENTER, what must precede the real call; show the call in flight, when
+ * SHOW (nsp_flight_begin: FLIGHT fills `fl`, whose t_enter and api are
+ * set, with what the call is); time the real call; then run RECORD with
+ * `res`, `t0` and `t1` in scope.  The caller gets the real call's result
+ * and errno.  What every recorded call must do at its entry, before the
+ * real call, belongs here, after ENTER: no wrapper bypasses this. */
+#define NSP_CALL_SHOW(name, args, ENTER, SHOW, FLIGHT, RECORD)          \
   nsp_fn_##name real = REAL(name);                                      \
   if (NSP_UNLIKELY(!real)) return ncclInvalidUsage;                     \
   if (nsp_wrappers_depth) return real args;                             \
   ENTER;                                                                \
   uint64_t t0 = nsp_now_ns();                                           \
+  struct nsp_ring_inflight *fl_entry = (SHOW) ? nsp_flight_begin() : NULL; \
+  if (fl_entry) {                                                       \
+    struct nsp_inflight_call *fl = &fl_entry->call;                     \
+    fl->t_enter = t0;                                                   \
+    fl->api = NSP_API_##name;                                           \
+    FLIGHT;                                                             \
+    nsp_flight_publish(fl_entry);                                       \
+  }                                                                     \
   nsp_wrappers_depth++;                                                 \
   ncclResult_t res = real args;                                         \
   nsp_wrappers_depth--;                                                 \
   int saved_errno = errno;                                              \
   uint64_t t1 = nsp_now_ns();                                           \
+  nsp_flight_leave(fl_entry);                                           \
   RECORD;                                                               \
   errno = saved_errno;                                                  \
   return res
+#define NSP_CALL_WITH(name, args, ENTER, FLIGHT, RECORD) NSP_CALL_SHOW(name, args, ENTER, 1, FLIGHT, RECORD)
 
-/* Most wrappers: the first recorded call starts the writer. */
-#define NSP_CALL(name, args, RECORD) NSP_CALL_WITH(name, args, nsp_writer_ensure_started(), RECORD)
+/* Most wrappers: the first recorded call starts the writer; the call in
+ * flight shows its entry point and, given, its communicator. */
+#define NSP_CALL_C(name, args, cm, RECORD) \
+  NSP_CALL_WITH(name, args, nsp_writer_ensure_started(), flight_comm(fl, (cm)), RECORD)
+#define NSP_CALL(name, args, RECORD) NSP_CALL_C(name, args, NULL, RECORD)
+
+/* The in-flight entry's communicator and group (NULL: none). */
+static inline void flight_comm(struct nsp_inflight_call *fl, const struct nsp_comm *c) {
+  fl->comm = c ? c->idx : 0;
+  fl->group_id = nsp_group_id;
+  fl->group_depth = nsp_group_depth;
+}
+
+/* A collective's or send/recv's entry: what its CALL record will say,
+ * the seq it will take included (NCCL may refuse it: then it takes none). */
+static inline void flight_work(struct nsp_inflight_call *fl, int kind, struct nsp_comm *c, const void *sendbuff,
+                               const void *recvbuff, size_t count, int dtype, int redop, int peer) {
+  (void)sendbuff;
+  (void)recvbuff;
+  flight_comm(fl, c);
+  fl->count = count;
+  fl->dtype = dtype;
+  fl->redop = redop;
+  fl->peer = peer;
+  if (!c) fl->seq = 0;
+  else if (kind == NSP_K_COLL) fl->seq = atomic_load_explicit(&c->coll_seq, memory_order_relaxed) + 1;
+  else fl->seq = nsp_comm_p2p_seq(c, peer, fl->api == NSP_API_Recv, 0);
+}
 
 /* ENTER of work enqueued on a stream: events go around the real call so
  * the poller can tell when it ran; RECORD has `c` (the communicator) and
@@ -265,15 +302,16 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
                          busbw)                                                                \
   send, recv, count, datatype, redop, peer
 /* The caller is the wrapper's return address: the call site's cache key. */
-#define NSP_WORK_WRAPPER_(name, params, args, op)                                              \
+#define NSP_WORK_WRAPPER_(name, kind, params, args, op)                                        \
   NSP_EXPORT ncclResult_t nccl##name params {                                                  \
     NSP_CALL_WITH(name, args, NSP_TRACK_ENTER(args, stream),                                   \
+                  flight_work(fl, kind, c, NSP_APPLY(NSP_CALL_FIELDS_, op)),                   \
                   record_call_c(NSP_API_##name, c, comm, NSP_APPLY(NSP_CALL_FIELDS_, op), stream, \
                                 res, t0, t1, trk, __builtin_return_address(0)));               \
   }
 /* One wrapper per row of kind NSP_K_COLL or NSP_K_P2P; the other kinds'
  * wrappers are written out below. */
-#define NSP_WRAPPER_(name, kind, ret, params, args, since, op) NSP_WRAPPER_##kind(name, params, args, op)
+#define NSP_WRAPPER_(name, kind, ret, params, args, since, op) NSP_WRAPPER_##kind(name, kind, params, args, op)
 #define NSP_WRAPPER_NSP_K_COLL NSP_WORK_WRAPPER_
 #define NSP_WRAPPER_NSP_K_P2P NSP_WORK_WRAPPER_
 #define NSP_WRAPPER_NSP_K_GROUP(...)
@@ -310,7 +348,7 @@ static void group_end(int api, ncclResult_t res, uint64_t t0, uint64_t t1) {
   if (outermost) nsp_done_group_before(&g)
 
 NSP_EXPORT ncclResult_t ncclGroupEnd(void) {
-  NSP_CALL_WITH(GroupEnd, (), NSP_GROUP_END_ENTER, {
+  NSP_CALL_WITH(GroupEnd, (), NSP_GROUP_END_ENTER, flight_comm(fl, NULL), {
     group_end(NSP_API_GroupEnd, res, t0, t1);
     if (outermost) nsp_done_group_after(&g, group_id, res);
   });
@@ -339,16 +377,45 @@ static uint64_t child_hash(uint64_t parent, uint32_t index, int color, const cha
   return nsp_fnv1a(h, tag, strlen(tag));
 }
 
+static uint64_t scalable_hash(int nId, const ncclUniqueId *commIds) {
+  uint64_t h = NSP_FNV_INIT;
+  for (int i = 0; commIds && i < nId && i < 4096; i++)
+    h = nsp_fnv1a(h, commIds[i].internal, sizeof commIds[i].internal);
+  return h;
+}
+
+/* A communicator creation's entry: the id its COMM record will have and
+ * what this rank asked for. */
+static inline void flight_init(struct nsp_inflight_call *fl, uint64_t id, int rank, int nranks) {
+  flight_comm(fl, NULL);
+  fl->comm_id = id;
+  fl->rank = rank;
+  fl->nranks = nranks;
+}
+
+/* A split's or shrink's entry: the parent and which of its splits. */
+static inline void flight_split(struct nsp_inflight_call *fl, const struct nsp_comm *parent, uint32_t index,
+                                uint64_t child_id, int color, int key) {
+  flight_comm(fl, parent);
+  fl->parent_id = parent ? parent->id : 0;
+  fl->split_index = index;
+  fl->comm_id = child_id;
+  fl->color = color;
+  fl->key = key;
+}
+
 NSP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
                                          int rank) {
-  NSP_CALL(CommInitRank, (comm, nranks, commId, rank),
+  NSP_CALL_WITH(CommInitRank, (comm, nranks, commId, rank), nsp_writer_ensure_started(),
+                flight_init(fl, uid_hash(&commId), rank, nranks),
            comm_made(NSP_API_CommInitRank, comm ? *comm : NULL, uid_hash(&commId), rank, nranks, 0,
                      -1, -1, 0, NULL, res, t0, t1));
 }
 
 NSP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
                                                int rank, ncclConfig_t *config) {
-  NSP_CALL(CommInitRankConfig, (comm, nranks, commId, rank, config),
+  NSP_CALL_WITH(CommInitRankConfig, (comm, nranks, commId, rank, config), nsp_writer_ensure_started(),
+                flight_init(fl, uid_hash(&commId), rank, nranks),
            comm_made(NSP_API_CommInitRankConfig, comm ? *comm : NULL, uid_hash(&commId), rank,
                      nranks, 0, -1, -1, 0, config, res, t0, t1));
 }
@@ -356,17 +423,17 @@ NSP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncc
 NSP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank,
                                                  int nId, ncclUniqueId *commIds,
                                                  ncclConfig_t *config) {
-  NSP_CALL(CommInitRankScalable, (newcomm, nranks, myrank, nId, commIds, config), {
-    uint64_t h = NSP_FNV_INIT;
-    for (int i = 0; commIds && i < nId && i < 4096; i++)
-      h = nsp_fnv1a(h, commIds[i].internal, sizeof commIds[i].internal);
+  NSP_CALL_WITH(CommInitRankScalable, (newcomm, nranks, myrank, nId, commIds, config),
+                nsp_writer_ensure_started(), flight_init(fl, scalable_hash(nId, commIds), myrank, nranks), {
+    uint64_t h = scalable_hash(nId, commIds);
     comm_made(NSP_API_CommInitRankScalable, newcomm ? *newcomm : NULL, h, myrank, nranks, 0, -1,
               -1, 0, config, res, t0, t1);
   });
 }
 
 NSP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist) {
-  NSP_CALL(CommInitAll, (comm, ndev, devlist), {
+  NSP_CALL_WITH(CommInitAll, (comm, ndev, devlist), nsp_writer_ensure_started(),
+                flight_init(fl, 0, -1, ndev), {
     /* One process owns every rank: the id only has to be unique. */
     uint64_t n = atomic_fetch_add(&nsp_initall_counter, 1);
     pid_t pid = getpid();
@@ -383,8 +450,9 @@ NSP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
                                       ncclConfig_t *config) {
   struct nsp_comm *parent = nsp_wrappers_depth ? NULL : nsp_comm_find(comm);
   uint32_t index = parent ? atomic_fetch_add(&parent->split_count, 1) : 0;
-  NSP_CALL(CommSplit, (comm, color, key, newcomm, config), {
-    uint64_t pid = parent ? parent->id : 0;
+  uint64_t pid = parent ? parent->id : 0;
+  NSP_CALL_WITH(CommSplit, (comm, color, key, newcomm, config), nsp_writer_ensure_started(),
+                flight_split(fl, parent, index, child_hash(pid, index, color, "split"), color, key), {
     comm_made(NSP_API_CommSplit, newcomm ? *newcomm : NULL, child_hash(pid, index, color, "split"),
               -1, -1, pid, color, key, index, config, res, t0, t1);
   });
@@ -395,11 +463,12 @@ NSP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList,
                                        ncclConfig_t *config, int shrinkFlags) {
   struct nsp_comm *parent = nsp_wrappers_depth ? NULL : nsp_comm_find(comm);
   uint32_t index = parent ? atomic_fetch_add(&parent->split_count, 1) : 0;
-  NSP_CALL(CommShrink, (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags), {
-    uint64_t pid = parent ? parent->id : 0;
-    uint64_t h = child_hash(pid, index, -1, "shrink");
-    if (excludeRanksList && excludeRanksCount > 0)
-      h = nsp_fnv1a(h, excludeRanksList, (size_t)excludeRanksCount * sizeof(int));
+  uint64_t pid = parent ? parent->id : 0;
+  uint64_t h = child_hash(pid, index, -1, "shrink");
+  if (excludeRanksList && excludeRanksCount > 0)
+    h = nsp_fnv1a(h, excludeRanksList, (size_t)excludeRanksCount * sizeof(int));
+  NSP_CALL_WITH(CommShrink, (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags),
+                nsp_writer_ensure_started(), flight_split(fl, parent, index, h, -1, -1), {
     comm_made(NSP_API_CommShrink, newcomm ? *newcomm : NULL, h, -1, -1, pid, -1, -1, index, config,
               res, t0, t1);
   });
@@ -427,7 +496,7 @@ static void comm_end(int api, ncclComm_t comm, ncclResult_t res, uint64_t t0, ui
     /* Abort and revoke cut short what is in flight: say what that was. */        \
     if (c && (NSP_API_##name == NSP_API_CommAbort || NSP_API_##name == NSP_API_CommRevoke)) \
       nsp_done_abandon(c->idx);                                                   \
-    NSP_CALL(name, args, comm_end(NSP_API_##name, comm, res, t0, t1, c));         \
+    NSP_CALL_C(name, args, c, comm_end(NSP_API_##name, comm, res, t0, t1, c));    \
   }
 NSP_END_WRAPPER(CommFinalize, (ncclComm_t comm), (comm))
 NSP_END_WRAPPER(CommDestroy, (ncclComm_t comm), (comm))
@@ -487,7 +556,8 @@ static void async_seen(ncclComm_t comm, const ncclResult_t *asyncError, ncclResu
  * call plus a compare; a record only when the answer changes, and the
  * writer starts only then (ENTER is empty). */
 NSP_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
-  NSP_CALL_WITH(CommGetAsyncError, (comm, asyncError), (void)0, async_seen(comm, asyncError, res, t0, t1));
+  NSP_CALL_SHOW(CommGetAsyncError, (comm, asyncError), (void)0, 0, (void)fl,
+                async_seen(comm, asyncError, res, t0, t1));
 }
 
 /* ---- reduction ops ---- */
@@ -520,14 +590,14 @@ NSP_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar,
                                                  ncclDataType_t datatype,
                                                  ncclScalarResidence_t residence,
                                                  ncclComm_t comm) {
-  NSP_CALL(RedOpCreatePreMulSum, (op, scalar, datatype, residence, comm),
+  NSP_CALL_C(RedOpCreatePreMulSum, (op, scalar, datatype, residence, comm), nsp_comm_find(comm),
            record_redop(NSP_API_RedOpCreatePreMulSum, comm,
                         res == ncclSuccess && op ? (int)*op : -1, datatype, residence, scalar, res,
                         t0, t1));
 }
 
 NSP_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  NSP_CALL(RedOpDestroy, (op, comm),
+  NSP_CALL_C(RedOpDestroy, (op, comm), nsp_comm_find(comm),
            record_redop(NSP_API_RedOpDestroy, comm, op, -1, -1, NULL, res, t0, t1));
 }
 

@@ -291,6 +291,11 @@ static void *writer_main(void *arg) {
   uint64_t modules_seen = f.last_flush;
   for (;;) {
     int stop = atomic_load_explicit(&nsp_writer_stop, memory_order_acquire);
+    /* The heartbeat: a reader of the ring tells a live process from a
+     * dead one by it (ncclspy's "still running"). */
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    nsp_files_ring_heartbeat(nsp_now_ns(), (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec);
     size_t n = drain(&f);
     /* The signal handler's table of loaded modules: libraries loaded
      * after the first NCCL call (torch loads many lazily). */
@@ -350,6 +355,7 @@ static void at_fork_child(void) {
    * parent's ring file) and, at its first NCCL call, starts its own writer
    * with its own trace and ring.  Records owned by the parent leak here,
    * once. */
+  nsp_flight_atfork_child();
   nsp_ring_atfork_child();
   nsp_files_forget();
   nsp_signal_atfork_child();
@@ -367,6 +373,18 @@ __attribute__((constructor)) static void nsp_init(void) {
 static void writer_stop(void) {
   if (!nsp_writer_running || nsp_writer_pid != getpid()) return;
   nsp_done_stop(); /* its last completions go in the last frame */
+  /* The exit handlers run: the trace's last record says so (a trace
+   * without it ended otherwise), with the calls other threads are still
+   * inside. */
+  uint64_t t = nsp_now_ns();
+  nsp_files_ring_exited(t);
+  struct nsp_rec *r = nsp_ring_reserve();
+  if (r) {
+    r->kind = NSP_REC_EXIT;
+    nsp_rec_exit_set_t(r, t);
+    nsp_rec_exit_set_inflight(r, nsp_flight_count_others());
+    nsp_ring_commit(r);
+  }
   nsp_writer_running = 0;
   atomic_store_explicit(&nsp_writer_stop, 1, memory_order_release);
   /* Bounded: a writer stuck on a dead filesystem must not hold up exit

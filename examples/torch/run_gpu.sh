@@ -3,6 +3,7 @@
 # two ranks each (NSP_NPROC=N for another count), then the analyzer on
 # each job's traces.
 #   examples/torch/run_gpu.sh [EXAMPLE...]      (default: ddp_amp c01_amp_dtype c03_main_only)
+# EXAMPLE: [DIR/]NAME[:SECONDS], DIR under examples/ (torch by default).
 # Results go to $OUT (default ./gpu-out): reports.txt, and traces.tgz with
 # every trace and torchrun log.  NSP_SHIM_ONLY=1 builds and runs only the
 # shim (analyse the traces elsewhere).
@@ -31,14 +32,22 @@ rm -rf "$traces" && mkdir -p "$traces"
 examples=("$@")
 [ ${#examples[@]} -gt 0 ] || examples=(ddp_amp c01_amp_dtype c03_main_only)
 for spec in "${examples[@]}"; do
-  # NAME or NAME:SECONDS (the job's time limit, as a scheduler would kill it)
+  # [DIR/]NAME or [DIR/]NAME:SECONDS (the job's time limit, as a scheduler
+  # would kill it); DIR under examples/, torch by default.  examples/jax
+  # programs start their own processes; the others run under torchrun.
   ex=${spec%%:*}
   limit=${NSP_EXAMPLE_TIMEOUT:-120}
   [ "$spec" != "$ex" ] && limit=${spec#*:}
+  exdir=torch
+  [ "$ex" != "${ex#*/}" ] && { exdir=${ex%%/*}; ex=${ex#*/}; }
   dir=$traces/$ex
   start=$(date +%s)
-  (cd examples/torch && NCCLSPY_DIR=$dir LD_PRELOAD=$shim timeout "$limit" \
-     python3 -m torch.distributed.run --nproc_per_node="${NSP_NPROC:-2}" "$ex.py") >"$traces/$ex.log" 2>&1
+  if [ "$exdir" = jax ]; then
+    (cd examples/jax && NCCLSPY_DIR=$dir LD_PRELOAD=$shim timeout "$limit" python3 "$ex.py") >"$traces/$ex.log" 2>&1
+  else
+    (cd "examples/$exdir" && PYTHONPATH=$top/examples/torch NCCLSPY_DIR=$dir LD_PRELOAD=$shim timeout "$limit" \
+       python3 -m torch.distributed.run --nproc_per_node="${NSP_NPROC:-2}" "$ex.py") >"$traces/$ex.log" 2>&1
+  fi
   rc=$?
   {
     echo "=== $ex: torchrun exit $rc after $(( $(date +%s) - start )) s; ncclspy analyze:"

@@ -249,7 +249,13 @@ struct nsp_ring_header {
  * call's return it sets call.t_enter to 0, before the call's record goes
  * into the ring.  A reader takes an entry whose gen is even and the same
  * before and after it copies the fields, and whose t_enter is not 0: a
- * call in flight, read as an INFLIGHT record (trace_schema.h). */
+ * call in flight, read as an INFLIGHT record (trace_schema.h).  The shim
+ * writes t_enter, api, comm, group_id and group_depth at every call, and
+ * the rest only where the call's kind uses it: seq, count, dtype, redop
+ * and peer for collectives and send/recv; comm_id, rank and nranks for
+ * communicator creation (parent_id, split_index, color and key instead of
+ * rank and nranks for split and shrink).  Other fields are left over from
+ * the thread's earlier calls: readers take their defaults instead. */
 struct nsp_inflight_call {
   uint64_t t_enter;      /* CLOCK_MONOTONIC ns; 0: no call in flight */
   uint64_t seq;          /* as INFLIGHT's fields of the same names */

@@ -850,6 +850,7 @@ static void nsp_cases_c10(struct nsp_cases_job *job)
 }
 
 static int nsp_cases_env_int(const char *name, int dflt);
+static void nsp_cases_sleep_ms(int ms);
 
 /* c11: rank 1 straggles before #5 while rank 0 waits inside it. */
 static void nsp_cases_c11(struct nsp_cases_job *job)
@@ -880,6 +881,82 @@ static void nsp_cases_killed_hang(struct nsp_cases_job *job)
       pause();
   }
   nsp_cases_allreduce_told(job, w, ncclFloat32, 1024);
+}
+
+/* hang: killed-hang in blocking mode: rank 1 never arrives at #3, rank 0
+ * waits inside ncclAllReduce #3 (the call does not return). */
+static void nsp_cases_hang(struct nsp_cases_job *job)
+{
+  nsp_cases_killed_hang(job);
+}
+
+/* no-split: the world's ranks split it in two, but rank 3 takes another
+ * code path: it never calls ncclCommSplit and all-reduces #3 on the world
+ * instead.  Ranks 0-2 wait inside ncclCommSplit. */
+static void nsp_cases_no_split(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0], *half;
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  if (job->rank == 3) {
+    fprintf(stderr, "rank 3: skips ncclCommSplit, all-reduces #3 on the world\n");
+    nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+    return;
+  }
+  half = nsp_cases_split(job, w, job->rank % 2, job->rank, "half");
+  nsp_cases_allreduce(job, half, ncclFloat32, 1024, ncclSum);
+}
+
+/* no-init (setup): rank 2 never calls ncclCommInitRank (it makes no NCCL
+ * call at all: say it died in its data loader); ranks 0, 1 and 3 wait
+ * inside ncclCommInitRank. */
+static void nsp_cases_no_init_setup(struct nsp_cases_job *job)
+{
+  if (job->rank != 2)
+    return;
+  fprintf(stderr, "rank 2: never calls ncclCommInitRank; sleeps until killed\n");
+  for (;;)
+    pause();
+}
+
+static void nsp_cases_no_init(struct nsp_cases_job *job)
+{
+  nsp_cases_allreduce(job, &job->comms[0], ncclFloat32, 1024, ncclSum);
+}
+
+/* abort-exit0: after all-reduce #2, rank 1 aborts the world and exits 0
+ * (a code path that tears its process group down early); rank 0 waits in
+ * all-reduce #3. */
+static void nsp_cases_abort_exit0(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  nsp_cases_allreduce(job, w, ncclFloat32, 1024, ncclSum);
+  if (job->rank == 1) {
+    fprintf(stderr, "rank 1: aborts the world after all-reduce #2 and exits 0\n");
+    NC(ncclCommAbort(w->comm));
+    job->ncomms = 0;
+    nsp_cases_exit(job, 0);
+  }
+  nsp_cases_allreduce_told(job, w, ncclFloat32, 1024);
+}
+
+/* live: a healthy job that runs for NSP_LIVE_S seconds (default 8): an
+ * all-reduce, then 10 ms of "compute", over and over; to be analysed
+ * while it runs. */
+static void nsp_cases_live(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  int live_s = nsp_cases_env_int("NSP_LIVE_S", 8);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    nsp_cases_allreduce(job, w, ncclFloat32, 256, ncclSum);
+    nsp_cases_sleep_ms(10);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while (t.tv_sec - t0.tv_sec < live_s);
+  /* The ranks leave together: the last all-reduce is every rank's. */
+  nsp_cases_allreduce(job, w, ncclFloat32, 256, ncclSum);
 }
 
 /* ---- 2-D parallel job (c2d-*): TP=2 x DP=4 on 8 ranks --------------------
@@ -986,6 +1063,14 @@ static const struct nsp_cases_case nsp_cases_table[] = {
    "GPU: rank 1 sleeps NSP_C11_SLEEP_S (30) s before #5, rank 0 waits in it"},
   {"killed-hang", "killed-hang", 2, 1, NULL, nsp_cases_killed_hang,
    "GPU: rank 1 never arrives at #3, rank 0 waits in it until killed"},
+  {"hang", "hang", 2, 0, NULL, nsp_cases_hang, "rank 1 never arrives at #3, rank 0 waits inside it (blocking)"},
+  {"no-split", "no-split", 4, 0, NULL, nsp_cases_no_split,
+   "ranks 0-2 split the world, rank 3 never calls ncclCommSplit (all-reduces #3 on the world)"},
+  {"no-init", "no-init", 4, 0, nsp_cases_no_init_setup, nsp_cases_no_init,
+   "rank 2 never calls ncclCommInitRank (no NCCL call at all), the others wait inside it"},
+  {"abort-exit0", "abort-exit0", 2, 0, NULL, nsp_cases_abort_exit0,
+   "rank 1 aborts the world after #2 and exits 0, rank 0 waits in #3"},
+  {"live", "live", 2, 0, NULL, nsp_cases_live, "healthy, NSP_LIVE_S (8) s of all-reduces 10 ms apart"},
   {"c2d-healthy", "c2d-healthy", 8, 1, NULL, nsp_cases_c2d_healthy,
    "stream mode: TP=2 x DP=4 (+ DP shards), 200 steps, checked"},
   {"c2d-dp-mismatch", "c2d-dp-mismatch", 8, 1, NULL, nsp_cases_c2d_dp_mismatch,

@@ -93,7 +93,7 @@ static int read_mem(const uint8_t *ring, size_t len, const struct nsp_file_heade
   uint64_t nslots = le(ring + 24, 8); /* checked by the open */
   static const uint64_t seen[4] = {0, 0, 0, 0};
   struct nsp_rec rec;
-  uint64_t nrec = 0, ndropped = 0;
+  uint64_t nrec = 0, ndropped = 0, nstate = 0, ninflight = 0, announced = 0;
   int ret, last_reason = 0;
   while ((ret = nsp_ringread_next(rr, 0, seen, &rec)) == 1) {
     touch(&rec);
@@ -101,21 +101,29 @@ static int read_mem(const uint8_t *ring, size_t len, const struct nsp_file_heade
     NSP_FUZZ_CHECK(rec.kind >= NSP_REC_PROCESS && rec.kind != NSP_REC_RINGPOS); /* 0: unknown, never returned */
     NSP_FUZZ_CHECK(rec.comm < NSP_MAX_COMMS);
     if (rec.kind == NSP_REC_DROPPED) {
-      /* Only at the end, one per reason, in order, each with a count. */
-      NSP_FUZZ_CHECK(rec.aux > (uint32_t)last_reason && rec.aux <= 3 && rec.count > 0);
+      /* After the slots' records, one per reason, in order, each with a count. */
+      NSP_FUZZ_CHECK(rec.aux > (uint32_t)last_reason && rec.aux <= 3 && rec.count > 0 && !nstate);
       last_reason = (int)rec.aux;
       ndropped++;
+    } else if (rec.kind == NSP_REC_RINGSTATE) {
+      /* Then one RINGSTATE, announcing the INFLIGHT records that end it. */
+      NSP_FUZZ_CHECK(nstate++ == 0);
+      announced = nsp_rec_ringstate_inflight(&rec);
+    } else if (rec.kind == NSP_REC_INFLIGHT) {
+      NSP_FUZZ_CHECK(nstate == 1 && rec.ext != NULL && nsp_rec_inflight_t_enter(&rec) != 0);
+      ninflight++;
     } else {
-      NSP_FUZZ_CHECK(ndropped == 0);
+      NSP_FUZZ_CHECK(ndropped == 0 && nstate == 0);
     }
-    NSP_FUZZ_CHECK(nrec <= nslots + 3);
+    NSP_FUZZ_CHECK(nrec <= nslots + 4 + 1024);
   }
+  NSP_FUZZ_CHECK(nstate == 1 && ninflight == announced);
   NSP_FUZZ_CHECK(ret == 0);
   /* At its end, the reader stays there. */
   NSP_FUZZ_CHECK(nsp_ringread_next(rr, 0, seen, &rec) == 0);
   uint64_t recovered = nsp_ringread_recovered(rr), lost = nsp_ringread_lost(rr),
            damaged = nsp_ringread_damaged(rr);
-  NSP_FUZZ_CHECK(recovered == nrec - ndropped);
+  NSP_FUZZ_CHECK(recovered == nrec - ndropped - nstate - ninflight);
   NSP_FUZZ_CHECK(recovered + lost <= nslots && damaged <= nslots);
   /* Damage, and only damage, is noted, with the file and a byte offset. */
   NSP_FUZZ_CHECK((note[0] != 0) == (damaged != 0));

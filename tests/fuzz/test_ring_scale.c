@@ -111,6 +111,7 @@ int main(int argc, char **argv) {
   struct nsp_rec rec;
   uint64_t n = 0, texts = 0, wrong = 0;
   while (nsp_ringread_next(rr, 0, seen, &rec) == 1) {
+    if (rec.kind == NSP_REC_RINGSTATE) continue; /* the ring's state, after its records */
     uint64_t k = n++;
     char want[24];
     snprintf(want, sizeof want, "e%llu", (unsigned long long)(written + k));

@@ -169,6 +169,7 @@ static void finish(struct run *run, int fd) {
 
 struct counts {
   long calls, comms, ends, redops, dropped, recovered, files;
+  long inflight, exits; /* INFLIGHT records (calls that had not returned); EXIT records */
   int readable;
 };
 
@@ -184,6 +185,8 @@ static void count_one(const char *path, struct nsp_reader *r, void *arg) {
     c->comms += rec.kind == NSP_REC_COMM;
     c->ends += rec.kind == NSP_REC_COMM_END;
     c->redops += rec.kind == NSP_REC_REDOP;
+    c->inflight += rec.kind == NSP_REC_INFLIGHT;
+    c->exits += rec.kind == NSP_REC_EXIT;
     if (rec.kind == NSP_REC_DROPPED) c->dropped += (long)rec.count;
   }
   c->recovered += (long)nsp_reader_recovered(r);
@@ -221,6 +224,11 @@ static void check(struct run *run, const char *what, int expect_sig, int expect_
     int good = c.dropped == 0 ? (uint64_t)records == returned || (inflight && (uint64_t)records == returned + 1)
                               : (uint64_t)records <= returned + (uint64_t)inflight &&
                                     (uint64_t)(records + c.dropped) >= returned;
+    /* The call a rank was inside when it died is in flight in its crash
+     * ring, unless it died before the shim's wrapper was entered or after
+     * it had left: never a call in flight that had returned, never both
+     * its record and the call in flight. */
+    good = good && c.inflight <= (long)inflight && (!c.inflight || (uint64_t)records <= returned);
     good = good && c.files <= 1;
     char st[64];
     describe(st, sizeof st, s->status);
@@ -237,9 +245,9 @@ static void check(struct run *run, const char *what, int expect_sig, int expect_
     }
     ok(good && ended_ok,
        "%s: rank %d (%s) logged %llu returned%s; its trace has %ld (%ld calls, %ld comm, %ld end, "
-       "%ld redop; %ld recovered from the ring, %ld dropped, %ld file)",
+       "%ld redop; %ld recovered from the ring, %ld dropped, %ld file) and %ld in flight",
        what, k, st, (unsigned long long)returned, inflight ? " + 1 in flight" : "", records, c.calls,
-       c.comms, c.ends, c.redops, c.recovered, c.dropped, c.files);
+       c.comms, c.ends, c.redops, c.recovered, c.dropped, c.files, c.inflight);
   }
   /* The analyzer reads the same traces, ring included. */
   struct nsp_job *job = nsp_job_create();
@@ -293,6 +301,13 @@ static double calibrate(void) {
   ok(ran, "clean exit: both ranks exit 0 having logged over 1000 calls (%llu, %llu)",
      (unsigned long long)run.r[0].last_n, (unsigned long long)run.r[1].last_n);
   check(&run, "clean exit", -1, 0, NULL);
+  /* Each trace ends with its process's EXIT record. */
+  for (int k = 0; k < NRANKS; k++) {
+    struct counts c;
+    count_trace(run.trace_dir, run.r[k].pid, &c);
+    ok(c.exits == 1 && c.inflight == 0, "clean exit: rank %d's trace says it exited (%ld EXIT, %ld in flight)", k,
+       c.exits, c.inflight);
+  }
   /* A clean exit removes the ring files. */
   DIR *d = opendir(run.trace_dir);
   struct dirent *e;

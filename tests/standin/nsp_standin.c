@@ -62,7 +62,9 @@
  *   without its receive, as small NCCL sends do; a receive that needs more
  *   bytes than the matching send carried, or whose send never comes, times
  *   out as above ("at recv #K").
- * - ncclCommSplit is collective over the parent; ncclCommShrink computes
+ * - ncclCommSplit is collective over the parent (its exchange never meets
+ *   another rank's collective: NCCL exchanges over its bootstrap network,
+ *   so both wait); ncclCommShrink computes
  *   the child from its arguments (the excluded ranks do not call it).
  * - ncclCommInitAll creates its communicators in one process without
  *   meeting anyone; with ndev > 1 their collectives fail with
@@ -188,6 +190,10 @@ struct nsp_standin_slot {
   _Atomic uint64_t done_seq; /* last op this rank finished reading for */
   _Atomic int32_t joined;
   int32_t pid;
+  /* The posted op is ncclCommSplit's exchange, not a collective: NCCL
+   * exchanges over its bootstrap network, so a split never meets a
+   * collective of another rank (both wait). */
+  _Atomic int32_t posted_exchange;
 };
 
 struct nsp_standin_chan {
@@ -973,6 +979,7 @@ static int nsp_standin_step_coll(struct nsp_standin_op *o)
         memcpy(dep, o->sendbuff, s->dep_bytes);
     }
     atomic_store_explicit(&mine->posted_bytes, s->dep_bytes, memory_order_relaxed);
+    atomic_store_explicit(&mine->posted_exchange, o->kind == NSP_STANDIN_EXCHANGE, memory_order_relaxed);
     atomic_store_explicit(&mine->posted_seq, o->seq, memory_order_release);
     if (o->kind == NSP_STANDIN_BROADCAST && !s->reads && s->need_len && o->sendbuff != o->recvbuff)
       memmove(o->recvbuff, o->sendbuff, s->need_len);
@@ -991,7 +998,8 @@ static int nsp_standin_step_coll(struct nsp_standin_op *o)
     p = o->next_peer;
     ps = nsp_standin_slot(c, p);
     if (atomic_load_explicit(&ps->posted_seq, memory_order_acquire) != o->seq ||
-        atomic_load_explicit(&ps->posted_bytes, memory_order_relaxed) < s->need_off + s->need_len) {
+        atomic_load_explicit(&ps->posted_bytes, memory_order_relaxed) < s->need_off + s->need_len ||
+        atomic_load_explicit(&ps->posted_exchange, memory_order_relaxed) != (o->kind == NSP_STANDIN_EXCHANGE)) {
       o->wait_rank = p;
       return progressed;
     }
