@@ -131,7 +131,7 @@ static void assert_side(const struct nsp_side *s, const char *ranks) {
 
 /* 20 all-reduces on each rank, all recorded, through the stand-in. */
 static void healthy(const char *caller) {
-  struct run r;
+  static struct run r; /* outlives the test: the teardown may free it */
   run_job(&r, caller, NULL, 60, 3000);
   assert_int_equal(r.launch_status, 0);
   assert_int_equal(nsp_job_nfindings(r.job), 0);
@@ -168,7 +168,7 @@ static void assert_count_mismatch(struct run *r) {
 }
 
 static void count_mismatch(const char *caller) {
-  struct run r;
+  static struct run r; /* outlives the test: the teardown may free it */
   run_job(&r, caller, "1:3:1000", 60, 3000);
   assert_int_equal(r.launch_status, 1); /* the ranks' own watchdogs ended them */
   assert_count_mismatch(&r);
@@ -178,7 +178,7 @@ static void count_mismatch(const char *caller) {
 /* Killed at 5 s, the stand-in waiting up to 60 s: rank 0 is inside its
  * 3rd all-reduce (ctypes) or the ncclGroupEnd after it (xla). */
 static void killed(const char *caller) {
-  struct run r;
+  static struct run r; /* outlives the test: the teardown may free it */
   run_job(&r, caller, "1:3:1000", 5, 60000);
   assert_int_equal(r.launch_status, 124);
   assert_count_mismatch(&r);
