@@ -145,11 +145,23 @@ struct scan {
   int n;
 };
 
+/* True when the object holds the shim ("libncclspy" has "libnccl" in it):
+ * the scans leave it alone. */
+static int phdr_is_self(const struct dl_phdr_info *info) {
+  uintptr_t me = (uintptr_t)&nsp_self_marker;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && me >= lo && me - lo < ph->p_memsz) return 1;
+  }
+  return 0;
+}
+
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
   struct scan *s = arg;
   const char *name = info->dlpi_name;
-  if (!name || !strstr(name, "libnccl") || s->n >= 8) return 0;
+  if (!name || !strstr(name, "libnccl") || s->n >= 8 || phdr_is_self(info)) return 0;
   snprintf(s->names[s->n++], sizeof s->names[0], "%s", name);
   return 0;
 }
@@ -362,7 +374,7 @@ static int rescan_one(struct dl_phdr_info *info, size_t size, void *arg) {
     s->subs = info->dlpi_subs;
   }
   const char *name = info->dlpi_name;
-  if (!name || !strstr(name, "libnccl") || s->n >= NSP_OTHERS_MAX) return 0;
+  if (!name || !strstr(name, "libnccl") || s->n >= NSP_OTHERS_MAX || phdr_is_self(info)) return 0;
   for (int i = 0; i < info->dlpi_phnum; i++)
     if (info->dlpi_phdr[i].p_type == PT_LOAD) {
       snprintf(s->names[s->n], sizeof s->names[0], "%s", name);
