@@ -46,6 +46,19 @@ NSP_HIDDEN void nsp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
 
 /* Settings: nsp_setting.h. */
 
+/* ---- dlsym and dlvsym (nsp_dlsym.c) ---- */
+/* The shim exports dlsym and dlvsym: an NCCL entry point taken on a
+ * handle of the libnccl it interposes comes back as the shim's wrapper;
+ * everything else as the real call gives it. */
+struct link_map;
+/* The real dlsym, for the shim's own lookups (RTLD_NEXT: after the shim).
+ * NULL when it cannot be found. */
+NSP_HIDDEN void *nsp_dlsym_real(void *handle, const char *name);
+/* The function `name` as the object of link map m defines it itself (its
+ * dynamic symbol table; the default version), or NULL.  Touches no lock
+ * and no dlerror() state.  m must stay loaded meanwhile. */
+NSP_HIDDEN void *nsp_dlsym_in(const struct link_map *m, const char *name);
+
 /* ---- finding the real NCCL (nsp_resolve.c) ---- */
 /* The real function of entry point api (enum nsp_api), or NULL when no
  * libnccl is loaded yet (then it is looked for again next time, since
@@ -58,8 +71,20 @@ static inline nsp_any_fn nsp_resolve(int api) {
   nsp_any_fn f = atomic_load_explicit(&nsp_resolve_fn[api], memory_order_acquire);
   return NSP_LIKELY(f != NULL) ? f : nsp_resolve_lookup(api);
 }
-/* Path of the libnccl the functions came from ("" until one is found). */
+/* Path of the libnccl the shim interposes ("" until one is found). */
 NSP_HIDDEN const char *nsp_resolve_path(void);
+/* f is an NCCL entry point a program found with dlsym/dlvsym on some
+ * handle: true when it lies in the libnccl the shim interposes (its
+ * library becomes that one when none was found yet), so the program gets
+ * the wrapper.  A libnccl other than that one is warned about and
+ * recorded (LIBNCCL), and false. */
+NSP_HIDDEN int nsp_resolve_owns(const void *f);
+/* The writer has started (the PROCESS record is in the ring): LIBNCCL
+ * records kept until then are written. */
+NSP_HIDDEN void nsp_resolve_started(void);
+/* Writer thread, about once a second: other libnccls loaded since the last
+ * look are warned about and recorded. */
+NSP_HIDDEN void nsp_resolve_rescan(void);
 /* fork: 0 prepare (takes the lock), 1 parent / child (releases it). */
 NSP_HIDDEN void nsp_resolve_atfork(int phase);
 

@@ -301,6 +301,7 @@ static void *writer_main(void *arg) {
      * after the first NCCL call (torch loads many lazily). */
     if (!stop && nsp_now_ns() - modules_seen >= 1000000000u) {
       nsp_signal_refresh();
+      nsp_resolve_rescan(); /* other libnccls */
       modules_seen = nsp_now_ns();
     }
     if (stop || (nsp_ring_tail() != f.frame_first && nsp_now_ns() - f.last_flush >= nsp_cfg.flush_ns)) {
@@ -450,6 +451,7 @@ void nsp_writer_start(void) {
       } else {
         free(proc);
       }
+      nsp_resolve_started(); /* LIBNCCL records seen before */
       /* Once the ring exists: a fatal signal's record has somewhere to go. */
       nsp_signal_install();
     }
