@@ -13,7 +13,10 @@
  *                    until the stand-in gives up (3 s);
  *   <caller>_killed  the same mismatch, both ranks killed (SIGKILL by the
  *                    launcher's time limit) long before the stand-in's
- *                    timeout, while rank 0 waits inside the call.
+ *                    timeout, while rank 0 waits inside the call (ctypes:
+ *                    the call never returned and is read from the crash
+ *                    ring's in-flight table; xla: it returned inside its
+ *                    group, and rank 0 waits in ncclGroupEnd).
  * The mismatch cases assert the finding a user would act on: its kind,
  * communicator, seq and the ranks and counts on each side.
  *
