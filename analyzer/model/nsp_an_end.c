@@ -183,10 +183,10 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
     int64_t hb = t->ring_heartbeat_wall ? (int64_t)t->ring_heartbeat_wall
                  : t->ring_heartbeat    ? nsp_an_wall(t, t->ring_heartbeat)
                                         : 0;
-    if (hb && now - hb <= (int64_t)nsp_an_live_ns(t)) {
-      set_running(e, NSP_ENDSRC_RING, hb, now);
-    } else if (local && pid_alive_since(t->info.pid, t->info.realtime_ns)) {
-      set_running(e, NSP_ENDSRC_PROC, hb ? hb : end, now);
+    /* On this host /proc decides: a process killed a moment ago has a
+     * recent heartbeat too.  Elsewhere, the heartbeat. */
+    if (local ? pid_alive_since(t->info.pid, t->info.realtime_ns) : hb && now - hb <= (int64_t)nsp_an_live_ns(t)) {
+      set_running(e, local ? NSP_ENDSRC_PROC : NSP_ENDSRC_RING, hb ? hb : end, now);
     } else {
       e->state = died_of_signal ? NSP_END_CRASHED : NSP_END_KILLED;
       e->source = NSP_ENDSRC_RING;
