@@ -45,6 +45,11 @@ struct job_opts {
   const char *all_env;  /* "VAR=VALUE" for every rank (nsp_launch -e), ';'-separated */
   const char *rank_env; /* "R:VAR=VALUE" for one rank (nsp_launch -r), ';'-separated */
   int fake_hosts;       /* preload the host stand-in after the shim (NSP_STANDIN_HOST) */
+  int live_ms;          /* > 0: analyse the job this many ms after it starts, while it
+                           runs; then wait for it to end (live_end_ms > 0: SIGTERM to
+                           the launcher after that many ms more, as a scheduler would) */
+  int live_end_ms;
+  int none;             /* the job must give no finding (healthy) */
 };
 
 static void run_job_ex(struct run *r, const char *name, const struct job_opts *o);
@@ -113,6 +118,27 @@ static void run_job_ex(struct run *r, const char *name, const struct job_opts *o
     nanosleep(&ts, NULL);
     kill(pid, SIGTERM);
   }
+  if (o->live_ms > 0) {
+    /* Analysed while it runs, as a user would on a job that seems stuck. */
+    struct timespec ts = {o->live_ms / 1000, (long)(o->live_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    r->job = nsp_job_create();
+    assert_non_null(r->job);
+    assert_int_equal(nsp_job_add_path(r->job, r->dir), o->ntraces ? o->ntraces : o->nranks);
+    assert_int_equal(nsp_job_analyze(r->job), 0);
+    for (size_t i = 0; i < nsp_job_nfindings(r->job); i++)
+      print_message("# live finding %zu: %s\n", i, nsp_job_finding(r->job, i)->message);
+    print_message("# live summary: %s\n", nsp_job_summary(r->job));
+    if (o->live_end_ms > 0) {
+      struct timespec te = {o->live_end_ms / 1000, (long)(o->live_end_ms % 1000) * 1000000L};
+      nanosleep(&te, NULL);
+      kill(pid, SIGTERM);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    r->launch_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return;
+  }
   int status = 0;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_true(WIFEXITED(status));
@@ -125,8 +151,8 @@ static void run_job_ex(struct run *r, const char *name, const struct job_opts *o
   assert_int_equal(nsp_job_analyze(r->job), 0);
   for (size_t i = 0; i < nsp_job_nfindings(r->job); i++)
     print_message("# finding %zu: %s\n", i, nsp_job_finding(r->job, i)->message);
-  /* Every case but the healthy one must find something. */
-  if (strcmp(name, "c10") != 0) assert_true(nsp_job_nfindings(r->job) > 0);
+  /* Every case but the healthy ones must find something. */
+  if (strcmp(name, "c10") != 0 && !o->none) assert_true(nsp_job_nfindings(r->job) > 0);
   for (size_t i = 0; i < nsp_job_nnotes(r->job); i++) print_message("# note: %s\n", nsp_job_note(r->job, i));
 }
 
@@ -433,6 +459,201 @@ static void test_killed_hang(void **state) {
   assert_int_equal(f->seq, 3);
   assert_int_equal(f->nodd, 1);
   assert_int_equal(f->odd_ranks[0], 1);
+  run_done(&r);
+}
+
+/* ---- issue #12: nothing unseen ------------------------------------------
+ * Each case twice: as the stand-in's timeouts end it (3 s for collectives
+ * and splits, 10 s for inits), and killed by SIGKILL (the launcher's time
+ * limit) before any timeout fires, when every waiting rank is still inside
+ * an NCCL call that never returns. */
+
+/* NSP_STANDIN_TIMEOUT_MS long, the launcher's limit short: killed inside. */
+static void run_killed(struct run *r, const char *name, int nranks, int ntraces, int limit_s) {
+  struct job_opts o = {.nranks = nranks, .ntraces = ntraces, .limit_s = limit_s,
+                       .all_env = "NSP_STANDIN_TIMEOUT_MS=60000"};
+  run_job_ex(r, name, &o);
+  assert_int_equal(r->launch_status, 124);
+}
+
+/* The trace of job rank k. */
+static const struct nsp_trace_info *trace_of_rank(struct run *r, int k) {
+  for (size_t i = 0; i < nsp_job_ntraces(r->job); i++)
+    if (nsp_job_trace(r->job, i)->rank == k) return nsp_job_trace(r->job, i);
+  fail_msg("no trace of rank %d", k);
+  return NULL;
+}
+
+/* Asserts how job rank k ended (NSP_END_*). */
+static void assert_end(struct run *r, int k, int state) {
+  const struct nsp_trace_info *t = trace_of_rank(r, k);
+  if (t->end.state != state)
+    fail_msg("rank %d ended %s, not %s", k, nsp_end_state_name(t->end.state), nsp_end_state_name(state));
+}
+
+/* c03 killed: rank 0 returned from its all-gather at seq 11 (it got the
+ * bytes it needed, wrong values: it aborts and exits 1, as a watchdog
+ * would), ranks 1-3 wait inside their all-reduce at seq 11 until killed.
+ * The kind mismatch at seq 11 comes first, with each side's call, not
+ * "ranks 1-3 stopped at seq 10". */
+static void test_c03_killed(void **state) {
+  struct run r;
+  run_killed(&r, "c03", 4, 4, 4);
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  assert_int_equal(f->kind, NSP_FIND_KIND_MISMATCH);
+  assert_int_equal(f->comm_id, world(&r, 4)->id);
+  assert_int_equal(f->seq, 11);
+  assert_int_equal(f->nsides, 2);
+  assert_side(&f->sides[0], "0");
+  assert_int_equal(f->sides[0].call.api, NSP_API_AllGather);
+  assert_side(&f->sides[1], "1-3");
+  assert_int_equal(f->sides[1].call.api, NSP_API_AllReduce);
+  /* Ranks 1-3 are inside that all-reduce: their calls never returned (the
+   * hang that follows from the mismatch says so). */
+  const struct nsp_finding *h = first_of(&r, NSP_FIND_NEVER_COMPLETED);
+  assert_int_equal(h->seq, 11);
+  assert_int_equal(h->cause, 0); /* the mismatch */
+  int in_flight = 0;
+  for (size_t k = 0; k < h->nsides; k++) {
+    char ranks[64];
+    nsp_format_ranks(ranks, sizeof ranks, h->sides[k].ranks, h->sides[k].nranks);
+    in_flight |= !strcmp(ranks, "1-3") && h->sides[k].call.in_flight;
+  }
+  assert_true(in_flight);
+  assert_end(&r, 0, NSP_END_EXITED);
+  for (int k = 1; k < 4; k++) assert_end(&r, k, NSP_END_KILLED);
+  run_done(&r);
+}
+
+/* The comm-init-wait finding of no-split: ranks 0-2 wait in the world's
+ * first split, rank 3 is the one to look at. */
+static void assert_no_split(struct run *r, int killed) {
+  const struct nsp_finding *f = first_of(r, NSP_FIND_COMM_INIT_WAIT);
+  assert_int_equal(f->comm_id, world(r, 4)->id);
+  assert_int_equal(f->nsides, 2);
+  /* First the one to look at, then the ranks that wait for it. */
+  assert_side(&f->sides[0], "3");
+  assert_side(&f->sides[1], "0-2");
+  if (killed) {
+    /* Rank 3's last call: all-reduce seq 3 on the world, in flight. */
+    assert_int_equal(f->sides[0].procs[0].call.api, NSP_API_AllReduce);
+    assert_int_equal(f->sides[0].procs[0].call.seq, 3);
+    assert_int_equal(f->sides[0].procs[0].call.in_flight, 1);
+    assert_int_equal(nsp_job_finding(r->job, 0)->kind, NSP_FIND_COMM_INIT_WAIT);
+  }
+}
+
+static void test_no_split(void **state) {
+  struct run r;
+  run_case(&r, "no-split", 4);
+  assert_no_split(&r, 0);
+  run_done(&r);
+}
+
+static void test_no_split_killed(void **state) {
+  struct run r;
+  run_killed(&r, "no-split", 4, 4, 4);
+  assert_no_split(&r, 1);
+  for (int k = 0; k < 4; k++) assert_end(&r, k, NSP_END_KILLED);
+  run_done(&r);
+}
+
+/* no-init: rank 2 made no NCCL call, so it has no trace; ranks 0, 1 and 3
+ * wait inside ncclCommInitRank for it. */
+static void assert_no_init(struct run *r) {
+  const struct nsp_finding *f = nsp_job_finding(r->job, 0);
+  assert_int_equal(f->kind, NSP_FIND_COMM_INIT_WAIT);
+  assert_true(f->nsides >= 1);
+  assert_side(&f->sides[0], "0-1,3");
+  assert_non_null(strstr(f->message, "rank 2"));
+}
+
+static void test_no_init(void **state) {
+  struct run r;
+  struct job_opts o = {.nranks = 4, .ntraces = 3, .limit_s = 16};
+  run_job_ex(&r, "no-init", &o);
+  assert_no_init(&r);
+  run_done(&r);
+}
+
+static void test_no_init_killed(void **state) {
+  struct run r;
+  run_killed(&r, "no-init", 4, 3, 4);
+  assert_no_init(&r);
+  assert_end(&r, 0, NSP_END_KILLED);
+  run_done(&r);
+}
+
+/* abort-exit0: rank 1 aborted the world after seq 2 and exited 0; rank 0
+ * waits at seq 3.  The finding names rank 1's abort and clean exit. */
+static void assert_abort_exit0(struct run *r, int killed) {
+  /* Rank 1 is the one that stopped at seq 2, rank 0 waits at seq 3. */
+  const struct nsp_finding *f = nsp_job_finding(r->job, 0);
+  print_message("# first: %s seq %llu\n", nsp_finding_kind_name(f->kind), (unsigned long long)f->seq);
+  assert_int_equal(f->comm_id, world(r, 2)->id);
+  assert_true(f->seq == 2 || f->seq == 3);
+  assert_int_equal(f->nodd, 1);
+  assert_int_equal(f->odd_ranks[0], 1);
+  const struct nsp_proc *p1 = NULL;
+  for (size_t s = 0; s < f->nsides; s++)
+    for (size_t k = 0; k < f->sides[s].nranks; k++)
+      if (nsp_job_trace(r->job, f->sides[s].procs[k].trace)->rank == 1) p1 = &f->sides[s].procs[k];
+  assert_non_null(p1);
+  assert_int_equal(p1->comm_end_api, NSP_API_CommAbort);
+  assert_non_null(p1->end);
+  assert_int_equal(p1->end->state, NSP_END_EXITED);
+  assert_end(r, 1, NSP_END_EXITED);
+  assert_end(r, 0, killed ? NSP_END_KILLED : NSP_END_EXITED);
+}
+
+static void test_abort_exit0(void **state) {
+  struct run r;
+  run_case(&r, "abort-exit0", 2);
+  assert_abort_exit0(&r, 0);
+  run_done(&r);
+}
+
+static void test_abort_exit0_killed(void **state) {
+  struct run r;
+  run_killed(&r, "abort-exit0", 2, 2, 4);
+  assert_abort_exit0(&r, 1);
+  run_done(&r);
+}
+
+/* A healthy job analysed while it runs: no finding, and a summary that
+ * says the ranks are still running instead of "No problems found"; once
+ * it ended, no finding and every rank exited cleanly. */
+static void test_live_healthy(void **state) {
+  struct run r;
+  struct job_opts o = {.nranks = 2, .limit_s = 60, .live_ms = 2500, .none = 1, .all_env = "NSP_LIVE_S=6"};
+  run_job_ex(&r, "live", &o);
+  assert_int_equal(r.launch_status, 0);
+  assert_int_equal(nsp_job_nfindings(r.job), 0);
+  for (int k = 0; k < 2; k++) assert_end(&r, k, NSP_END_RUNNING);
+  assert_null(strstr(nsp_job_summary(r.job), "No problems found"));
+  assert_non_null(strstr(nsp_job_summary(r.job), "still running"));
+  /* After the end. */
+  nsp_job_destroy(r.job);
+  r.job = nsp_job_create();
+  assert_int_equal(nsp_job_add_path(r.job, r.dir), 2);
+  assert_int_equal(nsp_job_analyze(r.job), 0);
+  assert_int_equal(nsp_job_nfindings(r.job), 0);
+  for (int k = 0; k < 2; k++) assert_end(&r, k, NSP_END_EXITED);
+  run_done(&r);
+}
+
+/* A hung job analysed while it hangs: the hang, its ranks still running. */
+static void test_live_hang(void **state) {
+  struct run r;
+  struct job_opts o = {.nranks = 2, .limit_s = 60, .live_ms = 12500, .live_end_ms = 1,
+                       .all_env = "NSP_STANDIN_TIMEOUT_MS=60000"};
+  run_job_ex(&r, "hang", &o);
+  assert_true(nsp_job_nfindings(r.job) > 0);
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  assert_int_equal(f->comm_id, world(&r, 2)->id);
+  assert_int_equal(f->seq, 3);
+  for (int k = 0; k < 2; k++) assert_end(&r, k, NSP_END_RUNNING);
+  assert_non_null(strstr(nsp_job_summary(r.job), "still running"));
   run_done(&r);
 }
 
@@ -892,6 +1113,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_env_dup_gpu), cmocka_unit_test(test_env_dup_rank),
       cmocka_unit_test(test_env_nranks), cmocka_unit_test(test_env_missing),
       cmocka_unit_test(test_env_never_started), cmocka_unit_test(test_env_world_size),
+      cmocka_unit_test(test_c03_killed), cmocka_unit_test(test_no_split), cmocka_unit_test(test_no_split_killed),
+      cmocka_unit_test(test_no_init), cmocka_unit_test(test_no_init_killed), cmocka_unit_test(test_abort_exit0),
+      cmocka_unit_test(test_abort_exit0_killed), cmocka_unit_test(test_live_healthy),
+      cmocka_unit_test(test_live_hang),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
