@@ -13,6 +13,15 @@
  *                  looked); torchrun then killed rank 0, waiting in seq 4.
  *                  Both traces come from their crash rings (NCCLSPY_RING=256
  *                  to keep them small)
+ * Recorded on 1xH200 (torch 2.11, JAX 0.11.2, NCCL 2.28.9), both ranks on
+ * GPU 0 with their own NCCL_HOSTID, each job killed by its time limit
+ * (crash rings kept: they hold the calls in flight and the heartbeats):
+ *   new_group_skip rank 0 waits inside ncclCommInitRankConfig of a new
+ *                  group that rank 1 never used
+ *   pynccl_count   NCCL only through ctypes on torch's libnccl (PyNccl's
+ *                  way): seq 3, rank 0 1024 elements, rank 1 1000
+ *   jax_dtype      2 JAX processes (XLA: dlopen + dlsym): seq 3 all-gather,
+ *                  rank 0 float32, rank 1 bfloat16
  * usage: test_gpu_traces DATA_DIR CASE */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -145,6 +154,79 @@ static void test_rank_crash(void **state) {
   nsp_job_destroy(job);
 }
 
+/* A job killed long ago on another host: /proc is not asked, and "now" is
+ * a day after the traces. */
+static struct nsp_job *analyze_killed(const char *name, int ntraces) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", data_dir, name);
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  assert_int_equal(nsp_job_set_local_host(job, ""), 0);
+  assert_int_equal(nsp_job_set_now(job, 1796148711370010719ll + 86400ll * 1000000000ll), 0);
+  assert_int_equal(nsp_job_add_path(job, path), ntraces);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+    print_message("# %s: %s\n", nsp_finding_kind_name(nsp_job_finding(job, i)->kind), nsp_job_finding(job, i)->message);
+  for (size_t i = 0; i < nsp_job_ntraces(job); i++) {
+    const struct nsp_trace_info *t = nsp_job_trace(job, i);
+    assert_int_equal(t->end.state, NSP_END_KILLED);
+    /* Two ranks on one GPU with their own NCCL_HOSTID: a note, no finding. */
+  }
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+    assert_int_not_equal(nsp_job_finding(job, i)->kind, NSP_FIND_ENV_DUP_GPU);
+  return job;
+}
+
+static void test_new_group_skip(void **state) {
+  (void)state;
+  struct nsp_job *job = analyze_killed("new_group_skip", 2);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_COMM_INIT_WAIT);
+  assert_int_equal(f->nsides, 2);
+  /* The one to look at, rank 1, then rank 0 waiting inside the init. */
+  assert_int_equal(f->sides[0].nranks, 1);
+  assert_int_equal(nsp_job_trace(job, f->sides[0].procs[0].trace)->rank, 1);
+  assert_int_equal(f->sides[1].nranks, 1);
+  assert_int_equal(nsp_job_trace(job, f->sides[1].procs[0].trace)->rank, 0);
+  assert_int_equal(f->sides[1].call.api, NSP_API_CommInitRankConfig);
+  assert_int_equal(f->sides[1].call.in_flight, 1);
+  const struct nsp_trace_info *t0 = nsp_job_trace(job, f->sides[1].procs[0].trace);
+  assert_int_equal(t0->ninflight, 1);
+  assert_int_equal(t0->inflight[0].nranks, 2);
+  assert_int_equal(t0->inflight[0].rank, 0);
+  nsp_job_destroy(job);
+}
+
+/* A mismatch named from calls made through dlsym (ctypes, XLA). */
+static void check_mismatch(const char *name, int kind, int api, uint64_t c0, int t0, uint64_t c1, int t1) {
+  struct nsp_job *job = analyze_killed(name, 2);
+  assert_int_equal(nsp_job_ncomms(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, kind);
+  assert_int_equal(f->comm_id, nsp_job_comm(job, 0)->id);
+  assert_int_equal(f->seq, 3);
+  assert_int_equal(f->nsides, 2);
+  assert_int_equal(f->sides[0].nranks, 1);
+  assert_int_equal(f->sides[0].ranks[0], 0);
+  assert_int_equal(f->sides[0].call.api, api);
+  assert_int_equal(f->sides[0].call.count, c0);
+  assert_int_equal(f->sides[0].call.dtype, t0);
+  assert_int_equal(f->sides[1].ranks[0], 1);
+  assert_int_equal(f->sides[1].call.count, c1);
+  assert_int_equal(f->sides[1].call.dtype, t1);
+  nsp_job_destroy(job);
+}
+
+static void test_pynccl_count(void **state) {
+  (void)state;
+  check_mismatch("pynccl_count", NSP_FIND_COUNT_MISMATCH, NSP_API_AllReduce, 1024, ncclFloat32, 1000, ncclFloat32);
+}
+
+static void test_jax_dtype(void **state) {
+  (void)state;
+  check_mismatch("jax_dtype", NSP_FIND_DTYPE_MISMATCH, NSP_API_AllGather, 8, ncclFloat32, 8, ncclBfloat16);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) return 2;
   data_dir = argv[1];
@@ -155,6 +237,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_c11_straggler),
       cmocka_unit_test(test_dup_gpu),
       cmocka_unit_test(test_rank_crash),
+      cmocka_unit_test(test_new_group_skip),
+      cmocka_unit_test(test_pynccl_count),
+      cmocka_unit_test(test_jax_dtype),
   };
   char filter[64];
   snprintf(filter, sizeof filter, "test_%s", argv[2]);
