@@ -321,6 +321,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
       if (pr->call.comm_id && pr->call.comm_id != f->comm_id)
         nsp_sbuf_printf(b, " on communicator %016llx", (unsigned long long)pr->call.comm_id);
       if (pr->call.in_flight) nsp_sbuf_printf(b, " (in flight: never returned)");
+      nsp_an_put_blocked(b, job, pr->comm_rank, pr->trace);
     }
     if (na->nranks > shown) nsp_sbuf_printf(b, "; ...");
     nsp_an_put_side_ends(b, job, na);

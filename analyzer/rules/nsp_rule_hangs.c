@@ -386,6 +386,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     }
     const struct nsp_an_comm *c = fp->comm_index != SIZE_MAX ? job->comms[fp->comm_index] : NULL;
     nsp_an_put_comm_end(&b, job, nsp_an_member_of_trace(job, c, pr->trace));
+    nsp_an_put_blocked(&b, job, pr->rank, pr->trace);
   }
   if (na && na->nranks > shown) nsp_sbuf_printf(&b, "; ...");
   /* Processes still running, killed or crashed: the ranks to look at

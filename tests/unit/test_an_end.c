@@ -528,6 +528,36 @@ static void test_killed_in_group_end(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Rank 1 was killed inside ncclGroupEnd while rank 0 waits in seq 3:
+ * the hang names where rank 1 was; no call-never-returned besides (the
+ * hang names rank 1).  Running, it is "blocked in" it. */
+static void test_hang_names_group_end(void **state) {
+  (void)state;
+  for (int live = 0; live < 2; live++) {
+    struct nsp_tracegen *g[2];
+    uint32_t w[2];
+    ranks(g, w, 2, 1, 2);
+    nsp_tracegen_set_auto_complete(g[0], 0, 0);
+    AR(g[0], w[0]);
+    uint64_t entry = nsp_tracegen_now(g[1]), hb = entry + 20 * SEC;
+    for (int r = 0; r < 2; r++) assert_int_equal(nsp_tracegen_ringstate(g[r], hb, 0, 0, r, 0), 0);
+    assert_int_equal(nsp_tracegen_inflight_call(g[1], NSP_API_GroupEnd, 0, entry), 0);
+    struct nsp_job *job = analyse_at(g, 2, live ? wall_of(hb) + (int64_t)SEC : 0);
+    print_findings(job);
+    assert_int_equal(nsp_job_nfindings(job), 1);
+    const struct nsp_finding *h = the(job, NSP_FIND_HANG);
+    assert_side(&h->sides[0], "1");
+    if (live)
+      assert_contains(h->message, "rank 1 is blocked in ncclGroupEnd since +0.000004 s");
+    else
+      assert_contains(h->message, "rank 1 was inside ncclGroupEnd (entered at +0.000004 s) when it ended");
+    char *txt = text_of(job);
+    assert_contains(txt, "; in flight: ncclGroupEnd since +0.000004 s; ");
+    free(txt);
+    nsp_job_destroy(job);
+  }
+}
+
 /* Trace format 1.5 with no EXIT and no crash ring, its process not
  * running here: its end is unknown, and the summary says so without a
  * finding; a pid alive on this host that started before its trace: still
@@ -673,6 +703,7 @@ int main(void) {
       cmocka_unit_test(test_live_hang),
       cmocka_unit_test(test_killed_process),
       cmocka_unit_test(test_killed_in_group_end),
+      cmocka_unit_test(test_hang_names_group_end),
       cmocka_unit_test(test_no_exit_no_ring),
       cmocka_unit_test(test_exit_variants),
       cmocka_unit_test(test_untraced_libnccl),
