@@ -258,6 +258,33 @@ static void test_never_split(void **state) {
   nsp_job_destroy(job);
 }
 
+/* ncclCommShrink excluding rank 3, which died first (its ring's last
+ * heartbeat before the shrink began): ranks 0-1 wait in it, rank 2 went on
+ * with an all-reduce instead.  Rank 2 is the one to look at; rank 3, gone
+ * before, is taken for an excluded rank. */
+static void test_shrink_excluded(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  uint32_t w[4];
+  ranks(g, w, 4, 0, 2);
+  killed(g[3], 0); /* heartbeat at about +3 us */
+  for (int r = 0; r < 3; r++) {
+    nsp_tracegen_set_time(g[r], MONO0 + 1000000);
+    killed(g[r], 1);
+    if (r < 2) assert_int_equal(nsp_tracegen_inflight_split(g[r], NSP_API_CommShrink, w[r], 0x5aa, -1, -1, 0), 0);
+    else assert_int_equal(nsp_tracegen_inflight_coll(g[r], NSP_API_AllReduce, w[r], 8, ncclFloat32, ncclSum, -1, 0, NULL), 0);
+  }
+  struct nsp_job *job = analyse_at(g, 4, 0);
+  print_findings(job);
+  const struct nsp_finding *f = the(job, NSP_FIND_COMM_INIT_WAIT);
+  assert_int_equal(f->api, NSP_API_CommShrink);
+  assert_side(&f->sides[0], "2");
+  assert_side(&f->sides[1], "0-1");
+  assert_contains(f->message, "ncclCommShrink #1 of communicator 000000000000aaaa never completed: ranks 0-1 wait in it "
+                              "for rank 2, which never called it (unless excluded");
+  nsp_job_destroy(job);
+}
+
 /* Rank 2 never calls ncclCommInitRank for communicator 0xbeef; ranks 0, 1
  * and 3 wait in it.  The communicator has no COMM record anywhere: the
  * finding names it by its id; its ranks are the ones asked for. */
@@ -696,6 +723,7 @@ int main(void) {
       cmocka_unit_test(test_inflight_kind_mismatch_live),
       cmocka_unit_test(test_inflight_duplicate_ignored),
       cmocka_unit_test(test_never_split),
+      cmocka_unit_test(test_shrink_excluded),
       cmocka_unit_test(test_never_init),
       cmocka_unit_test(test_init_young_no_finding),
       cmocka_unit_test(test_abort_then_exit),
