@@ -201,6 +201,8 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
   } else {
     e->why = "no exit record and no crash ring";
   }
+  /* Still running well after a fatal signal: its handler went on. */
+  if (e->state == NSP_END_RUNNING) nsp_an_signal_survived(t, t->t_last);
   if (e->state == NSP_END_CRASHED) {
     e->signo = t->sig.signo;
     e->signal = t->sig.name;

@@ -524,6 +524,30 @@ static void test_killed_process(void **state) {
   }
 }
 
+/* A process still running 5 s after a fatal signal (its own handler
+ * dealt with it) did not die of it: a note, no signal finding. */
+static void test_running_after_signal(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[1];
+  uint32_t w[1];
+  ranks(g, w, 1, 0, 1);
+  struct nsp_rec sg;
+  memset(&sg, 0, sizeof sg);
+  sg.kind = NSP_REC_SIGNAL;
+  sg.peer = sg.dtype = sg.redop = -1;
+  nsp_rec_signal_set_signo(&sg, 11);
+  nsp_rec_signal_set_code(&sg, 1);
+  nsp_rec_signal_set_t(&sg, nsp_tracegen_now(g[0]));
+  assert_int_equal(nsp_tracegen_record(g[0], &sg), 0);
+  uint64_t hb = nsp_tracegen_now(g[0]) + 5 * SEC;
+  assert_int_equal(nsp_tracegen_ringstate(g[0], hb, 0, 0, 0, 0), 0);
+  struct nsp_job *job = analyse_at(g, 1, wall_of(hb) + (int64_t)SEC);
+  assert_int_equal(nsp_job_trace(job, 0)->end.state, NSP_END_RUNNING);
+  assert_true(nsp_job_trace(job, 0)->signal->went_on);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  nsp_job_destroy(job);
+}
+
 /* A process killed inside ncclGroupEnd that no other finding names: a
  * call-never-returned finding. */
 static void test_killed_in_group_end(void **state) {
@@ -730,6 +754,7 @@ int main(void) {
       cmocka_unit_test(test_live_healthy),
       cmocka_unit_test(test_live_hang),
       cmocka_unit_test(test_killed_process),
+      cmocka_unit_test(test_running_after_signal),
       cmocka_unit_test(test_killed_in_group_end),
       cmocka_unit_test(test_hang_names_group_end),
       cmocka_unit_test(test_no_exit_no_ring),
