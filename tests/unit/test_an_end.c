@@ -94,6 +94,18 @@ static void killed(struct nsp_tracegen *g, uint64_t ninflight) {
   assert_int_equal(nsp_tracegen_ringstate(g, nsp_tracegen_now(g) + 10000, 0, 0, ninflight, 0), 0);
 }
 
+/* A SIGNAL record now: SIGSEGV, SEGV_MAPERR, no stack. */
+static void sigsegv(struct nsp_tracegen *g) {
+  struct nsp_rec s;
+  memset(&s, 0, sizeof s);
+  s.kind = NSP_REC_SIGNAL;
+  s.peer = s.dtype = s.redop = -1;
+  nsp_rec_signal_set_signo(&s, 11);
+  nsp_rec_signal_set_code(&s, 1);
+  nsp_rec_signal_set_t(&s, nsp_tracegen_now(g));
+  assert_int_equal(nsp_tracegen_record(g, &s), 0);
+}
+
 /* ---- calls in flight in the comparison ------------------------------------ */
 
 /* Four ranks of a blocking communicator: seqs 1-10 returned everywhere;
@@ -483,16 +495,7 @@ static void test_killed_process(void **state) {
       for (int i = 0; i < 5; i++) AR(g[r], w[r]);
     }
     uint64_t hb = nsp_tracegen_now(g[1]) + SEC / 10;
-    if (crash) {
-      struct nsp_rec s;
-      memset(&s, 0, sizeof s);
-      s.kind = NSP_REC_SIGNAL;
-      s.peer = s.dtype = s.redop = -1;
-      nsp_rec_signal_set_signo(&s, 11);
-      nsp_rec_signal_set_code(&s, 1);
-      nsp_rec_signal_set_t(&s, nsp_tracegen_now(g[1]));
-      assert_int_equal(nsp_tracegen_record(g[1], &s), 0);
-    }
+    if (crash) sigsegv(g[1]);
     assert_int_equal(nsp_tracegen_ringstate(g[1], hb, 0, 0, 0, 0), 0);
     struct nsp_job *job = analyse_at(g, 2, wall_of(hb) + 3600 * (int64_t)SEC);
     print_findings(job);
@@ -531,14 +534,7 @@ static void test_running_after_signal(void **state) {
   struct nsp_tracegen *g[1];
   uint32_t w[1];
   ranks(g, w, 1, 0, 1);
-  struct nsp_rec sg;
-  memset(&sg, 0, sizeof sg);
-  sg.kind = NSP_REC_SIGNAL;
-  sg.peer = sg.dtype = sg.redop = -1;
-  nsp_rec_signal_set_signo(&sg, 11);
-  nsp_rec_signal_set_code(&sg, 1);
-  nsp_rec_signal_set_t(&sg, nsp_tracegen_now(g[0]));
-  assert_int_equal(nsp_tracegen_record(g[0], &sg), 0);
+  sigsegv(g[0]);
   uint64_t hb = nsp_tracegen_now(g[0]) + 5 * SEC;
   assert_int_equal(nsp_tracegen_ringstate(g[0], hb, 0, 0, 0, 0), 0);
   struct nsp_job *job = analyse_at(g, 1, wall_of(hb) + (int64_t)SEC);
