@@ -102,9 +102,24 @@ static long long boot_time(void) {
   return bt;
 }
 
-/* True when process pid of this host is alive (not a zombie) and started
- * no later than start_ns (wall clock, ns): the process that wrote a trace
- * opened then, not a later one that got its pid. */
+/* True when process pid has ncclspy mapped (libncclspy.so, or its crash
+ * ring <trace>.ring): a traced process, not a kernel thread or a
+ * container's neighbour that happens to have the pid.  False when its maps
+ * cannot be read (another user's process): nothing is claimed. */
+static int maps_ncclspy(uint32_t pid) {
+  char path[64], line[4096];
+  snprintf(path, sizeof path, "/proc/%u/maps", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) found = strstr(line, "ncclspy") != NULL;
+  fclose(f);
+  return found;
+}
+
+/* True when process pid of this host is alive (not a zombie), started no
+ * later than start_ns (wall clock, ns) and has ncclspy mapped: the process
+ * that wrote a trace opened then, not a later one that got its pid. */
 static int pid_alive_since(uint32_t pid, int64_t start_ns) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%u/stat", pid);
@@ -129,7 +144,7 @@ static int pid_alive_since(uint32_t pid, int64_t start_ns) {
   long long bt = boot_time();
   if (!p || sscanf(p, "%llu", &ticks) != 1 || hz <= 0 || !bt) return 0;
   int64_t started = (int64_t)bt * 1000000000ll + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
-  return started <= start_ns + NSP_START_SLACK_NS;
+  return started <= start_ns + NSP_START_SLACK_NS && maps_ncclspy(pid);
 }
 
 static int64_t now_ns(const struct nsp_job *job) {

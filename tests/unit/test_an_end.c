@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -607,10 +609,26 @@ static void test_hang_names_group_end(void **state) {
 
 /* Trace format 1.5 with no EXIT and no crash ring, its process not
  * running here: its end is unknown, and the summary says so without a
- * finding; a pid alive on this host that started before its trace: still
- * running; the same pid with a trace older than the process: not it. */
+ * finding; a pid alive on this host that started before its trace and
+ * maps a *.ncclspy.ring file (as a traced process maps its crash ring):
+ * still running; the same pid with a trace older than the process: not
+ * it. */
 static void test_no_exit_no_ring(void **state) {
   (void)state;
+  char ring[256];
+  assert_int_equal(nsp_case_mkdtemp(ring, sizeof ring - 32), 0);
+  char dir[256];
+  snprintf(dir, sizeof dir, "%s", ring);
+  strcat(ring, "/t.ncclspy.ring");
+  FILE *rf = fopen(ring, "w");
+  assert_non_null(rf);
+  assert_int_equal(fputs("ring", rf) >= 0, 1);
+  fclose(rf);
+  int fd = open(ring, O_RDONLY);
+  assert_true(fd >= 0);
+  void *map = mmap(NULL, 4, PROT_READ, MAP_SHARED, fd, 0);
+  assert_true(map != MAP_FAILED);
+  close(fd);
   char host[NSP_HOST_MAX + 1] = "";
   assert_int_equal(gethostname(host, NSP_HOST_MAX), 0);
   struct timespec ts;
@@ -647,6 +665,8 @@ static void test_no_exit_no_ring(void **state) {
     assert_int_equal(nsp_job_nfindings(job), 0);
     nsp_job_destroy(job);
   }
+  munmap(map, 4);
+  nsp_case_rmdir(dir);
 }
 
 /* A process that exited while another thread was inside a call; one
