@@ -154,11 +154,14 @@ static int64_t now_ns(const struct nsp_job *job) {
   return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
+/* b - a, ns, wrapping instead of overflowing (times come from the traces). */
+static int64_t diff_ns(int64_t b, int64_t a) { return (int64_t)((uint64_t)b - (uint64_t)a); }
+
 static void set_running(struct nsp_end_info *e, int source, int64_t heard, int64_t now) {
   e->state = NSP_END_RUNNING;
   e->source = source;
   e->time_ns = heard;
-  e->age_ns = heard && now > heard ? now - heard : 0;
+  e->age_ns = heard && diff_ns(now, heard) > 0 ? diff_ns(now, heard) : 0;
 }
 
 int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
@@ -198,7 +201,10 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
     int64_t hb = t->ring_heartbeat_wall ? (int64_t)t->ring_heartbeat_wall
                  : t->ring_heartbeat    ? nsp_an_wall(t, t->ring_heartbeat)
                                         : 0;
-    if (hb && now - hb <= (int64_t)nsp_an_live_ns(t)) {
+    /* Heard from within the live window (a heartbeat a little ahead of
+     * "now" is another host's clock). */
+    int64_t live = (int64_t)nsp_an_live_ns(t);
+    if (hb && diff_ns(now, hb) <= live && diff_ns(now, hb) >= -live) {
       set_running(e, NSP_ENDSRC_RING, hb, now);
     } else if (local && pid_alive_since(t->info.pid, t->info.realtime_ns)) {
       set_running(e, NSP_ENDSRC_PROC, hb ? hb : end, now);
@@ -224,8 +230,8 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
   }
   /* What each call in flight waited, to the last sign of life. */
   for (size_t i = 0; i < t->ninflight; i++) {
-    int64_t entered = t->inflight[i].call.time_ns, last = end > entered ? end : entered;
-    t->inflight[i].wait_ns = last - entered;
+    int64_t w = diff_ns(end, t->inflight[i].call.time_ns);
+    t->inflight[i].wait_ns = w > 0 ? w : 0;
   }
   return 0;
 }

@@ -188,7 +188,9 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
           pr->call.done = 0;
           pr->call.in_flight = infl;
           pr->site = infl ? NULL : nsp_an_site(t, m->pend_site); /* a call in flight has no record */
-          pr->wait_ns = t->t_last > mono ? (int64_t)(t->t_last - mono) : 0;
+          pr->wait_ns = t->t_last <= mono                  ? 0
+                        : t->t_last - mono > (uint64_t)INT64_MAX ? INT64_MAX /* a hostile time */
+                                                                 : (int64_t)(t->t_last - mono);
           pr->done_flags = infl                                ? 0
                            : m->pend_state == NSP_PEND_ABANDONED ? NSP_DONE_ABANDONED
                            : m->pend_state == NSP_PEND_FAILED  ? NSP_DONE_ERROR
