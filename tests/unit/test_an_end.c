@@ -568,7 +568,7 @@ static void test_killed_in_group_end(void **state) {
   assert_side(&f->sides[0], "1");
   assert_string_equal(f->sides[0].text, "inside ncclGroupEnd (never returned)");
   assert_ranks(f->odd_ranks, f->nodd, "1");
-  assert_contains(f->message, "job rank 1 (h1 pid 101) never returned from ncclGroupEnd");
+  assert_contains(f->message, "rank 1 (h1 pid 101) never returned from ncclGroupEnd");
   assert_contains(f->message, "rank 1 ended without a clean exit");
   char *txt = text_of(job);
   assert_contains(txt, "        rank 1 on h1 pid 101 (ended without a clean exit");
