@@ -243,8 +243,8 @@ enum nsp_end_state {
                           from main): its EXIT record, or its ring's exit time */
   NSP_END_RUNNING,     /* "running": still running as of the analysis: its
                           ring's heartbeat is recent (nsp_job_set_now), or its
-                          pid is alive on this host and started no later than
-                          its trace */
+                          pid is alive on this host, started no later than its
+                          trace and has ncclspy mapped (/proc/<pid>/maps) */
   NSP_END_KILLED,      /* "killed": its ring was left and its heartbeat stopped
                           with no exit and no fatal signal recorded: SIGKILL (the
                           OOM killer, a scheduler's time limit), a signal's
@@ -518,8 +518,9 @@ int nsp_job_add_mem(struct nsp_job *job, const char *name, const void *data, siz
 int nsp_job_set_now(struct nsp_job *job, int64_t now_ns);
 
 /* The host name whose processes the analysis may look up in /proc (a
- * trace's header host equal to it, its pid alive and started no later
- * than its trace: still running).  NULL (the default): this machine's
+ * trace's header host equal to it, its pid alive, started no later than
+ * its trace and mapping libncclspy or its crash ring: still running).
+ * NULL (the default): this machine's
  * gethostname(); "": none, /proc is never read.  Call before adding
  * traces; returns 0, NSP_AN_ENOMEM, NSP_AN_EINVAL or NSP_AN_ESTATE. */
 int nsp_job_set_local_host(struct nsp_job *job, const char *host);

@@ -144,6 +144,13 @@ void nsp_an_put_time(struct nsp_sbuf *b, const struct nsp_job *job, int64_t t);
 /* "; rank 1 aborted this communicator at +T s" when member m (NULL:
  * nothing) finalized, destroyed, aborted or revoked its communicator. */
 void nsp_an_put_comm_end(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_member *m);
+/* "; rank 1 is blocked in ncclGroupEnd since +T s" (a running process),
+ * "; rank 1 was inside ncclCommDestroy (entered at +T s) when it ended"
+ * (killed, crashed) or "; rank 1 had ncclCommDestroy in flight (entered
+ * at +T s)" for each call of process `trace` in flight that is no
+ * collective or send/recv (those are named as its calls), up to 2.  rank:
+ * the process's rank in the message's terms (-1: "job rank J"). */
+void nsp_an_put_blocked(struct nsp_sbuf *b, const struct nsp_job *job, int rank, size_t trace);
 /* "s", or "" when n == 1. */
 static inline const char *nsp_an_plural(uint64_t n) { return n == 1 ? "" : "s"; }
 

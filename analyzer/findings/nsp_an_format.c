@@ -236,3 +236,28 @@ void nsp_an_put_comm_end(struct nsp_sbuf *b, const struct nsp_job *job, const st
   nsp_sbuf_printf(b, " %s this communicator at ", nsp_comm_end_word(m->end_api));
   nsp_an_put_time(b, job, m->end_t);
 }
+
+void nsp_an_put_blocked(struct nsp_sbuf *b, const struct nsp_job *job, int rank, size_t trace) {
+  const struct nsp_trace *t = job->traces[trace];
+  int st = t->info.end.state;
+  size_t shown = 0;
+  for (size_t i = 0; i < t->ninflight && shown < 2; i++) {
+    const struct nsp_call *c = &t->inflight[i].call;
+    int k = nsp_api_kind(c->api);
+    if (k == NSP_K_COLL || k == NSP_K_P2P) continue;
+    shown++;
+    nsp_sbuf_printf(b, "; ");
+    if (rank >= 0) nsp_an_put_rank(b, job, rank, trace);
+    else nsp_sbuf_printf(b, "job rank %d", t->info.rank);
+    if (st == NSP_END_RUNNING) {
+      nsp_sbuf_printf(b, " is blocked in nccl%s since ", nsp_api_name(c->api));
+      nsp_an_put_time(b, job, c->time_ns);
+    } else {
+      nsp_sbuf_printf(b, " %s nccl%s", st == NSP_END_KILLED || st == NSP_END_CRASHED ? "was inside" : "had",
+                      nsp_api_name(c->api));
+      nsp_sbuf_printf(b, " %s(entered at ", st == NSP_END_KILLED || st == NSP_END_CRASHED ? "" : "in flight ");
+      nsp_an_put_time(b, job, c->time_ns);
+      nsp_sbuf_printf(b, ")%s", st == NSP_END_KILLED || st == NSP_END_CRASHED ? " when it ended" : "");
+    }
+  }
+}

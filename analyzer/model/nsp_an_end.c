@@ -102,9 +102,24 @@ static long long boot_time(void) {
   return bt;
 }
 
-/* True when process pid of this host is alive (not a zombie) and started
- * no later than start_ns (wall clock, ns): the process that wrote a trace
- * opened then, not a later one that got its pid. */
+/* True when process pid has ncclspy mapped (libncclspy.so, or its crash
+ * ring <trace>.ring): a traced process, not a kernel thread or a
+ * container's neighbour that happens to have the pid.  False when its maps
+ * cannot be read (another user's process): nothing is claimed. */
+static int maps_ncclspy(uint32_t pid) {
+  char path[64], line[4096];
+  snprintf(path, sizeof path, "/proc/%u/maps", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) found = strstr(line, "ncclspy") != NULL;
+  fclose(f);
+  return found;
+}
+
+/* True when process pid of this host is alive (not a zombie), started no
+ * later than start_ns (wall clock, ns) and has ncclspy mapped: the process
+ * that wrote a trace opened then, not a later one that got its pid. */
 static int pid_alive_since(uint32_t pid, int64_t start_ns) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%u/stat", pid);
@@ -129,7 +144,7 @@ static int pid_alive_since(uint32_t pid, int64_t start_ns) {
   long long bt = boot_time();
   if (!p || sscanf(p, "%llu", &ticks) != 1 || hz <= 0 || !bt) return 0;
   int64_t started = (int64_t)bt * 1000000000ll + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
-  return started <= start_ns + NSP_START_SLACK_NS;
+  return started <= start_ns + NSP_START_SLACK_NS && maps_ncclspy(pid);
 }
 
 static int64_t now_ns(const struct nsp_job *job) {
@@ -139,11 +154,14 @@ static int64_t now_ns(const struct nsp_job *job) {
   return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
+/* b - a, ns, wrapping instead of overflowing (times come from the traces). */
+static int64_t diff_ns(int64_t b, int64_t a) { return (int64_t)((uint64_t)b - (uint64_t)a); }
+
 static void set_running(struct nsp_end_info *e, int source, int64_t heard, int64_t now) {
   e->state = NSP_END_RUNNING;
   e->source = source;
   e->time_ns = heard;
-  e->age_ns = heard && now > heard ? now - heard : 0;
+  e->age_ns = heard && diff_ns(now, heard) > 0 ? diff_ns(now, heard) : 0;
 }
 
 int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
@@ -184,8 +202,11 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
                  : t->ring_heartbeat    ? nsp_an_wall(t, t->ring_heartbeat)
                                         : 0;
     /* On this host /proc decides: a process killed a moment ago has a
-     * recent heartbeat too.  Elsewhere, the heartbeat. */
-    if (local ? pid_alive_since(t->info.pid, t->info.realtime_ns) : hb && now - hb <= (int64_t)nsp_an_live_ns(t)) {
+     * recent heartbeat too.  Elsewhere, heard from within the live window
+     * (a heartbeat a little ahead of "now" is another host's clock). */
+    int64_t live = (int64_t)nsp_an_live_ns(t);
+    if (local ? pid_alive_since(t->info.pid, t->info.realtime_ns)
+              : hb && diff_ns(now, hb) <= live && diff_ns(now, hb) >= -live) {
       set_running(e, local ? NSP_ENDSRC_PROC : NSP_ENDSRC_RING, hb ? hb : end, now);
     } else {
       e->state = died_of_signal ? NSP_END_CRASHED : NSP_END_KILLED;
@@ -201,14 +222,16 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
   } else {
     e->why = "no exit record and no crash ring";
   }
+  /* Still running well after a fatal signal: its handler went on. */
+  if (e->state == NSP_END_RUNNING) nsp_an_signal_survived(t, t->t_last);
   if (e->state == NSP_END_CRASHED) {
     e->signo = t->sig.signo;
     e->signal = t->sig.name;
   }
   /* What each call in flight waited, to the last sign of life. */
   for (size_t i = 0; i < t->ninflight; i++) {
-    int64_t entered = t->inflight[i].call.time_ns, last = end > entered ? end : entered;
-    t->inflight[i].wait_ns = last - entered;
+    int64_t w = diff_ns(end, t->inflight[i].call.time_ns);
+    t->inflight[i].wait_ns = w > 0 ? w : 0;
   }
   return 0;
 }

@@ -354,6 +354,9 @@ struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create)
  * end-of-trace check (did the process go on?), the trace's memory. */
 int nsp_an_signal_load(struct nsp_trace *t, const struct nsp_rec *rec);
 void nsp_an_signal_finish(struct nsp_trace *t);
+/* The process was alive at monotonic alive_mono (a running process's
+ * last heartbeat): a signal more than 2 s before did not end it. */
+void nsp_an_signal_survived(struct nsp_trace *t, uint64_t alive_mono);
 void nsp_an_signal_free(struct nsp_trace *t);
 
 /* ---- how each process ended (nsp_an_end.c) --------------------------------- */

@@ -52,6 +52,10 @@ void nsp_an_signal_finish(struct nsp_trace *t) {
     t->sig.went_on = 1;
 }
 
+void nsp_an_signal_survived(struct nsp_trace *t, uint64_t alive_mono) {
+  if (t->has_sig && alive_mono > t->sig_mono && alive_mono - t->sig_mono > NSP_SIG_WENT_ON_NS) t->sig.went_on = 1;
+}
+
 void nsp_an_signal_free(struct nsp_trace *t) {
   free(t->sig_stack);
   free(t->sig_name);

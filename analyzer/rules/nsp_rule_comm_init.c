@@ -72,10 +72,19 @@ static size_t to_look_at(struct nsp_job *job, const struct wait *w, size_t n, co
                          size_t *look) {
   size_t nl = 0;
   if (w[0].split) {
+    /* A shrink leaves out the ranks it excludes (the dead ones, usually),
+     * which the record does not list: a process that had ended before
+     * the first rank entered the shrink is taken for one of them. */
+    int64_t entered = w[0].f->call.time_ns;
+    for (size_t i = 1; i < n; i++)
+      if (w[i].f->call.time_ns < entered) entered = w[i].f->call.time_ns;
+    int shrink = w[0].f->call.api == NSP_API_CommShrink;
     const struct nsp_an_comm *p = nsp_an_comm_of(job, w[0].f->parent_id);
     for (size_t k = 0; p && k < p->nmembers; k++) {
       const struct nsp_member *m = &job->members[p->members[k]];
       if (m->rank < 0 || waits(w, n, m->trace) || (nl && look[nl - 1] == m->trace)) continue;
+      const struct nsp_end_info *e = &job->traces[m->trace]->info.end;
+      if (shrink && e->state != NSP_END_RUNNING && e->state != NSP_END_UNKNOWN && e->time_ns < entered) continue;
       if (!split_done(job->traces[m->trace], w[0].f->parent_id, w[0].f->split_index)) look[nl++] = m->trace;
     }
     return nl;
@@ -298,6 +307,9 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     n = na ? comm_ranks(na, rk) : 0;
     nsp_an_put_ranks(b, rk, n);
     nsp_sbuf_printf(b, ", which never called it");
+    if (f->api == NSP_API_CommShrink)
+      nsp_sbuf_printf(b, " (unless excluded: ranks a shrink excludes do not call it, and the traces do not say "
+                         "which they were)");
   }
   if (!na) {
     nsp_sbuf_printf(b, "; no trace of this job is missing the call: the ranks that never called it have no trace "
@@ -321,6 +333,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
       if (pr->call.comm_id && pr->call.comm_id != f->comm_id)
         nsp_sbuf_printf(b, " on communicator %016llx", (unsigned long long)pr->call.comm_id);
       if (pr->call.in_flight) nsp_sbuf_printf(b, " (in flight: never returned)");
+      nsp_an_put_blocked(b, job, pr->comm_rank, pr->trace);
     }
     if (na->nranks > shown) nsp_sbuf_printf(b, "; ...");
     nsp_an_put_side_ends(b, job, na);

@@ -188,7 +188,9 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
           pr->call.done = 0;
           pr->call.in_flight = infl;
           pr->site = infl ? NULL : nsp_an_site(t, m->pend_site); /* a call in flight has no record */
-          pr->wait_ns = t->t_last > mono ? (int64_t)(t->t_last - mono) : 0;
+          pr->wait_ns = t->t_last <= mono                  ? 0
+                        : t->t_last - mono > (uint64_t)INT64_MAX ? INT64_MAX /* a hostile time */
+                                                                 : (int64_t)(t->t_last - mono);
           pr->done_flags = infl                                ? 0
                            : m->pend_state == NSP_PEND_ABANDONED ? NSP_DONE_ABANDONED
                            : m->pend_state == NSP_PEND_FAILED  ? NSP_DONE_ERROR
@@ -386,6 +388,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     }
     const struct nsp_an_comm *c = fp->comm_index != SIZE_MAX ? job->comms[fp->comm_index] : NULL;
     nsp_an_put_comm_end(&b, job, nsp_an_member_of_trace(job, c, pr->trace));
+    nsp_an_put_blocked(&b, job, pr->rank, pr->trace);
   }
   if (na && na->nranks > shown) nsp_sbuf_printf(&b, "; ...");
   /* Processes still running, killed or crashed: the ranks to look at
@@ -533,7 +536,8 @@ static int link(struct nsp_job *job) {
 
 const struct nsp_rule nsp_rule_hangs = {
     .name = "hangs",
-    .checks = "with completion tracking: the first seq of each communicator not complete on every rank, "
+    .checks = "with completion tracking or calls in flight: the first seq of each communicator not complete on "
+              "every rank, "
               "who never arrived, who waits, linked across communicators",
     .kinds = NSP_RULE_KINDS(NSP_FIND_HANG, NSP_FIND_NEVER_COMPLETED),
     .check_comm = check_comm, .link = link, .link_stage = NSP_LINK_FIRST,

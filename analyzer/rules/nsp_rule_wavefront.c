@@ -230,6 +230,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     if (c->in_flight) nsp_sbuf_printf(b, " (in flight: never returned)");
     const struct nsp_an_comm *cm = fp->comm_index != SIZE_MAX ? job->comms[fp->comm_index] : NULL;
     nsp_an_put_comm_end(b, job, nsp_an_member_of_trace(job, cm, low->procs[p].trace));
+    nsp_an_put_blocked(b, job, low->procs[p].rank, low->procs[p].trace);
   }
   if (low->nranks > shown) nsp_sbuf_printf(b, "; ...");
   nsp_an_put_side_ends(b, job, low);

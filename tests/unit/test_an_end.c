@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,6 +94,18 @@ static char *text_of(const struct nsp_job *job) {
 static void killed(struct nsp_tracegen *g, uint64_t ninflight) {
   /* heartbeat: after the calls in flight that follow (10 us) */
   assert_int_equal(nsp_tracegen_ringstate(g, nsp_tracegen_now(g) + 10000, 0, 0, ninflight, 0), 0);
+}
+
+/* A SIGNAL record now: SIGSEGV, SEGV_MAPERR, no stack. */
+static void sigsegv(struct nsp_tracegen *g) {
+  struct nsp_rec s;
+  memset(&s, 0, sizeof s);
+  s.kind = NSP_REC_SIGNAL;
+  s.peer = s.dtype = s.redop = -1;
+  nsp_rec_signal_set_signo(&s, 11);
+  nsp_rec_signal_set_code(&s, 1);
+  nsp_rec_signal_set_t(&s, nsp_tracegen_now(g));
+  assert_int_equal(nsp_tracegen_record(g, &s), 0);
 }
 
 /* ---- calls in flight in the comparison ------------------------------------ */
@@ -255,6 +269,33 @@ static void test_never_split(void **state) {
                               "not arrive here wait in ncclCommSplit there");
   assert_null(strstr(h->message, "the ranks to look at"));
   assert_contains(nsp_job_summary(job), "The first problem (comm-init-wait)");
+  nsp_job_destroy(job);
+}
+
+/* ncclCommShrink excluding rank 3, which died first (its ring's last
+ * heartbeat before the shrink began): ranks 0-1 wait in it, rank 2 went on
+ * with an all-reduce instead.  Rank 2 is the one to look at; rank 3, gone
+ * before, is taken for an excluded rank. */
+static void test_shrink_excluded(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  uint32_t w[4];
+  ranks(g, w, 4, 0, 2);
+  killed(g[3], 0); /* heartbeat at about +3 us */
+  for (int r = 0; r < 3; r++) {
+    nsp_tracegen_set_time(g[r], MONO0 + 1000000);
+    killed(g[r], 1);
+    if (r < 2) assert_int_equal(nsp_tracegen_inflight_split(g[r], NSP_API_CommShrink, w[r], 0x5aa, -1, -1, 0), 0);
+    else assert_int_equal(nsp_tracegen_inflight_coll(g[r], NSP_API_AllReduce, w[r], 8, ncclFloat32, ncclSum, -1, 0, NULL), 0);
+  }
+  struct nsp_job *job = analyse_at(g, 4, 0);
+  print_findings(job);
+  const struct nsp_finding *f = the(job, NSP_FIND_COMM_INIT_WAIT);
+  assert_int_equal(f->api, NSP_API_CommShrink);
+  assert_side(&f->sides[0], "2");
+  assert_side(&f->sides[1], "0-1");
+  assert_contains(f->message, "ncclCommShrink #1 of communicator 000000000000aaaa never completed: ranks 0-1 wait in it "
+                              "for rank 2, which never called it (unless excluded");
   nsp_job_destroy(job);
 }
 
@@ -456,16 +497,7 @@ static void test_killed_process(void **state) {
       for (int i = 0; i < 5; i++) AR(g[r], w[r]);
     }
     uint64_t hb = nsp_tracegen_now(g[1]) + SEC / 10;
-    if (crash) {
-      struct nsp_rec s;
-      memset(&s, 0, sizeof s);
-      s.kind = NSP_REC_SIGNAL;
-      s.peer = s.dtype = s.redop = -1;
-      nsp_rec_signal_set_signo(&s, 11);
-      nsp_rec_signal_set_code(&s, 1);
-      nsp_rec_signal_set_t(&s, nsp_tracegen_now(g[1]));
-      assert_int_equal(nsp_tracegen_record(g[1], &s), 0);
-    }
+    if (crash) sigsegv(g[1]);
     assert_int_equal(nsp_tracegen_ringstate(g[1], hb, 0, 0, 0, 0), 0);
     struct nsp_job *job = analyse_at(g, 2, wall_of(hb) + 3600 * (int64_t)SEC);
     print_findings(job);
@@ -497,6 +529,23 @@ static void test_killed_process(void **state) {
   }
 }
 
+/* A process still running 5 s after a fatal signal (its own handler
+ * dealt with it) did not die of it: a note, no signal finding. */
+static void test_running_after_signal(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[1];
+  uint32_t w[1];
+  ranks(g, w, 1, 0, 1);
+  sigsegv(g[0]);
+  uint64_t hb = nsp_tracegen_now(g[0]) + 5 * SEC;
+  assert_int_equal(nsp_tracegen_ringstate(g[0], hb, 0, 0, 0, 0), 0);
+  struct nsp_job *job = analyse_at(g, 1, wall_of(hb) + (int64_t)SEC);
+  assert_int_equal(nsp_job_trace(job, 0)->end.state, NSP_END_RUNNING);
+  assert_true(nsp_job_trace(job, 0)->signal->went_on);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  nsp_job_destroy(job);
+}
+
 /* A process killed inside ncclGroupEnd that no other finding names: a
  * call-never-returned finding. */
 static void test_killed_in_group_end(void **state) {
@@ -519,7 +568,7 @@ static void test_killed_in_group_end(void **state) {
   assert_side(&f->sides[0], "1");
   assert_string_equal(f->sides[0].text, "inside ncclGroupEnd (never returned)");
   assert_ranks(f->odd_ranks, f->nodd, "1");
-  assert_contains(f->message, "job rank 1 (h1 pid 101) never returned from ncclGroupEnd");
+  assert_contains(f->message, "rank 1 (h1 pid 101) never returned from ncclGroupEnd");
   assert_contains(f->message, "rank 1 ended without a clean exit");
   char *txt = text_of(job);
   assert_contains(txt, "        rank 1 on h1 pid 101 (ended without a clean exit");
@@ -528,12 +577,58 @@ static void test_killed_in_group_end(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Rank 1 was killed inside ncclGroupEnd while rank 0 waits in seq 3:
+ * the hang names where rank 1 was; no call-never-returned besides (the
+ * hang names rank 1).  Running, it is "blocked in" it. */
+static void test_hang_names_group_end(void **state) {
+  (void)state;
+  for (int live = 0; live < 2; live++) {
+    struct nsp_tracegen *g[2];
+    uint32_t w[2];
+    ranks(g, w, 2, 1, 2);
+    nsp_tracegen_set_auto_complete(g[0], 0, 0);
+    AR(g[0], w[0]);
+    uint64_t entry = nsp_tracegen_now(g[1]), hb = entry + 20 * SEC;
+    for (int r = 0; r < 2; r++) assert_int_equal(nsp_tracegen_ringstate(g[r], hb, 0, 0, r, 0), 0);
+    assert_int_equal(nsp_tracegen_inflight_call(g[1], NSP_API_GroupEnd, 0, entry), 0);
+    struct nsp_job *job = analyse_at(g, 2, live ? wall_of(hb) + (int64_t)SEC : 0);
+    print_findings(job);
+    assert_int_equal(nsp_job_nfindings(job), 1);
+    const struct nsp_finding *h = the(job, NSP_FIND_HANG);
+    assert_side(&h->sides[0], "1");
+    if (live)
+      assert_contains(h->message, "rank 1 is blocked in ncclGroupEnd since +0.000004 s");
+    else
+      assert_contains(h->message, "rank 1 was inside ncclGroupEnd (entered at +0.000004 s) when it ended");
+    char *txt = text_of(job);
+    assert_contains(txt, "; in flight: ncclGroupEnd since +0.000004 s; ");
+    free(txt);
+    nsp_job_destroy(job);
+  }
+}
+
 /* Trace format 1.5 with no EXIT and no crash ring, its process not
  * running here: its end is unknown, and the summary says so without a
- * finding; a pid alive on this host that started before its trace: still
- * running; the same pid with a trace older than the process: not it. */
+ * finding; a pid alive on this host that started before its trace and
+ * maps a *.ncclspy.ring file (as a traced process maps its crash ring):
+ * still running; the same pid with a trace older than the process: not
+ * it. */
 static void test_no_exit_no_ring(void **state) {
   (void)state;
+  char ring[256];
+  assert_int_equal(nsp_case_mkdtemp(ring, sizeof ring - 32), 0);
+  char dir[256];
+  snprintf(dir, sizeof dir, "%s", ring);
+  strcat(ring, "/t.ncclspy.ring");
+  FILE *rf = fopen(ring, "w");
+  assert_non_null(rf);
+  assert_int_equal(fputs("ring", rf) >= 0, 1);
+  fclose(rf);
+  int fd = open(ring, O_RDONLY);
+  assert_true(fd >= 0);
+  void *map = mmap(NULL, 4, PROT_READ, MAP_SHARED, fd, 0);
+  assert_true(map != MAP_FAILED);
+  close(fd);
   char host[NSP_HOST_MAX + 1] = "";
   assert_int_equal(gethostname(host, NSP_HOST_MAX), 0);
   struct timespec ts;
@@ -570,6 +665,8 @@ static void test_no_exit_no_ring(void **state) {
     assert_int_equal(nsp_job_nfindings(job), 0);
     nsp_job_destroy(job);
   }
+  munmap(map, 4);
+  nsp_case_rmdir(dir);
 }
 
 /* A process that exited while another thread was inside a call; one
@@ -666,13 +763,16 @@ int main(void) {
       cmocka_unit_test(test_inflight_kind_mismatch_live),
       cmocka_unit_test(test_inflight_duplicate_ignored),
       cmocka_unit_test(test_never_split),
+      cmocka_unit_test(test_shrink_excluded),
       cmocka_unit_test(test_never_init),
       cmocka_unit_test(test_init_young_no_finding),
       cmocka_unit_test(test_abort_then_exit),
       cmocka_unit_test(test_live_healthy),
       cmocka_unit_test(test_live_hang),
       cmocka_unit_test(test_killed_process),
+      cmocka_unit_test(test_running_after_signal),
       cmocka_unit_test(test_killed_in_group_end),
+      cmocka_unit_test(test_hang_names_group_end),
       cmocka_unit_test(test_no_exit_no_ring),
       cmocka_unit_test(test_exit_variants),
       cmocka_unit_test(test_untraced_libnccl),
