@@ -537,8 +537,7 @@ static int link(struct nsp_job *job) {
 const struct nsp_rule nsp_rule_hangs = {
     .name = "hangs",
     .checks = "with completion tracking or calls in flight: the first seq of each communicator not complete on "
-              "every rank, "
-              "who never arrived, who waits, linked across communicators",
+              "every rank, who never arrived, who waits, linked across communicators",
     .kinds = NSP_RULE_KINDS(NSP_FIND_HANG, NSP_FIND_NEVER_COMPLETED),
     .check_comm = check_comm, .link = link, .link_stage = NSP_LINK_FIRST,
     .message = message, .message_when = NSP_MESSAGE_AFTER_LINK,
