@@ -244,6 +244,7 @@ void nsp_an_end_free(struct nsp_trace *t) {
   for (size_t i = 0; i < t->nlibnccl; i++) free((void *)t->libnccl[i].path);
   free(t->libnccl);
   free(t->inflight);
+  free(t->failed_inits);
   free(t->splits);
   free(t->recent);
   t->recent = NULL;

@@ -134,10 +134,37 @@ static int64_t err_time(const struct nsp_trace *t, const struct nsp_rec *rec) {
   return nsp_an_wall(t, rec->t_exit >= rec->t_enter && rec->t_exit ? rec->t_exit : rec->t_enter);
 }
 
+/* A communicator creation that failed: kept as a call that waited (the
+ * comm-init rule asks which ranks never made it). */
+static int failed_init(struct nsp_trace *t, const struct nsp_rec *rec) {
+  const struct nsp_rec_ext *x = rec->ext;
+  if (nsp_api_kind(rec->api) != NSP_K_INIT || rec->api == NSP_API_CommInitAll) return 0;
+  NSP_TRY(nsp_grow(&t->failed_inits, &t->failed_inits_cap, t->nfailed_inits + 1, sizeof *t->failed_inits));
+  struct nsp_inflight *f = &t->failed_inits[t->nfailed_inits++];
+  memset(f, 0, sizeof *f);
+  nsp_call_clear(&f->call);
+  f->call.api = rec->api;
+  f->call.time_ns = nsp_an_wall(t, rec->t_enter);
+  f->call.result = rec->result;
+  f->call.done = 0;
+  int split = rec->api == NSP_API_CommSplit || rec->api == NSP_API_CommShrink;
+  f->new_comm_id = x->comm_id;
+  f->parent_id = x->parent_id;
+  f->split_index = x->split_index;
+  f->rank = split ? -1 : x->rank;
+  f->nranks = split ? -1 : x->nranks;
+  f->color = split ? x->color : -1;
+  f->key = split ? x->key : -1;
+  f->wait_ns = rec->t_exit > rec->t_enter ? (int64_t)(rec->t_exit - rec->t_enter) : 0;
+  return 0;
+}
+
 static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const struct nsp_rec *rec) {
   const struct nsp_rec_ext *x = rec->ext;
-  if (is_error(rec->result))
+  if (is_error(rec->result)) {
     NSP_TRY(note_error(t, NSP_SRC_COMM_INIT, rec->api, x->comm_id, 0, rec, err_time(t, rec)));
+    NSP_TRY(failed_init(t, rec));
+  }
   if (x->parent_id && !is_error(rec->result)) {
     /* This rank is done with that split (with or without a child). */
     NSP_TRY(nsp_grow(&t->splits, &t->splits_cap, t->nsplits + 1, sizeof *t->splits));
@@ -185,6 +212,7 @@ static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const st
    * record for the same index fills it in.  A rank outside [0, nranks)
    * is no rank of the communicator (NCCL refused such an init with
    * ncclInvalidArgument; its error is still reported). */
+  if (is_error(rec->result)) m->has_error = 1; /* its creation failed */
   if (x->rank >= 0 && (x->nranks <= 0 || x->rank < x->nranks)) m->rank = x->rank;
   if (x->nranks > 0) m->nranks = x->nranks;
   if (x->device >= 0) m->device = x->device;

@@ -264,6 +264,13 @@ struct nsp_trace {
   size_t ninflight, inflight_cap;
   struct nsp_libnccl *libnccl;  /* LIBNCCL records, paths owned (info.libnccl) */
   size_t nlibnccl, libnccl_cap;
+  /* Communicator creations that failed (a COMM record of ncclCommInitRank*,
+   * ncclCommSplit or ncclCommShrink with an error: a timeout waiting for
+   * ranks that never came, say), as calls that waited: in_flight 0,
+   * result the error.  The comm-init rule takes them with the calls in
+   * flight. */
+  struct nsp_inflight *failed_inits;
+  size_t nfailed_inits, failed_inits_cap;
   struct nsp_split_done *splits; /* splits and shrinks it completed (COMM records
                                     with a parent, no-color ones too) */
   size_t nsplits, splits_cap;

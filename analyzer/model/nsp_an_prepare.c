@@ -75,11 +75,13 @@ static int prepare_comms(struct nsp_job *job) {
     if (c->nranks_conflict) NSP_TRY(majority_nranks(job, c));
     c->ranks = malloc(c->nmembers * sizeof *c->ranks);
     if (!c->ranks) return NSP_AN_ENOMEM;
-    size_t nr = 0, unknown = 0;
+    size_t nr = 0, unknown = 0, failed = 0;
     for (size_t k = 0; k < c->nmembers; k++) {
       const struct nsp_member *m = &job->members[c->members[k]];
       if (m->rank < 0) {
-        unknown++;
+        /* A creation that failed never gave a rank: its error says so. */
+        if (m->has_error && !m->calls) failed++;
+        else unknown++;
         continue;
       }
       /* A rank traced twice: an env-duplicate-rank finding says so. */
@@ -93,6 +95,11 @@ static int prepare_comms(struct nsp_job *job) {
                                  "that did not complete?); %s left out of the findings",
                             (unsigned long long)c->info.id, unknown, unknown == 1 ? "" : "s",
                             unknown == 1 ? "its" : "their", unknown == 1 ? "it is" : "they are"));
+    if (failed)
+      NSP_TRY(nsp_job_notef(job, "communicator %016llx: its creation failed on %zu process%s, which never learnt "
+                                 "%s rank; %s left out of the comparisons",
+                            (unsigned long long)c->info.id, failed, failed == 1 ? "" : "es",
+                            failed == 1 ? "its" : "their", failed == 1 ? "it is" : "they are"));
     /* Untraced ranks: an env-missing-ranks finding names them. */
   }
   return 0;

@@ -12,7 +12,10 @@
  * neither wait in nor completed that creation.  For a split, the parent's
  * members that neither wait in nor completed it, with their last call on
  * the parent.  A running process's call younger than nsp_an_live_ns is no
- * evidence yet (a job starting up). */
+ * evidence yet (a job starting up).  A creation that failed (its COMM
+ * record has an error: NCCL, or its time limit, gave up waiting) counts
+ * as a wait too, so a job that ended by its timeouts reads as one killed
+ * while it waited. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +28,21 @@ struct wait {
   const struct nsp_inflight *f;
   int split;    /* a split or shrink (else an init) */
   int young;    /* a running process's, too young to tell */
+  int failed;   /* it returned an error (nsp_trace.failed_inits), not in flight */
+  int refused;  /* that error says the arguments were wrong (ncclInvalidArgument,
+                   ncclInvalidUsage: another nranks, a rank twice): this rank
+                   did call it, and the error and env findings say why */
 };
+
+/* The creation call of trace t with this api and entry (in flight or
+ * failed), or NULL. */
+static const struct nsp_inflight *creation_of(const struct nsp_trace *t, int api, int64_t time_ns) {
+  for (size_t i = 0; i < t->ninflight; i++)
+    if (t->inflight[i].call.api == api && t->inflight[i].call.time_ns == time_ns) return &t->inflight[i];
+  for (size_t i = 0; i < t->nfailed_inits; i++)
+    if (t->failed_inits[i].call.api == api && t->failed_inits[i].call.time_ns == time_ns) return &t->failed_inits[i];
+  return NULL;
+}
 
 static int is_split(int api) { return api == NSP_API_CommSplit || api == NSP_API_CommShrink; }
 
@@ -199,10 +216,17 @@ static int make(struct nsp_job *job, const struct wait *w, size_t n) {
       if (!f->pub.time_ns || x->f->call.time_ns < f->pub.time_ns) f->pub.time_ns = x->f->call.time_ns;
     }
     if (ret) break;
-    side->call = waiting ? w[0].f->call : side->call;
+    /* The waiting side's call: one in flight when there is one. */
+    size_t shown = 0;
+    for (size_t i = 1; i < n; i++)
+      if (w[shown].failed && !w[i].failed) shown = i;
+    side->call = waiting ? w[shown].f->call : side->call;
     side->call.comm_id = w[0].split ? w[0].f->parent_id : w[0].f->new_comm_id;
     char buf[200];
-    snprintf(buf, sizeof buf, waiting ? "in flight in nccl%s (never returned)" : "never called nccl%s for it",
+    snprintf(buf, sizeof buf,
+             !waiting               ? "never called nccl%s for it"
+             : !w[shown].failed     ? "in flight in nccl%s (never returned)"
+                                    : "waited in nccl%s until it failed",
              nsp_api_name(w[0].f->call.api));
     ret = nsp_an_set_side_text(side, buf);
   }
@@ -220,30 +244,38 @@ static int make(struct nsp_job *job, const struct wait *w, size_t n) {
 
 static int check(struct nsp_job *job) {
   size_t nw = 0;
-  for (size_t ti = 0; ti < job->ntraces; ti++)
+  for (size_t ti = 0; ti < job->ntraces; ti++) {
     for (size_t i = 0; i < job->traces[ti]->ninflight; i++)
       nw += nsp_api_kind(job->traces[ti]->inflight[i].call.api) == NSP_K_INIT;
+    nw += job->traces[ti]->nfailed_inits;
+  }
   if (!nw) return 0;
   struct wait *w = malloc(nw * sizeof *w);
   if (!w) return NSP_AN_ENOMEM;
   nw = 0;
   for (size_t ti = 0; ti < job->ntraces; ti++) {
     const struct nsp_trace *t = job->traces[ti];
-    for (size_t i = 0; i < t->ninflight; i++) {
-      const struct nsp_inflight *f = &t->inflight[i];
+    for (size_t i = 0; i < t->ninflight + t->nfailed_inits; i++) {
+      int failed = i >= t->ninflight;
+      const struct nsp_inflight *f = failed ? &t->failed_inits[i - t->ninflight] : &t->inflight[i];
       if (nsp_api_kind(f->call.api) != NSP_K_INIT) continue;
       int split = is_split(f->call.api);
       if (split ? !f->parent_id : !f->new_comm_id) continue; /* cannot be matched with other ranks */
       uint64_t mono = (uint64_t)f->call.time_ns - (uint64_t)t->off_ns;
-      w[nw++] = (struct wait){ti, f, split, nsp_an_end_young(t, mono)};
+      int refused = failed && (f->call.result == ncclInvalidArgument || f->call.result == ncclInvalidUsage);
+      w[nw++] = (struct wait){ti, f, split, !failed && nsp_an_end_young(t, mono), failed, refused};
     }
   }
   qsort(w, nw, sizeof *w, cmp_wait);
   int ret = 0;
   for (size_t i = 0, j; i < nw && !ret; i = j) {
-    int evidence = 0;
-    for (j = i; j < nw && same(&w[i], &w[j]); j++) evidence |= !w[j].young;
-    if (evidence) ret = make(job, w + i, j - i);
+    int evidence = 0, refused = 0;
+    for (j = i; j < nw && same(&w[i], &w[j]); j++) {
+      evidence |= !w[j].young;
+      refused |= w[j].refused;
+    }
+    /* A rank whose call NCCL refused did make it: no rank waits for it. */
+    if (evidence && !refused) ret = make(job, w + i, j - i);
   }
   free(w);
   return ret;
@@ -265,11 +297,11 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   const struct nsp_finding *f = &fp->pub;
   const struct nsp_side *wt = nsp_an_side_with_role(fp, NSP_ROLE_WAITING);
   const struct nsp_side *na = nsp_an_side_with_role(fp, NSP_ROLE_NOT_ARRIVED);
-  const struct nsp_inflight *x = NULL;
   const struct nsp_trace *t0 = job->traces[wt->procs[0].trace];
-  for (size_t i = 0; i < t0->ninflight && !x; i++)
-    if (t0->inflight[i].call.api == f->api && t0->inflight[i].call.time_ns == wt->procs[0].call.time_ns)
-      x = &t0->inflight[i];
+  const struct nsp_inflight *x = creation_of(t0, f->api, wt->procs[0].call.time_ns);
+  /* Every waiter's call failed (none in flight): they waited until then. */
+  int all_failed = 1;
+  for (size_t p = 0; p < wt->nranks; p++) all_failed &= !wt->procs[p].call.in_flight;
   int split = is_split(f->api);
   size_t nmax = wt->nranks + (na ? na->nranks : 0);
   int *rk = malloc((nmax ? nmax : 1) * sizeof *rk);
@@ -284,11 +316,12 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   size_t n = comm_ranks(wt, rk);
   if (n) nsp_an_put_ranks(b, rk, n);
   else nsp_sbuf_printf(b, "job %s %d", wt->nranks == 1 ? "rank" : "ranks", wt->ranks[0]);
-  if (split) nsp_sbuf_printf(b, " %s in it", wt->nranks == 1 ? "waits" : "wait");
+  if (all_failed) nsp_sbuf_printf(b, " waited in %s%s until it failed", split ? "it" : "nccl", split ? "" : nsp_api_name(f->api));
+  else if (split) nsp_sbuf_printf(b, " %s in it", wt->nranks == 1 ? "waits" : "wait");
   else nsp_sbuf_printf(b, " %s in nccl%s", wt->nranks == 1 ? "waits" : "wait", nsp_api_name(f->api));
   if (!split) {
     /* The ranks nobody asked for (missing_ranks again: the check kept none). */
-    struct wait one = {wt->procs[0].trace, x, 0, 0};
+    struct wait one = {wt->procs[0].trace, x, 0, 0, 0, 0};
     int *miss = NULL;
     size_t nm = x ? missing_ranks(job, &one, 1, &miss) : 0;
     /* missing_ranks saw one waiter: the others are not missing. */

@@ -112,6 +112,9 @@ static int link(struct nsp_job *job) {
     const struct nsp_an_comm *c = nsp_an_comm_of(job, e->pub.comm_id);
     if (error_after_mismatch(job, c, o)) {
       e->cause_id = c->mismatch_id;
+    } else if (o->call.source == NSP_SRC_COMM_INIT && job->traces[o->trace]->init_wait_id != SIZE_MAX) {
+      /* A creation that failed waiting for ranks that never made it. */
+      e->cause_id = job->traces[o->trace]->init_wait_id;
     } else {
       for (size_t i = 0; i < n && e->cause_id == SIZE_MAX; i++) {
         const struct nsp_finding_priv *h = &job->findings[i];

@@ -1054,7 +1054,13 @@ static void test_env_never_started(void **state) {
   struct run r;
   run_job_ex(&r, "c10", &o);
   assert_int_not_equal(r.launch_status, 0);
-  assert_kinds_only(&r, NSP_FIND_ENV_MISSING_RANKS, NSP_FIND_ERROR, -1);
+  assert_kinds_only(&r, NSP_FIND_COMM_INIT_WAIT, NSP_FIND_ENV_MISSING_RANKS, NSP_FIND_ERROR, -1);
+  /* First: ranks 0, 1 and 3 waited in ncclCommInitRank for the three that
+   * never called it (they have no trace). */
+  const struct nsp_finding *w = nsp_job_finding(r.job, 0);
+  assert_int_equal(w->kind, NSP_FIND_COMM_INIT_WAIT);
+  assert_side(&w->sides[0], "0-1,3");
+  assert_non_null(strstr(w->message, "for ranks 2,4-5, which never called it"));
   const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_MISSING_RANKS, NULL);
   assert_int_equal(f->comm_id, world(&r, 6)->id);
   assert_env_side(&f->sides[0], "0-1,3", NULL, NULL);
