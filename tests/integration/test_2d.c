@@ -124,9 +124,9 @@ static void run_case(struct run *r, const char *name, int timeout_s, int standin
   for (size_t i = 0; i < nsp_job_nfindings(r->job); i++) {
     const struct nsp_finding *f = nsp_job_finding(r->job, i);
     if (f->cause != SIZE_MAX)
-      print_message("# finding %zu (caused by %zu): %s\n", i, f->cause, f->message);
+      print_message("# finding %zu (caused by %zu): %.900s\n", i, f->cause, f->message);
     else
-      print_message("# finding %zu: %s\n", i, f->message);
+      print_message("# finding %zu: %.900s\n", i, f->message);
   }
   for (size_t i = 0; i < nsp_job_ntraces(r->job); i++)
     assert_null(nsp_job_trace(r->job, i)->problem);

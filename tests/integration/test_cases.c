@@ -127,8 +127,8 @@ static void run_job_ex(struct run *r, const char *name, const struct job_opts *o
     assert_int_equal(nsp_job_add_path(r->job, r->dir), o->ntraces ? o->ntraces : o->nranks);
     assert_int_equal(nsp_job_analyze(r->job), 0);
     for (size_t i = 0; i < nsp_job_nfindings(r->job); i++)
-      print_message("# live finding %zu: %s\n", i, nsp_job_finding(r->job, i)->message);
-    print_message("# live summary: %s\n", nsp_job_summary(r->job));
+      print_message("# live finding %zu: %.900s\n", i, nsp_job_finding(r->job, i)->message);
+    print_message("# live summary: %.900s\n", nsp_job_summary(r->job));
     if (o->live_end_ms > 0) {
       struct timespec te = {o->live_end_ms / 1000, (long)(o->live_end_ms % 1000) * 1000000L};
       nanosleep(&te, NULL);
@@ -150,10 +150,10 @@ static void run_job_ex(struct run *r, const char *name, const struct job_opts *o
   assert_int_equal(nsp_job_add_path(r->job, r->dir), o->ntraces ? o->ntraces : o->nranks);
   assert_int_equal(nsp_job_analyze(r->job), 0);
   for (size_t i = 0; i < nsp_job_nfindings(r->job); i++)
-    print_message("# finding %zu: %s\n", i, nsp_job_finding(r->job, i)->message);
+    print_message("# finding %zu: %.900s\n", i, nsp_job_finding(r->job, i)->message);
   /* Every case but the healthy ones must find something. */
   if (strcmp(name, "c10") != 0 && !o->none) assert_true(nsp_job_nfindings(r->job) > 0);
-  for (size_t i = 0; i < nsp_job_nnotes(r->job); i++) print_message("# note: %s\n", nsp_job_note(r->job, i));
+  for (size_t i = 0; i < nsp_job_nnotes(r->job); i++) print_message("# note: %.900s\n", nsp_job_note(r->job, i));
 }
 
 static void run_done(struct run *r) {
@@ -430,7 +430,7 @@ static void test_c10_untracked(void **state) {
   print_message("# %ld completions, %ld ok\n", all, ok);
   assert_true(ok >= 3 * 1000); /* ranks 0, 2, 3: at least one per step */
   for (size_t i = 0; i < nsp_job_nfindings(r.job); i++)
-    print_message("# unexpected finding: %s\n", nsp_job_finding(r.job, i)->message);
+    print_message("# unexpected finding: %.900s\n", nsp_job_finding(r.job, i)->message);
   assert_int_equal(nsp_job_nfindings(r.job), 0);
   /* The trace summary says which process did not track its calls. */
   for (size_t i = 0; i < nsp_job_ntraces(r.job); i++) {

@@ -97,7 +97,7 @@ static void run_job(struct run *r, const char *caller, const char *odd, int limi
   assert_int_equal(nsp_job_add_path(r->job, r->dir), 2);
   assert_int_equal(nsp_job_analyze(r->job), 0);
   for (size_t i = 0; i < nsp_job_nfindings(r->job); i++)
-    print_message("# finding %zu: %s\n", i, nsp_job_finding(r->job, i)->message);
+    print_message("# finding %zu: %.900s\n", i, nsp_job_finding(r->job, i)->message);
 }
 
 static void run_done(struct run *r);

@@ -45,7 +45,7 @@ static struct nsp_job *analyze(const char *name, int ntraces) {
   assert_int_equal(nsp_job_add_path(job, path), ntraces);
   assert_int_equal(nsp_job_analyze(job), 0);
   for (size_t i = 0; i < nsp_job_nfindings(job); i++)
-    print_message("# %s: %s\n", nsp_finding_kind_name(nsp_job_finding(job, i)->kind), nsp_job_finding(job, i)->message);
+    print_message("# %s: %.900s\n", nsp_finding_kind_name(nsp_job_finding(job, i)->kind), nsp_job_finding(job, i)->message);
   return job;
 }
 
@@ -166,7 +166,7 @@ static struct nsp_job *analyze_killed(const char *name, int ntraces) {
   assert_int_equal(nsp_job_add_path(job, path), ntraces);
   assert_int_equal(nsp_job_analyze(job), 0);
   for (size_t i = 0; i < nsp_job_nfindings(job); i++)
-    print_message("# %s: %s\n", nsp_finding_kind_name(nsp_job_finding(job, i)->kind), nsp_job_finding(job, i)->message);
+    print_message("# %s: %.900s\n", nsp_finding_kind_name(nsp_job_finding(job, i)->kind), nsp_job_finding(job, i)->message);
   for (size_t i = 0; i < nsp_job_ntraces(job); i++) {
     const struct nsp_trace_info *t = nsp_job_trace(job, i);
     assert_int_equal(t->end.state, NSP_END_KILLED);

@@ -941,7 +941,7 @@ static void check_golden(const char *name, const char *dir, int want_status) {
     assert_non_null(f);
     fputs(got, f);
     fclose(f);
-    print_message("updated %s\n", path);
+    print_message("updated %.900s\n", path);
   } else {
     char *want = slurp(path);
     if (strcmp(got, want))

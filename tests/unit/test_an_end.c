@@ -73,7 +73,7 @@ static const struct nsp_finding *the(const struct nsp_job *job, int kind) {
 
 static void print_findings(const struct nsp_job *job) {
   for (size_t i = 0; i < nsp_job_nfindings(job); i++)
-    print_message("# [%zu] %s: %s\n", i + 1, nsp_finding_kind_name(nsp_job_finding(job, i)->kind),
+    print_message("# [%zu] %s: %.900s\n", i + 1, nsp_finding_kind_name(nsp_job_finding(job, i)->kind),
                   nsp_job_finding(job, i)->message);
 }
 
@@ -748,7 +748,7 @@ static void test_shared_gpu_hostid(void **state) {
             strstr(nsp_job_note(job, i), "NCCL_HOSTID=box-a on rank 0, NCCL_HOSTID=box-b on rank 1"))
           noted = 1;
       if (!noted)
-        for (size_t i = 0; i < nsp_job_nnotes(job); i++) print_message("# note: %s\n", nsp_job_note(job, i));
+        for (size_t i = 0; i < nsp_job_nnotes(job); i++) print_message("# note: %.900s\n", nsp_job_note(job, i));
       assert_true(noted);
     } else {
       assert_int_equal(count_kind(job, NSP_FIND_ENV_DUP_GPU), 1);

@@ -262,7 +262,7 @@ static void test_groups_and_early_completion(void **state) {
   AR(g[1], w[1]);
   assert_int_equal(nsp_tracegen_complete_last(g[1], NSP_DONE_OK, 0), 0);
   struct nsp_job *job = analyse_gens(g, 2);
-  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %s\n", nsp_job_finding(job, i)->message);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %.900s\n", nsp_job_finding(job, i)->message);
   assert_int_equal(nsp_job_nfindings(job), 0);
   nsp_job_destroy(job);
 
@@ -461,7 +461,7 @@ static void test_hang_completion_dropped_not_judged(void **state) {
   five_ars_rank1_open(g, w);
   assert_int_equal(nsp_tracegen_dropped(g[1], 4, NSP_DROP_RING_FULL), 0);
   struct nsp_job *job = analyse_gens(g, 2);
-  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %s\n", nsp_job_finding(job, i)->message);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %.900s\n", nsp_job_finding(job, i)->message);
   assert_int_equal(nsp_job_nfindings(job), 0);
   nsp_job_destroy(job);
 }
@@ -482,7 +482,7 @@ static void test_hang_completion_lost_before_next_call(void **state) {
   const struct nsp_finding *f = NULL;
   for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
     const struct nsp_finding *x = nsp_job_finding(job, i);
-    print_message("finding: %s\n", x->message);
+    print_message("finding: %.900s\n", x->message);
     if (x->kind == NSP_FIND_HANG || x->kind == NSP_FIND_NEVER_COMPLETED) f = x;
   }
   assert_non_null(f);

@@ -300,7 +300,7 @@ static void test_c14_consequences_linked(void **state) {
 static void test_c10_healthy(void **state) {
   (void)state;
   struct nsp_job *job = analyse_case("c10", 4);
-  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %s\n", nsp_job_finding(job, i)->message);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %.900s\n", nsp_job_finding(job, i)->message);
   assert_int_equal(nsp_job_nfindings(job), 0);
   assert_int_equal(nsp_job_nnotes(job), 0);
   assert_int_equal(nsp_job_ncomms(job), 3);
@@ -365,7 +365,7 @@ static void test_refused_init_rank_not_traced(void **state) {
   assert_int_equal(c->ranks[0], 0);
   int errors = 0;
   for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
-    print_message("# %s\n", nsp_job_finding(job, i)->message);
+    print_message("# %.900s\n", nsp_job_finding(job, i)->message);
     errors += nsp_job_finding(job, i)->kind == NSP_FIND_ERROR;
   }
   assert_int_equal(errors, 1);
@@ -595,7 +595,7 @@ static void test_refused_call_not_in_sequence(void **state) {
     struct nsp_tracegen *in[2] = {g[order], g[1 - order]};
     struct nsp_job *job = analyse_gens(in, 2);
     for (size_t i = 0; i < nsp_job_nfindings(job); i++)
-      print_message("# order %d: %s\n", order, nsp_job_finding(job, i)->message);
+      print_message("# order %d: %.900s\n", order, nsp_job_finding(job, i)->message);
     assert_int_equal(nsp_job_nfindings(job), 1);
     const struct nsp_finding *f = nsp_job_finding(job, 0);
     assert_int_equal(f->kind, NSP_FIND_ERROR);
@@ -810,7 +810,7 @@ static void test_drop_size_cap_not_stopped(void **state) {
   (void)state;
   struct nsp_tracegen *g[2] = {drop_gen(0, 40, 40, 60, NSP_DROP_SIZE_CAP), drop_gen(1, 100, 0, 0, 0)};
   struct nsp_job *job = analyse_gens(g, 2);
-  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %s\n", nsp_job_finding(job, i)->message);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %.900s\n", nsp_job_finding(job, i)->message);
   assert_int_equal(count_kind(job, NSP_FIND_STOPPED_EARLY), 0);
   assert_int_equal(nsp_job_nfindings(job), 0);
   const char *n = find_note(job, "rank 0's trace stops covering communicator 000000000000d0d0 at seq 40");
@@ -889,7 +889,7 @@ static void test_drop_p2p_not_judged(void **state) {
     /* dir 0: rank 0 sends, rank 1's trace stops; dir 1: rank 1 sends, and
      * its trace stops, so rank 0's recvs are the ones left over. */
     struct nsp_job *job = p2p_drop_job(10, dir, 1, 5, 1, NSP_DROP_SIZE_CAP);
-    for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %s\n", nsp_job_finding(job, i)->message);
+    for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %.900s\n", nsp_job_finding(job, i)->message);
     assert_int_equal(nsp_job_nfindings(job), 0);
     const char *n = find_note(job, dir ? "rank 0's 5 recvs from rank 1 from #6 on, on communicator 00000000000000dd, "
                                          "are not judged: the trace of rank 1 dropped records after its send #5 to "
