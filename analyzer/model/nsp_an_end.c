@@ -211,7 +211,7 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
     } else {
       e->state = died_of_signal ? NSP_END_CRASHED : NSP_END_KILLED;
       e->source = NSP_ENDSRC_RING;
-      e->time_ns = hb ? hb : end;
+      e->time_ns = hb > end ? hb : end; /* its last sign of life: a call's entry may come after the heartbeat */
     }
   } else if (local && pid_alive_since(t->info.pid, t->info.realtime_ns)) {
     set_running(e, NSP_ENDSRC_PROC, end, now);
@@ -236,8 +236,33 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
   return 0;
 }
 
+/* A process killed (or crashed) inside a call it had entered less than
+ * this long before its last sign of life: a job stopped by its time limit
+ * or an operator kills every rank in the middle of healthy calls, so such
+ * a call is no evidence that it would not have returned. */
+#define NSP_DEAD_YOUNG_NS 1000000000ull
+
 int nsp_an_end_young(const struct nsp_trace *t, uint64_t t_enter) {
-  return t->info.end.state == NSP_END_RUNNING && (t->t_last < t_enter || t->t_last - t_enter < nsp_an_live_ns(t));
+  int st = t->info.end.state;
+  if (st == NSP_END_RUNNING) return t->t_last < t_enter || t->t_last - t_enter < nsp_an_live_ns(t);
+  if (st != NSP_END_KILLED && st != NSP_END_CRASHED) return 0;
+  uint64_t last = t->ring_heartbeat > t->t_last ? t->ring_heartbeat : t->t_last;
+  return last < t_enter || last - t_enter < NSP_DEAD_YOUNG_NS;
+}
+
+int nsp_an_killed_active(const struct nsp_job *job, const struct nsp_an_comm *c) {
+  int64_t first = 0, last = 0;
+  size_t n = 0;
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_trace *t = job->traces[job->members[c->members[k]].trace];
+    const struct nsp_end_info *e = &t->info.end;
+    if (e->state != NSP_END_KILLED || !e->time_ns || !t->t_last) return 0;
+    /* Active when it died: its last call less than NSP_DEAD_YOUNG_NS before. */
+    if (diff_ns(e->time_ns, nsp_an_wall(t, t->t_last)) >= (int64_t)NSP_DEAD_YOUNG_NS) return 0;
+    if (!n++ || e->time_ns < first) first = e->time_ns;
+    if (e->time_ns > last) last = e->time_ns;
+  }
+  return n >= 2 && diff_ns(last, first) < (int64_t)NSP_DEAD_YOUNG_NS;
 }
 
 void nsp_an_end_free(struct nsp_trace *t) {

@@ -384,10 +384,18 @@ int nsp_an_end_seen(const struct nsp_trace *t, int api, uint64_t t_enter);
  * (info.end), from its records, the job's "now" and, for this host, /proc.
  * 0 or NSP_AN_ENOMEM. */
 int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t);
-/* True when the process still runs and its call entered at monotonic
- * t_enter is younger than nsp_an_live_ns as of its last sign of life: not
- * yet evidence of a hang. */
+/* True when a call entered at monotonic t_enter is no evidence yet of a
+ * hang: the process still runs and the call is younger than
+ * nsp_an_live_ns, or it was killed or crashed less than 1 s after the
+ * call's entry (a job killed by its time limit stops healthy calls). */
 int nsp_an_end_young(const struct nsp_trace *t, uint64_t t_enter);
+/* True when every traced member of communicator c was killed while it
+ * was active (less than 1 s after its last call), all within 1 s of each
+ * other: a job stopped by its time limit or an operator while it ran.
+ * What one rank did in that last second that another had not yet done
+ * (a collective more, a send not yet received) is no finding then.  A
+ * hung job killed later is not this: its ranks were idle when they died. */
+int nsp_an_killed_active(const struct nsp_job *job, const struct nsp_an_comm *c);
 void nsp_an_end_free(struct nsp_trace *t);
 
 /* ---- call sites (nsp_an_site.c) -------------------------------------------- */

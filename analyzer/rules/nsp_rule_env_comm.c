@@ -277,6 +277,14 @@ static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
   size_t have = 0;
   for (size_t i = 0; i < c->info.ntraced; i++) have += c->ranks[i] >= 0 && c->ranks[i] < nr;
   if (nr <= 0 || have >= (size_t)nr) return 0;
+  /* A process still inside this communicator's creation (in flight:
+   * format 1.5) has a trace and is on its way: comm-init-wait speaks of
+   * creations that wait, not this rule. */
+  for (size_t ti = 0; ti < job->ntraces; ti++)
+    for (size_t i = 0; i < job->traces[ti]->ninflight; i++) {
+      const struct nsp_inflight *x = &job->traces[ti]->inflight[i];
+      if (nsp_api_kind(x->call.api) == NSP_K_INIT && x->new_comm_id == c->info.id) return 0;
+    }
   size_t missing = (size_t)nr - have;
   size_t nmem = 0;
   size_t *mi = malloc((c->nmembers ? c->nmembers : 1) * sizeof *mi);

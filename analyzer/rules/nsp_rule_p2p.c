@@ -140,6 +140,9 @@ static int p2p_pair(struct nsp_job *job, struct nsp_an_comm *c, const struct nsp
     count_uncovered(job, acc, rcv, snd, 1, un_r, first_ur, sends);
     un_r = 0;
   }
+  /* The whole job killed while it ran: sends and receives of its last
+   * second had not all met yet. */
+  if ((un_s || un_r) && nsp_an_killed_active(job, c)) un_s = un_r = 0;
   if (!first_bad && !un_s && !un_r) return 0;
 
   int kind = first_bad ? NSP_FIND_P2P_SIZE_MISMATCH : NSP_FIND_P2P_UNMATCHED;

@@ -81,6 +81,9 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   /* With completion tracking the hang finding says all this and more
    * (who never arrived, who waits, for how long). */
   if (c->hang_seq) skip = 1;
+  /* The whole job killed while it ran: a rank a collective behind in its
+   * last second was not stopped. */
+  if (!skip && nsp_an_killed_active(job, c)) skip = 1;
   /* Ranks that stopped on a failed call or an async error are explained
    * by the "error" finding; ranks waiting in a communicator's creation for
    * ranks that never came, by the comm-init-wait finding. */

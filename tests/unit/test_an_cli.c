@@ -773,7 +773,8 @@ static void test_json_hangs(void **state) {
 /* Two ranks on one communicator, five all-reduces each, into a fresh dir
  * <tmpdir>/<name>; how: 0 rank 1 killed (its ring's heartbeat stale), 1
  * rank 1 loaded a second libnccl, 2 both running (heartbeats at monotonic
- * 1.5e9 ns, wall clock 1.7e18 + 0.5e9), each in flight in seq 6. */
+ * 2.6e9 ns, wall clock 1.7e18 + 1.6e9), each in flight in seq 6 since
+ * monotonic 1.499e9 (1.1 s before: long enough to be a hang once dead). */
 static void ended_dir(const char *name, int how, char *dir, size_t len) {
   snprintf(dir, len, "%s/%s", tmpdir, name);
   assert_int_equal(mkdir(dir, 0755), 0);
@@ -784,7 +785,7 @@ static void ended_dir(const char *name, int how, char *dir, size_t len) {
     if (how == 0 && r == 1) assert_int_equal(nsp_tracegen_ringstate(g, 0, 0, 0, 0, 0), 0);
     if (how == 1 && r == 1) assert_int_equal(nsp_tracegen_libnccl(g, "/opt/x/libnccl.so.2", 21903), 0);
     if (how == 2) {
-      assert_int_equal(nsp_tracegen_ringstate(g, 1500000000ull, 0, 0, 1, 0), 0);
+      assert_int_equal(nsp_tracegen_ringstate(g, 2600000000ull, 0, 0, 1, 0), 0);
       assert_int_equal(nsp_tracegen_inflight_coll(g, NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1,
                                                   1499000000ull, NULL), 0);
     }
@@ -839,7 +840,7 @@ static void test_unseen_status(void **state) {
   nsp_case_rmdir(dir);
 
   ended_dir("live", 2, dir, sizeof dir);
-  assert_int_equal(setenv("NSP_ANALYZE_NOW_NS", "1700000002500000000", 1), 0);
+  assert_int_equal(setenv("NSP_ANALYZE_NOW_NS", "1700000003600000000", 1), 0);
   r = run((const char *[]){"analyze", "--json", dir, NULL});
   assert_int_equal(r.status, 0);
   root = json_tokener_parse(r.out);

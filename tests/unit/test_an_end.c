@@ -92,8 +92,10 @@ static char *text_of(const struct nsp_job *job) {
 /* A process killed: its ring left behind with a heartbeat long before
  * any "now" the tests use. */
 static void killed(struct nsp_tracegen *g, uint64_t ninflight) {
-  /* heartbeat: after the calls in flight that follow (10 us) */
-  assert_int_equal(nsp_tracegen_ringstate(g, nsp_tracegen_now(g) + 10000, 0, 0, ninflight, 0), 0);
+  /* heartbeat: 5 s after the calls in flight that follow (killed while
+   * they waited: a call less than 1 s old when its process was killed is
+   * no evidence of a hang) */
+  assert_int_equal(nsp_tracegen_ringstate(g, nsp_tracegen_now(g) + 5000000000ull, 0, 0, ninflight, 0), 0);
 }
 
 /* A SIGNAL record now: SIGSEGV, SEGV_MAPERR, no stack. */
@@ -123,7 +125,7 @@ static void inflight_mismatch(int live) {
   for (int r = 0; r < 4; r++) {
     g[r] = gen(r, 4, &w[r], 0);
     for (int i = 0; i < 10; i++) assert_int_equal(AR(g[r], w[r]), (uint64_t)i + 1);
-    hb = nsp_tracegen_now(g[r]) + SEC / 1000;
+    hb = nsp_tracegen_now(g[r]) + 5 * SEC;
     assert_int_equal(nsp_tracegen_ringstate(g[r], hb, 0, 0, 1, 0), 0);
     uint64_t seq = 0;
     if (r == 0)
@@ -281,7 +283,8 @@ static void test_shrink_excluded(void **state) {
   struct nsp_tracegen *g[4];
   uint32_t w[4];
   ranks(g, w, 4, 0, 2);
-  killed(g[3], 0); /* heartbeat at about +3 us */
+  /* Rank 3 was killed at about +3 us, before the shrink began. */
+  assert_int_equal(nsp_tracegen_ringstate(g[3], nsp_tracegen_now(g[3]) + 3000, 0, 0, 0, 0), 0);
   for (int r = 0; r < 3; r++) {
     nsp_tracegen_set_time(g[r], MONO0 + 1000000);
     killed(g[r], 1);
@@ -350,7 +353,7 @@ static void test_init_young_no_finding(void **state) {
   uint64_t hb = 0;
   for (int r = 0; r < 4; r++) {
     g[r] = gen(r, 4, &w[r], 0);
-    hb = nsp_tracegen_now(g[r]) + SEC / 1000;
+    hb = nsp_tracegen_now(g[r]) + 5 * SEC;
     assert_int_equal(nsp_tracegen_ringstate(g[r], hb, 0, 0, r != 3, 0), 0);
     if (r != 3) assert_int_equal(nsp_tracegen_inflight_init(g[r], NSP_API_CommInitRank, 0xbeef, r, 4, 0), 0);
   }
@@ -414,7 +417,7 @@ static void test_live_healthy(void **state) {
     g[r] = gen(r, 4, &w[r], 1);
     for (int i = 0; i < (r == 2 ? 17 : 19); i++) AR(g[r], w[r]);
     uint64_t entry = nsp_tracegen_now(g[r]);
-    hb = entry + SEC / 1000;
+    hb = entry + 5 * SEC;
     assert_int_equal(nsp_tracegen_ringstate(g[r], hb, 0, 0, 1, 0), 0);
     assert_int_equal(nsp_tracegen_inflight_coll(g[r], NSP_API_AllReduce, w[r], 8, ncclFloat32, ncclSum, -1, entry, NULL), 0);
   }
