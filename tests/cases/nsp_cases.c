@@ -1070,7 +1070,7 @@ static const struct nsp_cases_case nsp_cases_table[] = {
    "rank 2 never calls ncclCommInitRank (no NCCL call at all), the others wait inside it"},
   {"abort-exit0", "abort-exit0", 2, 0, NULL, nsp_cases_abort_exit0,
    "rank 1 aborts the world after #2 and exits 0, rank 0 waits in #3"},
-  {"live", "live", 2, 0, NULL, nsp_cases_live, "healthy, NSP_LIVE_S (8) s of all-reduces 10 ms apart"},
+  {"live", "live", 0, 0, NULL, nsp_cases_live, "healthy, NSP_LIVE_S (8) s of all-reduces 10 ms apart"},
   {"c2d-healthy", "c2d-healthy", 8, 1, NULL, nsp_cases_c2d_healthy,
    "stream mode: TP=2 x DP=4 (+ DP shards), 200 steps, checked"},
   {"c2d-dp-mismatch", "c2d-dp-mismatch", 8, 1, NULL, nsp_cases_c2d_dp_mismatch,

@@ -642,6 +642,36 @@ static void test_live_healthy(void **state) {
   run_done(&r);
 }
 
+/* A healthy job stopped while it runs (a scheduler's time limit: SIGTERM
+ * to every rank at once, whose default action kills them), at three
+ * moments: no finding, since ranks a call apart or in flight in their
+ * last second were not stopped; every rank killed; the summary says so. */
+static void test_killed_healthy(void **state) {
+  /* c10 (every collective, send/recv rings, splits) runs for about half a
+   * second here; live, 5 s of all-reduces 10 ms apart. */
+  static const struct {
+    const char *name;
+    int at_ms;
+  } at[] = {{"c10", 200}, {"c10", 350}, {"live", 1500}, {"live", 2600}};
+  int killed = 0;
+  for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+    struct run r;
+    struct job_opts o = {.nranks = 4, .limit_s = 60, .term_ms = at[i].at_ms, .none = 1, .all_env = "NSP_LIVE_S=5"};
+    run_job_ex(&r, at[i].name, &o);
+    print_message("# %s stopped at %d ms: %.900s\n", at[i].name, at[i].at_ms, nsp_job_summary(r.job));
+    assert_int_equal(nsp_job_nfindings(r.job), 0);
+    /* Killed, unless the job was over first (a fast machine). */
+    if (trace_of_rank(&r, 0)->end.state != NSP_END_EXITED) {
+      killed++;
+      for (int k = 0; k < 4; k++) assert_end(&r, k, NSP_END_KILLED);
+      assert_null(strstr(nsp_job_summary(r.job), "No problems found"));
+      assert_non_null(strstr(nsp_job_summary(r.job), "ended without a clean exit"));
+    }
+    run_done(&r);
+  }
+  assert_true(killed >= 2); /* the live job is always stopped while it runs */
+}
+
 /* A hung job analysed while it hangs: the hang, its ranks still running. */
 static void test_live_hang(void **state) {
   struct run r;
@@ -1122,7 +1152,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_c03_killed), cmocka_unit_test(test_no_split), cmocka_unit_test(test_no_split_killed),
       cmocka_unit_test(test_no_init), cmocka_unit_test(test_no_init_killed), cmocka_unit_test(test_abort_exit0),
       cmocka_unit_test(test_abort_exit0_killed), cmocka_unit_test(test_live_healthy),
-      cmocka_unit_test(test_live_hang),
+      cmocka_unit_test(test_live_hang), cmocka_unit_test(test_killed_healthy),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
