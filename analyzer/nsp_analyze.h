@@ -276,6 +276,9 @@ struct nsp_end_info {
                            heartbeat, else the end of its trace); KILLED and
                            CRASHED, its last sign of life (the heartbeat, else
                            the end of its trace); 0 unknown */
+  int exit_status;      /* EXITED: the status it gave exit() (0 a clean exit;
+                           another: it exited with an error, not cleanly); -1
+                           unknown (its exit handlers ran without saying) */
   int64_t age_ns;       /* RUNNING: the analysis's "now" minus time_ns (how
                            long ago it was last heard from, ns; 0 when its
                            clock is ahead); 0 otherwise */

@@ -370,6 +370,14 @@ __attribute__((constructor)) static void nsp_init(void) {
   pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
 }
 
+/* The status the process gives exit(): an on_exit handler runs before the
+ * destructors (writer_stop), so the EXIT record can say it.  -1 unknown. */
+static volatile int nsp_writer_exit_status = -1;
+static void note_exit_status(int status, void *arg) {
+  (void)arg;
+  nsp_writer_exit_status = status & 0xff;
+}
+
 static void writer_stop(void) {
   if (!nsp_writer_running || nsp_writer_pid != getpid()) return;
   nsp_done_stop(); /* its last completions go in the last frame */
@@ -383,6 +391,7 @@ static void writer_stop(void) {
     r->kind = NSP_REC_EXIT;
     nsp_rec_exit_set_t(r, t);
     nsp_rec_exit_set_inflight(r, nsp_flight_count_others());
+    nsp_rec_exit_set_status(r, nsp_writer_exit_status);
     nsp_ring_commit(r);
   }
   nsp_writer_running = 0;
@@ -454,6 +463,9 @@ void nsp_writer_start(void) {
       nsp_resolve_started(); /* LIBNCCL records seen before */
       /* Once the ring exists: a fatal signal's record has somewhere to go. */
       nsp_signal_install();
+      /* Once per process (a forked child keeps the handler). */
+      static int exit_noted;
+      if (!exit_noted && on_exit(note_exit_status, NULL) == 0) exit_noted = 1;
     }
   } else {
     free(proc);

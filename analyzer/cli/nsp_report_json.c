@@ -78,7 +78,7 @@ static void put_call(struct jctx *j, json_object *o, const struct nsp_call *c, i
 static int64_t rel(const struct nsp_job *job, int64_t t) { return (int64_t)((uint64_t)t - (uint64_t)nsp_job_start_ns(job)); }
 
 /* How a process ended: {"state", "source", "time_ns", "t_rel_ns", "age_ns",
- * "signal", "signo", "inflight", "unslotted", "why", "text"}, the members
+ * "signal", "signo", "inflight", "exit_status", "unslotted", "why", "text"}, the members
  * that apply (docs/REPORT.md). */
 static json_object *end_json(struct jctx *j, const struct nsp_job *job, const struct nsp_end_info *e) {
   json_object *o = json_object_new_object();
@@ -95,6 +95,7 @@ static json_object *end_json(struct jctx *j, const struct nsp_job *job, const st
     put(j, o, "signo", jint(e->signo));
   }
   put(j, o, "inflight", jint((int64_t)e->inflight));
+  put(j, o, "exit_status", jint((int64_t)e->exit_status));
   if (e->unslotted) put(j, o, "unslotted", jint(e->unslotted));
   if (e->why[0]) put(j, o, "why", jstr(e->why));
   char eb[256];

@@ -146,7 +146,8 @@ size_t nsp_format_end(char *buf, size_t buflen, const struct nsp_job *job, const
   if (buflen) buf[0] = 0;
   switch (e->state) {
     case NSP_END_EXITED:
-      fmt_cat(buf, buflen, &len, "exited %sat ", e->source == NSP_ENDSRC_EXIT ? "cleanly " : "");
+      if (e->exit_status > 0) fmt_cat(buf, buflen, &len, "exited with status %d at ", e->exit_status);
+      else fmt_cat(buf, buflen, &len, "exited %sat ", e->source == NSP_ENDSRC_EXIT && !e->exit_status ? "cleanly " : "");
       fmt_rel(buf, buflen, &len, job, e->time_ns);
       if (e->source != NSP_ENDSRC_EXIT) fmt_cat(buf, buflen, &len, " (its exit handlers ran; the trace could not be finished)");
       if (e->inflight)

@@ -15,7 +15,7 @@ static void put_trace_name(struct nsp_sbuf *b, const struct nsp_trace *t) {
 
 /* ---- what the traces could not see ---------------------------------------- */
 
-enum { CAV_RUNNING, CAV_KILLED, CAV_CRASHED, CAV_INFLIGHT, CAV_EXIT_INFLIGHT, CAV_UNKNOWN, CAV_N };
+enum { CAV_RUNNING, CAV_KILLED, CAV_CRASHED, CAV_FAILED, CAV_INFLIGHT, CAV_EXIT_INFLIGHT, CAV_UNKNOWN, CAV_N };
 
 /* Which caveat c trace t has. */
 static int has_caveat(const struct nsp_trace *t, int c) {
@@ -24,6 +24,7 @@ static int has_caveat(const struct nsp_trace *t, int c) {
     case CAV_RUNNING: return e->state == NSP_END_RUNNING;
     case CAV_KILLED: return e->state == NSP_END_KILLED;
     case CAV_CRASHED: return e->state == NSP_END_CRASHED;
+    case CAV_FAILED: return e->state == NSP_END_EXITED && e->exit_status > 0;
     case CAV_INFLIGHT: return t->ninflight > 0 && e->state != NSP_END_EXITED;
     case CAV_EXIT_INFLIGHT: return e->state == NSP_END_EXITED && e->inflight > 0;
     default: return e->state == NSP_END_UNKNOWN && e->format_minor >= 5;
@@ -53,7 +54,7 @@ static int put_caveats(struct nsp_job *job, struct nsp_sbuf *b) {
   for (size_t i = 0; i < job->ntraces; i++) {
     const struct nsp_trace *t = job->traces[i];
     cv->running += has_caveat(t, CAV_RUNNING);
-    cv->unclean += has_caveat(t, CAV_KILLED) || has_caveat(t, CAV_CRASHED);
+    cv->unclean += has_caveat(t, CAV_KILLED) || has_caveat(t, CAV_CRASHED) || has_caveat(t, CAV_FAILED);
     cv->unknown_end += has_caveat(t, CAV_UNKNOWN);
     cv->inflight += has_caveat(t, CAV_INFLIGHT) || has_caveat(t, CAV_EXIT_INFLIGHT);
     cv->libnccl += t->nlibnccl > 0;
@@ -66,6 +67,8 @@ static int put_caveats(struct nsp_job *job, struct nsp_sbuf *b) {
       [CAV_KILLED] = {" ended without a clean exit (SIGKILL, the OOM killer or _exit)",
                       " ended without a clean exit (SIGKILL, the OOM killer or _exit)"},
       [CAV_CRASHED] = {" crashed (a fatal signal)", " crashed (fatal signals)"},
+      [CAV_FAILED] = {" exited with a non-zero status (an error, not a clean exit)",
+                      " exited with non-zero statuses (errors, not clean exits)"},
       [CAV_INFLIGHT] = {" has calls in flight (never returned)", " have calls in flight (never returned)"},
       [CAV_EXIT_INFLIGHT] = {" exited while other threads were inside NCCL calls",
                              " exited while other threads were inside NCCL calls"},

@@ -57,6 +57,7 @@ int nsp_an_end_load(struct nsp_trace *t, const struct nsp_rec *rec) {
       t->has_exit = 1;
       t->exit_mono = nsp_rec_exit_t(rec);
       t->exit_inflight = nsp_rec_exit_inflight(rec);
+      t->exit_status = nsp_rec_exit_status(rec);
       return 0;
     case NSP_REC_RINGSTATE:
       t->has_ring = 1;
@@ -168,6 +169,7 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
   struct nsp_end_info *e = &t->info.end;
   memset(e, 0, sizeof *e);
   e->signal = e->why = "";
+  e->exit_status = -1;
   e->format_minor = t->minor;
   t->info.inflight = t->inflight;
   t->info.ninflight = t->ninflight;
@@ -192,6 +194,7 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
     e->source = NSP_ENDSRC_EXIT;
     e->time_ns = nsp_an_wall(t, t->exit_mono);
     e->inflight = t->exit_inflight;
+    e->exit_status = t->exit_status;
   } else if (t->has_ring && t->ring_exited) {
     /* Exit handlers ran, but the trace could not be finished. */
     e->state = NSP_END_EXITED;

@@ -257,6 +257,7 @@ struct nsp_trace {
   unsigned minor;               /* the header's format minor (major 1) */
   int has_exit;                 /* an EXIT record: exit handlers ran at exit_mono */
   uint64_t exit_mono, exit_inflight;
+  int32_t exit_status;          /* EXIT's status: -1 unknown */
   int has_ring;                 /* a RINGSTATE record: its crash ring was left */
   uint64_t ring_heartbeat, ring_heartbeat_wall, ring_exited;
   uint32_t ring_unslotted;

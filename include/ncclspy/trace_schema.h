@@ -195,8 +195,8 @@
     "handler into the crash ring before the program's own handler or the default action runs.")      \
   K(EXIT, exit, 13, 5, NO, RING, NONE,                                                                      \
     "The process ran its exit handlers (exit(), a return from main): the last record of the trace of a "   \
-    "process that exited cleanly.  A trace without it ended otherwise (killed, crashed, _exit) or its "    \
-    "process is still running.")                                                                          \
+    "process that exited, with its exit status.  A trace without it ended otherwise (killed, crashed, "   \
+    "_exit) or its process is still running.")                                                                          \
   K(LIBNCCL, libnccl, 14, 5, YES, RING, NONE,                                                               \
     "A libnccl other than the one the shim interposes was loaded in the process: calls made through it "   \
     "are not traced.  Once per such library.")                                                            \
@@ -366,7 +366,10 @@
 #define NSP_REC_FIELDS_EXIT(F, K)                                                                      \
   F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 5, 0, "when the exit handlers ran")                 \
   F(K, inflight, V, ALWAYS, NONE, R(count), uint64_t, COUNT, 5, 0,                                         \
-    "calls other threads were still inside then (each also an INFLIGHT record when the ring is read)")
+    "calls other threads were still inside then (each also an INFLIGHT record when the ring is read)")    \
+  F(K, status, Z, ALWAYS, NONE, R(result), int32_t, NUM, 5, -1,                                           \
+    "the status the process gave exit() (a return from main gives main's value): 0 a clean exit; -1 "   \
+    "unknown")
 
 #define NSP_REC_FIELDS_LIBNCCL(F, K)                                                                          \
   F(K, t, V, ALWAYS, NONE, R(t_enter), uint64_t, TIME, 5, 0, "when the shim saw it")                          \

@@ -672,6 +672,25 @@ static void test_killed_healthy(void **state) {
   assert_true(killed >= 2); /* the live job is always stopped while it runs */
 }
 
+/* Rank 1 leaves the job with exit(3) at its 500th call (an uncaught
+ * exception does exit(1)), rank 2 with _exit(4): neither is a clean exit.
+ * Rank 1's EXIT record carries its status; rank 2 leaves its ring. */
+static void test_exit_status(void **state) {
+  struct run r;
+  run_job(&r, "c10", 4, 60, 0, "1:NSP_CASES_DIE=exit@500;2:NSP_CASES_DIE=_exit@500");
+  const struct nsp_trace_info *t1 = trace_of_rank(&r, 1), *t2 = trace_of_rank(&r, 2);
+  assert_int_equal(t1->end.state, NSP_END_EXITED);
+  assert_int_equal(t1->end.exit_status, 3);
+  assert_int_equal(t2->end.state, NSP_END_KILLED);
+  const char *sum = nsp_job_summary(r.job);
+  assert_non_null(strstr(sum, "exited with non-zero statuses (errors, not clean exits)"));
+  assert_null(strstr(sum, "exited cleanly"));
+  char buf[256];
+  nsp_format_end(buf, sizeof buf, r.job, &t1->end);
+  assert_non_null(strstr(buf, "exited with status 3 at "));
+  run_done(&r);
+}
+
 /* A hung job analysed while it hangs: the hang, its ranks still running. */
 static void test_live_hang(void **state) {
   struct run r;
@@ -1152,7 +1171,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_c03_killed), cmocka_unit_test(test_no_split), cmocka_unit_test(test_no_split_killed),
       cmocka_unit_test(test_no_init), cmocka_unit_test(test_no_init_killed), cmocka_unit_test(test_abort_exit0),
       cmocka_unit_test(test_abort_exit0_killed), cmocka_unit_test(test_live_healthy),
-      cmocka_unit_test(test_live_hang), cmocka_unit_test(test_killed_healthy),
+      cmocka_unit_test(test_live_hang), cmocka_unit_test(test_killed_healthy), cmocka_unit_test(test_exit_status),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);

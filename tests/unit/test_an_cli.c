@@ -538,7 +538,7 @@ static void test_dump_text(void **state) {
   size_t lines = 0;
   for (const char *p = r.out; *p; p++) lines += *p == '\n';
   assert_int_equal(lines, 54);
-  assert_contains(r.out, "\nt=+0.051100ms EXIT inflight=0\n"); /* at its last call's return */
+  assert_contains(r.out, "\nt=+0.051100ms EXIT inflight=0 status=0\n"); /* at its last call's return, a clean exit */
   result_free(&r);
 }
 
