@@ -76,8 +76,10 @@ size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c) {
 size_t nsp_format_proc_rank(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_finding *f,
                             const struct nsp_proc *p) {
   int in_comm = nsp_finding_job_ranks(f) && f->comm_id; /* job ranks, each with its comm_rank */
-  if (in_comm && p->comm_rank < 0) return (size_t)snprintf(buf, buflen, "job rank %d", p->rank);
   int r = in_comm ? p->comm_rank : p->rank, jr = job->traces[p->trace]->info.rank;
+  /* A process without a rank (it died while it started): its pid. */
+  if (r < 0 && (!in_comm || p->rank < 0)) return (size_t)snprintf(buf, buflen, "the process without a rank");
+  if (in_comm && p->comm_rank < 0) return (size_t)snprintf(buf, buflen, "job rank %d", p->rank);
   if (jr >= 0 && jr != r) return (size_t)snprintf(buf, buflen, "rank %d (job rank %d)", r, jr);
   return (size_t)snprintf(buf, buflen, "rank %d", r);
 }
@@ -159,8 +161,13 @@ size_t nsp_format_end(char *buf, size_t buflen, const struct nsp_job *job, const
       else fmt_cat(buf, buflen, &len, "still running (last heard %.1f s ago)", (double)e->age_ns / 1e9);
       break;
     case NSP_END_KILLED:
-      fmt_cat(buf, buflen, &len, "ended without a clean exit (SIGKILL, the OOM killer or _exit; last heard at ");
-      fmt_rel(buf, buflen, &len, job, e->time_ns);
+      fmt_cat(buf, buflen, &len, "ended without a clean exit (SIGKILL, the OOM killer or _exit; ");
+      if (e->time_ns) {
+        fmt_cat(buf, buflen, &len, "last heard at ");
+        fmt_rel(buf, buflen, &len, job, e->time_ns);
+      } else {
+        fmt_cat(buf, buflen, &len, "killed while it started: no time recorded");
+      }
       fmt_cat(buf, buflen, &len, ")");
       break;
     case NSP_END_CRASHED:

@@ -345,8 +345,9 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
                          "which they were)");
   }
   if (!na) {
-    nsp_sbuf_printf(b, "; no trace of this job is missing the call: the ranks that never called it have no trace "
-                       "(copy every rank's traces)");
+    nsp_sbuf_printf(b, "; the ranks that never called it have no trace: they made no NCCL call (they died, hung "
+                       "or took another path before it, or ran without the shim), or their traces were not "
+                       "copied here");
   } else {
     nsp_sbuf_printf(b, "; the %s to look at: ", na->nranks == 1 ? "process" : "processes");
     size_t shown = na->nranks < 4 ? na->nranks : 4;
