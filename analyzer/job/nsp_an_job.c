@@ -149,6 +149,8 @@ static void longest_copy_first(char **names, size_t n) {
   free(e);
 }
 
+static char *rank_name_of(const char *dir, const char *listed);
+
 static int add_dir(struct nsp_job *job, const char *path) {
   DIR *d = opendir(path);
   if (!d) {
@@ -194,8 +196,15 @@ static int add_dir(struct nsp_job *job, const char *path) {
   int added = 0;
   for (size_t i = 0; i < n && ret == 0; i++) {
     struct stat st;
-    int r = stat(names[i], &st) == 0 && S_ISREG(st.st_mode) ? add_file(job, names[i], &st)
-                                                            : nsp_an_load_trace(job, names[i], NULL, 0);
+    char *renamed = NULL;
+    int r;
+    if (stat(names[i], &st) < 0 && errno == ENOENT && (renamed = rank_name_of(path, names[i])) &&
+        stat(renamed, &st) == 0 && S_ISREG(st.st_mode))
+      r = add_file(job, renamed, &st); /* a live process named its trace after its rank meanwhile */
+    else
+      r = stat(names[i], &st) == 0 && S_ISREG(st.st_mode) ? add_file(job, names[i], &st)
+                                                          : nsp_an_load_trace(job, names[i], NULL, 0);
+    free(renamed);
     if (r == NSP_AN_ENOMEM) ret = r;
     else if (r > 0) added++;
   }
@@ -207,6 +216,31 @@ static int add_dir(struct nsp_job *job, const char *path) {
              "(%s): name them instead",
              path, nsub, subdirs);
   return ret < 0 ? ret : added;
+}
+
+/* A running process's trace "<host>.<pid>.ncclspy" becomes
+ * "<host>.<pid>.rank<R>.ncclspy" once its rank is known (the shim renames
+ * it, its ring with it): when the listed name is gone, the new one in
+ * dir, or NULL (caller frees). */
+static char *rank_name_of(const char *dir, const char *listed) {
+  const char *base = strrchr(listed, '/');
+  base = base ? base + 1 : listed;
+  size_t blen = strlen(base), suf = strlen(".ncclspy");
+  if (blen <= suf || strstr(base, ".rank")) return NULL;
+  size_t stem = blen - suf; /* "<host>.<pid>" */
+  DIR *d = opendir(dir);
+  if (!d) return NULL;
+  char *found = NULL;
+  struct dirent *e;
+  while (!found && (e = readdir(d))) {
+    const char *nm = e->d_name;
+    if (strncmp(nm, base, stem) || strncmp(nm + stem, ".rank", 5) || !ends_with(nm, ".ncclspy")) continue;
+    size_t len = strlen(dir) + 1 + strlen(nm) + 1;
+    found = malloc(len);
+    if (found) snprintf(found, len, "%s/%s", dir, nm);
+  }
+  closedir(d);
+  return found;
 }
 
 int nsp_job_add_path(struct nsp_job *job, const char *path) {

@@ -253,6 +253,17 @@ int nsp_an_end_young(const struct nsp_trace *t, uint64_t t_enter) {
   return last < t_enter || last - t_enter < NSP_DEAD_YOUNG_NS;
 }
 
+int nsp_an_job_starting(const struct nsp_job *job) {
+  int64_t first = 0;
+  for (size_t i = 0; i < job->ntraces; i++) {
+    const struct nsp_trace *t = job->traces[i];
+    if (t->info.end.state != NSP_END_RUNNING) return 0;
+    if (!first || t->info.realtime_ns < first) first = t->info.realtime_ns;
+  }
+  if (!job->ntraces) return 0;
+  return diff_ns(now_ns(job), first) < (int64_t)nsp_an_live_ns(job->traces[0]);
+}
+
 int nsp_an_killed_active(const struct nsp_job *job, const struct nsp_an_comm *c) {
   int64_t first = 0, last = 0;
   size_t n = 0;

@@ -397,6 +397,10 @@ int nsp_an_end_young(const struct nsp_trace *t, uint64_t t_enter);
  * (a collective more, a send not yet received) is no finding then.  A
  * hung job killed later is not this: its ranks were idle when they died. */
 int nsp_an_killed_active(const struct nsp_job *job, const struct nsp_an_comm *c);
+/* True when every traced process still runs and the first of them began
+ * its trace less than the live window ago: a job starting up, whose other
+ * ranks may not have made their first NCCL call (and trace) yet. */
+int nsp_an_job_starting(const struct nsp_job *job);
 void nsp_an_end_free(struct nsp_trace *t);
 
 /* ---- call sites (nsp_an_site.c) -------------------------------------------- */

@@ -277,6 +277,8 @@ static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
   size_t have = 0;
   for (size_t i = 0; i < c->info.ntraced; i++) have += c->ranks[i] >= 0 && c->ranks[i] < nr;
   if (nr <= 0 || have >= (size_t)nr) return 0;
+  /* A job starting up: its other ranks may have no trace yet. */
+  if (nsp_an_job_starting(job)) return 0;
   /* A process still inside this communicator's creation (in flight:
    * format 1.5) has a trace and is on its way: comm-init-wait speaks of
    * creations that wait, not this rule. */
