@@ -50,6 +50,7 @@ struct job_opts {
                            the launcher after that many ms more, as a scheduler would) */
   int live_end_ms;
   int none;             /* the job must give no finding (healthy) */
+  int some_traces;      /* killed early: at least one trace, not necessarily every rank's */
 };
 
 static void run_job_ex(struct run *r, const char *name, const struct job_opts *o);
@@ -147,7 +148,8 @@ static void run_job_ex(struct run *r, const char *name, const struct job_opts *o
 
   r->job = nsp_job_create();
   assert_non_null(r->job);
-  assert_int_equal(nsp_job_add_path(r->job, r->dir), o->ntraces ? o->ntraces : o->nranks);
+  if (o->some_traces) assert_true(nsp_job_add_path(r->job, r->dir) >= 1);
+  else assert_int_equal(nsp_job_add_path(r->job, r->dir), o->ntraces ? o->ntraces : o->nranks);
   assert_int_equal(nsp_job_analyze(r->job), 0);
   for (size_t i = 0; i < nsp_job_nfindings(r->job); i++)
     print_message("# finding %zu: %.900s\n", i, nsp_job_finding(r->job, i)->message);
@@ -656,14 +658,18 @@ static void test_killed_healthy(void **state) {
   int killed = 0;
   for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
     struct run r;
-    struct job_opts o = {.nranks = 4, .limit_s = 60, .term_ms = at[i].at_ms, .none = 1, .all_env = "NSP_LIVE_S=5"};
+    /* Under a sanitizer some ranks may not have made their first call by
+     * then: the traces there are. */
+    struct job_opts o = {.nranks = 4, .limit_s = 60, .term_ms = at[i].at_ms, .none = 1, .some_traces = 1,
+                         .all_env = "NSP_LIVE_S=5"};
     run_job_ex(&r, at[i].name, &o);
     print_message("# %s stopped at %d ms: %.900s\n", at[i].name, at[i].at_ms, nsp_job_summary(r.job));
     assert_int_equal(nsp_job_nfindings(r.job), 0);
     /* Killed, unless the job was over first (a fast machine). */
-    if (trace_of_rank(&r, 0)->end.state != NSP_END_EXITED) {
+    if (nsp_job_trace(r.job, 0)->end.state != NSP_END_EXITED) {
       killed++;
-      for (int k = 0; k < 4; k++) assert_end(&r, k, NSP_END_KILLED);
+      for (size_t k = 0; k < nsp_job_ntraces(r.job); k++)
+        assert_int_equal(nsp_job_trace(r.job, k)->end.state, NSP_END_KILLED);
       assert_null(strstr(nsp_job_summary(r.job), "No problems found"));
       assert_non_null(strstr(nsp_job_summary(r.job), "ended without a clean exit"));
     }
