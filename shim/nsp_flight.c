@@ -12,7 +12,7 @@
  * destructor).  When every entry is taken, the thread's calls are not
  * shown and the header counts it (inflight_unslotted).  Without a ring
  * file (the ring is in anonymous memory) there is no table: no one could
- * read it after a death.  The wrapper's part (nsp_flight_enter/_leave in
+ * read it after a death.  The wrapper's part (nsp_flight_begin, _publish, _leave in
  * nsp_shim.h) is a few stores into a cache line the thread owns. */
 #include <pthread.h>
 #include <string.h>
