@@ -22,6 +22,8 @@
  *                  way): seq 3, rank 0 1024 elements, rank 1 1000
  *   jax_dtype      2 JAX processes (XLA: dlopen + dlsym): seq 3 all-gather,
  *                  rank 0 float32, rank 1 bfloat16
+ *   ddp_amp_subgroup  4 ranks, healthy DDP + AMP with a float16 all-gather
+ *                  each step in subgroups {0,1} and {2,3}: no finding
  * usage: test_gpu_traces DATA_DIR CASE */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -197,6 +199,19 @@ static void test_new_group_skip(void **state) {
   nsp_job_destroy(job);
 }
 
+static void test_ddp_amp_subgroup(void **state) {
+  (void)state;
+  struct nsp_job *job = analyze("ddp_amp_subgroup", 4);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  assert_int_equal(nsp_job_ncomms(job), 3);
+  /* The world (DDP's broadcasts and bucket all-reduces: 25 seqs on 4
+   * ranks), and each subgroup's 20 all-gathers on its 2 ranks. */
+  size_t total = 0;
+  for (size_t i = 0; i < nsp_job_ncomms(job); i++) total += nsp_job_comm(job, i)->ncoll;
+  assert_int_equal(total, 180);
+  nsp_job_destroy(job);
+}
+
 /* A mismatch named from calls made through dlsym (ctypes, XLA). */
 static void check_mismatch(const char *name, int kind, int api, uint64_t c0, int t0, uint64_t c1, int t1) {
   struct nsp_job *job = analyze_killed(name, 2);
@@ -240,6 +255,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_new_group_skip),
       cmocka_unit_test(test_pynccl_count),
       cmocka_unit_test(test_jax_dtype),
+      cmocka_unit_test(test_ddp_amp_subgroup),
   };
   char filter[64];
   snprintf(filter, sizeof filter, "test_%s", argv[2]);
