@@ -203,6 +203,9 @@ struct nsp_signal {
   const char *first_symbol; /* out: where the signal hit ("" unknown) */
 };
 
+/* nsp_call.redop of a PreMulSum op known by its definition. */
+#define NSP_REDOP_PREMULSUM (-2)
+
 /* One NCCL call or event as a trace recorded it.  Fields that do not
  * apply are -1 (ints), 0 (seq, count, time_ns, comm_id) or NULL. */
 struct nsp_call {
@@ -214,7 +217,11 @@ struct nsp_call {
   uint64_t count;       /* elements as passed (AllGather: sendcount,
                            ReduceScatter: recvcount) */
   int dtype;            /* ncclDataType_t; -1 none */
-  int redop;            /* ncclRedOp_t; -1 none */
+  int redop;            /* ncclRedOp_t; -1 none; NSP_REDOP_PREMULSUM: a
+                           PreMulSum op known by its definition (premul_*),
+                           whose handle each process numbers its own way;
+                           a handle >= ncclNumOps: one whose creation the
+                           trace lacks */
   int peer;             /* root (rooted collectives) or peer (send/recv); -1 */
   int result;           /* ncclResult_t as returned (0 success) */
   const char *last_error; /* ncclGetLastError text; NULL when none */
@@ -223,6 +230,15 @@ struct nsp_call {
                            error was seen); 0 unknown */
   int done;             /* completion (format 1.1, where a finding says):
                            1 completed, 0 never completed, -1 unknown */
+  /* A PreMulSum op's definition, from its ncclRedOpCreatePreMulSum
+   * record (redop NSP_REDOP_PREMULSUM; else -1, -1, 0, 0): the scalar's
+   * dtype and ncclScalarResidence_t, and a host scalar's bytes
+   * (zero-extended) when premul_scalar_known.  Not known for a device
+   * scalar, nor for a side whose ranks pre-multiply by different scalars
+   * (each rank's own: NCCL allows it). */
+  int premul_dtype, premul_residence;
+  uint64_t premul_scalar;
+  int premul_scalar_known;
   int in_flight;        /* 1: the call had not returned when its process's
                            crash ring was read (an INFLIGHT record, format
                            1.5): the process was killed inside it, or is
@@ -614,6 +630,11 @@ int nsp_side_job_ranks(const struct nsp_finding *f, const struct nsp_side *s);
  * (2048 bytes)", "broadcast 8 x int32 root 1 (32 bytes)", "send 4 x
  * float32 to 1 (16 bytes)"; returns the snprintf-style length. */
 size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c);
+/* c's reduction op as reports name it: "sum", "premulsum(float32 host
+ * 0.25)", "premulsum(float16 device)", or for a PreMulSum op whose
+ * creation was not traced "premulsum#5" (its handle); buf holds what is
+ * not a constant.  Returns the name. */
+const char *nsp_format_redop(char *buf, size_t buflen, const struct nsp_call *c);
 
 /* Writes how a process ended, as messages and reports say it, into buf:
  * "exited cleanly at +1.234567 s" (", with 2 calls of other threads in

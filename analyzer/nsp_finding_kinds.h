@@ -169,7 +169,13 @@ enum nsp_side_shape {
     "the processes inside the call", NSP_LATER_NONE,                                                                   \
     "a process was killed inside an NCCL call, or is blocked in one, and no other finding explains it: "               \
     "ncclGroupEnd waits for the peers of the group's sends and receives, ncclCommFinalize and ncclCommDestroy for "    \
-    "outstanding work and the other ranks - look at what those peers did last, and at NCCL_DEBUG=INFO output")
+    "outstanding work and the other ranks - look at what those peers did last, and at NCCL_DEBUG=INFO output")   \
+  X(NSP_FIND_SEQ_SHIFT, "seq-shift", NSP_CLASS_MISMATCH, NSP_RANKS_COMM, NSP_SIDES_BY_CALL,                            \
+    "the ranks whose calls are shifted against a strict majority (none without one)",                                  \
+    "later seqs of the communicator that also differ",                                                                 \
+    "a rank skipped or added collectives: its later calls match the others' shifted by that many seqs - look at the "  \
+    "call site of each side for a collective under a rank-dependent condition (if rank == 0, is_main_process, "        \
+    "metric/logging gathers, early continue or break, uneven loop counts)")
 /* clang-format on */
 
 #endif /* NSP_FINDING_KINDS_H */

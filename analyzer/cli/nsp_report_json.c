@@ -43,7 +43,7 @@ static json_object *jranks(struct jctx *j, const int *ranks, size_t n) {
 }
 
 static void put_call(struct jctx *j, json_object *o, const struct nsp_call *c, int is_error) {
-  char b[32];
+  char b[96];
   if (c->api >= 0) {
     put(j, o, "op", jstr(nsp_op_name(c->api)));
     put(j, o, "api", jstr(nsp_api_name(c->api)));
@@ -60,7 +60,7 @@ static void put_call(struct jctx *j, json_object *o, const struct nsp_call *c, i
       put(j, o, "dtype", jstr(nsp_dtype_name(c->dtype, b, sizeof b)));
       size_t esz = nsp_dtype_size(c->dtype);
       if (esz && c->count <= UINT64_MAX / esz) put(j, o, "bytes", jint((int64_t)(c->count * esz)));
-      if (nsp_api_has_redop(c->api)) put(j, o, "redop", jstr(nsp_redop_name(c->redop, b, sizeof b)));
+      if (nsp_api_has_redop(c->api)) put(j, o, "redop", jstr(nsp_format_redop(b, sizeof b, c)));
       if (nsp_api_has_root(c->api)) put(j, o, "root", jint(c->peer));
       if (kind == NSP_K_P2P) put(j, o, "peer", jint(c->peer));
     }

@@ -124,6 +124,12 @@ void nsp_an_call_from_sig(struct nsp_call *c, const struct nsp_sig *s, uint64_t 
   c->dtype = s->dtype;
   c->redop = s->redop;
   c->peer = s->root;
+  if (s->redop == NSP_REDOP_PREMULSUM) {
+    c->premul_dtype = s->premul_dtype;
+    c->premul_residence = s->premul_residence;
+    c->premul_scalar = s->premul_scalar;
+    c->premul_scalar_known = s->premul_scalar_known;
+  }
 }
 
 int nsp_an_set_side_text(struct nsp_side *s, const char *text) {

@@ -44,9 +44,67 @@ size_t nsp_format_ranks(char *buf, size_t buflen, const int *ranks, size_t n) {
   return len;
 }
 
+/* The value of a scalar of dtype from its bytes (zero-extended to 64
+ * bits, as the REDOP record keeps them), printed in buf: integers as
+ * such, floating types (float16, bfloat16, float32, float64; the 8-bit
+ * floats as hex) with %g.  NULL for an unknown dtype. */
+static const char *scalar_text(char *buf, size_t buflen, int dtype, uint64_t bits) {
+  double v;
+  switch (dtype) {
+    case ncclInt8: snprintf(buf, buflen, "%d", (int)(int8_t)bits); return buf;
+    case ncclUint8: snprintf(buf, buflen, "%u", (unsigned)(uint8_t)bits); return buf;
+    case ncclInt32: snprintf(buf, buflen, "%ld", (long)(int32_t)bits); return buf;
+    case ncclUint32: snprintf(buf, buflen, "%lu", (unsigned long)(uint32_t)bits); return buf;
+    case ncclInt64: snprintf(buf, buflen, "%lld", (long long)(int64_t)bits); return buf;
+    case ncclUint64: snprintf(buf, buflen, "%llu", (unsigned long long)bits); return buf;
+    case ncclFloat16: { /* IEEE half: 1 sign, 5 exponent, 10 mantissa bits */
+      uint32_t e = (uint32_t)(bits >> 10) & 31, m = (uint32_t)bits & 1023, u;
+      float f;
+      if (e == 31) {
+        snprintf(buf, buflen, "%s", m ? "nan" : bits & 0x8000 ? "-inf" : "inf");
+        return buf;
+      }
+      v = (double)m / 16777216.0; /* subnormal: m x 2^-24 */
+      if (e) {                    /* normal: as float32 bits */
+        u = (e + 112) << 23 | m << 13;
+        memcpy(&f, &u, sizeof f);
+        v = f;
+      }
+      if (bits & 0x8000) v = -v;
+      break;
+    }
+    case ncclBfloat16:
+    case ncclFloat32: {
+      uint32_t u = dtype == ncclBfloat16 ? (uint32_t)bits << 16 : (uint32_t)bits;
+      float f;
+      memcpy(&f, &u, sizeof f);
+      v = f;
+      break;
+    }
+    case ncclFloat64: memcpy(&v, &bits, sizeof v); break;
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2: snprintf(buf, buflen, "0x%02x", (unsigned)(uint8_t)bits); return buf;
+    default: return NULL;
+  }
+  snprintf(buf, buflen, "%g", v);
+  return buf;
+}
+
+const char *nsp_format_redop(char *buf, size_t buflen, const struct nsp_call *c) {
+  if (c->redop != NSP_REDOP_PREMULSUM) return nsp_redop_name(c->redop, buf, buflen);
+  char tb[32], vb[48];
+  const char *v = c->premul_scalar_known ? scalar_text(vb, sizeof vb, c->premul_dtype, c->premul_scalar) : NULL;
+  const char *res = c->premul_residence == ncclScalarHostImmediate ? "host"
+                    : c->premul_residence == ncclScalarDevice      ? "device"
+                                                                   : "residence?";
+  snprintf(buf, buflen, "premulsum(%s %s%s%s)", nsp_dtype_name(c->premul_dtype, tb, sizeof tb), res, v ? " " : "",
+           v ? v : "");
+  return buf;
+}
+
 size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c) {
   size_t len = 0;
-  char tb[32], rb[32];
+  char tb[32], rb[96];
   if (buflen) buf[0] = 0;
   if (c->api < 0) {
     fmt_cat(buf, buflen, &len, "no call");
@@ -59,7 +117,7 @@ size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c) {
   }
   fmt_cat(buf, buflen, &len, "%s %llu x %s", nsp_op_name(c->api), (unsigned long long)c->count,
           nsp_dtype_name(c->dtype, tb, sizeof tb));
-  if (nsp_api_has_redop(c->api)) fmt_cat(buf, buflen, &len, " %s", nsp_redop_name(c->redop, rb, sizeof rb));
+  if (nsp_api_has_redop(c->api)) fmt_cat(buf, buflen, &len, " %s", nsp_format_redop(rb, sizeof rb, c));
   if (nsp_api_has_root(c->api)) fmt_cat(buf, buflen, &len, " root %d", c->peer);
   if (c->api == NSP_API_Send) fmt_cat(buf, buflen, &len, " to %d", c->peer);
   if (c->api == NSP_API_Recv) fmt_cat(buf, buflen, &len, " from %d", c->peer);

@@ -34,9 +34,53 @@ static struct nsp_ref *member_ref(struct nsp_member *m, struct nsp_an_comm *c, u
   return &m->page[seq % NSP_SEQ_PAGE];
 }
 
-static int sig_eq(const struct nsp_sig *a, const struct nsp_sig *b) {
-  return a->api == b->api && a->dtype == b->dtype && a->count == b->count && a->redop == b->redop &&
-         a->root == b->root;
+/* The PreMulSum op `redop` names on comm index `local` of t, when its
+ * creation is in the trace and it was not destroyed since; else NULL
+ * (built-in ops too). */
+static const struct nsp_redop_def *redop_def(const struct nsp_trace *t, uint32_t local, int32_t redop) {
+  if (redop < ncclNumOps) return NULL;
+  size_t *i = nsp_u64map_get(&t->redop_index, (uint64_t)local << 32 | (uint32_t)redop);
+  return i && t->redop_defs[*i].live ? &t->redop_defs[*i] : NULL;
+}
+
+/* A REDOP record that succeeded: the op it made is defined from here on
+ * (its handle may be one an earlier, destroyed op had), or the op it
+ * destroyed is no longer.  Past NSP_REDOP_DEFS_MAX handles, new ones stay
+ * unknown (compared by handle).  0 or NSP_AN_ENOMEM. */
+static int on_redop(struct nsp_trace *t, const struct nsp_rec *rec) {
+  int32_t h = nsp_rec_redop_redop(rec);
+  if (h < ncclNumOps) return 0;
+  uint64_t key = (uint64_t)nsp_rec_redop_comm(rec) << 32 | (uint32_t)h;
+  size_t *i = nsp_u64map_get(&t->redop_index, key);
+  if (rec->api != NSP_API_RedOpCreatePreMulSum) {
+    if (i) t->redop_defs[*i].live = 0;
+    return 0;
+  }
+  if (!i) {
+    if (t->nredop_defs >= NSP_REDOP_DEFS_MAX) return 0;
+    NSP_TRY(nsp_grow(&t->redop_defs, &t->redop_defs_cap, t->nredop_defs + 1, sizeof *t->redop_defs));
+    NSP_TRY(nsp_u64map_put(&t->redop_index, key, t->nredop_defs));
+    i = nsp_u64map_get(&t->redop_index, key);
+    t->nredop_defs++;
+  }
+  struct nsp_redop_def *d = &t->redop_defs[*i];
+  d->dtype = nsp_rec_redop_dtype(rec);
+  d->residence = nsp_rec_redop_residence(rec);
+  d->scalar = d->residence == ncclScalarHostImmediate ? nsp_rec_redop_scalar(rec) : 0;
+  d->live = 1;
+  return 0;
+}
+
+/* A call's reduction op as reports show it: a PreMulSum op t has the
+ * creation of, by its definition. */
+static void call_redop(struct nsp_call *c, const struct nsp_trace *t, uint32_t local) {
+  const struct nsp_redop_def *d = nsp_api_has_redop(c->api) ? redop_def(t, local, c->redop) : NULL;
+  if (!d) return;
+  c->redop = NSP_REDOP_PREMULSUM;
+  c->premul_dtype = d->dtype;
+  c->premul_residence = d->residence;
+  c->premul_scalar = d->scalar;
+  c->premul_scalar_known = d->residence == ncclScalarHostImmediate;
 }
 
 static struct nsp_an_comm *comm_get(struct nsp_job *job, uint64_t id, size_t *index) {
@@ -71,7 +115,8 @@ static struct nsp_member *local_member(struct nsp_job *job, struct nsp_trace *t,
 
 /* The call of entry e (the arguments a CALL record had) on communicator
  * comm_id, entered at time_ns (wall clock). */
-static void call_of(struct nsp_call *c, const struct nsp_pend *e, uint64_t comm_id, int64_t time_ns) {
+static void call_of(struct nsp_call *c, const struct nsp_trace *t, const struct nsp_pend *e, uint64_t comm_id,
+                    int64_t time_ns) {
   nsp_call_clear(c);
   c->api = e->api;
   c->comm_id = comm_id;
@@ -81,6 +126,7 @@ static void call_of(struct nsp_call *c, const struct nsp_pend *e, uint64_t comm_
   c->redop = e->redop;
   c->peer = e->peer;
   c->time_ns = time_ns;
+  call_redop(c, t, e->local);
 }
 
 /* Keeps the earliest error of a process (by wall time). */
@@ -98,7 +144,7 @@ static int note_error(struct nsp_trace *t, int source, int api, uint64_t comm_id
   if (source == NSP_SRC_CALL) { /* its arguments too */
     struct nsp_pend e;
     nsp_pend_from_call(&e, rec);
-    call_of(c, &e, comm_id, when);
+    call_of(c, t, &e, comm_id, when);
   } else {
     nsp_call_clear(c);
     c->api = api;
@@ -244,14 +290,53 @@ static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const st
 }
 
 /* What every rank must agree on for a collective of api with these
- * arguments (fields the op lacks normalised to -1). */
-static void sig_of(struct nsp_sig *s, int api, uint64_t count, int dtype, int redop, int peer) {
+ * arguments on comm index `local` of t (fields the op lacks normalised to
+ * -1; a PreMulSum op by its definition). */
+static void sig_of(struct nsp_sig *s, const struct nsp_trace *t, uint32_t local, int api, uint64_t count, int dtype,
+                   int redop, int peer) {
   memset(s, 0, sizeof *s);
   s->api = nsp_api_coll_class(api);
   s->count = count;
   s->dtype = dtype;
   s->redop = nsp_api_has_redop(api) ? redop : -1;
   s->root = nsp_api_has_root(api) ? peer : -1;
+  s->premul_dtype = -1;
+  s->premul_residence = -1;
+  const struct nsp_redop_def *d = nsp_api_has_redop(api) ? redop_def(t, local, redop) : NULL;
+  if (!d) return;
+  s->redop = NSP_REDOP_PREMULSUM;
+  s->premul_dtype = (int16_t)d->dtype;
+  s->premul_residence = (int8_t)d->residence;
+  s->premul_scalar = d->scalar;
+  s->premul_scalar_known = d->residence == ncclScalarHostImmediate;
+}
+
+/* m's first difference moves to seq fd (first, or earlier than before: a
+ * call read out of order): its window is rebased there, the seqs it
+ * agreed on before filled from the refs.  0 or NSP_AN_ENOMEM. */
+static int win_rebase(struct nsp_member *m, struct nsp_an_comm *c, uint64_t fd) {
+  if (!m->win) {
+    m->win = malloc(NSP_SIG_WINDOW * sizeof *m->win);
+    if (!m->win) return NSP_AN_ENOMEM;
+    m->win_set = 0;
+  } else {
+    uint64_t shift = m->first_diff - fd;
+    uint32_t set = 0;
+    for (int i = NSP_SIG_WINDOW - 1; i >= 0; i--)
+      if ((uint64_t)i + shift < NSP_SIG_WINDOW && (m->win_set >> i & 1)) {
+        m->win[(uint64_t)i + shift] = m->win[i];
+        set |= 1u << ((uint64_t)i + shift);
+      }
+    for (uint64_t i = 0; i < shift && i < NSP_SIG_WINDOW; i++) {
+      const struct nsp_ref *ref = fd + i <= m->last_seq ? nsp_an_comm_ref(c, fd + i, 0) : NULL;
+      if (!ref || !ref->set) continue;
+      m->win[i] = ref->sig;
+      set |= 1u << i;
+    }
+    m->win_set = set;
+  }
+  m->first_diff = fd;
+  return 0;
 }
 
 static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *m, const struct nsp_rec *rec) {
@@ -261,7 +346,7 @@ static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *
     return 0;
   }
   struct nsp_sig s;
-  sig_of(&s, rec->api, rec->count, rec->dtype, rec->redop, rec->peer);
+  sig_of(&s, t, rec->comm, rec->api, rec->count, rec->dtype, rec->redop, rec->peer);
   int64_t tw = nsp_an_wall(t, rec->t_enter);
 
   /* Ranks number collectives densely; a trace that scatters seqs would
@@ -281,13 +366,20 @@ static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *
     ref->t_min = tw;
   } else {
     if (tw < ref->t_min) ref->t_min = tw;
-    if (!sig_eq(&ref->sig, &s)) {
+    if (!nsp_an_sig_eq(&ref->sig, &s)) {
       ref->differs = 1;
       if (!m->first_diff || rec->seq < m->first_diff) {
-        m->first_diff = rec->seq;
+        NSP_TRY(win_rebase(m, c, rec->seq));
         m->diff_sig = s;
       }
+    } else if (!nsp_an_sig_premul_same(&ref->sig, &s)) {
+      ref->premul_varies = 1;
     }
+  }
+  /* From its first difference on, its own calls (the shift test). */
+  if (m->win && rec->seq >= m->first_diff && rec->seq - m->first_diff < NSP_SIG_WINDOW) {
+    m->win[rec->seq - m->first_diff] = s;
+    m->win_set |= 1u << (rec->seq - m->first_diff);
   }
   if (rec->seq != m->last_seq + 1) m->gaps++;
   if (rec->seq > m->last_seq) {
@@ -366,7 +458,7 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   }
   m->calls++;
   struct nsp_call *lc = &t->last_call.call;
-  call_of(lc, &e, comm_id, nsp_an_wall(t, rec->t_enter));
+  call_of(lc, t, &e, comm_id, nsp_an_wall(t, rec->t_enter));
   lc->result = rec->result;
   t->last_call.valid = 1;
   t->last_call.site = rec->site;
@@ -425,6 +517,7 @@ static int on_inflight(struct nsp_job *job, struct nsp_trace *t, const struct ns
   c->time_ns = nsp_an_wall(t, t_enter);
   c->done = 0;
   c->in_flight = 1;
+  call_redop(c, t, local);
   f->rank = f->nranks = f->color = f->key = -1;
   if (rec->ext) {
     f->new_comm_id = nsp_rec_inflight_comm_id(rec);
@@ -457,7 +550,7 @@ static int on_inflight(struct nsp_job *job, struct nsp_trace *t, const struct ns
   call.seq = c->seq;
   call.count = c->count;
   call.dtype = c->dtype;
-  call.redop = c->redop;
+  call.redop = nsp_rec_inflight_redop(rec);
   call.peer = c->peer;
   call.t_enter = t_enter;
   if (kind == NSP_K_P2P) return on_p2p(job, t, m, &call);
@@ -466,7 +559,7 @@ static int on_inflight(struct nsp_job *job, struct nsp_trace *t, const struct ns
   if (m->last_seq == c->seq) m->last_inflight = 1;
   if (!m->inflight_seq || c->seq < m->inflight_seq) {
     m->inflight_seq = c->seq;
-    sig_of(&m->inflight_sig, api, c->count, c->dtype, c->redop, c->peer);
+    sig_of(&m->inflight_sig, t, local, api, c->count, c->dtype, nsp_rec_inflight_redop(rec), c->peer);
     m->inflight_t = c->time_ns;
     m->inflight_mono = t_enter;
   }
@@ -608,6 +701,7 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         }
         break;
       case NSP_REC_REDOP:
+        if (!is_error(rec.result)) NSP_TRY(on_redop(t, &rec));
         if (is_error(rec.result)) {
           m = rec.comm ? local_member(job, t, rec.comm) : NULL;
           NSP_TRY(note_error(t, NSP_SRC_REDOP, rec.api, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
@@ -743,7 +837,7 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
     m->npending++;
     if (m->first_pending && m->first_pending <= e->seq) continue;
     m->first_pending = e->seq;
-    sig_of(&m->pend_sig, e->api, e->count, e->dtype, e->redop, e->peer);
+    sig_of(&m->pend_sig, t, e->local, e->api, e->count, e->dtype, e->redop, e->peer);
     m->pend_t = nsp_an_wall(t, e->t_enter);
     m->pend_mono = e->t_enter;
     m->pend_site = e->site;
@@ -752,7 +846,7 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
   if (first) {
     struct nsp_member *m = local_member(job, t, first->local);
     struct nsp_call *c = &t->blocked.call;
-    call_of(c, first, m ? job->comms[m->comm]->info.id : 0, nsp_an_wall(t, first->t_enter));
+    call_of(c, t, first, m ? job->comms[m->comm]->info.id : 0, nsp_an_wall(t, first->t_enter));
     c->done = 0;
     t->blocked.valid = 1;
     t->blocked.site = first->site;
@@ -858,6 +952,10 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   if (ret == 0) finish_pending(job, t, nsp_reader_recovered(r) > 0);
   nsp_pend_free(&t->pend);
   nsp_u64map_free(&t->done_by_stream);
+  nsp_u64map_free(&t->redop_index); /* handles mean nothing past the trace */
+  free(t->redop_defs);
+  t->redop_defs = NULL;
+  t->nredop_defs = t->redop_defs_cap = 0;
   free(t->recent); /* the duplicate check is done with */
   t->recent = NULL;
   if (t->t_last) t->info.end_ns = nsp_an_wall(t, t->t_last);

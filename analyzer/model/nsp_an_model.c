@@ -44,6 +44,8 @@ void nsp_call_clear(struct nsp_call *c) {
   c->api = -1;
   c->dtype = -1;
   c->redop = -1;
+  c->premul_dtype = -1;
+  c->premul_residence = -1;
   c->peer = -1;
   c->done = -1;
 }
@@ -67,6 +69,20 @@ const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const str
   }
   if (lo < c->nmembers && job->members[c->members[lo]].rank == rank) return &job->members[c->members[lo]];
   return NULL;
+}
+
+int nsp_an_member_sig(struct nsp_an_comm *c, const struct nsp_member *m, uint64_t seq, struct nsp_sig *out) {
+  if (!seq || seq > m->last_seq) return 0;
+  if (!m->first_diff || seq < m->first_diff) {
+    const struct nsp_ref *ref = nsp_an_comm_ref(c, seq, 0);
+    if (!ref || !ref->set) return 0;
+    *out = ref->sig;
+    return 1;
+  }
+  uint64_t off = seq - m->first_diff;
+  if (!m->win || off >= NSP_SIG_WINDOW || !(m->win_set >> off & 1)) return 0;
+  *out = m->win[off];
+  return 1;
 }
 
 const struct nsp_member *nsp_an_member_of_trace(const struct nsp_job *job, const struct nsp_an_comm *c, size_t ti) {
@@ -113,6 +129,7 @@ void nsp_an_member_free(struct nsp_member *m) {
   free(m->gpu_uuid);
   free(m->gpu_pci);
   free(m->gpu_name);
+  free(m->win);
 }
 
 void nsp_an_trace_free(struct nsp_trace *t) {
@@ -135,6 +152,8 @@ void nsp_an_trace_free(struct nsp_trace *t) {
   nsp_an_end_free(t);
   nsp_pend_free(&t->pend);
   nsp_u64map_free(&t->done_by_stream);
+  nsp_u64map_free(&t->redop_index);
+  free(t->redop_defs);
   free(t);
 }
 

@@ -91,12 +91,41 @@ int nsp_pend_waiting(const struct nsp_pend_tab *t, uint32_t local, int32_t api, 
 /* ---- the model -------------------------------------------------------- */
 
 /* What every rank of a communicator must agree on at one seq.  Fields
- * that do not apply to the op are normalised (-1) so they compare equal. */
+ * that do not apply to the op are normalised (-1) so they compare equal.
+ * A PreMulSum op whose creation the trace has is its definition (redop
+ * NSP_REDOP_PREMULSUM, premul_dtype), never its handle: each process
+ * numbers its ops its own way.  Its residence and host scalar are each
+ * rank's own (NCCL pre-multiplies every rank's input by that rank's
+ * scalar): shown, never compared (nsp_an_sig_eq). */
 struct nsp_sig {
   uint64_t count;
+  uint64_t premul_scalar;       /* a host scalar's bytes when premul_scalar_known */
   int32_t dtype, redop, root;
   int32_t api; /* nsp_api_coll_class(): Bcast and Broadcast are one */
+  int16_t premul_dtype;         /* -1 unless redop is NSP_REDOP_PREMULSUM */
+  int8_t premul_residence;      /* ncclScalarResidence_t; -1 as premul_dtype */
+  uint8_t premul_scalar_known;  /* host scalar */
 };
+
+/* True when a and b are the same call as the ranks must agree on it
+ * (collective, dtype, count, reduction op, root). */
+static inline int nsp_an_sig_eq(const struct nsp_sig *a, const struct nsp_sig *b) {
+  return a->api == b->api && a->dtype == b->dtype && a->count == b->count && a->redop == b->redop &&
+         a->root == b->root && a->premul_dtype == b->premul_dtype;
+}
+/* True when a and b also pre-multiply alike (residence, scalar). */
+static inline int nsp_an_sig_premul_same(const struct nsp_sig *a, const struct nsp_sig *b) {
+  return a->premul_residence == b->premul_residence && a->premul_scalar_known == b->premul_scalar_known &&
+         a->premul_scalar == b->premul_scalar;
+}
+
+/* Seqs of its own calls a member keeps from its first difference on
+ * (nsp_member.win): enough for the alignment rule to see a rank up to
+ * NSP_SHIFT_MAX collectives ahead of or behind the others and then
+ * NSP_SHIFT_MATCH calls that match under that shift. */
+#define NSP_SHIFT_MAX 8
+#define NSP_SHIFT_MATCH 4
+#define NSP_SIG_WINDOW (NSP_SHIFT_MAX + NSP_SHIFT_MATCH)
 
 /* The first signature seen at one seq of a communicator; every later rank
  * is compared against it, so memory is per seq, not per (seq, rank). */
@@ -105,6 +134,8 @@ struct nsp_ref {
   int64_t t_min;   /* earliest entry time of any rank at this seq (wall ns) */
   uint8_t set;     /* a rank has reached this seq */
   uint8_t differs; /* some rank's signature differed from sig */
+  uint8_t premul_varies; /* a rank that agreed pre-multiplied otherwise
+                            (residence or host scalar) */
 };
 /* Refs per page of a communicator's paged array of refs by seq. */
 #define NSP_SEQ_PAGE 256
@@ -140,6 +171,12 @@ struct nsp_member {
   int64_t last_t;
   uint64_t first_diff;  /* first seq where this rank differed from the ref; 0 none */
   struct nsp_sig diff_sig;
+  /* Its own calls at seqs first_diff + i, i < NSP_SIG_WINDOW (bit i of
+   * win_set: seen); before first_diff it made the refs' calls.  Allocated
+   * at its first difference.  The alignment rule's shift test reads them
+   * (nsp_an_member_sig). */
+  struct nsp_sig *win;
+  uint32_t win_set;
   int ended, end_api, end_result;
   int64_t end_t;        /* its COMM_END's entry, wall clock; 0 */
   int has_error;        /* some event on this comm returned an error */
@@ -275,12 +312,26 @@ struct nsp_trace {
   struct nsp_split_done *splits; /* splits and shrinks it completed (COMM records
                                     with a parent, no-color ones too) */
   size_t nsplits, splits_cap;
+  /* While loading: the PreMulSum ops alive, per communicator (comm index
+   * << 32 | handle -> index in redop_defs); handles are reused after
+   * ncclRedOpDestroy.  At most NSP_REDOP_DEFS_MAX keys. */
+  struct nsp_u64map redop_index;
+  struct nsp_redop_def *redop_defs;
+  size_t nredop_defs, redop_defs_cap;
   struct nsp_call_key *recent;  /* while loading: the last calls' (api, entry) */
   size_t nrecent;
   /* Set by the rules (rules/nsp_rule_comm_init.c): the comm-init-wait
    * finding whose creation call this process waits in; SIZE_MAX none. */
   size_t init_wait_id;
 };
+
+/* A PreMulSum op as ncclRedOpCreatePreMulSum made it (a REDOP record). */
+struct nsp_redop_def {
+  uint64_t scalar; /* a host scalar's bytes, zero-extended; 0 device */
+  int32_t dtype, residence;
+  int live;        /* not destroyed since */
+};
+#define NSP_REDOP_DEFS_MAX 4096
 
 /* A split or shrink a process completed: its parent and the parent's
  * splits and shrinks before it (the same on every rank). */
@@ -455,6 +506,11 @@ const struct nsp_an_comm *nsp_an_comm_of(const struct nsp_job *job, uint64_t id)
 /* The member of comm c with this rank (first of duplicates), or NULL;
  * after nsp_an_prepare. */
 const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const struct nsp_an_comm *c, int rank);
+/* Member m's call at seq of communicator c as its signature, when known
+ * (1): the ref's before m's first difference, its own window from there
+ * (NSP_SIG_WINDOW seqs); 0 past its last seq, past the window or where
+ * its trace has no such call. */
+int nsp_an_member_sig(struct nsp_an_comm *c, const struct nsp_member *m, uint64_t seq, struct nsp_sig *out);
 /* The member of communicator c (NULL: none) that trace ti is, or NULL. */
 const struct nsp_member *nsp_an_member_of_trace(const struct nsp_job *job, const struct nsp_an_comm *c, size_t ti);
 /* The highest last seq of c's members with a rank. */

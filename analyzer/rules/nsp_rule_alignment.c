@@ -5,7 +5,10 @@
  * pages.  Per communicator, the first seq where ranks differ is a finding;
  * its kind is the first field on which the sides disagree (collective,
  * dtype, count, reduction op, root), and later differing seqs are only
- * counted. */
+ * counted; unless every odd rank's calls after it match the others'
+ * shifted by a few seqs: then it is a seq-shift (the rank skipped or
+ * added collectives there).  PreMulSum ops compare by definition (the
+ * loader's nsp_sig). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +26,7 @@ static int cmp_sig(const struct nsp_sig *a, const struct nsp_sig *b) {
   if (a->dtype != b->dtype) return a->dtype < b->dtype ? -1 : 1;
   if (a->count != b->count) return a->count < b->count ? -1 : 1;
   if (a->redop != b->redop) return a->redop < b->redop ? -1 : 1;
+  if (a->premul_dtype != b->premul_dtype) return a->premul_dtype < b->premul_dtype ? -1 : 1;
   if (a->root != b->root) return a->root < b->root ? -1 : 1;
   return 0;
 }
@@ -44,7 +48,7 @@ static int mismatch_kind(const struct nsp_finding_priv *f) {
     int k = a->api != b->api       ? NSP_FIND_KIND_MISMATCH
             : a->dtype != b->dtype ? NSP_FIND_DTYPE_MISMATCH
             : a->count != b->count ? NSP_FIND_COUNT_MISMATCH
-            : a->redop != b->redop ? NSP_FIND_REDOP_MISMATCH
+            : a->redop != b->redop || a->premul_dtype != b->premul_dtype ? NSP_FIND_REDOP_MISMATCH
                                    : NSP_FIND_ROOT_MISMATCH;
     if (k < kind) kind = k;
   }
@@ -54,6 +58,123 @@ static int mismatch_kind(const struct nsp_finding_priv *f) {
 static int cmp_side_first_rank(const void *pa, const void *pb) {
   const struct nsp_side *a = pa, *b = pb;
   return a->ranks[0] < b->ranks[0] ? -1 : a->ranks[0] > b->ranks[0];
+}
+
+/* ---- shifted calls ---------------------------------------------------------- */
+
+/* Calls at seqs s .. s + NSP_SIG_WINDOW - 1 (v[i], known[i]). */
+struct calls {
+  struct nsp_sig v[NSP_SIG_WINDOW];
+  uint8_t known[NSP_SIG_WINDOW];
+  uint64_t last; /* the highest last seq of the members */
+};
+
+/* The calls members mi[0..n) agree on from seq s: unknown where none of
+ * them is known to have made one, or they differ. */
+static void calls_of(struct nsp_job *job, struct nsp_an_comm *c, const size_t *mi, size_t n, uint64_t s,
+                     struct calls *out) {
+  memset(out, 0, sizeof *out);
+  for (size_t k = 0; k < n; k++)
+    if (job->members[mi[k]].last_seq > out->last) out->last = job->members[mi[k]].last_seq;
+  for (unsigned i = 0; i < NSP_SIG_WINDOW; i++) {
+    int ok = 1, any = 0;
+    for (size_t k = 0; k < n && ok; k++) {
+      struct nsp_sig sg;
+      if (!nsp_an_member_sig(c, &job->members[mi[k]], s + i, &sg)) continue;
+      if (any && !nsp_an_sig_eq(&sg, &out->v[i])) ok = 0;
+      out->v[i] = sg;
+      any = 1;
+    }
+    out->known[i] = (uint8_t)(ok && any);
+  }
+}
+
+/* Whether r's calls match m's with r's index shifted by d (r[i + d] vs
+ * m[i], d may be negative): the first NSP_SHIFT_MATCH pairs both know (at
+ * least two: one pair is too often chance) all match. */
+static int match_shifted(const struct calls *r, const struct calls *m, int d) {
+  int pairs = 0;
+  for (int i = 0; i < NSP_SIG_WINDOW && pairs < NSP_SHIFT_MATCH; i++) {
+    int j = i + d;
+    if (j < 0 || j >= NSP_SIG_WINDOW || !r->known[j] || !m->known[i]) continue;
+    if (!nsp_an_sig_eq(&r->v[j], &m->v[i])) return 0;
+    pairs++;
+  }
+  return pairs >= 2;
+}
+
+/* How r (one rank's calls from the mismatched seq) is shifted against m
+ * (the others'): k > 0, it lacks k calls the others made there (skipped);
+ * k < 0, it made -k calls more (extra); 0, no shift explains it.  A shift
+ * must match later calls and the calls unshifted must not: a call that
+ * merely differs in a loop of like calls stays a mismatch, and so does a
+ * rank with no later call known (nothing to compare).  Where several
+ * shifts match (a loop of 3 calls: 2 skipped look like 1 extra), the one
+ * that also explains how many calls each made in all wins (their last
+ * seqs), else the smallest. */
+static int shift_of(const struct calls *r, const struct calls *m) {
+  int unshifted_differs = 0, best = 0;
+  for (int i = 1; i < NSP_SIG_WINDOW; i++)
+    if (r->known[i] && m->known[i] && !nsp_an_sig_eq(&r->v[i], &m->v[i])) unshifted_differs = 1;
+  if (!unshifted_differs) return 0;
+  int64_t behind = (int64_t)(m->last - r->last); /* calls it made fewer in all */
+  for (int k = 1; k <= NSP_SHIFT_MAX; k++) {
+    int skip = match_shifted(r, m, -k), extra = match_shifted(r, m, k); /* r[i] is m[i + k]; r[i + k] is m[i] */
+    if (skip && behind == k) return k;
+    if (extra && behind == -k) return -k;
+    if (!best) best = skip ? k : extra ? -k : 0;
+  }
+  return best;
+}
+
+/* The members of side s of f (on communicator c), into mi; their count. */
+static size_t side_members(const struct nsp_job *job, const struct nsp_an_comm *c, const struct nsp_side *s,
+                           size_t *mi) {
+  size_t n = 0;
+  for (size_t p = 0; p < s->nranks; p++) {
+    const struct nsp_member *m = nsp_an_member_of_trace(job, c, s->procs[p].trace);
+    if (m) mi[n++] = (size_t)(m - job->members);
+  }
+  return n;
+}
+
+/* The shift of mismatch f at seq s.  With a side of a strict majority
+ * (f's odd ranks set): shift[i] of odd rank i against that side, each
+ * nonzero, and *ref its side; returns 1.  With two sides and no majority:
+ * shift[0] of side 1 against side 0, *ref 0; returns 1.  Else (or a rank
+ * no shift explains) 0.  tmp: room for the members of any side. */
+static int find_shift(struct nsp_job *job, struct nsp_an_comm *c, const struct nsp_finding_priv *f, uint64_t s,
+                      int *shift, size_t *ref, size_t *tmp) {
+  const struct nsp_finding *pf = &f->pub;
+  struct calls m, r;
+  if (!pf->nodd) {
+    if (pf->nsides != 2) return 0;
+    *ref = 0;
+    calls_of(job, c, tmp, side_members(job, c, &pf->sides[0], tmp), s, &m);
+    size_t n = side_members(job, c, &pf->sides[1], tmp);
+    for (size_t i = 0; i < n; i++) {
+      calls_of(job, c, &tmp[i], 1, s, &r);
+      int k = shift_of(&r, &m);
+      if (!k || (i && k != shift[0])) return 0;
+      shift[0] = k;
+    }
+    return n > 0;
+  }
+  size_t maj = SIZE_MAX, total = 0;
+  for (size_t i = 0; i < pf->nsides; i++) total += pf->sides[i].nranks;
+  for (size_t i = 0; i < pf->nsides; i++)
+    if (2 * pf->sides[i].nranks > total) maj = i; /* as nsp_an_mark_odd */
+  if (maj == SIZE_MAX) return 0;
+  *ref = maj;
+  calls_of(job, c, tmp, side_members(job, c, &pf->sides[maj], tmp), s, &m);
+  for (size_t i = 0; i < pf->nodd; i++) {
+    const struct nsp_member *om = nsp_an_find_member(job, c, pf->odd_ranks[i]);
+    if (!om) return 0;
+    size_t oi = (size_t)(om - job->members);
+    calls_of(job, c, &oi, 1, s, &r);
+    if (!(shift[i] = shift_of(&r, &m))) return 0;
+  }
+  return 1;
 }
 
 static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
@@ -100,6 +221,13 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
     struct nsp_side *side = &f->sides[s];
     ret = nsp_an_side_from_members(job, side, mi, j - i);
     nsp_an_call_from_sig(&side->call, &parts[i].sig, c->info.id, s_min);
+    /* A host scalar is shown when the side's ranks all used it. */
+    for (size_t p = i; p < j; p++)
+      if (!nsp_an_sig_premul_same(&parts[i].sig, &parts[p].sig) ||
+          (ref->premul_varies && job->members[parts[p].member].first_diff != s_min)) {
+        side->call.premul_scalar_known = 0;
+        side->call.premul_residence = -1;
+      }
     /* Where each rank made its call at s_min: pass 2 looks it up. */
     for (size_t p = 0; p < j - i && !ret; p++) {
       const struct nsp_member *m = &job->members[mi[p]];
@@ -121,6 +249,19 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   if (f->pub.nodd) /* name the odd side's op: that is the call to look at */
     for (size_t s = 0; s < nsides; s++)
       if (f->sides[s].ranks[0] == f->odd[0]) f->pub.api = f->sides[s].call.api;
+  /* A rank that skipped or added collectives: its later calls say so. */
+  size_t ref_side = 0, *tmp = malloc(c->nmembers * sizeof *tmp);
+  int *shift = malloc((f->pub.nodd + 1) * sizeof *shift);
+  if (!tmp || !shift) ret = NSP_AN_ENOMEM;
+  if (!ret && find_shift(job, c, f, s_min, shift, &ref_side, tmp)) {
+    f->pub.kind = NSP_FIND_SEQ_SHIFT;
+    f->pub.hint = nsp_finding_kind_hint(f->pub.kind);
+    /* The collective skipped (the others' at this seq) or added. */
+    if (shift[0] > 0) f->pub.api = f->sides[ref_side].call.api;
+  }
+  free(tmp);
+  free(shift);
+  NSP_TRY(ret);
   /* Later differing seqs are usually consequences (a skipped collective
    * shifts every later one); count them instead of reporting them. */
   uint64_t later = 0;
@@ -181,9 +322,109 @@ static const char *mismatch_phrase(int kind) {
   }
 }
 
+/* "an all-gather", "a broadcast". */
+static void put_an_op(struct nsp_sbuf *b, int api) {
+  const char *n = nsp_op_name(api);
+  nsp_sbuf_printf(b, "%s %s", strchr("aeiou", n[0]) ? "an" : "a", n);
+}
+
+/* What a rank shifted by k did at seq s: "skipped an all-gather at seq
+ * 9", "issued 2 extra collectives at seq 9-10 (all-reduce, broadcast)".
+ * m: the others' calls from s (skipped), r: its own (extra). */
+/* Returns 1 when it left a parenthesis open (several calls: "... (a, b"). */
+static int put_shift_what(struct nsp_sbuf *b, int k, uint64_t s, const struct calls *m, const struct calls *r) {
+  const struct calls *w = k > 0 ? m : r;
+  unsigned n = (unsigned)(k > 0 ? k : -k);
+  nsp_sbuf_printf(b, "%s ", k > 0 ? "skipped" : "issued");
+  if (n == 1) {
+    if (k < 0) nsp_sbuf_printf(b, "an extra ");
+    if (w->known[0]) {
+      if (k > 0) put_an_op(b, w->v[0].api);
+      else nsp_sbuf_printf(b, "%s", nsp_op_name(w->v[0].api));
+    } else {
+      nsp_sbuf_printf(b, "%scollective", k > 0 ? "a " : "");
+    }
+    nsp_sbuf_printf(b, " at seq %llu", (unsigned long long)s);
+    return 0;
+  }
+  nsp_sbuf_printf(b, "%u %scollectives at seq %llu-%llu (", n, k < 0 ? "extra " : "", (unsigned long long)s,
+                  (unsigned long long)(s + n - 1));
+  for (unsigned i = 0; i < n; i++)
+    nsp_sbuf_printf(b, "%s%s", i ? ", " : "", w->known[i] ? nsp_op_name(w->v[i].api) : "?");
+  return 1;
+}
+
+/* Where the calls line up again: "its calls from seq 10 on match the
+ * others' from seq 9 on". */
+static void put_shift_match(struct nsp_sbuf *b, int k, uint64_t s) {
+  uint64_t n = (uint64_t)(k > 0 ? k : -k);
+  nsp_sbuf_printf(b, "from seq %llu on match ", (unsigned long long)(k > 0 ? s : s + n));
+}
+
+/* The seq-shift message: each shifted rank, what it skipped or added and
+ * where the calls line up again; then the calls at the seq. */
+static int put_shift(struct nsp_sbuf *b, struct nsp_job *job, const struct nsp_finding_priv *fp) {
+  const struct nsp_finding *f = &fp->pub;
+  struct nsp_an_comm *c = job->comms[fp->comm_index];
+  size_t ref = 0, *tmp = malloc(c->nmembers * sizeof *tmp);
+  int *shift = malloc((f->nodd + 1) * sizeof *shift);
+  int ok = tmp && shift && find_shift(job, c, fp, f->seq, shift, &ref, tmp);
+  struct calls m, r;
+  if (ok) calls_of(job, c, tmp, side_members(job, c, &f->sides[ref], tmp), f->seq, &m);
+  unsigned long long s = (unsigned long long)f->seq, k1;
+  for (size_t i = 0; ok && f->nodd && i < f->nodd; i++) {
+    const struct nsp_member *om = nsp_an_find_member(job, c, f->odd_ranks[i]);
+    size_t oi = (size_t)(om - job->members);
+    calls_of(job, c, &oi, 1, f->seq, &r);
+    nsp_sbuf_printf(b, "%s", i ? "; " : "");
+    put_ranks_job(b, job, f, &f->odd_ranks[i], 1);
+    nsp_sbuf_printf(b, " ");
+    int open = put_shift_what(b, shift[i], f->seq, &m, &r);
+    k1 = (unsigned long long)(shift[i] > 0 ? shift[i] : -shift[i]);
+    nsp_sbuf_printf(b, "%sits calls ", open ? "; " : " (");
+    put_shift_match(b, shift[i], f->seq);
+    nsp_sbuf_printf(b, "the others' from seq %llu on)", shift[i] > 0 ? s + k1 : s);
+  }
+  if (ok && !f->nodd) {
+    /* One side against the other: either reading.  The side behind is
+     * named as the one that skipped. */
+    const struct nsp_side *behind = &f->sides[shift[0] > 0 ? 1 : 0], *ahead = &f->sides[shift[0] > 0 ? 0 : 1];
+    int k = shift[0] > 0 ? shift[0] : -shift[0];
+    calls_of(job, c, tmp, side_members(job, c, ahead, tmp), f->seq, &m);
+    put_ranks_job(b, job, f, behind->ranks, behind->nranks);
+    nsp_sbuf_printf(b, " ");
+    if (put_shift_what(b, k, f->seq, &m, &m)) nsp_sbuf_printf(b, ")");
+    nsp_sbuf_printf(b, ", or ");
+    put_ranks_job(b, job, f, ahead->ranks, ahead->nranks);
+    nsp_sbuf_printf(b, " issued %s (", k == 1 ? "an extra one" : "as many extra ones");
+    nsp_an_put_ranks(b, behind->ranks, behind->nranks);
+    nsp_sbuf_printf(b, "'s calls ");
+    put_shift_match(b, k, f->seq);
+    nsp_an_put_ranks(b, ahead->ranks, ahead->nranks);
+    nsp_sbuf_printf(b, "'s from seq %llu on)", s + (unsigned long long)k);
+  }
+  if (!ok) nsp_sbuf_printf(b, "ranks are shifted at seq %llu", s);
+  free(tmp);
+  free(shift);
+  return 0;
+}
+
 static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   const struct nsp_finding *f = &fp->pub;
   struct nsp_sbuf sb = {0}, *b = &sb;
+  if (f->kind == NSP_FIND_SEQ_SHIFT) {
+    NSP_TRY(put_shift(b, job, fp));
+    nsp_sbuf_printf(b, ": ");
+    for (size_t s = 0; s < f->nsides; s++) {
+      if (s) nsp_sbuf_printf(b, " vs ");
+      nsp_an_put_ranks(b, f->sides[s].ranks, f->sides[s].nranks);
+      nsp_sbuf_printf(b, " %s", f->sides[s].text);
+    }
+    if (f->later)
+      nsp_sbuf_printf(b, " (and %llu later seq%s also differ%s)", (unsigned long long)f->later,
+                      nsp_an_plural(f->later), f->later == 1 ? "s" : "");
+    return nsp_an_take_message(fp, b);
+  }
   nsp_sbuf_printf(b, "%s at seq %llu: ", mismatch_phrase(f->kind), (unsigned long long)f->seq);
   for (size_t s = 0; s < f->nsides; s++) {
     if (s) nsp_sbuf_printf(b, " vs ");
@@ -199,8 +440,9 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
 
 const struct nsp_rule nsp_rule_alignment = {
     .name = "alignment",
-    .checks = "collectives at each seq of a communicator: kind, dtype, count, reduction op, root",
+    .checks = "collectives at each seq of a communicator: kind, dtype, count, reduction op, root; ranks whose "
+              "later calls match the others' shifted",
     .kinds = NSP_RULE_KINDS(NSP_FIND_KIND_MISMATCH, NSP_FIND_DTYPE_MISMATCH, NSP_FIND_COUNT_MISMATCH,
-                            NSP_FIND_REDOP_MISMATCH, NSP_FIND_ROOT_MISMATCH),
+                            NSP_FIND_REDOP_MISMATCH, NSP_FIND_ROOT_MISMATCH, NSP_FIND_SEQ_SHIFT),
     .check_comm = check_comm, .message = message,
 };

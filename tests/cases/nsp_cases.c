@@ -1038,6 +1038,106 @@ static void nsp_cases_c2d_stall(struct nsp_cases_job *job)
 
 /* ---- table and main --------------------------------------------------------- */
 
+/* All-reduce with a PreMulSum op every rank makes with scalar k (host). */
+static void nsp_cases_premulsum_k(struct nsp_cases_job *job, struct nsp_cases_comm *cc, ncclDataType_t t,
+                                  size_t count, double k)
+{
+  void *buf = nsp_cases_alloc(job, count, t);
+  unsigned char scalar[8];
+  ncclRedOp_t op;
+  size_t i;
+  int seq, p;
+  nsp_standin_store_elem(scalar, t, 0, k);
+  nsp_cases_check(job, cc, NC(ncclRedOpCreatePreMulSum(&op, scalar, t, ncclScalarHostImmediate,
+                                                       cc->comm)), K_PM, t, count);
+  seq = ++cc->seq;
+  nsp_cases_fill(buf, t, count, K_PM, seq, cc->rank, ncclSum);
+  nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, count, t, op, cc->comm, nsp_cases_stream)), K_PM, t, count);
+  nsp_cases_sync(job, cc, K_PM, t, count);
+  for (i = 0; i < count; i++) {
+    double want = 0;
+    for (p = 0; p < cc->nranks; p++)
+      want += k * nsp_cases_val(K_PM, seq, p, i, ncclSum);
+    nsp_cases_verify(job, cc, K_PM, t, buf, i, want);
+  }
+  nsp_cases_check(job, cc, NC(ncclRedOpDestroy(op, cc->comm)), K_PM, t, count);
+  nsp_cases_free(job, buf);
+}
+
+/* premul-handles: rank 1 makes a PreMulSum op first (and keeps it), so
+ * its later ops have other handles; every rank then all-reduces with a
+ * premulsum(float32 host 0.25) op, made and destroyed each step. */
+static void nsp_cases_premul_handles(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  ncclRedOp_t extra;
+  float one = 1.0f;
+  int step;
+  if (job->rank == 1)
+    nsp_cases_check(job, w, NC(ncclRedOpCreatePreMulSum(&extra, &one, ncclFloat32, ncclScalarHostImmediate,
+                                                         w->comm)), K_PM, ncclFloat32, 1);
+  for (step = 0; step < 4; step++) {
+    nsp_cases_premulsum_k(job, w, ncclFloat32, 40, 0.25);
+    nsp_cases_allreduce(job, w, ncclFloat32, 64, ncclSum);
+  }
+  if (job->rank == 1)
+    nsp_cases_check(job, w, NC(ncclRedOpDestroy(extra, w->comm)), K_PM, ncclFloat32, 1);
+}
+
+/* One collective of the shifted cases, its result checked but not its
+ * values (once a rank is a collective off, the stand-in pairs calls that
+ * differ and every value is wrong): 256 bytes each, so that any two of
+ * them pair up without waiting. */
+static void nsp_cases_coll_unchecked(struct nsp_cases_job *job, struct nsp_cases_comm *cc, int kind)
+{
+  void *buf = nsp_cases_alloc(job, 64 * (size_t)cc->nranks, ncclFloat64);
+  ++cc->seq;
+  if (kind == K_AR)
+    nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, 64, ncclFloat32, ncclSum, cc->comm, nsp_cases_stream)),
+                    K_AR, ncclFloat32, 64);
+  else if (kind == K_AG)
+    nsp_cases_check(job, cc, NC(ncclAllGather(buf, buf, 128, ncclFloat16, cc->comm, nsp_cases_stream)), K_AG,
+                    ncclFloat16, 128);
+  else if (kind == K_RD) /* the metric: an all-gather of 64 float32 */
+    nsp_cases_check(job, cc, NC(ncclAllGather(buf, buf, 64, ncclFloat32, cc->comm, nsp_cases_stream)), K_AG,
+                    ncclFloat32, 64);
+  else /* the step's last: an all-reduce (max) of 32 float64 */
+    nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, 32, ncclFloat64, ncclMax, cc->comm, nsp_cases_stream)),
+                    K_AR, ncclFloat64, 32);
+  nsp_cases_sync(job, cc, K_AR, ncclFloat32, 64);
+  nsp_cases_free(job, buf);
+}
+
+/* extra-coll: 8 steps of all-reduce, all-gather, all-reduce (max); in
+ * step 3 rank 1 also gathers a metric (an extra all-gather, seq 12).
+ * Its last collective then waits for the others, which are done. */
+static void nsp_cases_extra_coll(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  int step;
+  for (step = 0; step < 8; step++) {
+    nsp_cases_coll_unchecked(job, w, K_AR);
+    nsp_cases_coll_unchecked(job, w, K_AG);
+    if (step == 3 && job->rank == 1)
+      nsp_cases_coll_unchecked(job, w, K_RD);
+    nsp_cases_coll_unchecked(job, w, K_RS);
+  }
+}
+
+/* skipped-coll: the same loop; in step 3 rank 1 skips the all-gather
+ * (seq 11).  The others' last collective waits for it. */
+static void nsp_cases_skipped_coll(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  int step;
+  for (step = 0; step < 8; step++) {
+    nsp_cases_coll_unchecked(job, w, K_AR);
+    if (!(step == 3 && job->rank == 1))
+      nsp_cases_coll_unchecked(job, w, K_AG);
+    nsp_cases_coll_unchecked(job, w, K_RS);
+  }
+}
+
 struct nsp_cases_case {
   const char *id, *name;
   int nranks; /* 0: any even number >= 2 */
@@ -1077,6 +1177,12 @@ static const struct nsp_cases_case nsp_cases_table[] = {
    "stream mode: TP=2 x DP=4, dp{1,3,5,7} #3: rank 5 float16, 1,3,7 float32"},
   {"c2d-stall", "c2d-stall", 8, 1, NULL, nsp_cases_c2d_stall,
    "stream mode: TP=2 x DP=4, rank 3 sleeps NSP_C2D_SLEEP_S (60) s before tp{2,3} #9"},
+  {"premul-handles", "premul-handles", 0, 0, NULL, nsp_cases_premul_handles,
+   "rank 1 makes one PreMulSum op more first; all reduce with premulsum(float32 host 0.25)"},
+  {"extra-coll", "extra-coll", 4, 0, NULL, nsp_cases_extra_coll,
+   "rank 1 issues an extra all-gather at seq 12 in the middle of a loop"},
+  {"skipped-coll", "skipped-coll", 4, 0, NULL, nsp_cases_skipped_coll,
+   "rank 1 skips the all-gather at seq 11 in the middle of a loop"},
 };
 
 static int nsp_cases_env_int(const char *name, int dflt)

@@ -1152,6 +1152,75 @@ static void test_env_world_size(void **state) {
   run_done(&r);
 }
 
+/* Issue 13: rank 1 made one PreMulSum op more first, so its handles are
+ * numbered otherwise; every rank reduced with premulsum(float32 host
+ * 0.25).  A healthy job: no finding. */
+static void test_premul_handles(void **state) {
+  struct run r;
+  struct job_opts o = {.nranks = 4, .limit_s = 120, .none = 1};
+  run_job_ex(&r, "premul-handles", &o);
+  assert_int_equal(r.launch_status, 0);
+  assert_int_equal(nsp_job_nfindings(r.job), 0);
+  run_done(&r);
+}
+
+/* The findings after f (index 0) on its communicator that follow from it. */
+static void assert_follow(struct run *r) {
+  for (size_t i = 1; i < nsp_job_nfindings(r->job); i++) {
+    const struct nsp_finding *g = nsp_job_finding(r->job, i);
+    if (g->kind == NSP_FIND_ERROR || g->kind == NSP_FIND_HANG || g->kind == NSP_FIND_NEVER_COMPLETED ||
+        g->kind == NSP_FIND_STOPPED_EARLY)
+      assert_int_equal(g->cause, 0);
+  }
+}
+
+/* Issue 13: rank 1 issued an extra all-gather at seq 12 in the middle of
+ * its loop: a seq-shift naming the rank, the seq, the collective and
+ * "extra", no shape (count) or kind mismatch; the error of its last
+ * collective, which waited for the others, follows from it. */
+static void test_extra_coll(void **state) {
+  struct run r;
+  run_case(&r, "extra-coll", 4);
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  assert_int_equal(f->kind, NSP_FIND_SEQ_SHIFT);
+  assert_int_equal(f->comm_id, world(&r, 4)->id);
+  assert_int_equal(f->seq, 12);
+  assert_int_equal(f->api, NSP_API_AllGather);
+  assert_int_equal(f->nodd, 1);
+  assert_int_equal(f->odd_ranks[0], 1);
+  assert_non_null(strstr(f->message, "rank 1 issued an extra all-gather at seq 12 (its calls from seq 13 on match "
+                                     "the others' from seq 12 on)"));
+  for (size_t i = 0; i < nsp_job_nfindings(r.job); i++) {
+    int k = nsp_job_finding(r.job, i)->kind;
+    assert_true(k != NSP_FIND_COUNT_MISMATCH && k != NSP_FIND_KIND_MISMATCH && k != NSP_FIND_DTYPE_MISMATCH);
+  }
+  assert_follow(&r);
+  run_done(&r);
+}
+
+/* Issue 13: rank 1 skipped the all-gather at seq 11. */
+static void test_skipped_coll(void **state) {
+  struct run r;
+  run_case(&r, "skipped-coll", 4);
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  assert_int_equal(f->kind, NSP_FIND_SEQ_SHIFT);
+  assert_int_equal(f->comm_id, world(&r, 4)->id);
+  assert_int_equal(f->seq, 11);
+  assert_int_equal(f->api, NSP_API_AllGather);
+  assert_int_equal(f->nodd, 1);
+  assert_int_equal(f->odd_ranks[0], 1);
+  assert_side(&f->sides[0], "0,2-3");
+  assert_int_equal(f->sides[0].call.api, NSP_API_AllGather);
+  assert_non_null(strstr(f->message, "rank 1 skipped an all-gather at seq 11 (its calls from seq 11 on match the "
+                                     "others' from seq 12 on)"));
+  for (size_t i = 0; i < nsp_job_nfindings(r.job); i++) {
+    int k = nsp_job_finding(r.job, i)->kind;
+    assert_true(k != NSP_FIND_COUNT_MISMATCH && k != NSP_FIND_KIND_MISMATCH && k != NSP_FIND_DTYPE_MISMATCH);
+  }
+  assert_follow(&r);
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1178,6 +1247,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_no_init), cmocka_unit_test(test_no_init_killed), cmocka_unit_test(test_abort_exit0),
       cmocka_unit_test(test_abort_exit0_killed), cmocka_unit_test(test_live_healthy),
       cmocka_unit_test(test_live_hang), cmocka_unit_test(test_killed_healthy), cmocka_unit_test(test_exit_status),
+      cmocka_unit_test(test_premul_handles), cmocka_unit_test(test_extra_coll), cmocka_unit_test(test_skipped_coll),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
