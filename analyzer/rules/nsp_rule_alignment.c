@@ -138,6 +138,41 @@ static size_t side_members(const struct nsp_job *job, const struct nsp_an_comm *
   return n;
 }
 
+static int side_has_rank(const struct nsp_side *sd, int rank) {
+  for (size_t i = 0; i < sd->nranks; i++)
+    if (sd->ranks[i] == rank) return 1;
+  return 0;
+}
+
+/* Which of f's two sides kept the pattern the communicator's calls had
+ * before seq s, where the two sides are as many ranks each (no majority
+ * says who is odd): the calls before s, which every rank made alike,
+ * repeat with a smallest period p (two rounds at least: a training loop's
+ * all-reduce of gradients, then of the loss), and one side's calls from s
+ * continue it while the other's do not.  That side is 0 or 1; -1 when
+ * there is no such period or both or neither side keeps it. */
+static int kept_pattern(struct nsp_job *job, struct nsp_an_comm *c, const struct nsp_finding *f, uint64_t s,
+                        size_t *tmp) {
+  for (uint64_t p = 1; p <= NSP_SHIFT_MAX && 2 * p < s; p++) {
+    int periodic = 1;
+    for (uint64_t t = s - p; t < s && periodic; t++) {
+      const struct nsp_ref *a = nsp_an_comm_ref(c, t, 0), *b = nsp_an_comm_ref(c, t - p, 0);
+      periodic = a && b && a->set && b->set && nsp_an_sig_eq(&a->sig, &b->sig);
+    }
+    if (!periodic) continue;
+    int keeps[2];
+    for (int sd = 0; sd < 2; sd++) {
+      struct calls x;
+      calls_of(job, c, tmp, side_members(job, c, &f->sides[sd], tmp), s, &x);
+      keeps[sd] = x.known[0];
+      for (uint64_t i = 0; i < p && keeps[sd]; i++)
+        if (x.known[i]) keeps[sd] = nsp_an_sig_eq(&x.v[i], &nsp_an_comm_ref(c, s - p + i, 0)->sig);
+    }
+    return keeps[0] == keeps[1] ? -1 : keeps[0] ? 0 : 1;
+  }
+  return -1;
+}
+
 /* The shift of mismatch f at seq s.  With a side of a strict majority
  * (f's odd ranks set): shift[i] of odd rank i against that side, each
  * nonzero, and *ref its side; returns 1.  With two sides and no majority:
@@ -164,6 +199,8 @@ static int find_shift(struct nsp_job *job, struct nsp_an_comm *c, const struct n
   for (size_t i = 0; i < pf->nsides; i++) total += pf->sides[i].nranks;
   for (size_t i = 0; i < pf->nsides; i++)
     if (2 * pf->sides[i].nranks > total) maj = i; /* as nsp_an_mark_odd */
+  if (maj == SIZE_MAX && pf->nsides == 2) /* no majority: odd ranks the loop's pattern chose */
+    maj = side_has_rank(&pf->sides[0], pf->odd_ranks[0]) ? 1 : 0;
   if (maj == SIZE_MAX) return 0;
   *ref = maj;
   calls_of(job, c, tmp, side_members(job, c, &pf->sides[maj], tmp), s, &m);
@@ -253,7 +290,18 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   size_t ref_side = 0, *tmp = malloc(c->nmembers * sizeof *tmp);
   int *shift = malloc((f->pub.nodd + 1) * sizeof *shift);
   if (!tmp || !shift) ret = NSP_AN_ENOMEM;
-  if (!ret && find_shift(job, c, f, s_min, shift, &ref_side, tmp)) {
+  int shifted = !ret && find_shift(job, c, f, s_min, shift, &ref_side, tmp);
+  if (shifted && !f->pub.nodd && nsides == 2) {
+    /* One side against another as large: the side that broke the loop's
+     * pattern is the odd one (else the message gives both readings). */
+    int kept = kept_pattern(job, c, &f->pub, s_min, tmp);
+    if (kept >= 0) ret = nsp_an_set_odd(f, f->sides[1 - kept].ranks, f->sides[1 - kept].nranks);
+    if (kept >= 0 && !ret && !find_shift(job, c, f, s_min, shift, &ref_side, tmp)) {
+      f->pub.nodd = 0;
+      find_shift(job, c, f, s_min, shift, &ref_side, tmp);
+    }
+  }
+  if (shifted && !ret) {
     f->pub.kind = NSP_FIND_SEQ_SHIFT;
     f->pub.hint = nsp_finding_kind_hint(f->pub.kind);
     /* The collective skipped (the others' at this seq) or added. */
@@ -383,7 +431,13 @@ static int put_shift(struct nsp_sbuf *b, struct nsp_job *job, const struct nsp_f
     k1 = (unsigned long long)(shift[i] > 0 ? shift[i] : -shift[i]);
     nsp_sbuf_printf(b, "%sits calls ", open ? "; " : " (");
     put_shift_match(b, shift[i], f->seq);
-    nsp_sbuf_printf(b, "the others' from seq %llu on)", shift[i] > 0 ? s + k1 : s);
+    if (f->sides[ref].nranks == 1) {
+      put_ranks_job(b, job, f, f->sides[ref].ranks, 1);
+      nsp_sbuf_printf(b, "'s");
+    } else {
+      nsp_sbuf_printf(b, "the others'");
+    }
+    nsp_sbuf_printf(b, " from seq %llu on)", shift[i] > 0 ? s + k1 : s);
   }
   if (ok && !f->nodd) {
     /* One side against the other: either reading.  The side behind is

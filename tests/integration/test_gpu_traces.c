@@ -22,6 +22,10 @@
  *                  way): seq 3, rank 0 1024 elements, rank 1 1000
  *   jax_dtype      2 JAX processes (XLA: dlopen + dlsym): seq 3 all-gather,
  *                  rank 0 float32, rank 1 bfloat16
+ *   skip_allreduce rank 1 skipped its loss all-reduce (1 float) at step 5 of
+ *                  a loop of gradient (4096 floats) and loss all-reduces:
+ *                  from seq 12 its calls are rank 0's one seq earlier; the
+ *                  watchdog ended both 30 s later
  *   ddp_amp_subgroup  4 ranks, healthy DDP + AMP with a float16 all-gather
  *                  each step in subgroups {0,1} and {2,3}: no finding
  * usage: test_gpu_traces DATA_DIR CASE */
@@ -199,6 +203,27 @@ static void test_new_group_skip(void **state) {
   nsp_job_destroy(job);
 }
 
+/* A skipped collective, not a shape problem: rank 1 is the odd one (one
+ * rank against one, but rank 0's calls keep the loop's pattern). */
+static void test_skip_allreduce(void **state) {
+  (void)state;
+  struct nsp_job *job = analyze_killed("skip_allreduce", 2);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_SEQ_SHIFT);
+  assert_int_equal(f->seq, 12);
+  assert_int_equal(f->api, NSP_API_AllReduce);
+  assert_int_equal(f->nodd, 1);
+  assert_int_equal(f->odd_ranks[0], 1);
+  assert_non_null(strstr(f->message, "rank 1 skipped an all-reduce at seq 12 (its calls from seq 12 on match rank 0's "
+                                     "from seq 13 on)"));
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
+    const struct nsp_finding *g = nsp_job_finding(job, i);
+    assert_int_not_equal(g->kind, NSP_FIND_COUNT_MISMATCH);
+    if (i) assert_int_equal(g->cause, 0); /* the timeout that follows */
+  }
+  nsp_job_destroy(job);
+}
+
 static void test_ddp_amp_subgroup(void **state) {
   (void)state;
   struct nsp_job *job = analyze("ddp_amp_subgroup", 4);
@@ -255,6 +280,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_new_group_skip),
       cmocka_unit_test(test_pynccl_count),
       cmocka_unit_test(test_jax_dtype),
+      cmocka_unit_test(test_skip_allreduce),
       cmocka_unit_test(test_ddp_amp_subgroup),
   };
   char filter[64];

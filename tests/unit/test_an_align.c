@@ -249,9 +249,30 @@ static void test_shift_two_and_tie(void **state) {
   f = nsp_job_finding(job, 0);
   assert_int_equal(f->kind, NSP_FIND_SEQ_SHIFT);
   assert_int_equal(f->seq, 8);
+  /* One rank against one: the calls before seq 8 repeat every 3 seqs and
+   * rank 0's go on doing so, so rank 1 is the one that skipped. */
+  assert_ranks(f->odd_ranks, f->nodd, "1");
+  assert_contains(f->message, "rank 1 skipped an all-gather at seq 8 (its calls from seq 8 on match rank 0's "
+                              "from seq 9 on)");
+  nsp_job_destroy(job);
+
+  /* No pattern before the shift (seq 2): either reading. */
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_gen(r, &w[r], 2);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 4096, ncclFloat32, ncclSum, -1);
+    if (r == 0) nsp_tracegen_coll(g[r], NSP_API_AllGather, w[r], 16, ncclFloat32, -1, -1);
+    nsp_tracegen_coll(g[r], NSP_API_Broadcast, w[r], 8, ncclInt64, -1, 0);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 7, ncclFloat64, ncclSum, -1);
+    nsp_tracegen_coll(g[r], NSP_API_AllGather, w[r], 3, ncclInt8, -1, -1);
+  }
+  job = analyse_gens(g, 2);
+  print_findings(job);
+  f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_SEQ_SHIFT);
+  assert_int_equal(f->seq, 2);
   assert_int_equal(f->nodd, 0);
-  assert_contains(f->message, "rank 1 skipped an all-gather at seq 8, or rank 0 issued an extra one (rank 1's "
-                              "calls from seq 8 on match rank 0's from seq 9 on)");
+  assert_contains(f->message, "rank 1 skipped an all-gather at seq 2, or rank 0 issued an extra one (rank 1's "
+                              "calls from seq 2 on match rank 0's from seq 3 on)");
   nsp_job_destroy(job);
 }
 
