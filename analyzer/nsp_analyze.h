@@ -383,6 +383,39 @@ struct nsp_trace_info {
   const struct nsp_inflight *inflight;
   size_t nlibnccl;         /* libnccls the shim did not interpose (LIBNCCL) */
   const struct nsp_libnccl *libnccl;
+  /* After nsp_job_analyze: */
+  int joined;              /* 1: a rank: it made a COMM record (a failed or pending
+                              creation too), was inside a communicator's creation
+                              when its ring was read, or called on a communicator;
+                              also 1 for a trace with no record (nothing says).
+                              0: its records show no communicator at all (a
+                              launcher that only made the unique id, a helper that
+                              only called ncclGetVersion): not counted as a rank
+                              by the world-size, missing-rank and setting checks */
+  const char *run_id;      /* the identity of the run it belongs to
+                              (nsp_run_info.id) */
+};
+
+/* One run (or attempt) among the traces given (nsp_job_run; docs/REPORT.md,
+ * "Runs").  Its identity comes from the launcher variables of its
+ * processes' environment snapshots: torchrun's TORCHELASTIC_RUN_ID and
+ * TORCHELASTIC_RESTART_COUNT, Slurm's SLURM_JOB_ID, SLURM_STEP_ID and
+ * SLURM_RESTART_COUNT, Open MPI's OMPI_MCA_ess_base_jobid, PMIx's
+ * PMIX_NAMESPACE; processes with the same ones that share no
+ * communicator, one after the other in time, are separate runs, named by
+ * their world communicator's id as well; and without launcher variables
+ * by the world communicator's id alone (the first communicator the
+ * process created from a unique id), with the start time where that
+ * repeats. */
+struct nsp_run_info {
+  const char *id;       /* "torchrun:job7:restart=1", "slurm:1234.0",
+                           "comm:0a1b2c3d4e5f6071", ... parts joined by '/' */
+  size_t nprocs;        /* its traces (processes) */
+  size_t nranks;        /* those that joined a communicator (nsp_trace_info.joined) */
+  int64_t start_ns;     /* earliest header realtime of its ranks (of its traces
+                           when none joined), wall clock */
+  int64_t end_ns;       /* latest record of its traces, wall clock */
+  int analyzed;         /* the analysis is of this run (every run with --run all) */
 };
 
 /* One communicator, unified across the traces of its ranks. */
@@ -544,9 +577,21 @@ int nsp_job_set_now(struct nsp_job *job, int64_t now_ns);
  * traces; returns 0, NSP_AN_ENOMEM, NSP_AN_EINVAL or NSP_AN_ESTATE. */
 int nsp_job_set_local_host(struct nsp_job *job, const char *host);
 
-/* Runs the rules over the traces added so far (once per job).  A job
- * with no traces analyses to no findings.  Returns 0, NSP_AN_ENOMEM or
- * NSP_AN_ESTATE.  Re-reads trace files whose send/recv calls are named in
+/* Which run to analyse when the traces come from more than one
+ * (nsp_run_info): NULL or "" (the default) the newest (latest start),
+ * "all" every trace as one job, else a run's identity, a unique prefix of
+ * it or of one of its '/'-separated parts, or its number K in the list
+ * newest first (1 the newest).  The other runs' traces are left out of
+ * the analysis entirely (read again without them).  Call before
+ * nsp_job_analyze; returns 0, NSP_AN_ENOMEM, NSP_AN_EINVAL or
+ * NSP_AN_ESTATE. */
+int nsp_job_select_run(struct nsp_job *job, const char *run);
+
+/* Runs the rules over the traces added so far (once per job), those of
+ * the selected run (nsp_job_select_run).  A job with no traces analyses
+ * to no findings.  Returns 0, NSP_AN_ENOMEM, NSP_AN_ESTATE, or
+ * NSP_AN_EINVAL when the selected run is none of the traces' (nsp_job_error
+ * says which there are; the job then has no findings).  Re-reads trace files whose send/recv calls are named in
  * a finding (to fetch those calls' details). */
 int nsp_job_analyze(struct nsp_job *job);
 
@@ -556,6 +601,12 @@ const char *nsp_job_error(const struct nsp_job *job);
 /* Traces read (readable ones only), in the order added. */
 size_t nsp_job_ntraces(const struct nsp_job *job);
 const struct nsp_trace_info *nsp_job_trace(const struct nsp_job *job, size_t i);
+
+/* The runs the traces come from, newest (latest start) first, after
+ * nsp_job_analyze; one when they are all one run.  The traces of the
+ * runs not analysed are no longer in nsp_job_trace. */
+size_t nsp_job_nruns(const struct nsp_job *job);
+const struct nsp_run_info *nsp_job_run(const struct nsp_job *job, size_t i);
 
 /* Communicators, in the order traces first made them (files in name
  * order, records in file order); valid after analyze. */

@@ -33,14 +33,16 @@ int nsp_env_allowed(const char *name, size_t len) {
   static const char *const deny[] = {"TOKEN", "SECRET", "KEY", "PASS", "CREDENTIAL"};
   static const char *const prefixes[] = {"NCCL_", "CUDA_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_",
                                          "NCCLSPY_"};
-  /* Rank and world variables of torchrun, Slurm, Open MPI and PMI/PMIx. */
+  /* Rank, world and run (job, step, restart) variables of torchrun,
+   * Slurm, Open MPI and PMI/PMIx. */
   static const char *const exact[] = {
       "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
       "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
       "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NNODES", "SLURM_NODEID",
-      "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_NODELIST",
+      "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_RESTART_COUNT", "SLURM_JOB_NODELIST",
       "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-      "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
+      "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
+      "PMIX_NAMESPACE",
       "LD_PRELOAD"};
   for (size_t i = 0; i < sizeof deny / sizeof *deny; i++)
     if (contains(name, len, deny[i])) return 0;

@@ -29,8 +29,8 @@ static const char nsp_usage_main[] =
     "which NCCL call went wrong first, on which ranks, and why.\n"
     "\n"
     "commands:\n"
-    "  analyze [--json] [-o FILE] DIR|FILE...  merge the traces, check them, report\n"
-    "  perf [--json] [-o FILE] DIR|FILE...     GPU times, bandwidths, arrival spread, stragglers\n"
+    "  analyze [--json] [-o FILE] [--run ID|all] DIR|FILE...  merge the traces, check them, report\n"
+    "  perf [--json] [-o FILE] [--run ID|all] DIR|FILE...     GPU times, bandwidths, arrival spread, stragglers\n"
     "  dump [--json] FILE...                   print every record of trace files\n"
     "  help [COMMAND]                          this text, or a command's\n"
     "\n"
@@ -41,7 +41,7 @@ static const char nsp_usage_main[] =
     "Run `ncclspy help analyze` for the checks and exit status.\n";
 
 static const char nsp_usage_analyze[] =
-    "usage: ncclspy analyze [--json] [-o FILE] DIR|FILE...\n"
+    "usage: ncclspy analyze [--json] [-o FILE] [--run ID|all] DIR|FILE...\n"
     "\n"
     "Loads every *.ncclspy file in each DIR (not recursive) and each FILE, each\n"
     "file once (a copy of a trace too); *.ncclspy.ring files are read by their trace.\n"
@@ -53,6 +53,11 @@ static const char nsp_usage_analyze[] =
     "options:\n"
     "  --json           the report as one JSON object (schema: docs/REPORT.md)\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
+    "  --run ID|all     traces of several runs (a reused directory, restarts): the\n"
+    "                   newest run is analysed unless ID names another (its\n"
+    "                   identity, a unique prefix of it or of one of its '/' parts,\n"
+    "                   or its number, 1 the newest, as the first note lists them);\n"
+    "                   all: every trace as one job\n"
     "  -h, --help       this text\n"
     "\n"
     "exit status: 0 no findings (processes still running included), 1 findings,\n"
@@ -61,7 +66,7 @@ static const char nsp_usage_analyze[] =
     "_exit) or loaded a libnccl that ncclspy does not trace.\n";
 
 static const char nsp_usage_perf[] =
-    "usage: ncclspy perf [--json] [-o FILE] DIR|FILE...\n"
+    "usage: ncclspy perf [--json] [-o FILE] [--run ID|all] DIR|FILE...\n"
     "\n"
     "Per communicator, op and size bucket (powers of two of nccl-tests' size S):\n"
     "calls, GPU duration p50/p99 from completion records with GPU timing, and\n"
@@ -72,6 +77,7 @@ static const char nsp_usage_perf[] =
     "options:\n"
     "  --json           one JSON object (schema: docs/REPORT.md)\n"
     "  -o, --output FILE  write to FILE instead of standard output\n"
+    "  --run ID|all     which run of the traces (as for analyze; default the newest)\n"
     "  -h, --help       this text\n"
     "\n"
     "exit status: 0 figures written, 2 usage error or no readable trace.\n";
@@ -286,16 +292,21 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   static const struct option opts[] = {
       {"json", no_argument, NULL, 'j'},
       {"output", required_argument, NULL, 'o'},
+      {"run", required_argument, NULL, 'r'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   int json = 0, c;
-  const char *output = NULL;
+  const char *output = NULL, *run = NULL;
   optind = 0; /* glibc: re-initialise for the subcommand's argv */
   while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
     switch (c) {
       case 'j': json = 1; break;
       case 'o': output = optarg; break;
+      case 'r':
+        if (!*optarg) return usage_error(k->name, "--run needs a run's identity, its number, or all", NULL);
+        run = optarg;
+        break;
       case 'h': put_usage(stdout, k->usage); return NSP_EXIT_CLEAN;
       default: return usage_error(k->name, "bad option", NULL);
     }
@@ -325,7 +336,15 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   int status = load_paths(job, argc, argv, optind);
   if (status) goto out;
   status = NSP_EXIT_USAGE;
+  if (run && nsp_job_select_run(job, run) < 0) {
+    fprintf(stderr, "ncclspy: out of memory\n");
+    goto out;
+  }
   int r = nsp_job_analyze(job);
+  if (r == NSP_AN_EINVAL) {
+    fprintf(stderr, "ncclspy: %s\n", nsp_job_error(job));
+    goto out;
+  }
   if (r == 0 && k->perf) r = nsp_job_perf(job);
   if (r < 0) {
     fprintf(stderr, "ncclspy: analysis failed: %s\n", nsp_an_strerror(r));

@@ -325,6 +325,32 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
   }
   put(&j, root, "caveats", co);
 
+  /* The runs the traces come from, newest first, and the one analysed. */
+  json_object *runs = json_object_new_array();
+  const char *analysed = NULL;
+  size_t nanalysed = 0;
+  for (size_t i = 0; runs && i < nsp_job_nruns(job); i++) {
+    const struct nsp_run_info *r = nsp_job_run(job, i);
+    json_object *o = json_object_new_object();
+    if (o) {
+      put(&j, o, "id", jstr(r->id));
+      put(&j, o, "processes", jint((int64_t)r->nprocs));
+      put(&j, o, "ranks", jint((int64_t)r->nranks));
+      put(&j, o, "start_time_ns", jint(r->start_ns));
+      put(&j, o, "end_time_ns", jint(r->end_ns));
+      put(&j, o, "analyzed", json_object_new_boolean(r->analyzed));
+    }
+    if (r->analyzed) {
+      analysed = r->id;
+      nanalysed++;
+    }
+    push(&j, runs, o);
+  }
+  if (nanalysed == 1) put(&j, root, "run", jstr(analysed));
+  else if (nanalysed > 1) put(&j, root, "run", jstr("all"));
+  else put_null(root, "run");
+  put(&j, root, "runs", runs);
+
   json_object *traces = json_object_new_array();
   for (size_t i = 0; traces && i < nsp_job_ntraces(job); i++) {
     const struct nsp_trace_info *t = nsp_job_trace(job, i);
@@ -353,6 +379,8 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
     put(&j, o, "driver_version", jint(t->driver_version));
     put(&j, o, "runtime_version", jint(t->runtime_version));
     put(&j, o, "launcher", jstr(t->launcher));
+    put(&j, o, "joined", json_object_new_boolean(t->joined));
+    if (t->run_id) put(&j, o, "run", jstr(t->run_id));
     json_object *tr = json_object_new_array();
     if (tr && (t->tracking & NSP_TRACK_COMPLETION)) push(&j, tr, jstr("completion"));
     if (tr && (t->tracking & NSP_TRACK_TIMING)) push(&j, tr, jstr("timing"));

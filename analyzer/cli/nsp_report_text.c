@@ -466,6 +466,18 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
   size_t nt = nsp_job_ntraces(job), nc = nsp_job_ncomms(job), nf = nsp_job_nfindings(job), nn = nsp_job_nnotes(job);
   fprintf(out, "ncclspy report: %zu trace%s, %zu communicator%s, %zu finding%s\n\n", nt, nt == 1 ? "" : "s", nc,
           nc == 1 ? "" : "s", nf, nf == 1 ? "" : "s");
+  /* Which run, when the traces hold more than one. */
+  size_t nr = nsp_job_nruns(job), na = 0, ai = 0;
+  for (size_t i = 0; i < nr; i++)
+    if (nsp_job_run(job, i)->analyzed) na++, ai = na == 1 ? i : ai;
+  if (nr > 1 && na == 1) {
+    fprintf(out, "Run: ");
+    nsp_put_esc(out, nsp_job_run(job, ai)->id);
+    fprintf(out, " (%s of %zu runs in these traces; the others are ignored: see the notes)\n\n",
+            ai == 0 ? "the newest" : "as asked, not the newest", nr);
+  } else if (nr > 1) {
+    fprintf(out, "Run: all %zu runs in these traces, compared as one job (--run all)\n\n", nr);
+  }
   fprintf(out, "Summary\n");
   put_wrapped(out, nsp_job_summary(job), 2, 100);
 
@@ -488,7 +500,8 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
   for (size_t i = 0; i < nt; i++) {
     const struct nsp_trace_info *t = nsp_job_trace(job, i);
     char vb[32];
-    fprintf(out, "  rank %-4d ", t->rank);
+    if (t->joined) fprintf(out, "  rank %-4d ", t->rank);
+    else fprintf(out, "  no rank   "); /* joined no communicator */
     nsp_put_esc(out, t->host);
     fprintf(out, " pid %" PRIu32 ", NCCL %s, %" PRIu64 " record%s, %" PRIu64 " call%s: ", t->pid,
             nsp_nccl_version_str(t->nccl_version, vb, sizeof vb), t->records, t->records == 1 ? "" : "s", t->calls,

@@ -123,8 +123,9 @@ static int put_setting(struct nsp_sbuf *b, struct nsp_job *job, const char *name
     free(ranks);
     return NSP_AN_ENOMEM;
   }
-  size_t nv = 0;
+  size_t nv = 0, nr = 0;
   for (size_t i = 0; i < n; i++) {
+    if (!nsp_an_is_rank(job, i)) continue; /* a launcher: no rank */
     const char *v = nsp_an_env_value(&job->traces[i]->info, name);
     size_t id = SIZE_MAX;
     if (v) {
@@ -135,10 +136,12 @@ static int put_setting(struct nsp_sbuf *b, struct nsp_job *job, const char *name
         id = nv++;
       }
     }
-    rows[3 * i] = i;
-    rows[3 * i + 1] = id;
-    rows[3 * i + 2] = (size_t)(int64_t)job->traces[i]->info.rank;
+    rows[3 * nr] = i;
+    rows[3 * nr + 1] = id;
+    rows[3 * nr + 2] = (size_t)(int64_t)job->traces[i]->info.rank;
+    nr++;
   }
+  n = nr;
   qsort_r(rows, n, 3 * sizeof *rows, cmp_str_rank, job);
   nsp_sbuf_printf(b, "; %s", name);
   for (size_t i = 0; i < n;) {

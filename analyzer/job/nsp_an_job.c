@@ -33,6 +33,9 @@ void nsp_job_destroy(struct nsp_job *job) {
   free(job->summary);
   free(job->files);
   free(job->local_host);
+  for (size_t r = 0; r < job->nruns; r++) free(job->runs[r].id);
+  free(job->runs);
+  free(job->run_sel);
   free(job);
 }
 
@@ -268,10 +271,23 @@ int nsp_job_add_mem(struct nsp_job *job, const char *name, const void *data, siz
   return nsp_an_load_trace(job, name, copy, len); /* takes copy */
 }
 
+int nsp_job_select_run(struct nsp_job *job, const char *run) {
+  if (!job) return NSP_AN_EINVAL;
+  if (job->analyzed) return NSP_AN_ESTATE;
+  char *sel = run && *run && strcmp(run, "all") ? strdup(run) : NULL;
+  if (run && *run && strcmp(run, "all") && !sel) return NSP_AN_ENOMEM;
+  free(job->run_sel);
+  job->run_sel = sel;
+  job->run_all = run && !strcmp(run, "all");
+  return 0;
+}
+
 int nsp_job_analyze(struct nsp_job *job) {
   if (!job) return NSP_AN_EINVAL;
   if (job->analyzed) return NSP_AN_ESTATE;
   job->analyzed = 1;
+  job->err[0] = 0;
+  NSP_TRY(nsp_an_select_run(job));
   return nsp_an_run_rules(job);
 }
 
@@ -290,6 +306,10 @@ const struct nsp_comm_info *nsp_job_comm(const struct nsp_job *job, size_t i) {
 const struct nsp_comm_info *nsp_job_comm_by_id(const struct nsp_job *job, uint64_t id) {
   size_t *slot = nsp_u64map_get(&job->comm_by_id, id);
   return job->analyzed && slot ? &job->comms[*slot]->info : NULL;
+}
+size_t nsp_job_nruns(const struct nsp_job *job) { return job->nruns; }
+const struct nsp_run_info *nsp_job_run(const struct nsp_job *job, size_t i) {
+  return i < job->nruns ? &job->runs[i].info : NULL;
 }
 size_t nsp_job_nfindings(const struct nsp_job *job) { return job->nfindings; }
 const struct nsp_finding *nsp_job_finding(const struct nsp_job *job, size_t i) {

@@ -13,6 +13,12 @@
  * links and messages, pass 2, the order, the summary.  0 or NSP_AN_ENOMEM. */
 int nsp_an_run_rules(struct nsp_job *job);
 
+/* Before the rules (nsp_an_runs.c): groups the traces into runs
+ * (job->runs, newest first), and unless every run is asked for reads the
+ * selected run's traces again into an empty model.  0, NSP_AN_ENOMEM, or
+ * NSP_AN_EINVAL when job->run_sel names no run (job->err says). */
+int nsp_an_select_run(struct nsp_job *job);
+
 /* Pass 2: the time, result and call site of every send/recv a p2p finding
  * names (its side's call, and the finding's time); 0 or NSP_AN_ENOMEM. */
 int nsp_an_fetch_p2p(struct nsp_job *job);

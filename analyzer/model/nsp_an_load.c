@@ -681,6 +681,7 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         }
         break;
       case NSP_REC_CALL:
+        if (rec.api < NSP_API_COUNT) t->api_seen[rec.api / 8] |= (uint8_t)(1u << (rec.api % 8));
         NSP_TRY(nsp_an_end_note_call(t, rec.api, rec.t_enter));
         NSP_TRY(on_call(job, t, &rec));
         break;

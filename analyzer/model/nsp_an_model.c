@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nsp_an_model.h"
 
@@ -164,4 +165,16 @@ void nsp_an_comm_free(struct nsp_an_comm *c) {
   free(c->members);
   nsp_paged_free(&c->refs);
   free(c);
+}
+
+void nsp_an_utc_text(char *buf, size_t len, int64_t ns) {
+  time_t s = (time_t)(ns / 1000000000LL);
+  struct tm tm;
+  if (ns <= 0 || !gmtime_r(&s, &tm)) {
+    snprintf(buf, len, "unknown");
+    return;
+  }
+  char d[40];
+  strftime(d, sizeof d, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf, len, "%s.%03dZ", d, (int)(ns / 1000000 % 1000));
 }

@@ -17,6 +17,7 @@
 
 #include "nsp_analyze.h"
 #include "nsp_grow.h"
+#include "nsp_nccl.h"
 #include "nsp_paged.h"
 #include "nsp_record.h"
 #include "nsp_sbuf.h"
@@ -323,6 +324,9 @@ struct nsp_trace {
   /* Set by the rules (rules/nsp_rule_comm_init.c): the comm-init-wait
    * finding whose creation call this process waits in; SIZE_MAX none. */
   size_t init_wait_id;
+  /* The NCCL functions its CALL records name (bit api % 8 of byte api / 8):
+   * what a process that joined no communicator did. */
+  uint8_t api_seen[(NSP_API_COUNT + 7) / 8];
 };
 
 /* A PreMulSum op as ncclRedOpCreatePreMulSum made it (a REDOP record). */
@@ -389,7 +393,20 @@ struct nsp_job {
   char *local_host;
   int local_host_set;
   struct nsp_job_caveats caveats; /* the summary's "but:" (job/nsp_an_summary.c) */
+  /* Runs (job/nsp_an_runs.c): the selection (NULL newest, "all"), the
+   * runs newest first, and whether every run is analysed as one job. */
+  char *run_sel;
+  struct nsp_an_run *runs;
+  size_t nruns;
+  int run_all;
   char err[512];
+};
+
+/* One run among the traces (job/nsp_an_runs.c): its public view, the
+ * identity it owns. */
+struct nsp_an_run {
+  struct nsp_run_info info;
+  char *id;
 };
 
 struct nsp_file_id {
@@ -479,6 +496,13 @@ int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t
  * gives every trace its job rank, the job its start time and whether
  * NCCL versions differ.  Returns 0 or NSP_AN_ENOMEM. */
 int nsp_an_prepare(struct nsp_job *job);
+/* Sets every trace's info.joined (nsp_analyze.h): whether its records
+ * show a communicator (a member, a failed or in-flight creation, a call
+ * on a communicator). */
+void nsp_an_mark_joined(struct nsp_job *job);
+/* True when trace i counts as a rank: joined a communicator, or nothing
+ * says it did not (no record). */
+static inline int nsp_an_is_rank(const struct nsp_job *job, size_t i) { return job->traces[i]->info.joined; }
 /* qsort_r order of member indices (ctx: the job): by rank, trace, comm index. */
 int nsp_an_cmp_member_rank(const void *pa, const void *pb, void *ctx);
 
@@ -498,6 +522,8 @@ uint64_t nsp_an_env_ms(const struct nsp_trace_info *t, const char *name, uint64_
 static inline int64_t nsp_an_wall(const struct nsp_trace *t, uint64_t mono) {
   return (int64_t)(mono + (uint64_t)t->off_ns);
 }
+/* "2024-05-01T12:00:03.123Z": a wall-clock time (ns) in UTC, "unknown" <= 0. */
+void nsp_an_utc_text(char *buf, size_t len, int64_t ns);
 /* Empty call: api -1, ints -1 (done too), numbers 0. */
 void nsp_call_clear(struct nsp_call *c);
 int nsp_an_cmp_int(const void *a, const void *b);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "nsp_an_model.h"
+#include "nsp_names.h"
 
 int nsp_an_cmp_member_rank(const void *pa, const void *pb, void *ctx) {
   const struct nsp_job *job = ctx;
@@ -128,18 +129,29 @@ static void assign_job_ranks(struct nsp_job *job) {
   free(best);
 }
 
-/* More than one known NCCL version among the traces. */
+/* More than one known NCCL version among the ranks' traces. */
 static void find_version_skew(struct nsp_job *job) {
   int32_t v = 0;
   for (size_t i = 0; i < job->ntraces; i++) {
     int32_t x = job->traces[i]->info.nccl_version;
-    if (x <= 0) continue;
+    if (x <= 0 || !nsp_an_is_rank(job, i)) continue;
     if (v && x != v) job->version_skew = 1;
     v = x;
   }
 }
 
+void nsp_an_mark_joined(struct nsp_job *job) {
+  for (size_t i = 0; i < job->ntraces; i++) {
+    struct nsp_trace *t = job->traces[i];
+    int joined = !t->info.records || t->nfailed_inits || t->orphan_calls || t->info.work_calls;
+    for (size_t k = 0; !joined && k < t->ninflight; k++) joined = nsp_api_kind(t->inflight[k].call.api) == NSP_K_INIT;
+    t->info.joined = joined;
+  }
+  for (size_t i = 0; i < job->nmembers; i++) job->traces[job->members[i].trace]->info.joined = 1;
+}
+
 int nsp_an_prepare(struct nsp_job *job) {
+  nsp_an_mark_joined(job);
   NSP_TRY(prepare_comms(job));
   assign_job_ranks(job);
   find_version_skew(job);

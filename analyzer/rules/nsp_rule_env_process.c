@@ -38,6 +38,7 @@ static int rule_versions(struct nsp_job *job, struct nsp_an_item *it, char (*buf
     for (size_t i = 0; i < job->ntraces; i++) {
       const struct nsp_trace_info *t = &job->traces[i]->info;
       const char *v = NULL;
+      if (!nsp_an_is_rank(job, i)) continue; /* a launcher's libnccl is no rank's */
       switch (w) {
         case V_NCCL: v = nccl_version_str(t->nccl_version, bufs[i], sizeof bufs[i]); break;
         case V_PATH: v = t->nccl_path && t->nccl_path[0] ? t->nccl_path : NULL; break;
@@ -68,6 +69,7 @@ static int rule_settings(struct nsp_job *job, struct nsp_an_item *it) {
   size_t n = 0, cap = 0;
   for (size_t i = 0; i < job->ntraces; i++) {
     const struct nsp_trace_info *t = &job->traces[i]->info;
+    if (!nsp_an_is_rank(job, i)) continue;
     for (size_t e = 0; e < t->nenv; e++) {
       if (setting_excluded(t->env[2 * e])) continue;
       if (nsp_grow(&names, &cap, n + 1, sizeof *names) < 0) {
@@ -83,7 +85,8 @@ static int rule_settings(struct nsp_job *job, struct nsp_an_item *it) {
     if (i && !strcmp(names[i], names[i - 1])) continue;
     size_t k = 0;
     for (size_t t = 0; t < job->ntraces; t++)
-      it[k++] = (struct nsp_an_item){nsp_an_env_value(&job->traces[t]->info, names[i]), t, job->traces[t]->info.rank};
+      if (nsp_an_is_rank(job, t))
+        it[k++] = (struct nsp_an_item){nsp_an_env_value(&job->traces[t]->info, names[i]), t, job->traces[t]->info.rank};
     ret = nsp_an_finding_by_value(job, NSP_FIND_ENV_SETTING, NULL, it, k, names[i], names[i], NULL);
   }
   free(names);
@@ -95,10 +98,13 @@ static int rule_world_size(struct nsp_job *job, struct nsp_an_item *it) {
   int32_t largest = 0;
   for (size_t i = 0; i < job->ncomms; i++)
     if (job->comms[i]->info.nranks > largest) largest = job->comms[i]->info.nranks;
-  size_t ntraced = job->ntraces;
+  /* Processes that joined no communicator are no ranks (a launcher). */
+  size_t ntraced = 0;
+  for (size_t t = 0; t < job->ntraces; t++) ntraced += nsp_an_is_rank(job, t) != 0;
   for (size_t v = 0; v < sizeof vars / sizeof *vars; v++) {
     size_t n = 0;
     for (size_t t = 0; t < job->ntraces; t++) {
+      if (!nsp_an_is_rank(job, t)) continue;
       const char *val = nsp_an_env_value(&job->traces[t]->info, vars[v]);
       if (val) it[n++] = (struct nsp_an_item){val, t, job->traces[t]->info.rank};
     }

@@ -1,31 +1,17 @@
-/* nsp_rule_runs.c - how the traces were gathered, checked first: traces
- * of more than one run or attempt in one set (a reused NCCLSPY_DIR,
- * torchrun restarts) would be compared with each other as ranks of one
- * job.  Makes no finding: a note, listed first. */
+/* nsp_rule_runs.c - how the traces were gathered, checked first: which
+ * runs the traces come from and which one is analysed (the job groups
+ * them before the rules: job/nsp_an_runs.c), and the traced processes
+ * that joined no communicator (a launcher that only made the unique id),
+ * which the per-rank checks do not count as ranks.  Makes no finding:
+ * notes, listed first. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsp_names.h"
 #include "nsp_rule.h"
 
-/* Launcher variables that name one run or attempt (the shim records them
- * in the PROCESS record's environment snapshot). */
-static const char *const run_vars[] = {"SLURM_JOB_ID",       "SLURM_STEP_ID",
-                                       "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
-                                       "MASTER_ADDR",        "MASTER_PORT"};
-enum { NVARS = sizeof run_vars / sizeof *run_vars };
-
-/* Traces further apart than this in wall time are not one run even when
- * clocks of different hosts disagree a little. */
-#define NSP_RUN_GAP_NS 1000000000LL
-
-/* Appends "s" to the growing string *buf (NULL-safe); -1 when out of memory. */
-static int cat(char **buf, const char *s) {
-  char *n = nsp_asprintf("%s%s", *buf ? *buf : "", s);
-  if (!n) return -1;
-  free(*buf);
-  *buf = n;
-  return 0;
-}
+/* Runs named in a note, at most. */
+#define NSP_RUNS_LISTED 6
 
 /* Moves the last note to the front: the report lists it first. */
 static void note_to_front(struct nsp_job *job) {
@@ -34,142 +20,110 @@ static void note_to_front(struct nsp_job *job) {
   job->notes[0] = last;
 }
 
-static int cmp_start(const void *a, const void *b, void *ctx) {
-  struct nsp_trace *const *tr = ctx;
-  int64_t x = tr[*(const size_t *)a]->info.realtime_ns, y = tr[*(const size_t *)b]->info.realtime_ns;
-  return x < y ? -1 : x > y;
+/* "ID (4 processes, started 2024-05-01T12:00:03.123Z)". */
+static void put_run(struct nsp_sbuf *b, const struct nsp_run_info *r) {
+  char tb[48];
+  nsp_an_utc_text(tb, sizeof tb, r->start_ns);
+  nsp_sbuf_printf(b, "%s (%zu process%s", r->id, r->nprocs, r->nprocs == 1 ? "" : "es");
+  if (r->nranks != r->nprocs) nsp_sbuf_printf(b, ", %zu of them rank%s", r->nranks, r->nranks == 1 ? "" : "s");
+  nsp_sbuf_printf(b, ", started %s)", tb);
 }
 
-/* The note: group[i] is trace i's group (SIZE_MAX: none), labels[g] each
- * group's label. */
-static int run_note(struct nsp_job *job, size_t ngroups, const size_t *group, char **labels, const char *why) {
-  char *text = NULL;
-  int oom = 0;
-  for (size_t g = 0; g < ngroups && !oom; g++) {
-    size_t shown = 0, n = 0;
-    oom |= cat(&text, g ? "; " : "") | cat(&text, labels[g]) | cat(&text, ": ");
-    for (size_t i = 0; i < job->ntraces && !oom; i++) {
-      if (group[i] != g) continue;
-      n++;
-      if (shown == 4) continue;
-      oom |= cat(&text, shown ? ", " : "") | cat(&text, job->traces[i]->info.path);
-      shown++;
-    }
-    if (n > shown && !oom) {
-      char more[48];
-      snprintf(more, sizeof more, " and %zu more", n - shown);
-      oom |= cat(&text, more);
-    }
+/* The runs other than the analysed one, ", "-separated. */
+static void put_others(struct nsp_sbuf *b, const struct nsp_job *job) {
+  size_t shown = 0, n = 0;
+  for (size_t r = 0; r < job->nruns; r++) {
+    if (job->runs[r].info.analyzed) continue;
+    n++;
+    if (shown == NSP_RUNS_LISTED) continue;
+    nsp_sbuf_printf(b, "%s", shown ? ", " : "");
+    put_run(b, &job->runs[r].info);
+    shown++;
   }
-  if (oom) {
-    free(text);
-    return NSP_AN_ENOMEM;
-  }
-  int r = nsp_job_notef(job,
-                        "the traces come from %zu different runs or attempts (%s), and are compared as if they "
-                        "were one job: %s; give each job (and each restart) a directory of its own "
-                        "(NCCLSPY_DIR) and analyse one at a time",
-                        ngroups, why, text);
-  free(text);
-  if (r == 0) note_to_front(job);
-  return r;
+  if (n > shown) nsp_sbuf_printf(b, " and %zu more", n - shown);
 }
 
-static int by_env(struct nsp_job *job, size_t *group, int *found) {
-  /* Which variables differ between traces that recorded an environment. */
-  int differs[NVARS] = {0};
-  char why[256] = "";
-  for (size_t v = 0; v < NVARS; v++) {
-    const char *first = NULL;
-    int have = 0;
-    for (size_t i = 0; i < job->ntraces && !differs[v]; i++) {
-      const struct nsp_trace *t = job->traces[i];
-      if (!t->info.nenv) continue;
-      const char *val = nsp_an_env_value(&t->info, run_vars[v]);
-      if (!have) first = val;
-      else if ((first == NULL) != (val == NULL) || (val && strcmp(first, val))) differs[v] = 1;
-      have = 1;
+static int runs_note(struct nsp_job *job) {
+  if (job->nruns < 2) return 0;
+  struct nsp_sbuf b = {0};
+  if (job->run_all) {
+    nsp_sbuf_printf(&b, "the traces come from %zu different runs or attempts, and are compared as if they were one "
+                        "job (--run all): ", job->nruns);
+    for (size_t r = 0; r < job->nruns && r < NSP_RUNS_LISTED; r++) {
+      nsp_sbuf_printf(&b, "%s", r ? "; " : "");
+      put_run(&b, &job->runs[r].info);
+      size_t shown = 0, n = 0;
+      for (size_t i = 0; i < job->ntraces; i++) {
+        if (job->traces[i]->info.run_id != job->runs[r].id) continue;
+        if (shown < 4) nsp_sbuf_printf(&b, "%s%s", shown++ ? ", " : ": ", job->traces[i]->info.path);
+        n++;
+      }
+      if (n > shown) nsp_sbuf_printf(&b, " and %zu more", n - shown);
     }
-    if (differs[v]) {
-      size_t len = strlen(why);
-      snprintf(why + len, sizeof why - len, "%s%s", len ? ", " : "they differ in ", run_vars[v]);
+    if (job->nruns > NSP_RUNS_LISTED) nsp_sbuf_printf(&b, "; and %zu more runs", job->nruns - NSP_RUNS_LISTED);
+    nsp_sbuf_printf(&b, "; findings across them (world sizes, duplicate ranks) may be only that: analyse one at a "
+                        "time with --run ID, and give each job (and each restart) a directory of its own "
+                        "(NCCLSPY_DIR)");
+  } else {
+    size_t a = 0;
+    while (a < job->nruns && !job->runs[a].info.analyzed) a++;
+    if (a == 0) {
+      nsp_sbuf_printf(&b, "%zu older run%s in these traces ignored: ", job->nruns - 1, job->nruns == 2 ? "" : "s");
+      put_others(&b, job);
+      nsp_sbuf_printf(&b, "; analysed: the newest, ");
+    } else {
+      nsp_sbuf_printf(&b, "%zu other run%s in these traces ignored: ", job->nruns - 1, job->nruns == 2 ? "" : "s");
+      put_others(&b, job);
+      nsp_sbuf_printf(&b, "; analysed as asked: run %zu of %zu (newest first), ", a + 1, job->nruns);
     }
+    put_run(&b, &job->runs[a].info);
+    nsp_sbuf_printf(&b, "; --run all or --run ID");
   }
-  if (!why[0]) return 0;
-  /* Group by the values of those variables. */
-  char **keys = calloc(job->ntraces, sizeof *keys);
-  if (!keys) return NSP_AN_ENOMEM;
-  size_t nkeys = 0;
-  int ret = 0;
-  for (size_t i = 0; i < job->ntraces && !ret; i++) {
-    const struct nsp_trace *t = job->traces[i];
-    group[i] = SIZE_MAX;
-    if (!t->info.nenv) continue;
-    char *key = NULL;
-    for (size_t v = 0; v < NVARS && !ret; v++) {
-      if (!differs[v]) continue;
-      const char *val = nsp_an_env_value(&t->info, run_vars[v]);
-      char *part = nsp_asprintf("%s%s=%s", key ? " " : "", run_vars[v], val ? val : "(unset)");
-      if (!part || cat(&key, part) < 0) ret = NSP_AN_ENOMEM;
-      free(part);
-    }
-    if (ret) {
-      free(key);
+  NSP_TRY(nsp_job_note_take(job, &b));
+  note_to_front(job);
+  return 0;
+}
+
+/* "ncclGetUniqueId, ncclGetVersion": the functions trace t called, or
+ * "no NCCL call recorded". */
+static void put_calls(struct nsp_sbuf *b, const struct nsp_trace *t) {
+  size_t n = 0;
+  for (int api = 0; api < NSP_API_COUNT; api++) {
+    if (!(t->api_seen[api / 8] & (1u << (api % 8)))) continue;
+    if (n++ == 4) {
+      nsp_sbuf_printf(b, ", ...");
       break;
     }
-    size_t g = 0;
-    while (g < nkeys && strcmp(keys[g], key)) g++;
-    if (g == nkeys) keys[nkeys++] = key;
-    else free(key);
-    group[i] = g;
+    nsp_sbuf_printf(b, "%snccl%s", n > 1 ? ", " : "only ", nsp_api_name(api));
   }
-  if (!ret && nkeys > 1) {
-    ret = run_note(job, nkeys, group, keys, why);
-    *found = 1;
-  }
-  for (size_t g = 0; g < nkeys; g++) free(keys[g]);
-  free(keys);
-  return ret;
+  if (!n) nsp_sbuf_printf(b, "no NCCL call recorded");
 }
 
-/* Traces whose time ranges do not overlap at all (with a second to spare
- * for clocks of different hosts) cannot be ranks of one run. */
-static int by_time(struct nsp_job *job, size_t *group) {
-  size_t *order = malloc(job->ntraces * sizeof *order);
-  if (!order) return NSP_AN_ENOMEM;
+static int nonrank_note(struct nsp_job *job) {
   size_t n = 0;
+  for (size_t i = 0; i < job->ntraces; i++) n += !nsp_an_is_rank(job, i);
+  if (!n) return 0;
+  struct nsp_sbuf b = {0};
+  nsp_sbuf_printf(&b, "%zu traced process%s joined no communicator, so %s counted as %s (world sizes, missing ranks, "
+                      "settings): ", n, n == 1 ? "" : "es", n == 1 ? "it is not" : "they are not",
+                  n == 1 ? "a rank" : "ranks");
+  size_t shown = 0;
   for (size_t i = 0; i < job->ntraces; i++) {
-    group[i] = SIZE_MAX;
     const struct nsp_trace *t = job->traces[i];
-    if (t->info.records && t->info.end_ns >= t->info.realtime_ns) order[n++] = i;
-  }
-  qsort_r(order, n, sizeof *order, cmp_start, job->traces);
-  size_t ngroups = 0;
-  int64_t end = 0;
-  for (size_t k = 0; k < n; k++) {
-    const struct nsp_trace *t = job->traces[order[k]];
-    if (!k || t->info.realtime_ns > end + NSP_RUN_GAP_NS) ngroups++;
-    if (!k || t->info.end_ns > end) end = t->info.end_ns;
-    group[order[k]] = ngroups - 1;
-  }
-  int ret = 0;
-  if (ngroups > 1) {
-    char **labels = calloc(ngroups, sizeof *labels);
-    ret = labels ? 0 : NSP_AN_ENOMEM;
-    int64_t t0 = job->traces[order[0]]->info.realtime_ns;
-    for (size_t k = 0; k < n && !ret; k++) {
-      const struct nsp_trace *t = job->traces[order[k]];
-      size_t g = group[order[k]];
-      if (labels[g]) continue;
-      labels[g] = nsp_asprintf("run %zu (from +%.3fs)", g + 1, (double)(t->info.realtime_ns - t0) / 1e9);
-      if (!labels[g]) ret = NSP_AN_ENOMEM;
+    if (nsp_an_is_rank(job, i)) continue;
+    if (shown == 4) {
+      nsp_sbuf_printf(&b, "; and %zu more", n - shown);
+      break;
     }
-    if (!ret) ret = run_note(job, ngroups, group, labels, "their time ranges do not overlap");
-    for (size_t g = 0; labels && g < ngroups; g++) free(labels[g]);
-    free(labels);
+    nsp_sbuf_printf(&b, "%spid %u on host %s (", shown++ ? "; " : "", t->info.pid, t->info.host);
+    put_calls(&b, t);
+    if (t->env_rank >= 0) nsp_sbuf_printf(&b, "; job rank %d by its environment", t->env_rank);
+    if (t->info.end.state == NSP_END_RUNNING) nsp_sbuf_printf(&b, "; still running");
+    nsp_sbuf_printf(&b, "; %s)", t->info.path);
   }
-  free(order);
-  return ret;
+  NSP_TRY(nsp_job_note_take(job, &b));
+  note_to_front(job);
+  return 0;
 }
 
 static size_t uf_find(size_t *parent, size_t i) {
@@ -178,69 +132,70 @@ static size_t uf_find(size_t *parent, size_t i) {
 }
 
 /* Ranks of one run share communicators (at least the world, or the one
- * they split from): traces that fall into groups with no communicator in
- * common are separate runs, even when started within a second of each
- * other with the same variables.  Traces in no communicator are left out. */
-static int by_comms(struct nsp_job *job, size_t *group) {
+ * they split from).  Traces analysed as one run (they ran at the same
+ * time, with the same launcher variables) that fall into groups with no
+ * communicator in common may be separate jobs started together: a note
+ * naming the groups.  Traces in no communicator are left out. */
+static int comm_groups_note(struct nsp_job *job) {
   size_t n = job->ntraces;
-  size_t *parent = malloc(n * sizeof *parent);
+  if (n < 2) return 0;
+  size_t *parent = malloc(n * sizeof *parent), *group = malloc(n * sizeof *group);
   size_t *first = malloc((job->ncomms ? job->ncomms : 1) * sizeof *first); /* a trace of each comm */
   unsigned char *in = calloc(n, 1);
-  if (!parent || !in || !first) {
-    free(parent);
-    free(in);
-    free(first);
-    return NSP_AN_ENOMEM;
-  }
-  for (size_t i = 0; i < n; i++) parent[i] = i;
-  for (size_t c = 0; c < job->ncomms; c++) first[c] = SIZE_MAX;
+  int ret = parent && group && first && in ? 0 : NSP_AN_ENOMEM;
+  for (size_t i = 0; !ret && i < n; i++) parent[i] = i;
+  for (size_t c = 0; !ret && c < job->ncomms; c++) first[c] = SIZE_MAX;
   /* Each member joins its trace to the first trace of its communicator. */
-  for (size_t m = 0; m < job->nmembers; m++) {
+  for (size_t m = 0; !ret && m < job->nmembers; m++) {
     size_t c = job->members[m].comm, t = job->members[m].trace;
     if (c >= job->ncomms || t >= n) continue;
     in[t] = 1;
     if (first[c] == SIZE_MAX) first[c] = t;
     else parent[uf_find(parent, t)] = uf_find(parent, first[c]);
   }
-  free(first);
   size_t ngroups = 0;
-  for (size_t i = 0; i < n; i++) group[i] = SIZE_MAX;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; !ret && i < n; i++) group[i] = SIZE_MAX;
+  for (size_t i = 0; !ret && i < n; i++) {
     if (!in[i]) continue;
     size_t r = uf_find(parent, i);
     if (group[r] == SIZE_MAX) group[r] = ngroups++;
     group[i] = group[r];
   }
-  int ret = 0;
-  if (ngroups > 1) {
-    char **labels = calloc(ngroups, sizeof *labels);
-    ret = labels ? 0 : NSP_AN_ENOMEM;
-    for (size_t g = 0; g < ngroups && !ret; g++)
-      if (!(labels[g] = nsp_asprintf("run %zu", g + 1))) ret = NSP_AN_ENOMEM;
-    if (!ret) ret = run_note(job, ngroups, group, labels, "no communicator has ranks in more than one of them");
-    for (size_t g = 0; labels && g < ngroups; g++) free(labels[g]);
-    free(labels);
+  if (!ret && ngroups > 1) {
+    struct nsp_sbuf b = {0};
+    nsp_sbuf_printf(&b, "the traces may come from %zu different runs or attempts (no communicator has ranks in more "
+                        "than one of them, though they ran at the same time with the same launcher variables), and "
+                        "are compared as if they were one job: ", ngroups);
+    for (size_t g = 0; g < ngroups; g++) {
+      size_t shown = 0, k = 0;
+      nsp_sbuf_printf(&b, "%sgroup %zu: ", g ? "; " : "", g + 1);
+      for (size_t i = 0; i < n; i++) {
+        if (group[i] != g) continue;
+        if (shown < 4) nsp_sbuf_printf(&b, "%s%s", shown++ ? ", " : "", job->traces[i]->info.path);
+        k++;
+      }
+      if (k > shown) nsp_sbuf_printf(&b, " and %zu more", k - shown);
+    }
+    nsp_sbuf_printf(&b, "; if they are separate jobs, analyse each one's traces on their own");
+    ret = nsp_job_note_take(job, &b);
+    if (!ret) note_to_front(job);
   }
   free(parent);
+  free(group);
+  free(first);
   free(in);
   return ret;
 }
 
 static int check(struct nsp_job *job) {
-  if (job->ntraces < 2) return 0;
-  size_t *group = malloc(job->ntraces * sizeof *group);
-  if (!group) return NSP_AN_ENOMEM;
-  int found = 0;
-  int ret = by_env(job, group, &found);
-  size_t before = job->nnotes;
-  if (!ret && !found) ret = by_time(job, group);
-  if (!ret && !found && job->nnotes == before) ret = by_comms(job, group);
-  free(group);
-  return ret;
+  NSP_TRY(nonrank_note(job));
+  if (job->nruns < 2 || !job->run_all) NSP_TRY(comm_groups_note(job));
+  return runs_note(job); /* first of all */
 }
 
 const struct nsp_rule nsp_rule_runs = {
     .name = "runs",
-    .checks = "traces of more than one run or attempt: launcher variables, time ranges, communicators shared",
-    .check = check, /* makes no finding: a note */
+    .checks = "which runs the traces come from (launcher variables, world communicators, time) and which one is "
+              "analysed; processes that joined no communicator",
+    .check = check, /* makes no finding: notes */
 };

@@ -250,6 +250,7 @@ struct nsp_cases_comm {
 
 struct nsp_cases_job {
   int rank, nranks;
+  int id_from_launcher; /* the launcher case: rank 0 reads the id too */
   struct nsp_cases_comm comms[NSP_CASES_MAX_COMMS];
   int ncomms;
   void *bufs[NSP_CASES_MAX_BUFS]; /* freed on the way out, even by a failure */
@@ -941,6 +942,18 @@ static void nsp_cases_abort_exit0(struct nsp_cases_job *job)
   nsp_cases_allreduce_told(job, w, ncclFloat32, 1024);
 }
 
+/* launcher: a healthy job (20 all-reduces on the world) whose unique id a
+ * launcher process made: rank 0 reads it from NSP_UID_FILE like the
+ * others.  The launcher is one more process under nsp_launch with
+ * NSP_CASES_LAUNCHER=1 (see main): it calls ncclGetVersion and
+ * ncclGetUniqueId, writes the id and exits, joining no communicator. */
+static void nsp_cases_launcher(struct nsp_cases_job *job)
+{
+  int i;
+  for (i = 0; i < 20; i++)
+    nsp_cases_allreduce(job, &job->comms[0], ncclFloat32, 256, ncclSum);
+}
+
 /* live: a healthy job that runs for NSP_LIVE_S seconds (default 8): an
  * all-reduce, then 10 ms of "compute", over and over; to be analysed
  * while it runs. */
@@ -1171,6 +1184,8 @@ static const struct nsp_cases_case nsp_cases_table[] = {
   {"abort-exit0", "abort-exit0", 2, 0, NULL, nsp_cases_abort_exit0,
    "rank 1 aborts the world after #2 and exits 0, rank 0 waits in #3"},
   {"live", "live", 0, 0, NULL, nsp_cases_live, "healthy, NSP_LIVE_S (8) s of all-reduces 10 ms apart"},
+  {"launcher", "launcher", 0, 0, NULL, nsp_cases_launcher,
+   "healthy, the unique id made by one more process with NSP_CASES_LAUNCHER=1 (no rank)"},
   {"c2d-healthy", "c2d-healthy", 8, 1, NULL, nsp_cases_c2d_healthy,
    "stream mode: TP=2 x DP=4 (+ DP shards), 200 steps, checked"},
   {"c2d-dp-mismatch", "c2d-dp-mismatch", 8, 1, NULL, nsp_cases_c2d_dp_mismatch,
@@ -1212,7 +1227,7 @@ static void nsp_cases_exchange_id(struct nsp_cases_job *job, ncclUniqueId *id)
     fprintf(stderr, "rank %d: NSP_UID_FILE is not set (nsp_launch sets it)\n", job->rank);
     nsp_cases_exit(job, 2);
   }
-  if (job->rank == 0) {
+  if (job->rank == 0 && !job->id_from_launcher) {
     char tmp[4096];
     ncclResult_t r = NC(ncclGetUniqueId(id));
     FILE *f;
@@ -1309,6 +1324,30 @@ static void nsp_cases_stream_setup(struct nsp_cases_job *job)
   fprintf(stderr, "rank %d: stream mode (device %d)\n", job->rank, local % ndev);
 }
 
+/* NSP_CASES_LAUNCHER=1: a launcher, no rank: asks the NCCL version, makes
+ * the unique id, writes it to NSP_UID_FILE (temp file + rename) and
+ * exits, never joining a communicator.  Exit status 0, 1 on failure. */
+static int nsp_cases_launcher_main(void)
+{
+  const char *path = getenv("NSP_UID_FILE");
+  char tmp[4096];
+  ncclUniqueId id;
+  int version = 0;
+  FILE *f;
+  if (!path || !*path || ncclGetVersion(&version) != ncclSuccess || ncclGetUniqueId(&id) != ncclSuccess) {
+    fprintf(stderr, "launcher: no NSP_UID_FILE, or ncclGetVersion/ncclGetUniqueId failed\n");
+    return 1;
+  }
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  f = fopen(tmp, "wb");
+  if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0 || rename(tmp, path) != 0) {
+    fprintf(stderr, "launcher: cannot write %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  fprintf(stderr, "launcher: NCCL %d, unique id written to %s\n", version, path);
+  return 0;
+}
+
 /* The usage, then one line per case: its id, its name where the case has
  * one of its own (a case is run by either), its ranks, what it does. */
 static void nsp_cases_usage(FILE *f)
@@ -1368,6 +1407,9 @@ int main(int argc, char **argv)
     nsp_cases_usage(stderr);
     return 2;
   }
+  if (nsp_cases_env_int("NSP_CASES_LAUNCHER", 0))
+    return nsp_cases_launcher_main();
+  job.id_from_launcher = !strcmp(kase->id, "launcher");
   job.rank = nsp_cases_env_int("RANK", -1);
   job.nranks = nsp_cases_env_int("WORLD_SIZE", -1);
   if (job.rank < 0 || job.nranks < 1 || job.rank >= job.nranks) {

@@ -51,6 +51,7 @@ struct job_opts {
   int live_end_ms;
   int none;             /* the job must give no finding (healthy) */
   int some_traces;      /* killed early: at least one trace, not necessarily every rank's */
+  const char *into;     /* run into this directory (another run's), not a new one */
 };
 
 static void run_job_ex(struct run *r, const char *name, const struct job_opts *o);
@@ -81,8 +82,12 @@ static int add_opts(char **argv, int k, int max, const char *opt, const char *li
 }
 
 static void run_job_ex(struct run *r, const char *name, const struct job_opts *o) {
-  snprintf(r->dir, sizeof r->dir, "/tmp/nsp-case-%s-XXXXXX", name);
-  assert_non_null(mkdtemp(r->dir));
+  if (o->into) {
+    snprintf(r->dir, sizeof r->dir, "%s", o->into);
+  } else {
+    snprintf(r->dir, sizeof r->dir, "/tmp/nsp-case-%s-XXXXXX", name);
+    assert_non_null(mkdtemp(r->dir));
+  }
   char n[16], limit[16], env_preload[8400], env_dir[128], env_uid[128];
   snprintf(n, sizeof n, "%d", o->nranks);
   snprintf(limit, sizeof limit, "%d", o->limit_s);
@@ -1221,6 +1226,155 @@ static void test_skipped_coll(void **state) {
   run_done(&r);
 }
 
+/* ---- issue #13: processes that are no ranks, runs in one directory ---- */
+
+/* A launcher process made the unique id (ncclGetVersion, ncclGetUniqueId)
+ * and joined no communicator; WORLD_SIZE=4 is the real ranks: no
+ * env-world-size ("but 5 processes traced"), no env-missing-ranks, and a
+ * note names the launcher. */
+static void test_launcher(void **state) {
+  struct job_opts o = {.nranks = 5,
+                       .limit_s = 60,
+                       .all_env = "WORLD_SIZE=4",
+                       .rank_env = "4:NSP_CASES_LAUNCHER=1;4:RANK=",
+                       .none = 1};
+  struct run r;
+  run_job_ex(&r, "launcher", &o);
+  assert_int_equal(r.launch_status, 0);
+  for (size_t i = 0; i < nsp_job_nfindings(r.job); i++) fail_msg("finding: %s", nsp_job_finding(r.job, i)->message);
+  assert_int_equal(nsp_job_ntraces(r.job), 5);
+  size_t nonrank = 0;
+  for (size_t i = 0; i < nsp_job_ntraces(r.job); i++) nonrank += !nsp_job_trace(r.job, i)->joined;
+  assert_int_equal(nonrank, 1);
+  assert_int_equal(world(&r, 4)->ntraced, 4);
+  const char *note = nsp_job_note(r.job, 0);
+  assert_non_null(note);
+  if (!strstr(note, "1 traced process joined no communicator, so it is not counted as a rank") ||
+      !strstr(note, "ncclGetUniqueId"))
+    fail_msg("note: %s", note);
+  run_done(&r);
+}
+
+/* Runs case `name` (nranks ranks, each with the ';'-separated all_env)
+ * into `into` (NULL: a new directory) and analyses the directory, which
+ * then holds `ntraces` traces. */
+static void run_into(struct run *r, const char *name, int nranks, int ntraces, const char *into, const char *all_env) {
+  struct job_opts o = {.nranks = nranks, .ntraces = ntraces, .limit_s = 60, .all_env = all_env, .into = into,
+                       .none = 1};
+  run_job_ex(r, name, &o);
+}
+
+/* The run analysed (nsp_run_info.analyzed), the only one. */
+static const struct nsp_run_info *analysed_run(struct nsp_job *job) {
+  const struct nsp_run_info *a = NULL;
+  for (size_t i = 0; i < nsp_job_nruns(job); i++)
+    if (nsp_job_run(job, i)->analyzed) {
+      assert_null(a);
+      a = nsp_job_run(job, i);
+    }
+  assert_non_null(a);
+  return a;
+}
+
+/* The directory analysed again, with --run `sel`. */
+static struct nsp_job *analyse_run(const char *dir, const char *sel) {
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  assert_true(nsp_job_add_path(job, dir) > 0);
+  assert_int_equal(nsp_job_select_run(job, sel), 0);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  return job;
+}
+
+static void assert_contains(const char *hay, const char *needle) {
+  if (!hay || !strstr(hay, needle)) fail_msg("\"%s\"\n  does not contain \"%s\"", hay ? hay : "(null)", needle);
+}
+
+static void assert_note(struct nsp_job *job, const char *part) {
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++)
+    if (strstr(nsp_job_note(job, i), part)) return;
+  fail_msg("no note with \"%s\" (first: %s)", part, nsp_job_nnotes(job) ? nsp_job_note(job, 0) : "none");
+}
+
+/* A healthy job run twice into one directory: no finding; the newest run
+ * is analysed and the first note names the older one; --run all compares
+ * all 8 traces as one job (today's env-world-size), --run ID or number
+ * the older one.  With launcher variables (run ids runA, runB) and
+ * without any (the world communicator's id and time tell them apart). */
+static void runs_twice(const char *env1, const char *env2, const char *older_sel) {
+  struct run a, b;
+  run_into(&a, "c10", 4, 4, NULL, env1);
+  assert_int_equal(nsp_job_nfindings(a.job), 0);
+  nsp_job_destroy(a.job);
+  run_into(&b, "c10", 4, 8, a.dir, env2);
+  assert_int_equal(b.launch_status, 0);
+  assert_int_equal(nsp_job_nfindings(b.job), 0);
+  assert_int_equal(nsp_job_nruns(b.job), 2);
+  assert_int_equal(nsp_job_ntraces(b.job), 4);
+  assert_true(nsp_job_run(b.job, 0)->analyzed);
+  assert_true(nsp_job_run(b.job, 0)->start_ns > nsp_job_run(b.job, 1)->start_ns);
+  if (env2) assert_string_equal(nsp_job_run(b.job, 0)->id, "torchrun:runB");
+  else assert_true(!strncmp(nsp_job_run(b.job, 0)->id, "comm:", 5));
+  char want[160];
+  snprintf(want, sizeof want, "1 older run in these traces ignored: %s (4 processes, started ",
+           nsp_job_run(b.job, 1)->id);
+  assert_contains(nsp_job_note(b.job, 0), want);
+  for (size_t i = 0; i < nsp_job_ntraces(b.job); i++)
+    assert_string_equal(nsp_job_trace(b.job, i)->run_id, nsp_job_run(b.job, 0)->id);
+  nsp_job_destroy(b.job);
+
+  struct nsp_job *job = analyse_run(a.dir, "all");
+  assert_int_equal(nsp_job_ntraces(job), 8);
+  assert_true(nsp_job_nfindings(job) > 0); /* ranks claimed twice, 8 processes for WORLD_SIZE=4 */
+  assert_note(job, "the traces come from 2 different runs or attempts");
+  nsp_job_destroy(job);
+
+  job = analyse_run(a.dir, older_sel);
+  assert_int_equal(nsp_job_ntraces(job), 4);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  assert_true(nsp_job_run(job, 1)->analyzed);
+  assert_contains(nsp_job_note(job, 0), "analysed as asked: run 2 of 2 (newest first)");
+  nsp_job_destroy(job);
+  b.job = NULL;
+  run_done(&b);
+}
+
+static void test_runs_twice(void **state) {
+  runs_twice("TORCHELASTIC_RUN_ID=runA", "TORCHELASTIC_RUN_ID=runB", "torchrun:runA");
+  runs_twice(NULL, NULL, "2");
+}
+
+/* A failing run (c01, dtype mismatch at seq 2) after a healthy one (c10)
+ * in one directory: the failing run's finding, no env-world-size; the
+ * reverse order: the healthy newest run, no finding, the older named. */
+static void test_runs_fail_after_healthy(void **state) {
+  struct run a, b;
+  run_into(&a, "c10", 2, 2, NULL, "TORCHELASTIC_RUN_ID=ok");
+  nsp_job_destroy(a.job);
+  struct job_opts o = {.nranks = 2, .ntraces = 4, .limit_s = 60, .all_env = "TORCHELASTIC_RUN_ID=bad", .into = a.dir};
+  run_job_ex(&b, "c01", &o);
+  const struct nsp_finding *f = nsp_job_finding(b.job, 0);
+  assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_int_equal(f->seq, 2);
+  assert_int_equal(count_kind(&b, NSP_FIND_ENV_WORLD_SIZE), 0);
+  assert_int_equal(count_kind(&b, NSP_FIND_ENV_DUP_RANK), 0);
+  assert_string_equal(analysed_run(b.job)->id, "torchrun:bad");
+  assert_contains(nsp_job_note(b.job, 0), "1 older run in these traces ignored: torchrun:ok (2 processes");
+  run_done(&b);
+
+  /* Failing, then healthy, no launcher variables. */
+  o = (struct job_opts){.nranks = 2, .limit_s = 60};
+  run_job_ex(&a, "c01", &o);
+  nsp_job_destroy(a.job);
+  run_into(&b, "c10", 2, 4, a.dir, NULL);
+  assert_int_equal(nsp_job_nfindings(b.job), 0);
+  assert_int_equal(nsp_job_ntraces(b.job), 2);
+  assert_int_equal(nsp_job_nruns(b.job), 2);
+  assert_true(nsp_job_run(b.job, 0)->analyzed);
+  assert_contains(nsp_job_note(b.job, 0), "1 older run in these traces ignored: comm:");
+  run_done(&b);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1248,6 +1402,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_abort_exit0_killed), cmocka_unit_test(test_live_healthy),
       cmocka_unit_test(test_live_hang), cmocka_unit_test(test_killed_healthy), cmocka_unit_test(test_exit_status),
       cmocka_unit_test(test_premul_handles), cmocka_unit_test(test_extra_coll), cmocka_unit_test(test_skipped_coll),
+      cmocka_unit_test(test_launcher), cmocka_unit_test(test_runs_twice), cmocka_unit_test(test_runs_fail_after_healthy),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);

@@ -481,30 +481,84 @@ static void test_cases_clean(void **state) {
 /* ---- traces of more than one run ---------------------------------------- */
 
 /* A torchrun restart in the same NCCLSPY_DIR: two attempts, told apart by
- * TORCHELASTIC_RESTART_COUNT; the note comes first and names the files. */
-static void test_runs_by_env(void **state) {
-  (void)state;
-  struct nsp_tracegen *g[4];
+ * TORCHELASTIC_RESTART_COUNT.  The newest is analysed (its 2 traces
+ * only), and the first note names the other; --run all compares every
+ * trace as before, --run ID or its number picks one, a bad one is
+ * refused. */
+static void runs_gens(struct nsp_tracegen **g) {
   for (int i = 0; i < 4; i++) {
     g[i] = gen(i);
     assert_int_equal(nsp_tracegen_env(g[i], "TORCHELASTIC_RUN_ID", "job7"), 0);
     assert_int_equal(nsp_tracegen_env(g[i], "TORCHELASTIC_RESTART_COUNT", i < 2 ? "0" : "1"), 0);
     assert_int_equal(nsp_tracegen_env(g[i], "MASTER_PORT", "29500"), 0);
+    assert_int_equal(nsp_tracegen_env(g[i], "WORLD_SIZE", "2"), 0);
     uint32_t w = nsp_tracegen_comm(g[i], i < 2 ? 0xa0 : 0xa1, i % 2, 2);
     nsp_tracegen_coll(g[i], NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
   }
   nsp_tracegen_dropped(g[3], 5, NSP_DROP_RING_FULL); /* a later note stays after it */
-  struct nsp_job *job = analyse_gens(g, 4);
+}
+
+static struct nsp_job *runs_job(const char *sel, int want) {
+  struct nsp_tracegen *g[4];
+  runs_gens(g);
+  struct nsp_job *job = job_of_gens(g, 4);
+  if (sel) assert_int_equal(nsp_job_select_run(job, sel), 0);
+  assert_int_equal(nsp_job_analyze(job), want);
+  return job;
+}
+
+static void test_runs_by_env(void **state) {
+  (void)state;
+  struct nsp_job *job = runs_job(NULL, 0);
+  assert_int_equal(nsp_job_nfindings(job), 0); /* no env-world-size: 2 processes, WORLD_SIZE=2 */
+  assert_int_equal(nsp_job_ntraces(job), 2);
+  assert_string_equal(nsp_job_trace(job, 0)->path, "t2.ncclspy");
+  assert_string_equal(nsp_job_trace(job, 0)->run_id, "torchrun:job7:restart=1");
+  assert_int_equal(nsp_job_nruns(job), 2);
+  assert_string_equal(nsp_job_run(job, 0)->id, "torchrun:job7:restart=1");
+  assert_true(nsp_job_run(job, 0)->analyzed);
+  assert_string_equal(nsp_job_run(job, 1)->id, "torchrun:job7:restart=0");
+  assert_false(nsp_job_run(job, 1)->analyzed);
+  assert_int_equal(nsp_job_run(job, 1)->nprocs, 2);
   assert_int_equal(nsp_job_nnotes(job), 2);
-  assert_contains(nsp_job_note(job, 0),
-                  "the traces come from 2 different runs or attempts (they differ in TORCHELASTIC_RESTART_COUNT)");
-  assert_contains(nsp_job_note(job, 0), "TORCHELASTIC_RESTART_COUNT=0: t0.ncclspy, t1.ncclspy; "
-                                        "TORCHELASTIC_RESTART_COUNT=1: t2.ncclspy, t3.ncclspy");
-  assert_contains(nsp_job_note(job, 0), "a directory of its own (NCCLSPY_DIR)");
+  assert_contains(nsp_job_note(job, 0), "1 older run in these traces ignored: torchrun:job7:restart=0 (2 processes, "
+                                        "started 20");
+  assert_contains(nsp_job_note(job, 0), "; analysed: the newest, torchrun:job7:restart=1 (2 processes, started ");
+  assert_contains(nsp_job_note(job, 0), "; --run all or --run ID");
   assert_contains(nsp_job_note(job, 1), "t3.ncclspy: the shim dropped 5 records");
   nsp_job_destroy(job);
 
-  /* Same attempt everywhere: no note. */
+  /* --run all: every trace as one job, as before (a finding: 4 processes). */
+  job = runs_job("all", 0);
+  assert_int_equal(nsp_job_ntraces(job), 4);
+  assert_int_equal(count_kind(job, NSP_FIND_ENV_WORLD_SIZE), 1);
+  assert_contains(nsp_job_note(job, 0), "the traces come from 2 different runs or attempts, and are compared as if "
+                                        "they were one job (--run all): torchrun:job7:restart=1 (2 processes, ");
+  assert_contains(nsp_job_note(job, 0), "): t2.ncclspy, t3.ncclspy; torchrun:job7:restart=0 (2 processes, ");
+  assert_contains(nsp_job_note(job, 0), "): t0.ncclspy, t1.ncclspy; ");
+  assert_true(nsp_job_run(job, 0)->analyzed && nsp_job_run(job, 1)->analyzed);
+  nsp_job_destroy(job);
+
+  /* The older one, by identity, by a prefix of a part, by number. */
+  static const char *const older[] = {"torchrun:job7:restart=0", "torchrun:job7:restart=0", "2"};
+  for (size_t i = 0; i < 3; i++) {
+    job = runs_job(older[i], 0);
+    assert_int_equal(nsp_job_ntraces(job), 2);
+    assert_string_equal(nsp_job_trace(job, 0)->path, "t0.ncclspy");
+    assert_contains(nsp_job_note(job, 0), "1 other run in these traces ignored: torchrun:job7:restart=1 (2 processes");
+    assert_contains(nsp_job_note(job, 0), "; analysed as asked: run 2 of 2 (newest first), torchrun:job7:restart=0");
+    nsp_job_destroy(job);
+  }
+  job = runs_job("torchrun:job7", NSP_AN_EINVAL);
+  assert_contains(nsp_job_error(job), "--run torchrun:job7 names 2 runs: 1. torchrun:job7:restart=1 2. "
+                                      "torchrun:job7:restart=0");
+  nsp_job_destroy(job);
+  job = runs_job("3", NSP_AN_EINVAL);
+  assert_contains(nsp_job_error(job), "--run 3: no such run; the traces hold 2 (newest first): 1. ");
+  nsp_job_destroy(job);
+
+  /* Same attempt everywhere: one run, no note. */
+  struct nsp_tracegen *g[2];
   for (int i = 0; i < 2; i++) {
     g[i] = gen(i);
     assert_int_equal(nsp_tracegen_env(g[i], "TORCHELASTIC_RESTART_COUNT", "3"), 0);
@@ -512,10 +566,13 @@ static void test_runs_by_env(void **state) {
   }
   job = analyse_gens(g, 2);
   assert_int_equal(nsp_job_nnotes(job), 0);
+  assert_int_equal(nsp_job_nruns(job), 1);
+  assert_string_equal(nsp_job_run(job, 0)->id, "torchrun:?:restart=3");
   nsp_job_destroy(job);
 }
 
-/* No launcher variables, but an hour between the traces: two runs; half a
+/* No launcher variables, one communicator id (NCCL_COMM_ID), an hour
+ * between the traces: two runs, told apart by their start time; half a
  * second of clock skew is not. */
 static void test_runs_by_time(void **state) {
   (void)state;
@@ -528,23 +585,29 @@ static void test_runs_by_time(void **state) {
   nsp_tracegen_set_clock(g[2], 1700003600000000000ull, 1000000000ull); /* +1 h */
   for (int i = 0; i < 3; i++) world(g[i], i == 2 ? 0 : i, 2);
   struct nsp_job *job = analyse_gens(g, 3);
-  assert_int_equal(nsp_job_nnotes(job), 1);
-  assert_contains(nsp_job_note(job, 0), "the traces come from 2 different runs or attempts (their time ranges do "
-                                        "not overlap)");
-  assert_contains(nsp_job_note(job, 0), "run 1 (from +0.000s): t0.ncclspy, t1.ncclspy; run 2 (from +3600.000s): "
-                                        "t2.ncclspy");
+  assert_int_equal(nsp_job_nruns(job), 2);
+  assert_int_equal(nsp_job_ntraces(job), 1);
+  assert_string_equal(nsp_job_trace(job, 0)->path, "t2.ncclspy");
+  assert_string_equal(nsp_job_run(job, 0)->id, "comm:000000000000aaaa@2023-11-14T23:13:20.000Z");
+  assert_string_equal(nsp_job_run(job, 1)->id, "comm:000000000000aaaa@2023-11-14T22:13:20.000Z");
+  assert_contains(nsp_job_note(job, 0), "1 older run in these traces ignored: comm:000000000000aaaa@2023-11-14T22:13:"
+                                        "20.000Z (2 processes, started 2023-11-14T22:13:20.000Z)");
   nsp_job_destroy(job);
   for (int i = 0; i < 2; i++) g[i] = nsp_tracegen_create("h", 50u + (uint32_t)i, -1);
   nsp_tracegen_set_clock(g[1], 1700000000500000000ull, 1000000000ull);
   for (int i = 0; i < 2; i++) world(g[i], i, 2);
   job = analyse_gens(g, 2);
   assert_int_equal(nsp_job_nnotes(job), 0);
+  assert_int_equal(nsp_job_nruns(job), 1);
+  assert_string_equal(nsp_job_run(job, 0)->id, "comm:000000000000aaaa");
   nsp_job_destroy(job);
 }
 
-/* Two runs started together with the same variables (a reused directory,
- * jobs back to back): each pair shares its own world, none shares one with
- * the other pair.  One job with a split communicator is one run. */
+/* Two jobs started together with the same variables (a reused directory):
+ * each pair shares its own world, none shares one with the other pair,
+ * and they ran at the same time: one run as far as can be told, with a
+ * note naming the groups.  Back to back they are two runs, told apart by
+ * their worlds.  One job with a split communicator is one run. */
 static void test_runs_by_comms(void **state) {
   (void)state;
   struct nsp_tracegen *g[4];
@@ -557,9 +620,24 @@ static void test_runs_by_comms(void **state) {
   }
   struct nsp_job *job = analyse_gens(g, 4);
   assert_int_equal(nsp_job_nnotes(job), 1);
-  assert_contains(nsp_job_note(job, 0), "the traces come from 2 different runs or attempts (no communicator has "
-                                        "ranks in more than one of them)");
-  assert_contains(nsp_job_note(job, 0), "run 1: t0.ncclspy, t1.ncclspy; run 2: t2.ncclspy, t3.ncclspy");
+  assert_int_equal(nsp_job_nruns(job), 1);
+  assert_contains(nsp_job_note(job, 0), "the traces may come from 2 different runs or attempts (no communicator has "
+                                        "ranks in more than one of them, though they ran at the same time");
+  assert_contains(nsp_job_note(job, 0), "group 1: t0.ncclspy, t1.ncclspy; group 2: t2.ncclspy, t3.ncclspy");
+  nsp_job_destroy(job);
+  /* Back to back (the second pair 10 s later): two runs, the newest analysed. */
+  for (int i = 0; i < 4; i++) {
+    g[i] = nsp_tracegen_create("h", 70u + (uint32_t)i, -1);
+    if (i >= 2) nsp_tracegen_set_clock(g[i], 1700000010000000000ull, 1000000000ull);
+    uint32_t w = nsp_tracegen_comm(g[i], i < 2 ? 0x1111 : 0x2222, i % 2, 2);
+    nsp_tracegen_coll(g[i], NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
+  }
+  job = analyse_gens(g, 4);
+  assert_int_equal(nsp_job_nruns(job), 2);
+  assert_string_equal(nsp_job_run(job, 0)->id, "comm:0000000000002222");
+  assert_string_equal(nsp_job_run(job, 1)->id, "comm:0000000000001111");
+  assert_int_equal(nsp_job_ntraces(job), 2);
+  assert_int_equal(nsp_job_nfindings(job), 0);
   nsp_job_destroy(job);
   /* One run: ranks 0-1 and 2-3 in sub-communicators of one world. */
   for (int i = 0; i < 4; i++) {
@@ -574,6 +652,37 @@ static void test_runs_by_comms(void **state) {
   job = analyse_gens(g, 4);
   for (size_t i = 0; i < nsp_job_nnotes(job); i++)
     assert_null(strstr(nsp_job_note(job, i), "different runs"));
+  assert_int_equal(nsp_job_nruns(job), 1);
+  nsp_job_destroy(job);
+}
+
+/* A launcher that only made the unique id (a CALL of ncclGetUniqueId on
+ * no communicator) is no rank: WORLD_SIZE=2 with 3 traced processes is no
+ * env-world-size finding, and a note names it. */
+static void test_nonrank_process(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  for (int i = 0; i < 3; i++) {
+    g[i] = gen(i);
+    assert_int_equal(nsp_tracegen_env(g[i], "WORLD_SIZE", "2"), 0);
+    assert_int_equal(nsp_tracegen_env(g[i], "NCCL_SOCKET_IFNAME", i == 2 ? "lo" : "eth0"), 0);
+    if (i < 2) world(g[i], i, 2);
+  }
+  struct nsp_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.kind = NSP_REC_CALL;
+  rec.api = NSP_API_GetUniqueId;
+  rec.t_enter = 2000000000ull;
+  rec.t_exit = 2000001000ull;
+  assert_int_equal(nsp_tracegen_record(g[2], &rec), 0);
+  struct nsp_job *job = analyse_gens(g, 3);
+  for (size_t k = 0; k < nsp_job_nfindings(job); k++) fail_msg("%s", nsp_job_finding(job, k)->message);
+  assert_int_equal(nsp_job_ntraces(job), 3);
+  assert_true(nsp_job_trace(job, 0)->joined);
+  assert_false(nsp_job_trace(job, 2)->joined);
+  assert_contains(nsp_job_note(job, 0), "1 traced process joined no communicator, so it is not counted as a rank "
+                                        "(world sizes, missing ranks, settings): pid 1002 on host node-b (only "
+                                        "ncclGetUniqueId; job rank 2 by its environment; t2.ncclspy)");
   nsp_job_destroy(job);
 }
 
@@ -597,6 +706,7 @@ int main(void) {
       cmocka_unit_test(test_runs_by_env),
       cmocka_unit_test(test_runs_by_comms),
       cmocka_unit_test(test_runs_by_time),
+      cmocka_unit_test(test_nonrank_process),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
