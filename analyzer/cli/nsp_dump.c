@@ -352,10 +352,13 @@ static void put_ring(FILE *out, int json, const char *path, const struct nsp_rea
     fprintf(out, " note=");
     nsp_put_quoted(out, note);
   }
-  if (got)
-    fprintf(out, " (the last %" PRIu64 " record%s above %s merged from the crash ring: the process died before "
-                 "writing %s to the trace)",
-            got, got == 1 ? "" : "s", got == 1 ? "was" : "were", got == 1 ? "it" : "them");
+  uint64_t rec = nsp_reader_recovered(r);
+  if (got == 1) fprintf(out, " (the last record above came from the crash ring");
+  else if (got) fprintf(out, " (the last %" PRIu64 " records above came from the crash ring", got);
+  if (got && rec == got) fprintf(out, ": the process committed them but never wrote them to the trace)");
+  else if (got && rec) fprintf(out, ": %" PRIu64 " the process committed but never wrote to the trace, then the ring's "
+                                    "own state)", rec);
+  else if (got) fprintf(out, ": the ring's own state; no record was missing from the trace)");
   fputc('\n', out);
 }
 

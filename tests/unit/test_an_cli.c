@@ -876,8 +876,14 @@ static void test_perf(void **state) {
   struct result r = run((const char *[]){"perf", dir, NULL});
   assert_int_equal(r.status, 0);
   assert_contains(r.out, "ncclspy perf: 4 traces, 1 communicator\n");
-  assert_contains(r.out, "  all-reduce       2 MiB-4 MiB               14         8     50.00 us     50.00 us       "
-                         "41.94       62.91\n");
+  /* Exact sizes, as nccl-tests prints them, and what is per rank. */
+  assert_contains(r.out, "size (B) and count (elements) are per rank and per call, as nccl-tests prints them; calls "
+                         "and\ntimed are summed over the ranks");
+  assert_contains(r.out, "  op                 size (B)        count      type      redop  root     calls     timed   "
+                         "p50 (us)   p99 (us) algbw (GB/s) busbw (GB/s)\n"
+                         "  all-reduce          2097152      1048576  bfloat16        sum    -1        14         8      "
+                         "50.00      50.00        41.94        62.91\n");
+  if (strstr(r.out, "MiB")) fail_msg("sizes rounded to units:\n%s", r.out);
   assert_contains(r.out, "arrival spread over 2 collectives");
   result_free(&r);
   r = run((const char *[]){"perf", "--json", dir, NULL});
@@ -888,8 +894,15 @@ static void test_perf(void **state) {
   assert_string_equal(get_str(c, "id"), "57a1d0c0ffee0001");
   json_object *op = json_object_array_get_idx(get(c, "ops"), 0);
   assert_string_equal(get_str(op, "op"), "all-reduce");
-  assert_int_equal(get_int(op, "bytes_min"), 2097152);
-  assert_int_equal(get_int(op, "bytes_max"), 4194303);
+  assert_int_equal(get_int(op, "bytes"), 2097152);
+  assert_int_equal(get_int(op, "count"), 1048576);
+  assert_string_equal(get_str(op, "dtype"), "bfloat16");
+  assert_string_equal(get_str(op, "redop"), "sum");
+  assert_int_equal(get_int(op, "root"), -1);
+  assert_int_equal(get_int(op, "calls"), 14);
+  json_object *units = get(root, "units");
+  assert_string_equal(get_str(units, "bytes"), "per rank, per call");
+  assert_string_equal(get_str(units, "calls"), "summed over the ranks");
   assert_int_equal(get_int(op, "timed"), 8);
   assert_int_equal(get_int(op, "p50_ns"), 50000);
   assert_true(json_object_get_double(get(op, "busbw_factor")) == 1.5);
@@ -1059,8 +1072,8 @@ static void test_dump_ring(void **state) {
   struct result r = run((const char *[]){"dump", src, NULL});
   assert_int_equal(r.status, 0);
   char want[1000];
-  snprintf(want, sizeof want, "\nRING file=\"%s.ring\" records=8 recovered=7 lost=0 (the last 8 records above were merged "
-           "from the crash ring: the process died before writing them to the trace)\n", src);
+  snprintf(want, sizeof want, "\nRING file=\"%s.ring\" records=8 recovered=7 lost=0 (the last 8 records above came from "
+           "the crash ring: 7 the process committed but never wrote to the trace, then the ring's own state)\n", src);
   assert_contains(r.out, want);
   result_free(&r);
   r = run((const char *[]){"dump", "--json", src, NULL});
