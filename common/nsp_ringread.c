@@ -257,7 +257,8 @@ struct nsp_ringread *nsp_ringread_open(const char *trace_path, const struct nsp_
     return NULL;
   }
   if (len < NSP_RR_MIN_FILE) {
-    notef(note, notelen, path, " ignored: truncated ring header: %zu of %u bytes", len, NSP_RR_MIN_FILE);
+    notef(note, notelen, path, " ignored: truncated ring header: %zu of %u bytes (the file ends at byte %zu)", len,
+          NSP_RR_MIN_FILE, len);
     if (m) munmap((void *)m, len);
     return NULL;
   }
@@ -268,7 +269,8 @@ struct nsp_ringread *nsp_ringread_open_mem(const void *data, size_t len, const c
                                            const struct nsp_file_header *h, char *note, size_t notelen) {
   note[0] = 0;
   if (len < NSP_RR_MIN_FILE) {
-    notef(note, notelen, name, " ignored: truncated ring header: %zu of %u bytes", len, NSP_RR_MIN_FILE);
+    notef(note, notelen, name, " ignored: truncated ring header: %zu of %u bytes (the file ends at byte %zu)", len,
+          NSP_RR_MIN_FILE, len);
     return NULL;
   }
   return open_common(data, len, 0, name, h, note, notelen);
