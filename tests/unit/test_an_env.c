@@ -453,7 +453,15 @@ static void test_error_hint_settings(void **state) {
   assert_contains(e->hint, "the connection to a peer was lost");
   assert_contains(e->hint, "; NCCL_SOCKET_IFNAME: eth0 on ranks 0-1, unset on ranks 2-3; NCCL_IB_DISABLE: unset on "
                            "ranks 0-3; the earliest error is the likely origin");
+  /* NCCL_PROTO (must match) is the finding; NCCL_SOCKET_IFNAME differs
+   * only between the hosts, each agreeing within: a note. */
   assert_int_equal(count_kind(job, NSP_FIND_ENV_SETTING), 1);
+  assert_string_equal(only(job, NSP_FIND_ENV_SETTING)->setting, "NCCL_PROTO");
+  int noted = 0;
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++)
+    noted += !strcmp(nsp_job_note(job, i), "NCCL_SOCKET_IFNAME differs across ranks (per host, and each host agrees: "
+                                           "allowed): ranks 0-1 (node-a): eth0; ranks 2-3 (node-b): unset");
+  assert_int_equal(noted, 1);
   nsp_job_destroy(job);
 }
 
