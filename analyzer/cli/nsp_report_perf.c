@@ -161,6 +161,9 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
       jput(x, "redop", nsp_json_string(fmt_redop(row, rb, sizeof rb)), &oom);
       jput(x, "root", json_object_new_int(row->root), &oom);
       jput(x, "log2", json_object_new_int(row->log2), &oom);
+      /* schema 1's bucket bounds, kept: a line is one exact size now */
+      jput(x, "bytes_min", json_object_new_uint64(row->bytes), &oom);
+      jput(x, "bytes_max", json_object_new_uint64(row->bytes), &oom);
       jput(x, "calls", json_object_new_int64((int64_t)row->calls), &oom);
       jput(x, "timed", json_object_new_int64((int64_t)row->timed), &oom);
       jput(x, "failed", json_object_new_int64((int64_t)row->failed), &oom);

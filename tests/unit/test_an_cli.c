@@ -895,6 +895,8 @@ static void test_perf(void **state) {
   json_object *op = json_object_array_get_idx(get(c, "ops"), 0);
   assert_string_equal(get_str(op, "op"), "all-reduce");
   assert_int_equal(get_int(op, "bytes"), 2097152);
+  assert_int_equal(get_int(op, "bytes_min"), 2097152); /* schema 1 keeps its members */
+  assert_int_equal(get_int(op, "bytes_max"), 2097152);
   assert_int_equal(get_int(op, "count"), 1048576);
   assert_string_equal(get_str(op, "dtype"), "bfloat16");
   assert_string_equal(get_str(op, "redop"), "sum");
