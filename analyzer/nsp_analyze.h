@@ -741,14 +741,25 @@ uint64_t nsp_perf_size(int api, uint64_t count, int dtype, int nranks);
  * send, recv 1. */
 double nsp_perf_busbw_factor(int api, int nranks);
 
-/* GPU time of one (communicator, op, size bucket). */
+/* GPU time of one (communicator, op, exact size S, count, dtype, reduction
+ * op, root): one line of nccl-tests' output.  S and count are per rank and
+ * per call; calls, timed, failed and untracked are summed over the ranks. */
 struct nsp_perf_row {
   int api;              /* op (Bcast counted as Broadcast) */
-  int log2;             /* bucket: S in [2^log2, 2^(log2+1)); -1 for S == 0 */
-  uint64_t calls;       /* calls in the bucket, all ranks (failed ones too) */
+  int log2;             /* floor(log2(bytes)); -1 for bytes == 0 */
+  uint64_t bytes;       /* nccl-tests' size S of one call on one rank (nsp_perf_size);
+                           a group's sample (see timed) is its calls' S summed */
+  uint64_t count;       /* the call's count argument (elements per rank; summed
+                           for a group's sample) */
+  int dtype;            /* -1: a group's calls of several dtypes */
+  int redop;            /* -1: none (no reduction, or a group's of several);
+                           ncclNumOps for every ncclRedOpCreatePreMulSum op */
+  int root;             /* root of broadcast, reduce, gather, scatter; -1 others */
+  uint64_t calls;       /* calls of this line, all ranks (failed ones too) */
   uint64_t timed;       /* GPU time samples: completions with NSP_DONE_OK and
                            NSP_DONE_TIMED of calls that did not fail (a group
-                           gives one per (communicator, op), S summed) */
+                           gives one per (communicator, op): a line of its
+                           own, S and count summed, when it held several) */
   uint64_t failed;      /* of calls, left out of the times because they failed:
                            returned an error, completed with NSP_DONE_ERROR or
                            NSP_DONE_ABANDONED, ended at or after their
@@ -784,7 +795,7 @@ struct nsp_perf_comm {
   uint64_t comm_id;
   const struct nsp_comm_info *comm;
   size_t nrows;
-  const struct nsp_perf_row *rows; /* by op, then bucket */
+  const struct nsp_perf_row *rows; /* by op, then bytes, count, dtype, redop, root */
   uint64_t collectives; /* seqs every traced rank (>= 2) reached */
   uint64_t with_last;   /* of those, with one rank strictly last */
   int64_t spread_p50_ns, spread_p99_ns, spread_max_ns;

@@ -46,6 +46,7 @@ struct nsp_reader {
   uint64_t ring_end;        /* largest RINGPOS end read */
   uint64_t dropped_seen[NSP_DROP_SLOTS]; /* DROPPED counts read, by reason */
   char ring_note[160];
+  uint64_t from_ring; /* records returned from the ring */
 };
 
 /* zstd's frame magic, 0xFD2FB528 little-endian. */
@@ -69,8 +70,14 @@ static uint32_t le32(const uint8_t *p) {
 
 static struct nsp_reader *open_common(struct nsp_reader *r, char *err, size_t errlen) {
   const uint8_t *d = r->data;
-  if (r->len < 112 || memcmp(d, NSP_MAGIC, 8) != 0) {
-    if (r->len < 112)
+  /* A file that starts as a trace does but ends early is a trace cut
+   * short: said with the sizes, not as "not a trace". */
+  size_t magic_len = r->len < 8 ? r->len : 8;
+  int magic = r->len > 0 && !memcmp(d, NSP_MAGIC, magic_len);
+  if (r->len < 112 || !magic) {
+    if (r->len < 112 && magic)
+      snprintf(err, errlen, "truncated header: %zu of at least 112 bytes", r->len);
+    else if (r->len < 112)
       snprintf(err, errlen, "not an ncclspy trace (shorter than its header): %zu bytes", r->len);
     else
       snprintf(err, errlen, "not an ncclspy trace (bad magic) at byte 0");
@@ -94,8 +101,7 @@ static struct nsp_reader *open_common(struct nsp_reader *r, char *err, size_t er
     return NULL;
   }
   if (h->header_size >= 112 && h->header_size > r->len) {
-    snprintf(err, errlen, "not an ncclspy trace (shorter than its header): %zu bytes, header_size %u at byte 12",
-             r->len, h->header_size);
+    snprintf(err, errlen, "truncated header: %zu of %u bytes", r->len, h->header_size);
     return NULL;
   }
   if (h->header_size < 112) {
@@ -156,6 +162,7 @@ struct nsp_reader *nsp_reader_open(const char *path, char *err, size_t errlen) {
 
 uint64_t nsp_reader_recovered(const struct nsp_reader *r) { return nsp_ringread_recovered(r->ring); }
 uint64_t nsp_reader_unrecovered(const struct nsp_reader *r) { return nsp_ringread_lost(r->ring); }
+uint64_t nsp_reader_from_ring(const struct nsp_reader *r) { return r->from_ring; }
 const char *nsp_reader_ring_note(const struct nsp_reader *r) { return r->ring_note[0] ? r->ring_note : NULL; }
 
 const struct nsp_file_header *nsp_reader_header(const struct nsp_reader *r) { return &r->hdr; }
@@ -319,7 +326,10 @@ int nsp_reader_next(struct nsp_reader *r, struct nsp_rec *rec) {
     r->p = NULL;
     if (next_frame(r)) continue;
     /* After the last frame: what the process committed but never wrote. */
-    if (r->ring && nsp_ringread_next(r->ring, r->ring_end, r->dropped_seen, rec) == 1) return 1;
+    if (r->ring && nsp_ringread_next(r->ring, r->ring_end, r->dropped_seen, rec) == 1) {
+      r->from_ring++;
+      return 1;
+    }
     if (r->damaged == 1 && r->resume < r->len)
       problem_cat(r, "; skipped %zu bytes, read on from byte %zu", r->skipped, r->resume);
     else if (r->damaged == 1)

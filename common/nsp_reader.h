@@ -58,6 +58,10 @@ uint64_t nsp_reader_recovered(const struct nsp_reader *r);
 /* Records found in the ring that could not be recovered (their strings were
  * lost: the ring's blob area was full). */
 uint64_t nsp_reader_unrecovered(const struct nsp_reader *r);
+/* Records nsp_reader_next has returned from the ring so far: the recovered
+ * ones and the DROPPED, RINGSTATE and INFLIGHT records it rebuilds; all
+ * come after every record of the trace's frames. */
+uint64_t nsp_reader_from_ring(const struct nsp_reader *r);
 /* NULL, or why a ring file next to the trace was not used. */
 const char *nsp_reader_ring_note(const struct nsp_reader *r);
 

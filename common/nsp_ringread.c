@@ -151,7 +151,10 @@ static const char *check_header(struct nsp_ringread *rr, const struct nsp_file_h
                (unsigned long long)le(d + RH_PID, 4), RH_PID, h->pid);
   if (le(d + RH_REALTIME, 8) != h->realtime_ns)
     return BAD("it belongs to another process (start time at byte %d is not the trace's)", RH_REALTIME);
-  if (header_size < 512 || header_size > rr->len)
+  if (header_size >= 512 && header_size > rr->len)
+    return BAD("truncated ring header: %zu of %llu bytes (header size at byte %d)", rr->len,
+               (unsigned long long)header_size, RH_HEADER_SIZE);
+  if (header_size < 512)
     return BAD("bad header: header size %llu at byte %d", (unsigned long long)header_size, RH_HEADER_SIZE);
   if (nfields > NSP_RING_MAX_FIELDS)
     return BAD("bad header: %llu fields at byte %d (at most %d)", (unsigned long long)nfields, RH_NFIELDS,
@@ -162,15 +165,17 @@ static const char *check_header(struct nsp_ringread *rr, const struct nsp_file_h
   if (!rr->nslots || rr->nslots > NSP_RR_MAX_SLOTS || (rr->nslots & (rr->nslots - 1)))
     return BAD("bad ring geometry: %llu slots at byte %d", (unsigned long long)rr->nslots, RH_NSLOTS);
   if (rr->ring_offset > rr->len || rr->nslots * rr->slot_size > rr->len - rr->ring_offset)
-    return BAD("bad ring geometry: the slots at byte %llu (from byte %d) pass the end of the file, "
-               "byte %zu", (unsigned long long)rr->ring_offset, RH_RING_OFFSET, rr->len);
+    return BAD("truncated: its slots (at byte %llu, from byte %d) end at byte %llu, the file has %zu bytes",
+               (unsigned long long)rr->ring_offset, RH_RING_OFFSET,
+               (unsigned long long)(rr->ring_offset + rr->nslots * rr->slot_size), rr->len);
   if (rr->blob_slot_size < 64 || rr->blob_slot_size > 65536)
     return BAD("bad blob geometry: blob slot size %u at byte %d", rr->blob_slot_size, RH_BLOB_SLOT_SIZE);
   if (rr->nblobs > NSP_RR_MAX_BLOBS)
     return BAD("bad blob geometry: %u blob slots at byte %d", rr->nblobs, RH_NBLOBS);
   if (rr->blob_offset > rr->len || (uint64_t)rr->nblobs * rr->blob_slot_size > rr->len - rr->blob_offset)
-    return BAD("bad blob geometry: the blob area at byte %llu (from byte %d) passes the end of the file, "
-               "byte %zu", (unsigned long long)rr->blob_offset, RH_BLOB_OFFSET, rr->len);
+    return BAD("truncated: its blob area (at byte %llu, from byte %d) ends at byte %llu, the file has %zu bytes",
+               (unsigned long long)rr->blob_offset, RH_BLOB_OFFSET,
+               (unsigned long long)(rr->blob_offset + (uint64_t)rr->nblobs * rr->blob_slot_size), rr->len);
   for (uint64_t i = 0; i < nfields; i++) {
     const uint8_t *e = d + RH_FIELDS + 8 * i;
     uint64_t id = le(e, 2), off = le(e + 2, 2), size = e[4];
@@ -252,8 +257,8 @@ struct nsp_ringread *nsp_ringread_open(const char *trace_path, const struct nsp_
     return NULL;
   }
   if (len < NSP_RR_MIN_FILE) {
-    notef(note, notelen, path, " ignored: not a ring file (it ends at byte %zu, within the %u-byte header)", len,
-          NSP_RR_MIN_FILE);
+    notef(note, notelen, path, " ignored: truncated ring header: %zu of %u bytes (the file ends at byte %zu)", len,
+          NSP_RR_MIN_FILE, len);
     if (m) munmap((void *)m, len);
     return NULL;
   }
@@ -264,8 +269,8 @@ struct nsp_ringread *nsp_ringread_open_mem(const void *data, size_t len, const c
                                            const struct nsp_file_header *h, char *note, size_t notelen) {
   note[0] = 0;
   if (len < NSP_RR_MIN_FILE) {
-    notef(note, notelen, name, " ignored: not a ring file (it ends at byte %zu, within the %u-byte header)",
-          len, NSP_RR_MIN_FILE);
+    notef(note, notelen, name, " ignored: truncated ring header: %zu of %u bytes (the file ends at byte %zu)", len,
+          NSP_RR_MIN_FILE, len);
     return NULL;
   }
   return open_common(data, len, 0, name, h, note, notelen);

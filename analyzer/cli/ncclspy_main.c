@@ -14,6 +14,7 @@
 
 #include "nsp_analyze.h"
 #include "nsp_config.h"
+#include "nsp_escape.h"
 #include "ncclspy/trace.h"
 #include "nsp_report.h"
 
@@ -68,9 +69,11 @@ static const char nsp_usage_analyze[] =
 static const char nsp_usage_perf[] =
     "usage: ncclspy perf [--json] [-o FILE] [--run ID|all] DIR|FILE...\n"
     "\n"
-    "Per communicator, op and size bucket (powers of two of nccl-tests' size S):\n"
-    "calls, GPU duration p50/p99 from completion records with GPU timing, and\n"
-    "algbw/busbw as nccl-tests computes them.  Per communicator: the spread of\n"
+    "Per communicator, one line per op, size, count, type, redop and root, as\n"
+    "nccl-tests prints them (size in bytes and count in elements, per rank and\n"
+    "per call): calls and timed calls (summed over the ranks), GPU duration\n"
+    "p50/p99 from completion records with GPU timing, and algbw/busbw as\n"
+    "nccl-tests computes them.  Per communicator: the spread of\n"
     "arrival times per collective (wall clock, aligned by each trace's clock\n"
     "pair) and the ranks that arrive last most often.\n"
     "\n"
@@ -132,6 +135,23 @@ static void put_usage(FILE *out, const char *usage) {
 /* Prints "ncclspy: <what><arg>" and where to find help. */
 static int usage_error(const char *cmd, const char *what, const char *arg) {
   fprintf(stderr, "ncclspy: %s%s", what, arg ? arg : "");
+  fprintf(stderr, "\nTry 'ncclspy help%s%s'.\n", cmd ? " " : "", cmd ? cmd : "");
+  return NSP_EXIT_USAGE;
+}
+
+/* After getopt_long (run with opterr 0 and ":" first in its optstring)
+ * returned '?' or ':': "ncclspy[ CMD]: unknown option '--x'" or "...:
+ * option '-o' needs a file name", and where to find help.  One message,
+ * never getopt's own beside ours, nor the whole usage. */
+static int option_error(const char *cmd, int c, char **argv) {
+  char opt[64];
+  const char *prev = optind > 0 ? argv[optind - 1] : "";
+  if (!strncmp(prev, "--", 2)) snprintf(opt, sizeof opt, "%.*s", (int)strcspn(prev, "="), prev);
+  else if (optopt) snprintf(opt, sizeof opt, "-%c", optopt);
+  else snprintf(opt, sizeof opt, "%s", prev);
+  fprintf(stderr, "ncclspy%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+  if (c == ':') fprintf(stderr, "option '%s' needs a file name", opt);
+  else fprintf(stderr, "unknown option '%s'", opt);
   fprintf(stderr, "\nTry 'ncclspy help%s%s'.\n", cmd ? " " : "", cmd ? cmd : "");
   return NSP_EXIT_USAGE;
 }
@@ -225,8 +245,9 @@ static FILE *open_output(const char *output) {
 }
 
 /* Loads the paths of argv[optind..] into job: warnings for unreadable
- * ones.  Returns 0 when some trace was read, else an exit status. */
-static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
+ * ones.  Returns 0 when some trace was read, else an exit status, with
+ * *why what failed, in a few words (for --json's error object). */
+static int load_paths(struct nsp_job *job, int argc, char **argv, int first, const char **why) {
   for (int i = first; i < argc; i++) {
     /* A crash-ring sidecar is read with its trace; a shell glob names both. */
     if (ends_with(argv[i], ".ncclspy.ring")) {
@@ -236,6 +257,7 @@ static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
     int r = nsp_job_add_path(job, argv[i]);
     if (r == NSP_AN_ENOMEM) {
       fprintf(stderr, "ncclspy: out of memory\n");
+      *why = "out of memory";
       return NSP_EXIT_USAGE;
     }
     if (r == NSP_AN_EREAD) fprintf(stderr, "ncclspy: warning: %s\n", nsp_job_error(job));
@@ -248,8 +270,10 @@ static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
     if (rings && !others && access(argv[first], F_OK) == 0) {
       fprintf(stderr, "ncclspy: %s is a crash ring, read along with its trace: name the trace (%.*s) or its "
                       "directory\n", argv[first], (int)(strlen(argv[first]) - 5), argv[first]);
+      *why = "no readable trace: a crash ring is read along with its trace; name the trace or its directory";
       return NSP_EXIT_USAGE;
     }
+    *why = "no readable trace";
     fprintf(stderr, "ncclspy: no readable trace");
     for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "%s %s", i ? ";" : ":", nsp_job_note(job, i));
     fprintf(stderr, "\n");
@@ -258,6 +282,7 @@ static int load_paths(struct nsp_job *job, int argc, char **argv, int first) {
   uint64_t records = 0;
   for (size_t i = 0; i < nsp_job_ntraces(job); i++) records += nsp_job_trace(job, i)->records;
   if (!records) {
+    *why = "no readable record in any trace, so there is nothing to analyse";
     fprintf(stderr, "ncclspy: none of the %zu traces has a readable record, so there is nothing to analyse",
             nsp_job_ntraces(job));
     for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "\n  %s", nsp_job_note(job, i));
@@ -285,6 +310,23 @@ static const struct report_cmd nsp_cmd_perf = {
     "perf", nsp_usage_perf, "perf needs a directory or trace file", 1,
     nsp_report_perf_text, nsp_report_perf_json, ""};
 
+/* --json's answer when there is no report: {"error": why, "exit_status":
+ * status, "traces": N, "notes": [...]} on standard output, so that a
+ * script reading it gets JSON whatever happened (the message also went to
+ * standard error).  job may be NULL. */
+static void json_error(const char *why, int status, const struct nsp_job *job) {
+  json_object *o = json_object_new_object();
+  if (!o) return;
+  json_object_object_add(o, "error", nsp_json_string(why));
+  json_object_object_add(o, "exit_status", json_object_new_int(status));
+  json_object_object_add(o, "traces", json_object_new_int64(job ? (int64_t)nsp_job_ntraces(job) : 0));
+  json_object *notes = json_object_new_array();
+  for (size_t i = 0; notes && job && i < nsp_job_nnotes(job); i++)
+    json_object_array_add(notes, nsp_json_string(nsp_job_note(job, i)));
+  json_object_object_add(o, "notes", notes);
+  nsp_report_json_emit(o, stdout);
+}
+
 /* `analyze` and `perf`: options, loading, analysis, the report.  Exit
  * status: perf NSP_EXIT_CLEAN, analyze NSP_EXIT_FINDINGS when it found
  * something; NSP_EXIT_USAGE on any failure. */
@@ -299,7 +341,8 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   int json = 0, c;
   const char *output = NULL, *run = NULL;
   optind = 0; /* glibc: re-initialise for the subcommand's argv */
-  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
     switch (c) {
       case 'j': json = 1; break;
       case 'o': output = optarg; break;
@@ -308,19 +351,23 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
         run = optarg;
         break;
       case 'h': put_usage(stdout, k->usage); return NSP_EXIT_CLEAN;
-      default: return usage_error(k->name, "bad option", NULL);
+      default: return option_error(k->name, c, argv);
     }
   }
   if (optind >= argc) return usage_error(k->name, k->needs, NULL);
 
+  const char *why = NULL; /* what failed, when the report was not written */
+  char whybuf[160];
+  int status = NSP_EXIT_USAGE;
   struct nsp_job *job = nsp_job_create();
   if (!job) {
     fprintf(stderr, "ncclspy: out of memory\n");
-    return NSP_EXIT_USAGE;
+    why = "out of memory";
+    goto out;
   }
   if (output && output_clobbers_input(output, argc, argv, optind)) {
-    nsp_job_destroy(job);
-    return NSP_EXIT_USAGE;
+    why = "-o would overwrite an input trace";
+    goto out;
   }
   /* Tests fix the analysis's "now" (a live process is one heard from
    * lately); not a user setting. */
@@ -329,11 +376,12 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
     char *end;
     long long v = strtoll(now, &end, 10);
     if (*end || v <= 0 || nsp_job_set_now(job, v) < 0) {
-      nsp_job_destroy(job);
-      return usage_error(k->name, "NSP_ANALYZE_NOW_NS is not a time in ns", NULL);
+      why = "NSP_ANALYZE_NOW_NS is not a time in ns";
+      usage_error(k->name, why, NULL);
+      goto out;
     }
   }
-  int status = load_paths(job, argc, argv, optind);
+  status = load_paths(job, argc, argv, optind, &why);
   if (status) goto out;
   status = NSP_EXIT_USAGE;
   if (run && nsp_job_select_run(job, run) < 0) {
@@ -348,15 +396,26 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   if (r == 0 && k->perf) r = nsp_job_perf(job);
   if (r < 0) {
     fprintf(stderr, "ncclspy: analysis failed: %s\n", nsp_an_strerror(r));
+    snprintf(whybuf, sizeof whybuf, "analysis failed: %s", nsp_an_strerror(r));
+    why = whybuf;
     goto out;
   }
   FILE *out = stdout;
-  if (output && output_is_loaded_trace(output, job)) goto out;
-  if (output && !(out = open_output(output))) goto out;
+  if (output && output_is_loaded_trace(output, job)) {
+    why = "-o would overwrite an input trace";
+    goto out;
+  }
+  if (output && !(out = open_output(output))) {
+    snprintf(whybuf, sizeof whybuf, "cannot write %s", output);
+    why = whybuf;
+    goto out;
+  }
   r = json ? k->json(job, out) : k->text(job, out);
   if (out != stdout && fclose(out) != 0) r = -1;
   if (r < 0) {
     fprintf(stderr, "ncclspy: could not write%s to %s\n", k->what, output ? output : "standard output");
+    /* Part of it may be out already: no second document after it. */
+    why = NULL;
     goto out;
   }
   const struct nsp_job_caveats *cv = nsp_job_caveats(job);
@@ -365,6 +424,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
            : cv->unclean || cv->libnccl ? NSP_EXIT_UNSEEN
                                         : NSP_EXIT_CLEAN;
 out:
+  if (json && why) json_error(why, status, job);
   nsp_job_destroy(job);
   return status;
 }
@@ -377,11 +437,12 @@ static int cmd_dump(int argc, char **argv) {
   };
   int json = 0, c;
   optind = 0;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     switch (c) {
       case 'j': json = 1; break;
       case 'h': fputs(nsp_usage_dump, stdout); return NSP_EXIT_CLEAN;
-      default: return usage_error("dump", "bad option", NULL);
+      default: return option_error("dump", c, argv);
     }
   }
   if (optind >= argc) return usage_error("dump", "dump needs a trace file", NULL);
@@ -427,6 +488,11 @@ static const struct nsp_verb *verb_of(const char *name) {
 
 static int run_help(const struct nsp_verb *v, int argc, char **argv) {
   (void)v;
+  if (argc > 2) {
+    char extra[300];
+    snprintf(extra, sizeof extra, "'%s'", argv[2]);
+    return usage_error(NULL, "help takes one command, not ", extra);
+  }
   const struct nsp_verb *about = argc < 2 ? verb_of("help") : verb_of(argv[1]);
   if (!about) return usage_error(NULL, "no such command: ", argv[1]);
   put_usage(stdout, about->usage);
@@ -441,17 +507,15 @@ int main(int argc, char **argv) {
   };
   int c;
   /* "+": stop at the command name; its options are its own. */
-  while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
     switch (c) {
       case 'h': fputs(nsp_usage_main, stdout); return NSP_EXIT_CLEAN;
       case 'V': printf("ncclspy %s (trace format %d.%d)\n", NSP_VERSION, NSP_FORMAT_MAJOR, NSP_FORMAT_MINOR); return NSP_EXIT_CLEAN;
-      default: return usage_error(NULL, "bad option", NULL);
+      default: return option_error(NULL, c, argv);
     }
   }
-  if (optind >= argc) {
-    fputs(nsp_usage_main, stderr);
-    return NSP_EXIT_USAGE;
-  }
+  if (optind >= argc) return usage_error(NULL, "no command given", NULL);
   const struct nsp_verb *v = verb_of(argv[optind]);
   if (!v) return usage_error(NULL, "no such command: ", argv[optind]);
   return v->run(v, argc - optind, argv + optind);

@@ -11,7 +11,11 @@
  * JSON: {"record": "<kind>", "t_rel_ns": ..., <name>: <value>, ...}: every
  * field; times (TIME, MONO, END) are keyed <name>_ns; enumerations give
  * their name under <name> (null when none) and the number under <name>_id;
- * entry points also give the operation ("op": "all-reduce"). */
+ * entry points also give the operation ("op": "all-reduce").
+ * After the records, a RING line (JSON "record": "ring") when the trace's
+ * crash ring gave records or was not used, and a PROBLEM line ("problem")
+ * for damage; a file that cannot be read at all is an "error" line in
+ * JSON. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -319,14 +323,66 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
   json_line(out, o);
 }
 
+/* After the records: what the crash ring "<path>.ring" gave (records the
+ * process committed but never wrote to the trace, which the reader merged
+ * after the trace's own), or why it was not used.  Nothing when there is
+ * no ring or it added nothing. */
+static void put_ring(FILE *out, int json, const char *path, const struct nsp_reader *r) {
+  uint64_t got = nsp_reader_from_ring(r), lost = nsp_reader_unrecovered(r);
+  const char *note = nsp_reader_ring_note(r);
+  if (!got && !lost && !note) return;
+  char ring[4200];
+  snprintf(ring, sizeof ring, "%s.ring", path);
+  if (json) {
+    json_object *o = json_object_new_object();
+    if (!o) return;
+    jput(o, "record", js("ring"));
+    jput(o, "file", js(ring));
+    jput(o, "records", json_object_new_uint64(got));
+    jput(o, "recovered", json_object_new_uint64(nsp_reader_recovered(r)));
+    jput(o, "lost", json_object_new_uint64(lost));
+    jput(o, "note", note ? js(note) : NULL);
+    json_line(out, o);
+    return;
+  }
+  fprintf(out, "RING file=");
+  nsp_put_quoted(out, ring);
+  fprintf(out, " records=%" PRIu64 " recovered=%" PRIu64 " lost=%" PRIu64, got, nsp_reader_recovered(r), lost);
+  if (note) {
+    fprintf(out, " note=");
+    nsp_put_quoted(out, note);
+  }
+  uint64_t rec = nsp_reader_recovered(r);
+  if (got == 1) fprintf(out, " (the last record above came from the crash ring");
+  else if (got) fprintf(out, " (the last %" PRIu64 " records above came from the crash ring", got);
+  if (got && rec == got) fprintf(out, ": the process committed them but never wrote them to the trace)");
+  else if (got && rec) fprintf(out, ": %" PRIu64 " the process committed but never wrote to the trace, then the ring's "
+                                    "own state)", rec);
+  else if (got) fprintf(out, ": the ring's own state; no record was missing from the trace)");
+  fputc('\n', out);
+}
+
 int nsp_dump_file(const char *path, int json, FILE *out, FILE *err) {
   char e[256];
   struct nsp_reader *r = nsp_reader_open(path, e, sizeof e);
   if (!r) {
     size_t n = strlen(path);
+    char why[400];
     if (n > 13 && !strcmp(path + n - 13, ".ncclspy.ring") && access(path, F_OK) == 0)
-      fprintf(err, "ncclspy: %s: a crash ring, read along with its trace: dump %.*s\n", path, (int)(n - 5), path);
-    else fprintf(err, "ncclspy: %s: %s\n", path, e);
+      snprintf(why, sizeof why, "a crash ring, read along with its trace: dump %.*s", (int)(n - 5), path);
+    else snprintf(why, sizeof why, "%s", e);
+    fprintf(err, "ncclspy: %s: %s\n", path, why);
+    if (json) { /* scripts reading the lines learn of it too */
+      json_object *o = json_object_new_object();
+      if (o) {
+        jput(o, "record", js("error"));
+        jput(o, "file", js(path));
+        jput(o, "error", js(why));
+        json_line(out, o);
+      }
+      fflush(out);
+      if (ferror(out)) return -1;
+    }
     return 2;
   }
   const struct nsp_file_header *h = nsp_reader_header(r);
@@ -338,6 +394,7 @@ int nsp_dump_file(const char *path, int json, FILE *out, FILE *err) {
     if (json) json_record(out, h, &rec);
     else text_record(out, h, &rec);
   }
+  put_ring(out, json, path, r);
   const char *problem = nsp_reader_problem(r);
   if (problem) {
     if (json) {

@@ -11,28 +11,16 @@
 #include "nsp_names.h"
 #include "nsp_report.h"
 
-/* "128 KiB" for a power of two (or any size): the largest binary unit
- * that divides it, else bytes. */
-static const char *fmt_bytes(uint64_t b, char *buf, size_t len) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (u < 6 && b >= 1024 && b % 1024 == 0) {
-    b /= 1024;
-    u++;
-  }
-  snprintf(buf, len, "%" PRIu64 " %s", b, unit[u]);
-  return buf;
+/* The dtype and reduction op columns as nccl-tests writes them ("none"
+ * where there is none); "mixed" for a group's sample of several. */
+static const char *fmt_dtype(int dtype, char *buf, size_t len) {
+  return dtype < 0 ? "mixed" : nsp_dtype_name(dtype, buf, len);
 }
-
-static const char *fmt_bucket(int lg, char *buf, size_t len) {
-  if (lg < 0) {
-    snprintf(buf, len, "0 B");
-    return buf;
-  }
-  char a[32], b[32];
-  snprintf(buf, len, "%s-%s", fmt_bytes(1ull << lg, a, sizeof a),
-           lg < 63 ? fmt_bytes(1ull << (lg + 1), b, sizeof b) : "16 EiB");
-  return buf;
+static const char *fmt_redop(const struct nsp_perf_row *row, char *buf, size_t len) {
+  if (!nsp_api_has_redop(row->api)) return "none";
+  if (row->redop < 0) return "mixed";
+  if (row->redop >= (int)ncclNumOps) return "premulsum";
+  return nsp_redop_name(row->redop, buf, len);
 }
 
 static const char *fmt_ns(int64_t ns, char *buf, size_t len) {
@@ -49,6 +37,8 @@ int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
   fprintf(out, "ncclspy perf: %zu trace%s, %zu communicator%s\n", nt, nt == 1 ? "" : "s", nc, nc == 1 ? "" : "s");
   fprintf(out, "GPU times come from calls that completed with GPU timing (failed or abandoned calls are left\n"
                "out); size S, algbw = S / t and busbw as nccl-tests computes them; p50/p99 by nearest rank.\n"
+               "size (B) and count (elements) are per rank and per call, as nccl-tests prints them; calls and\n"
+               "timed are summed over the ranks.\n"
                "Arrival spread: last minus first rank's entry into the collective, on one wall clock.\n");
   uint64_t timed = 0;
   for (size_t i = 0; i < nc; i++) {
@@ -58,18 +48,19 @@ int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
     fputc('\n', out);
     uint64_t failed = 0, untracked = 0;
     if (pc->nrows)
-      fprintf(out, "  %-16s %-18s %9s %9s %12s %12s %11s %11s\n", "op", "size S", "calls", "timed", "p50", "p99",
-              "algbw GB/s", "busbw GB/s");
+      fprintf(out, "  %-16s %10s %12s %9s %10s %5s %9s %9s %10s %10s %12s %12s\n", "op", "size (B)", "count", "type",
+              "redop", "root", "calls", "timed", "p50 (us)", "p99 (us)", "algbw (GB/s)", "busbw (GB/s)");
     for (size_t r = 0; r < pc->nrows; r++) {
       const struct nsp_perf_row *row = &pc->rows[r];
-      char sb[64], p50[32], p99[32];
-      fprintf(out, "  %-16s %-18s %9" PRIu64 " %9" PRIu64, nsp_op_name(row->api), fmt_bucket(row->log2, sb, sizeof sb),
+      char tb[32], rb[32];
+      fprintf(out, "  %-16s %10" PRIu64 " %12" PRIu64 " %9s %10s %5d %9" PRIu64 " %9" PRIu64, nsp_op_name(row->api),
+              row->bytes, row->count, fmt_dtype(row->dtype, tb, sizeof tb), fmt_redop(row, rb, sizeof rb), row->root,
               row->calls, row->timed);
       if (row->timed)
-        fprintf(out, " %12s %12s %11.2f %11.2f\n", fmt_ns(row->p50_ns, p50, sizeof p50),
-                fmt_ns(row->p99_ns, p99, sizeof p99), row->algbw_gbs, row->busbw_gbs);
+        fprintf(out, " %10.2f %10.2f %12.2f %12.2f\n", (double)row->p50_ns / 1e3, (double)row->p99_ns / 1e3,
+                row->algbw_gbs, row->busbw_gbs);
       else
-        fprintf(out, " %12s %12s %11s %11s\n", "-", "-", "-", "-");
+        fprintf(out, " %10s %10s %12s %12s\n", "-", "-", "-", "-");
       timed += row->timed;
       failed += row->failed;
       untracked += row->untracked;
@@ -133,6 +124,13 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
   jput(root, "schema", json_object_new_int(NSP_REPORT_SCHEMA), &oom);
   jput(root, "version", nsp_json_string(NSP_VERSION), &oom);
   jput(root, "start_time_ns", json_object_new_int64(nsp_job_start_ns(job)), &oom);
+  json_object *units = json_object_new_object();
+  if (units) {
+    jput(units, "bytes", nsp_json_string("per rank, per call"), &oom);
+    jput(units, "count", nsp_json_string("elements per rank, per call"), &oom);
+    jput(units, "calls", nsp_json_string("summed over the ranks"), &oom);
+  }
+  jput(root, "units", units, &oom);
   json_object *comms = json_object_new_array();
   for (size_t i = 0; comms && i < nsp_job_nperf(job); i++) {
     const struct nsp_perf_comm *pc = nsp_job_perf_comm(job, i);
@@ -156,11 +154,16 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
       }
       jput(x, "op", nsp_json_string(nsp_op_name(row->api)), &oom);
       jput(x, "api", nsp_json_string(nsp_api_name(row->api)), &oom);
+      char tb[32], rb[32];
+      jput(x, "bytes", json_object_new_uint64(row->bytes), &oom);
+      jput(x, "count", json_object_new_uint64(row->count), &oom);
+      jput(x, "dtype", nsp_json_string(fmt_dtype(row->dtype, tb, sizeof tb)), &oom);
+      jput(x, "redop", nsp_json_string(fmt_redop(row, rb, sizeof rb)), &oom);
+      jput(x, "root", json_object_new_int(row->root), &oom);
       jput(x, "log2", json_object_new_int(row->log2), &oom);
-      uint64_t lo = row->log2 < 0 ? 0 : 1ull << row->log2;
-      uint64_t hi = row->log2 < 0 ? 0 : row->log2 >= 62 ? (uint64_t)INT64_MAX : (1ull << (row->log2 + 1)) - 1;
-      jput(x, "bytes_min", json_object_new_int64((int64_t)lo), &oom);
-      jput(x, "bytes_max", json_object_new_int64((int64_t)hi), &oom);
+      /* schema 1's bucket bounds, kept: a line is one exact size now */
+      jput(x, "bytes_min", json_object_new_uint64(row->bytes), &oom);
+      jput(x, "bytes_max", json_object_new_uint64(row->bytes), &oom);
       jput(x, "calls", json_object_new_int64((int64_t)row->calls), &oom);
       jput(x, "timed", json_object_new_int64((int64_t)row->timed), &oom);
       jput(x, "failed", json_object_new_int64((int64_t)row->failed), &oom);

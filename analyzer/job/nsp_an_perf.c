@@ -1,4 +1,5 @@
-/* nsp_an_perf.c - `ncclspy perf`: GPU time per (communicator, op, size)
+/* nsp_an_perf.c - `ncclspy perf`: GPU time per (communicator, op, exact
+ * size, count, dtype, reduction op, root: nccl-tests' line)
  * from COMPLETION records, bandwidths as nccl-tests computes them, and the
  * spread of arrival times per collective with the ranks that come last.
  *
@@ -12,7 +13,7 @@
  *
  * A pass of its own over every trace (after nsp_job_analyze has unified
  * the communicators), so `analyze` pays nothing for it.  Memory: one
- * distribution per (communicator, op, size bucket), a few words per
+ * distribution per line (up to 1024 values, then a fixed histogram), a few words per
  * (communicator, seq) for arrivals, the calls in flight per process. */
 #include <stdlib.h>
 #include <string.h>
@@ -162,19 +163,56 @@ void nsp_an_perf_free(struct nsp_perf *p) {
 
 static int log2_bucket(uint64_t s) { return s ? 63 - __builtin_clzll((unsigned long long)s) : -1; }
 
-static struct rowacc *row_for(struct perf_comm *c, int api, uint64_t s) {
-  int lg = log2_bucket(s);
-  uint64_t key = (uint64_t)(uint32_t)api << 8 | (uint64_t)(lg + 1);
-  size_t *i = nsp_u64map_get(&c->acc_by_key, key);
-  if (i) return &c->acc[*i];
-  if (nsp_grow(&c->acc, &c->acc_cap, c->nacc + 1, sizeof *c->acc) < 0 ||
-      nsp_u64map_put(&c->acc_by_key, key, c->nacc) < 0)
-    return NULL;
-  struct rowacc *r = &c->acc[c->nacc++];
-  memset(r, 0, sizeof *r);
-  r->row.api = api;
-  r->row.log2 = lg;
-  return r;
+/* What makes a line of the table (nccl-tests' columns). */
+struct line_key {
+  int api, dtype, redop, root;
+  uint64_t bytes, count;
+};
+
+/* The line of a call: dynamic reduction ops (PreMulSum handles, numbered
+ * per process) are one "premulsum" line; the root only where there is
+ * one. */
+static struct line_key call_key(int api, uint64_t count, int dtype, int redop, int peer, int nranks) {
+  struct line_key k = {api, dtype, nsp_api_has_redop(api) ? redop : -1, nsp_api_has_root(api) ? peer : -1,
+                       nsp_perf_size(api, count, dtype, nranks), count};
+  if (k.redop >= (int)ncclNumOps) k.redop = ncclNumOps;
+  return k;
+}
+
+static uint64_t key_hash(const struct line_key *k, uint64_t salt) {
+  uint64_t h = 1469598103934665603ull ^ salt;
+  const uint64_t v[6] = {(uint64_t)(uint32_t)k->api, (uint64_t)(uint32_t)k->dtype, (uint64_t)(uint32_t)k->redop,
+                         (uint64_t)(uint32_t)k->root, k->bytes, k->count};
+  for (int i = 0; i < 6; i++) h = (h ^ v[i]) * 1099511628211ull;
+  return h;
+}
+
+static struct rowacc *row_for(struct perf_comm *c, const struct line_key *k) {
+  /* A hash of the line as the map's key; a collision probes on. */
+  for (uint64_t salt = 0;; salt++) {
+    uint64_t key = key_hash(k, salt);
+    size_t *i = nsp_u64map_get(&c->acc_by_key, key);
+    if (i) {
+      const struct nsp_perf_row *r = &c->acc[*i].row;
+      if (r->api == k->api && r->dtype == k->dtype && r->redop == k->redop && r->root == k->root &&
+          r->bytes == k->bytes && r->count == k->count)
+        return &c->acc[*i];
+      continue;
+    }
+    if (nsp_grow(&c->acc, &c->acc_cap, c->nacc + 1, sizeof *c->acc) < 0 ||
+        nsp_u64map_put(&c->acc_by_key, key, c->nacc) < 0)
+      return NULL;
+    struct rowacc *r = &c->acc[c->nacc++];
+    memset(r, 0, sizeof *r);
+    r->row.api = k->api;
+    r->row.log2 = log2_bucket(k->bytes);
+    r->row.bytes = k->bytes;
+    r->row.count = k->count;
+    r->row.dtype = k->dtype;
+    r->row.redop = k->redop;
+    r->row.root = k->root;
+    return r;
+  }
 }
 
 /* ---- the pass --------------------------------------------------------------- */
@@ -188,8 +226,7 @@ struct local {
  * (comm, op). */
 struct part {
   size_t comm;
-  int api;
-  uint64_t s;
+  struct line_key k;
 };
 struct pass {
   struct nsp_job *job;
@@ -243,12 +280,12 @@ static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *d
   const struct local *l = local_of(ps, e->local);
   if (!l) return;
   int api = nsp_api_coll_class(e->api);
-  uint64_t s = nsp_perf_size(api, e->count, e->dtype, ps->job->comms[l->comm]->info.nranks);
+  struct line_key k = call_key(api, e->count, e->dtype, e->redop, e->peer, ps->job->comms[l->comm]->info.nranks);
   if (nsp_grow(&ps->calls, &ps->calls_cap, ps->ncalls + 1, sizeof *ps->calls) < 0) {
     ps->oom = 1;
     return;
   }
-  ps->calls[ps->ncalls++] = (struct part){l->comm, api, s};
+  ps->calls[ps->ncalls++] = (struct part){l->comm, k};
 }
 
 static int on_call(struct pass *ps, struct nsp_pend_tab *tab, int tracked, const struct nsp_trace *t,
@@ -258,7 +295,9 @@ static int on_call(struct pass *ps, struct nsp_pend_tab *tab, int tracked, const
   if (!l || (kind != NSP_K_COLL && kind != NSP_K_P2P)) return 0;
   struct perf_comm *c = &ps->perf->c[l->comm];
   int api = nsp_api_coll_class(rec->api);
-  struct rowacc *r = row_for(c, api, nsp_perf_size(api, rec->count, rec->dtype, ps->job->comms[l->comm]->info.nranks));
+  struct line_key k = call_key(api, rec->count, rec->dtype, rec->redop, rec->peer,
+                               ps->job->comms[l->comm]->info.nranks);
+  struct rowacc *r = row_for(c, &k);
   if (!r) return NSP_AN_ENOMEM;
   r->row.calls++;
   if (is_error(rec->result)) { /* nothing was enqueued */
@@ -313,7 +352,7 @@ static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct
   if (cls == DONE_FAILED || cls == DONE_UNTRACKED) {
     for (size_t i = 0; i < ps->ncalls; i++) {
       const struct part *p = &ps->calls[i];
-      struct rowacc *r = row_for(&ps->perf->c[p->comm], p->api, p->s);
+      struct rowacc *r = row_for(&ps->perf->c[p->comm], &p->k);
       if (!r) return NSP_AN_ENOMEM;
       if (cls == DONE_FAILED) r->row.failed++;
       else r->row.untracked++;
@@ -327,9 +366,14 @@ static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct
   for (size_t i = 0; i < ps->ncalls; i++) {
     const struct part *p = &ps->calls[i];
     size_t k = 0;
-    while (k < ps->nparts && (ps->parts[k].comm != p->comm || ps->parts[k].api != p->api)) k++;
-    if (k < ps->nparts) {
-      ps->parts[k].s += p->s;
+    while (k < ps->nparts && (ps->parts[k].comm != p->comm || ps->parts[k].k.api != p->k.api)) k++;
+    if (k < ps->nparts) { /* a group's calls: one sample, their sizes summed */
+      struct line_key *m = &ps->parts[k].k;
+      m->bytes = m->bytes > UINT64_MAX - p->k.bytes ? UINT64_MAX : m->bytes + p->k.bytes;
+      m->count = m->count > UINT64_MAX - p->k.count ? UINT64_MAX : m->count + p->k.count;
+      if (m->dtype != p->k.dtype) m->dtype = -1;
+      if (m->redop != p->k.redop) m->redop = -1;
+      if (m->root != p->k.root) m->root = -1;
       continue;
     }
     NSP_TRY(nsp_grow(&ps->parts, &ps->parts_cap, ps->nparts + 1, sizeof *ps->parts));
@@ -338,10 +382,10 @@ static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct
   int64_t dur = (int64_t)(gpu_end - gpu_start);
   for (size_t i = 0; i < ps->nparts; i++) {
     const struct part *p = &ps->parts[i];
-    struct rowacc *r = row_for(&ps->perf->c[p->comm], p->api, p->s);
+    struct rowacc *r = row_for(&ps->perf->c[p->comm], &p->k);
     if (!r) return NSP_AN_ENOMEM;
     r->row.timed++;
-    r->sum_s += (double)p->s;
+    r->sum_s += (double)p->k.bytes;
     r->sum_ns += (double)dur;
     NSP_TRY(dist_add(&r->d, dur));
   }
@@ -446,7 +490,11 @@ static int read_trace(struct pass *ps, size_t ti) {
 static int cmp_row(const void *pa, const void *pb) {
   const struct nsp_perf_row *a = pa, *b = pb;
   if (a->api != b->api) return a->api < b->api ? -1 : 1;
-  return a->log2 < b->log2 ? -1 : a->log2 > b->log2;
+  if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
+  if (a->count != b->count) return a->count < b->count ? -1 : 1;
+  if (a->dtype != b->dtype) return a->dtype < b->dtype ? -1 : 1;
+  if (a->redop != b->redop) return a->redop < b->redop ? -1 : 1;
+  return a->root < b->root ? -1 : a->root > b->root;
 }
 
 static int cmp_strag(const void *pa, const void *pb) {

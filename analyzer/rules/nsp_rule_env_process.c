@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "nsp_names.h"
+#include "nsp_nccl_settings.h"
 #include "nsp_rule.h"
 
 static const char *nccl_version_str(int code, char *buf, size_t len) {
@@ -53,16 +54,102 @@ static int rule_versions(struct nsp_job *job, struct nsp_an_item *it, char (*buf
   return 0;
 }
 
-/* NCCL_* variables that are per rank or per process by design. */
-static int setting_excluded(const char *name) {
-  static const char *const excluded[] = {"NCCL_COMM_ID", "NCCL_HOSTID", "NCCL_DEBUG_FILE"};
-  if (strncmp(name, "NCCL_", 5) || strstr(name, "RANK")) return 1;
-  for (size_t i = 0; i < sizeof excluded / sizeof *excluded; i++)
-    if (!strcmp(name, excluded[i])) return 1;
+/* NCCL_* settings by their class (common/nsp_nccl_settings.h): must
+ * match, a finding; per host, a finding when the processes of one host
+ * differ, a note when only hosts differ; rank-specific, nothing;
+ * diagnostics and names the table lacks, a note.  Other prefixes the
+ * snapshot keeps (CUDA_*, TORCH_NCCL_*, NCCLSPY_*) are not compared. */
+
+static int cmp_strp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+static int same_value(const char *a, const char *b) { return a && b ? !strcmp(a, b) : a == b; }
+
+/* Whether the items differ in value (NULL: unset). */
+static int values_differ(const struct nsp_an_item *it, size_t n) {
+  for (size_t i = 1; i < n; i++)
+    if (!same_value(it[0].value, it[i].value)) return 1;
   return 0;
 }
 
-static int cmp_strp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+/* Value groups of sorted items: [start, end), ordered by their lowest
+ * rank as a finding's sides are. */
+struct vgroup {
+  size_t start, end;
+  int32_t rank;
+};
+static int cmp_vgroup(const void *pa, const void *pb) {
+  const struct vgroup *a = pa, *b = pb;
+  return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+/* A note: "NAME differs across ranks (WHY): ranks 0,2-3 (host): unset;
+ * rank 1 (host): INFO", the items grouped by value as a finding's sides
+ * would be. */
+static int setting_note(struct nsp_job *job, struct nsp_an_item *it, size_t n, const char *name, const char *why) {
+  qsort(it, n, sizeof *it, nsp_an_cmp_item);
+  struct vgroup *g = malloc((n ? n : 1) * sizeof *g);
+  if (!g) return NSP_AN_ENOMEM;
+  size_t ng = 0;
+  for (size_t i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && same_value(it[i].value, it[j].value);) j++;
+    int32_t lo = it[i].rank;
+    for (size_t q = i; q < j; q++)
+      if (it[q].rank < lo) lo = it[q].rank;
+    g[ng++] = (struct vgroup){i, j, lo};
+  }
+  qsort(g, ng, sizeof *g, cmp_vgroup);
+  struct nsp_sbuf b = {0};
+  nsp_sbuf_printf(&b, "%s differs across ranks (%s): ", name, why);
+  int ret = 0;
+  for (size_t s = 0; s < ng && !ret; s++) {
+    struct nsp_side tmp = {0};
+    if ((ret = nsp_an_side_from_items(job, &tmp, it + g[s].start, g[s].end - g[s].start)) < 0) break;
+    const char *v = it[g[s].start].value;
+    nsp_sbuf_printf(&b, "%s", s ? "; " : "");
+    nsp_an_put_ranks(&b, tmp.ranks, tmp.nranks);
+    nsp_sbuf_printf(&b, " (");
+    nsp_an_put_hosts(&b, &tmp);
+    nsp_sbuf_printf(&b, "): %s", v ? v : "unset");
+    free((void *)tmp.ranks);
+    free((void *)tmp.procs);
+  }
+  free(g);
+  if (ret < 0) {
+    free(nsp_sbuf_take(&b));
+    return ret;
+  }
+  return nsp_job_note_take(job, &b);
+}
+
+static int cmp_item_host(const void *pa, const void *pb, void *ctx) {
+  const struct nsp_job *job = ctx;
+  const struct nsp_an_item *a = pa, *b = pb;
+  int d = strcmp(job->traces[a->trace]->info.host, job->traces[b->trace]->info.host);
+  return d ? d : a->trace < b->trace ? -1 : a->trace > b->trace;
+}
+
+/* A per-host setting: the processes of the hosts whose processes differ
+ * make a finding; hosts that differ only from each other, a note. */
+static int host_setting(struct nsp_job *job, struct nsp_an_item *it, size_t n, const char *name) {
+  qsort_r(it, n, sizeof *it, cmp_item_host, job);
+  size_t k = 0, nhosts = 0;
+  char hosts[200] = "";
+  for (size_t i = 0, j; i < n; i = j) {
+    const char *h = job->traces[it[i].trace]->info.host;
+    for (j = i + 1; j < n && !strcmp(job->traces[it[j].trace]->info.host, h);) j++;
+    if (!values_differ(it + i, j - i)) continue;
+    nhosts++;
+    size_t used = strlen(hosts);
+    if (used + 1 < sizeof hosts) snprintf(hosts + used, sizeof hosts - used, "%s%s", used ? ", " : "", h);
+    memmove(it + k, it + i, (j - i) * sizeof *it);
+    k += j - i;
+  }
+  if (!k) return setting_note(job, it, n, name, "per host, and each host agrees: allowed");
+  char extra[300];
+  snprintf(extra, sizeof extra, "within %s (%s): it may differ between hosts, not between the processes of one",
+           nhosts > 1 ? "hosts" : "one host", hosts);
+  return nsp_an_finding_by_value(job, NSP_FIND_ENV_SETTING, NULL, it, k, name, name, extra);
+}
 
 static int rule_settings(struct nsp_job *job, struct nsp_an_item *it) {
   const char **names = NULL;
@@ -71,12 +158,13 @@ static int rule_settings(struct nsp_job *job, struct nsp_an_item *it) {
     const struct nsp_trace_info *t = &job->traces[i]->info;
     if (!nsp_an_is_rank(job, i)) continue;
     for (size_t e = 0; e < t->nenv; e++) {
-      if (setting_excluded(t->env[2 * e])) continue;
+      const char *name = t->env[2 * e];
+      if (strncmp(name, "NCCL_", 5) || nsp_nccl_setting_class(name, NULL) == NSP_SETTING_RANK) continue;
       if (nsp_grow(&names, &cap, n + 1, sizeof *names) < 0) {
         free(names);
         return NSP_AN_ENOMEM;
       }
-      names[n++] = t->env[2 * e];
+      names[n++] = name;
     }
   }
   if (n) qsort(names, n, sizeof *names, cmp_strp);
@@ -87,7 +175,19 @@ static int rule_settings(struct nsp_job *job, struct nsp_an_item *it) {
     for (size_t t = 0; t < job->ntraces; t++)
       if (nsp_an_is_rank(job, t))
         it[k++] = (struct nsp_an_item){nsp_an_env_value(&job->traces[t]->info, names[i]), t, job->traces[t]->info.rank};
-    ret = nsp_an_finding_by_value(job, NSP_FIND_ENV_SETTING, NULL, it, k, names[i], names[i], NULL);
+    if (!values_differ(it, k)) continue;
+    switch (nsp_nccl_setting_class(names[i], NULL)) {
+      case NSP_SETTING_MATCH:
+        ret = nsp_an_finding_by_value(job, NSP_FIND_ENV_SETTING, NULL, it, k, names[i], names[i], NULL);
+        break;
+      case NSP_SETTING_HOST: ret = host_setting(job, it, k, names[i]); break;
+      case NSP_SETTING_DIAG: ret = setting_note(job, it, k, names[i], "diagnostics only, not a problem"); break;
+      default:
+        ret = setting_note(job, it, k, names[i],
+                           "a setting ncclspy does not know: it may or may not need to match, see NCCL's "
+                           "documentation");
+        break;
+    }
   }
   free(names);
   return ret;

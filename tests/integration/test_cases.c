@@ -844,6 +844,14 @@ static void assert_env_side(const struct nsp_side *s, const char *ranks, const c
   if (hosts) assert_string_equal(buf, hosts);
 }
 
+/* The note of job that contains `part`; fails when none does. */
+static const char *assert_note(struct nsp_job *job, const char *part) {
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++)
+    if (strstr(nsp_job_note(job, i), part)) return nsp_job_note(job, i);
+  fail_msg("no note contains \"%s\" (first: %s)", part, nsp_job_nnotes(job) ? nsp_job_note(job, 0) : "none");
+  return NULL;
+}
+
 static void assert_odd(const struct nsp_finding *f, const char *ranks) {
   char buf[256];
   nsp_format_ranks(buf, sizeof buf, f->odd_ranks, f->nodd);
@@ -910,17 +918,21 @@ static void test_env_versions(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
-/* NCCL_* settings: NCCL_SOCKET_IFNAME differs between the nodes, rank 1
- * alone sets NCCL_IB_DISABLE.  Variables that are per rank or per host by
- * design differ on every rank and are not findings: NCCL_COMM_ID,
- * NCCL_HOSTID, NCCL_DEBUG_FILE, NCCL_LOCAL_RANK; nor are variables outside
- * NCCL_* (NCCLSPY_LEVEL, CUDA_VISIBLE_DEVICES). */
+/* NCCL_* settings, by their class (common/nsp_nccl_settings.h): rank 1
+ * alone sets NCCL_IB_DISABLE (must match: a finding); NCCL_SOCKET_IFNAME
+ * (per host) differs between the nodes, which is allowed (a note), and
+ * within node-a, rank 0 eth0 and rank 1 eth1, which is not (a finding on
+ * node-a's ranks only).  Variables that are per rank by design differ on
+ * every rank and are neither: NCCL_COMM_ID, NCCL_HOSTID, NCCL_LOCAL_RANK;
+ * nor are variables outside NCCL_* (NCCLSPY_LEVEL, CUDA_VISIBLE_DEVICES).
+ * NCCL_DEBUG_FILE (diagnostics) differs on every rank: a note. */
 static void test_env_settings(void **state) {
   struct job_opts o = {
       .nranks = 4,
       .limit_s = 60,
-      .all_env = "NCCL_SOCKET_IFNAME=eth0;NCCL_DEBUG=WARN",
-      .rank_env = TWO_NODES ";2:NCCL_SOCKET_IFNAME=ib0;3:NCCL_SOCKET_IFNAME=ib0;1:NCCL_IB_DISABLE=1;"
+      .all_env = "NCCL_DEBUG=WARN",
+      .rank_env = TWO_NODES ";0:NCCL_SOCKET_IFNAME=eth0;1:NCCL_SOCKET_IFNAME=eth1;2:NCCL_SOCKET_IFNAME=ib0;"
+                            "3:NCCL_SOCKET_IFNAME=ib0;1:NCCL_IB_DISABLE=1;"
                             "0:NCCL_COMM_ID=10.0.0.1:29500;1:NCCL_COMM_ID=10.0.0.1:29501;"
                             "2:NCCL_COMM_ID=10.0.0.2:29500;3:NCCL_COMM_ID=10.0.0.2:29501;"
                             "0:NCCL_HOSTID=node-a;1:NCCL_HOSTID=node-a;2:NCCL_HOSTID=node-b;3:NCCL_HOSTID=node-b;"
@@ -945,11 +957,15 @@ static void test_env_settings(void **state) {
   assert_string_equal(f->message, "NCCL_IB_DISABLE differs across ranks: ranks 0,2-3 (node-a, node-b): unset; "
                                   "rank 1 (node-a): 1");
 
+  /* Within node-a only: node-b's ib0 is no side of it. */
   f = the_finding(&r, NSP_FIND_ENV_SETTING, "NCCL_SOCKET_IFNAME");
   assert_int_equal(f->nsides, 2);
-  assert_env_side(&f->sides[0], "0-1", "eth0", "node-a,node-a");
-  assert_env_side(&f->sides[1], "2-3", "ib0", "node-b,node-b");
+  assert_env_side(&f->sides[0], "0", "eth0", "node-a");
+  assert_env_side(&f->sides[1], "1", "eth1", "node-a");
   assert_int_equal(f->nodd, 0);
+  assert_string_equal(f->message, "NCCL_SOCKET_IFNAME differs across ranks: rank 0 (node-a): eth0; rank 1 (node-a): "
+                                  "eth1; within one host (node-a): it may differ between hosts, not between the "
+                                  "processes of one");
   /* The per-rank variables were recorded (so leaving them out was the
    * analyzer's doing). */
   int seen = 0;
@@ -958,6 +974,52 @@ static void test_env_settings(void **state) {
     for (size_t e = 0; e < ti->nenv; e++) seen += !strcmp(ti->env[2 * e], "NCCL_COMM_ID");
   }
   assert_int_equal(seen, 4);
+  assert_note(r.job, "NCCL_DEBUG_FILE differs across ranks (diagnostics only, not a problem): ");
+  for (size_t i = 0; i < nsp_job_nnotes(r.job); i++) {
+    const char *n = nsp_job_note(r.job, i);
+    if (strstr(n, "NCCL_COMM_ID") || strstr(n, "NCCL_HOSTID") || strstr(n, "NCCL_LOCAL_RANK") ||
+        strstr(n, "CUDA_VISIBLE_DEVICES"))
+      fail_msg("a note on a rank-specific variable: %s", n);
+  }
+  run_done(&r);
+}
+
+/* Issue #13 item 3: NCCL_DEBUG=INFO on one rank of a healthy job cannot
+ * break it: no finding (exit 0), a note naming the difference; a name
+ * ncclspy does not know is a note as well.  The same
+ * job with NCCL_PROTO on one rank (must match) still gives a finding. */
+static void test_env_debug(void **state) {
+  struct job_opts o = {.nranks = 4, .limit_s = 60,
+                       .rank_env = "1:NCCL_DEBUG=INFO;2:NCCL_DEBUG_SUBSYS=INIT,NET;0:NCCL_NSP_NOT_A_SETTING=1",
+                       .none = 1};
+  struct run r;
+  run_job_ex(&r, "c10", &o);
+  assert_int_equal(r.launch_status, 0);
+  assert_int_equal(nsp_job_nfindings(r.job), 0);
+  const struct nsp_job_caveats *cv = nsp_job_caveats(r.job);
+  assert_false(cv->unclean || cv->libnccl); /* `ncclspy analyze` exits 0 */
+  const char *n = assert_note(r.job, "NCCL_DEBUG differs across ranks (diagnostics only, not a problem): ");
+  char want[1024];
+  snprintf(want, sizeof want, "NCCL_DEBUG differs across ranks (diagnostics only, not a problem): ranks 0,2-3 (%s): "
+           "unset; rank 1 (%s): INFO", this_host, this_host);
+  assert_string_equal(n, want);
+  assert_note(r.job, "NCCL_DEBUG_SUBSYS differs across ranks (diagnostics only, not a problem): ");
+  /* A name the table lacks: a note too, never a finding. */
+  assert_note(r.job, "NCCL_NSP_NOT_A_SETTING differs across ranks (a setting ncclspy does not know: ");
+  run_done(&r);
+
+  o.rank_env = "1:NCCL_DEBUG=INFO;3:NCCL_PROTO=Simple";
+  o.none = 0;
+  run_job_ex(&r, "c10", &o);
+  assert_kinds_only(&r, NSP_FIND_ENV_SETTING, -1);
+  assert_int_equal(nsp_job_nfindings(r.job), 1);
+  const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_SETTING, "NCCL_PROTO");
+  assert_int_equal(f->nsides, 2);
+  assert_side(&f->sides[1], "3");
+  assert_non_null(f->sides[1].value);
+  assert_string_equal(f->sides[1].value, "Simple");
+  assert_odd(f, "3");
+  assert_note(r.job, "NCCL_DEBUG differs across ranks (diagnostics only, not a problem): ");
   run_done(&r);
 }
 
@@ -1290,12 +1352,6 @@ static void assert_contains(const char *hay, const char *needle) {
   if (!hay || !strstr(hay, needle)) fail_msg("\"%s\"\n  does not contain \"%s\"", hay ? hay : "(null)", needle);
 }
 
-static void assert_note(struct nsp_job *job, const char *part) {
-  for (size_t i = 0; i < nsp_job_nnotes(job); i++)
-    if (strstr(nsp_job_note(job, i), part)) return;
-  fail_msg("no note with \"%s\" (first: %s)", part, nsp_job_nnotes(job) ? nsp_job_note(job, 0) : "none");
-}
-
 /* A healthy job run twice into one directory: no finding; the newest run
  * is analysed and the first note names the older one; --run all compares
  * all 8 traces as one job (today's env-world-size), --run ID or number
@@ -1403,6 +1459,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_live_hang), cmocka_unit_test(test_killed_healthy), cmocka_unit_test(test_exit_status),
       cmocka_unit_test(test_premul_handles), cmocka_unit_test(test_extra_coll), cmocka_unit_test(test_skipped_coll),
       cmocka_unit_test(test_launcher), cmocka_unit_test(test_runs_twice), cmocka_unit_test(test_runs_fail_after_healthy),
+      cmocka_unit_test(test_env_debug),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);

@@ -876,8 +876,14 @@ static void test_perf(void **state) {
   struct result r = run((const char *[]){"perf", dir, NULL});
   assert_int_equal(r.status, 0);
   assert_contains(r.out, "ncclspy perf: 4 traces, 1 communicator\n");
-  assert_contains(r.out, "  all-reduce       2 MiB-4 MiB               14         8     50.00 us     50.00 us       "
-                         "41.94       62.91\n");
+  /* Exact sizes, as nccl-tests prints them, and what is per rank. */
+  assert_contains(r.out, "size (B) and count (elements) are per rank and per call, as nccl-tests prints them; calls "
+                         "and\ntimed are summed over the ranks");
+  assert_contains(r.out, "  op                 size (B)        count      type      redop  root     calls     timed   "
+                         "p50 (us)   p99 (us) algbw (GB/s) busbw (GB/s)\n"
+                         "  all-reduce          2097152      1048576  bfloat16        sum    -1        14         8      "
+                         "50.00      50.00        41.94        62.91\n");
+  if (strstr(r.out, "MiB")) fail_msg("sizes rounded to units:\n%s", r.out);
   assert_contains(r.out, "arrival spread over 2 collectives");
   result_free(&r);
   r = run((const char *[]){"perf", "--json", dir, NULL});
@@ -888,8 +894,17 @@ static void test_perf(void **state) {
   assert_string_equal(get_str(c, "id"), "57a1d0c0ffee0001");
   json_object *op = json_object_array_get_idx(get(c, "ops"), 0);
   assert_string_equal(get_str(op, "op"), "all-reduce");
-  assert_int_equal(get_int(op, "bytes_min"), 2097152);
-  assert_int_equal(get_int(op, "bytes_max"), 4194303);
+  assert_int_equal(get_int(op, "bytes"), 2097152);
+  assert_int_equal(get_int(op, "bytes_min"), 2097152); /* schema 1 keeps its members */
+  assert_int_equal(get_int(op, "bytes_max"), 2097152);
+  assert_int_equal(get_int(op, "count"), 1048576);
+  assert_string_equal(get_str(op, "dtype"), "bfloat16");
+  assert_string_equal(get_str(op, "redop"), "sum");
+  assert_int_equal(get_int(op, "root"), -1);
+  assert_int_equal(get_int(op, "calls"), 14);
+  json_object *units = get(root, "units");
+  assert_string_equal(get_str(units, "bytes"), "per rank, per call");
+  assert_string_equal(get_str(units, "calls"), "summed over the ranks");
   assert_int_equal(get_int(op, "timed"), 8);
   assert_int_equal(get_int(op, "p50_ns"), 50000);
   assert_true(json_object_get_double(get(op, "busbw_factor")) == 1.5);
@@ -902,6 +917,178 @@ static void test_perf(void **state) {
   r = run((const char *[]){"help", "perf", NULL});
   assert_int_equal(r.status, 0);
   assert_contains(r.out, "usage: ncclspy perf");
+  result_free(&r);
+}
+
+
+/* ---- issue #13, item 10 ------------------------------------------------- */
+
+/* The first n bytes of file from, written to to (n SIZE_MAX: all). */
+static void copy_prefix(const char *from, const char *to, size_t n) {
+  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+  assert_non_null(in);
+  assert_non_null(out);
+  char buf[4096];
+  size_t got, done = 0;
+  while (done < n && (got = fread(buf, 1, n - done < sizeof buf ? n - done : sizeof buf, in)) > 0) {
+    assert_int_equal(fwrite(buf, 1, got, out), got);
+    done += got;
+  }
+  fclose(in);
+  assert_int_equal(fclose(out), 0);
+}
+
+/* A real trace of a rank killed by SIGSEGV (tests/data/gpu/rank_crash):
+ * its file holds only the header, every record is in its crash ring. */
+static void crash_trace(char *path, size_t len) {
+  const char *gdir = getenv("NSP_GOLDEN_DIR");
+  assert_non_null(gdir);
+  snprintf(path, len, "%s/../../data/gpu/rank_crash/vm.826.rank1.ncclspy", gdir);
+}
+
+/* (a) A header cut short says so, with the sizes: not "bad header size",
+ * not "not an ncclspy trace". */
+static void test_truncated_header(void **state) {
+  (void)state;
+  char src[600], dir[300], cut[400], cut100[400], cut7[400];
+  crash_trace(src, sizeof src);
+  snprintf(dir, sizeof dir, "%s/trunc", tmpdir);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  snprintf(cut, sizeof cut, "%s/cut127.ncclspy", dir);
+  snprintf(cut100, sizeof cut100, "%s/cut100.ncclspy", dir);
+  snprintf(cut7, sizeof cut7, "%s/cut7.ncclspy", dir);
+  copy_prefix(src, cut, 127);
+  copy_prefix(src, cut100, 100);
+  copy_prefix(src, cut7, 7);
+  struct result r = run((const char *[]){"dump", cut, NULL});
+  assert_int_equal(r.status, 2);
+  char want[1000];
+  snprintf(want, sizeof want, "ncclspy: %s: truncated header: 127 of 128 bytes\n", cut);
+  assert_string_equal(r.err, want);
+  result_free(&r);
+  r = run((const char *[]){"dump", cut100, NULL});
+  assert_int_equal(r.status, 2);
+  snprintf(want, sizeof want, "ncclspy: %s: truncated header: 100 of at least 112 bytes\n", cut100);
+  assert_string_equal(r.err, want);
+  result_free(&r);
+  r = run((const char *[]){"dump", cut7, NULL}); /* a prefix of the magic */
+  assert_int_equal(r.status, 2);
+  snprintf(want, sizeof want, "ncclspy: %s: truncated header: 7 of at least 112 bytes\n", cut7);
+  assert_string_equal(r.err, want);
+  result_free(&r);
+  r = run((const char *[]){"analyze", dir, NULL});
+  assert_int_equal(r.status, 2);
+  snprintf(want, sizeof want, "%s: not read: truncated header: 127 of 128 bytes", cut);
+  assert_contains(r.err, want);
+  result_free(&r);
+  /* A crash ring cut inside its header, or inside its slots. */
+  char trace[400], ring[420], srcring[620];
+  snprintf(trace, sizeof trace, "%s/vm.826.rank1.ncclspy", dir);
+  snprintf(ring, sizeof ring, "%s.ring", trace);
+  snprintf(srcring, sizeof srcring, "%s.ring", src);
+  copy_prefix(src, trace, SIZE_MAX);
+  copy_prefix(srcring, ring, 3000);
+  r = run((const char *[]){"dump", trace, NULL});
+  snprintf(want, sizeof want, "%s ignored: truncated ring header: 3000 of 4096 bytes", ring);
+  assert_contains(r.out, want);
+  result_free(&r);
+  copy_prefix(srcring, ring, 200000);
+  r = run((const char *[]){"dump", trace, NULL});
+  assert_contains(r.out, "ignored: truncated: ");
+  assert_contains(r.out, "the file has 200000 bytes");
+  result_free(&r);
+  nsp_case_rmdir(dir);
+}
+
+/* (b) A bad command or option: the error and one line pointing to help,
+ * never the whole usage. */
+static void test_usage_errors(void **state) {
+  (void)state;
+  static const struct {
+    const char *args[5];
+    const char *err;
+  } cases[] = {
+      {{"help", "bogus", NULL}, "ncclspy: no such command: bogus\nTry 'ncclspy help'.\n"},
+      {{"bogus", NULL}, "ncclspy: no such command: bogus\nTry 'ncclspy help'.\n"},
+      {{NULL}, "ncclspy: no command given\nTry 'ncclspy help'.\n"},
+      {{"--bogus", NULL}, "ncclspy: unknown option '--bogus'\nTry 'ncclspy help'.\n"},
+      {{"analyze", "--bogus", "x", NULL}, "ncclspy analyze: unknown option '--bogus'\nTry 'ncclspy help analyze'.\n"},
+      {{"perf", "-x", "x", NULL}, "ncclspy perf: unknown option '-x'\nTry 'ncclspy help perf'.\n"},
+      {{"dump", "--bogus", "x", NULL}, "ncclspy dump: unknown option '--bogus'\nTry 'ncclspy help dump'.\n"},
+      {{"analyze", "-o", NULL}, "ncclspy analyze: option '-o' needs a file name\nTry 'ncclspy help analyze'.\n"},
+      {{"help", "analyze", "extra", NULL}, "ncclspy: help takes one command, not 'extra'\nTry 'ncclspy help'.\n"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct result r = run(cases[i].args);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, cases[i].err);
+    result_free(&r);
+  }
+}
+
+/* (c) --json that cannot report still writes one JSON object, with the
+ * exit status of the failure. */
+static void test_json_errors(void **state) {
+  (void)state;
+  char empty[300];
+  snprintf(empty, sizeof empty, "%s/json-empty", tmpdir);
+  assert_int_equal(mkdir(empty, 0755), 0);
+  static const char *const cmds[] = {"analyze", "perf"};
+  for (size_t i = 0; i < 2; i++) {
+    const char *const *argvs[] = {
+        (const char *[]){cmds[i], "--json", empty, NULL},
+        (const char *[]){cmds[i], "--json", "/nonexistent/traces", NULL},
+    };
+    for (size_t k = 0; k < 2; k++) {
+      struct result r = run(argvs[k]);
+      assert_int_equal(r.status, 2);
+      json_object *o = json_tokener_parse(r.out);
+      if (!o) fail_msg("%s --json wrote no JSON object: \"%s\"", cmds[i], r.out);
+      assert_int_equal(get_int(o, "traces"), 0);
+      assert_int_equal(get_int(o, "exit_status"), 2);
+      assert_contains(get_str(o, "error"), "no readable trace");
+      json_object_put(o);
+      result_free(&r);
+    }
+  }
+  /* dump --json: a line for a file it cannot read. */
+  struct result r = run((const char *[]){"dump", "--json", "/nonexistent/x.ncclspy", NULL});
+  assert_int_equal(r.status, 2);
+  json_object *o = json_tokener_parse(r.out);
+  if (!o) fail_msg("dump --json wrote no JSON object: \"%s\"", r.out);
+  assert_string_equal(get_str(o, "record"), "error");
+  assert_string_equal(get_str(o, "file"), "/nonexistent/x.ncclspy");
+  assert_contains(get_str(o, "error"), "cannot open");
+  json_object_put(o);
+  result_free(&r);
+  rmdir(empty);
+}
+
+/* (d) dump of a killed rank's trace says which records came from its
+ * crash ring. */
+static void test_dump_ring(void **state) {
+  (void)state;
+  char src[600];
+  crash_trace(src, sizeof src);
+  struct result r = run((const char *[]){"dump", src, NULL});
+  assert_int_equal(r.status, 0);
+  char want[1000];
+  snprintf(want, sizeof want, "\nRING file=\"%s.ring\" records=8 recovered=7 lost=0 (the last 8 records above came from "
+           "the crash ring: 7 the process committed but never wrote to the trace, then the ring's own state)\n", src);
+  assert_contains(r.out, want);
+  result_free(&r);
+  r = run((const char *[]){"dump", "--json", src, NULL});
+  assert_int_equal(r.status, 0);
+  const char *last = r.out + strlen(r.out) - 1;
+  while (last > r.out && last[-1] != '\n') last--;
+  json_object *o = json_tokener_parse(last);
+  assert_non_null(o);
+  assert_string_equal(get_str(o, "record"), "ring");
+  assert_int_equal(get_int(o, "records"), 8);
+  assert_int_equal(get_int(o, "recovered"), 7);
+  assert_int_equal(get_int(o, "lost"), 0);
+  json_object_put(o);
   result_free(&r);
 }
 
@@ -987,6 +1174,10 @@ int main(void) {
       cmocka_unit_test(test_perf),
       cmocka_unit_test(test_unseen_status),
       cmocka_unit_test(test_golden),
+      cmocka_unit_test(test_truncated_header),
+      cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_json_errors),
+      cmocka_unit_test(test_dump_ring),
   };
   int ret = cmocka_run_group_tests(tests, NULL, teardown_dirs);
   nsp_case_rmdir(tmpdir);

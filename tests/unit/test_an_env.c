@@ -111,6 +111,10 @@ static void test_settings(void **state) {
     world(g[r], r, 4);
   }
   struct nsp_job *job = analyse_gens(g, 4);
+  /* NCCL_ALGO must match: a finding.  NCCL_SOCKET_IFNAME (per host) is
+   * unset on rank 3 while rank 2 of its host node-b has eth0: a finding
+   * on node-b's ranks.  The rank-specific ones are nothing, the
+   * diagnostics one (NCCL_DEBUG_FILE) a note. */
   assert_int_equal(nsp_job_nfindings(job), 2);
   const struct nsp_finding *a = nsp_job_finding(job, 0), *s = nsp_job_finding(job, 1);
   assert_int_equal(a->kind, NSP_FIND_ENV_SETTING);
@@ -119,16 +123,25 @@ static void test_settings(void **state) {
   assert_string_equal(a->sides[0].text, "NCCL_ALGO=Ring");
   assert_side(&a->sides[1], "2");
   assert_ranks(a->odd_ranks, a->nodd, "2");
+  assert_contains(a->hint, "set it the same way everywhere");
   assert_int_equal(s->kind, NSP_FIND_ENV_SETTING);
   assert_string_equal(s->setting, "NCCL_SOCKET_IFNAME");
-  assert_side(&s->sides[0], "0-2");
+  assert_side(&s->sides[0], "2");
   assert_string_equal(s->sides[0].value, "eth0");
   assert_side(&s->sides[1], "3");
   assert_null(s->sides[1].value);
   assert_string_equal(s->sides[1].text, "NCCL_SOCKET_IFNAME unset");
-  assert_string_equal(s->message, "NCCL_SOCKET_IFNAME differs across ranks: ranks 0-2 (node-a, node-b): eth0; "
-                                  "rank 3 (node-b): unset");
-  assert_contains(s->hint, "set it the same way everywhere");
+  assert_string_equal(s->message, "NCCL_SOCKET_IFNAME differs across ranks: rank 2 (node-b): eth0; rank 3 (node-b): "
+                                  "unset; within one host (node-b): it may differ between hosts, not between the "
+                                  "processes of one");
+  int diag = 0;
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++) {
+    const char *n = nsp_job_note(job, i);
+    diag += !strncmp(n, "NCCL_DEBUG_FILE differs across ranks (diagnostics only, not a problem): rank 0 (node-a): "
+                        "/logs/nccl.0.log; ", 103);
+    if (strstr(n, "NCCL_COMM_ID") || strstr(n, "NCCL_HOSTID") || strstr(n, "NCCL_LOCAL_RANK")) fail_msg("%s", n);
+  }
+  assert_int_equal(diag, 1);
   nsp_job_destroy(job);
 }
 
@@ -428,6 +441,7 @@ static void test_error_hint_settings(void **state) {
   for (int r = 0; r < 4; r++) {
     g[r] = gen(r);
     if (r < 2) assert_int_equal(nsp_tracegen_env(g[r], "NCCL_SOCKET_IFNAME", "eth0"), 0);
+    if (r == 1) assert_int_equal(nsp_tracegen_env(g[r], "NCCL_PROTO", "Simple"), 0);
     w[r] = nsp_tracegen_comm(g[r], 0xaaaa, r, 4);
   }
   nsp_tracegen_fail_next(g[3], ncclSystemError, "connection reset by peer");
@@ -439,7 +453,15 @@ static void test_error_hint_settings(void **state) {
   assert_contains(e->hint, "the connection to a peer was lost");
   assert_contains(e->hint, "; NCCL_SOCKET_IFNAME: eth0 on ranks 0-1, unset on ranks 2-3; NCCL_IB_DISABLE: unset on "
                            "ranks 0-3; the earliest error is the likely origin");
+  /* NCCL_PROTO (must match) is the finding; NCCL_SOCKET_IFNAME differs
+   * only between the hosts, each agreeing within: a note. */
   assert_int_equal(count_kind(job, NSP_FIND_ENV_SETTING), 1);
+  assert_string_equal(only(job, NSP_FIND_ENV_SETTING)->setting, "NCCL_PROTO");
+  int noted = 0;
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++)
+    noted += !strcmp(nsp_job_note(job, i), "NCCL_SOCKET_IFNAME differs across ranks (per host, and each host agrees: "
+                                           "allowed): ranks 0-1 (node-a): eth0; ranks 2-3 (node-b): unset");
+  assert_int_equal(noted, 1);
   nsp_job_destroy(job);
 }
 

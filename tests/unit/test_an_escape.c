@@ -41,8 +41,10 @@ struct strs {
 
 /* Two ranks on one communicator: three all-reduces that rank 0 enters
  * 5 us after rank 1 (a straggler for perf), then a fourth that fails on
- * rank 0 with s->last_error; rank 0's calls have a call site.  Rank 0's NCCL_SOCKET_IFNAME and its extra variable s->setting
- * make env-nccl-setting findings. */
+ * rank 0 with s->last_error; rank 0's calls have a call site.  Rank 0's
+ * NCCL_PROTO (s->ifname: a setting that must match) makes an
+ * env-nccl-setting finding, its NCCL_SOCKET_IFNAME (per host) and its
+ * extra variable s->setting (a name ncclspy does not know) notes. */
 static void build(struct nsp_tracegen **g, const struct strs *s) {
   for (int r = 0; r < 2; r++) {
     g[r] = nsp_tracegen_create(r ? "peer" : s->host, 1000u + (uint32_t)r, r);
@@ -50,6 +52,7 @@ static void build(struct nsp_tracegen **g, const struct strs *s) {
     nsp_tracegen_set_clock(g[r], 1700000000000000000ull, 1000000000ull);
     nsp_tracegen_set_tracking(g[r], NSP_TRACK_CALLSITES);
     assert_int_equal(nsp_tracegen_env(g[r], "NCCL_SOCKET_IFNAME", r ? "eth0" : s->ifname), 0);
+    assert_int_equal(nsp_tracegen_env(g[r], "NCCL_PROTO", r ? "eth0" : s->ifname), 0);
     if (!r) {
       assert_int_equal(nsp_tracegen_env(g[r], s->setting, "1"), 0);
       assert_int_equal(nsp_tracegen_set_nccl_path(g[r], s->nccl_path), 0);
@@ -235,16 +238,18 @@ static void check_report_json(json_object *root) {
   assert_string_equal(get_str(t0, "nccl_path"), "/opt/caf\xc3\xa9/" FFFD "/libnccl.so.2");
   assert_string_equal(get_str(t0, "launcher"), "torchrun" FFFD);
   assert_string_equal(get_str(idx(get(root, "communicators"), 0), "comm_name"), "pg" FFFD ":0");
-  /* the env findings: a setting named with 0xe9, a value with it */
+  /* the env finding's value with 0xe9, the note on a setting named with it */
   int seen_setting = 0, seen_value = 0, seen_error = 0;
+  json_object *notes = get(root, "notes");
+  for (size_t i = 0; i < json_object_array_length(notes); i++)
+    if (strstr(json_object_get_string(idx(notes, i)), "NCCL_" FFFD "T" FFFD " differs across ranks")) seen_setting = 1;
   json_object *finds = get(root, "findings");
   for (size_t i = 0; i < json_object_array_length(finds); i++) {
     json_object *f = idx(finds, i);
     const char *kind = get_str(f, "kind");
     if (!strcmp(kind, "env-nccl-setting")) {
       const char *set = get_str(f, "setting");
-      if (!strcmp(set, "NCCL_" FFFD "T" FFFD)) seen_setting = 1;
-      if (!strcmp(set, "NCCL_SOCKET_IFNAME")) {
+      if (!strcmp(set, "NCCL_PROTO")) {
         json_object *sides = get(f, "sides");
         for (size_t k = 0; k < json_object_array_length(sides); k++) {
           json_object *v = get(idx(sides, k), "value");
@@ -488,9 +493,9 @@ static void test_report_text_escapes(void **state) {
   /* the tester's case: the env value's escape and line break, escaped
    * in the message, the side and the summary's hint */
   assert_contains(got, "eth0\\x1b[31mRED\\x0aFAKE LINE");
-  assert_contains(got, "side 1: rank 0: NCCL_SOCKET_IFNAME=eth0\\x1b[31mRED\\x0aFAKE LINE\n");
-  assert_contains(got, "] env-nccl-setting NCCL_SOCKET_IFNAME\n");
-  assert_contains(got, "] env-nccl-setting NCCL_X\\x1b[0mY\n");
+  assert_contains(got, "side 1: rank 0: NCCL_PROTO=eth0\\x1b[31mRED\\x0aFAKE LINE\n");
+  assert_contains(got, "] env-nccl-setting NCCL_PROTO\n");
+  assert_contains(got, "NCCL_X\\x1b[0mY differs across ranks (a setting ncclspy does not know");
   assert_contains(got, "(\"reset\\x0a[2] forged finding\\x09\\x08\")");
   assert_contains(got, "name \"pg\\x7f\\x01:0\"");
   assert_contains(got, "at step\\xc2\\x9b5m\\x1b (lib\\x1b]0;title\\x07.so+0x1234)\n");

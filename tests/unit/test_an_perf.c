@@ -113,10 +113,14 @@ static void test_durations(void **state) {
   const struct nsp_perf_row *rv = row(pc, NSP_API_Recv, 12);
   assert_int_equal(rv->calls, 4);
   assert_int_equal(rv->timed, 4);
-  /* rows by op, then bucket */
+  /* rows by op, then exact size */
   for (size_t i = 1; i < pc->nrows; i++)
     assert_true(pc->rows[i - 1].api < pc->rows[i].api ||
-                (pc->rows[i - 1].api == pc->rows[i].api && pc->rows[i - 1].log2 < pc->rows[i].log2));
+                (pc->rows[i - 1].api == pc->rows[i].api && pc->rows[i - 1].bytes < pc->rows[i].bytes));
+  /* Each line says its exact size and count per rank, as nccl-tests does. */
+  assert_true(ar->bytes == 1048576 && ar->count == 262144 && ar->dtype == ncclFloat32 && ar->redop == ncclSum &&
+              ar->root == -1);
+  assert_true(s11->bytes == 2048 && s11->count == 512 && s11->redop == -1);
   nsp_job_destroy(job);
 }
 

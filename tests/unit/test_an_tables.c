@@ -7,14 +7,19 @@
  *     - every kind is made by exactly one rule of the rule table, and every
  *       kind a rule names is in the kinds table;
  *     - names are unique and read back (nsp_finding_kind_from_name), and
- *       every kind has a hint.
- *   test_an_tables --markdown  prints the rows the docs should have.
+ *       every kind has a hint;
+ *     - its table under "### NCCL settings" has one row per line of the
+ *       settings table (common/nsp_nccl_settings.h), in its order (sorted
+ *       by name, which the lookup needs), with the same class and meaning.
+ *   test_an_tables --markdown  prints the rows the docs should have
+ *   (--markdown-settings: those of the settings table).
  *
  * Adding a kind without its rule or its docs row fails here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsp_nccl_settings.h"
 #include "nsp_rule.h"
 #include "tests/nsp_tap.h"
 
@@ -34,10 +39,10 @@ static void row(char *buf, size_t len, int kind) {
            or_none(k->odd_ranks), or_none(k->later));
 }
 
-/* The rows of the table under "### Finding kinds" in the file at path:
- * lines that start with "| `".  Returns how many (at most max), -1 when
- * the file or the section is missing. */
-static int doc_rows(const char *path, char rows[][1024], int max) {
+/* The rows of the table under section `title` ("### Finding kinds") in
+ * the file at path: lines that start with "| `".  Returns how many (at
+ * most max), -1 when the file or the section is missing. */
+static int doc_rows(const char *path, const char *title, char rows[][1024], int max) {
   FILE *f = fopen(path, "r");
   if (!f) return -1;
   char line[1024];
@@ -45,7 +50,7 @@ static int doc_rows(const char *path, char rows[][1024], int max) {
   while (fgets(line, sizeof line, f)) {
     line[strcspn(line, "\n")] = 0;
     if (!strncmp(line, "### ", 4) || !strncmp(line, "## ", 3)) {
-      in = !strcmp(line, "### Finding kinds");
+      in = !strcmp(line, title);
       found |= in;
       continue;
     }
@@ -57,7 +62,7 @@ static int doc_rows(const char *path, char rows[][1024], int max) {
 
 static void check_docs(const char *path) {
   static char rows[2 * NSP_FIND_KIND_COUNT + 8][1024];
-  int n = doc_rows(path, rows, (int)(sizeof rows / sizeof *rows));
+  int n = doc_rows(path, "### Finding kinds", rows, (int)(sizeof rows / sizeof *rows));
   ok(n >= 0, "%s has a section \"### Finding kinds\"", path);
   ok(n == NSP_FIND_KIND_COUNT, "it lists %d kinds, the kinds table %d", n, NSP_FIND_KIND_COUNT);
   for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
@@ -67,6 +72,45 @@ static void check_docs(const char *path) {
     ok(same, "row %d is %s", k + 1, nsp_finding_kind_name(k));
     if (!same) printf("#   want: %s\n#   have: %s\n", want, k < n ? rows[k] : "(none)");
   }
+}
+
+/* The settings table's rows, as docs/REPORT.md writes them. */
+#define NSP_SETTING_DOC(name, cls, meaning) {name, cls, meaning},
+static const struct {
+  const char *name;
+  enum nsp_setting_class cls;
+  const char *meaning;
+} settings[] = {NSP_NCCL_SETTINGS(NSP_SETTING_DOC)};
+#undef NSP_SETTING_DOC
+#define NSETTINGS ((int)(sizeof settings / sizeof *settings))
+
+static void setting_row(char *buf, size_t len, int i) {
+  snprintf(buf, len, "| `%s` | %s | %s |", settings[i].name, nsp_setting_class_name(settings[i].cls),
+           settings[i].meaning);
+}
+
+static void check_settings(const char *path) {
+  static char rows[2 * NSETTINGS + 8][1024];
+  int n = doc_rows(path, "### NCCL settings", rows, (int)(sizeof rows / sizeof *rows));
+  ok(n >= 0, "%s has a section \"### NCCL settings\"", path);
+  ok(n == NSETTINGS, "it lists %d settings, the settings table %d", n, NSETTINGS);
+  int sorted = 1, looked_up = 1;
+  for (int i = 0; i < NSETTINGS; i++) {
+    char want[1024];
+    setting_row(want, sizeof want, i);
+    int same = i < n && !strcmp(rows[i], want);
+    ok(same, "settings row %d is %s", i + 1, settings[i].name);
+    if (!same) printf("#   want: %s\n#   have: %s\n", want, i < n ? rows[i] : "(none)");
+    if (i && strcmp(settings[i - 1].name, settings[i].name) >= 0) sorted = 0;
+    const char *m;
+    looked_up &= nsp_nccl_setting_class(settings[i].name, &m) == settings[i].cls && m == settings[i].meaning &&
+                 !strncmp(settings[i].name, "NCCL_", 5) && settings[i].cls < NSP_SETTING_UNKNOWN;
+  }
+  ok(sorted, "the settings table is sorted by name, each name once");
+  ok(looked_up, "every setting reads back its class and meaning");
+  ok(nsp_nccl_setting_class("NCCL_NSP_NOT_A_SETTING", NULL) == NSP_SETTING_UNKNOWN &&
+         nsp_nccl_setting_class("NCCL_LOCAL_RANK", NULL) == NSP_SETTING_RANK,
+     "a name not in it is unknown, or rank-specific when it holds RANK");
 }
 
 static void check_rules(void) {
@@ -105,11 +149,20 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
+  if (argc == 2 && !strcmp(argv[1], "--markdown-settings")) {
+    for (int i = 0; i < NSETTINGS; i++) {
+      char buf[1024];
+      setting_row(buf, sizeof buf, i);
+      puts(buf);
+    }
+    return 0;
+  }
   if (argc != 2) {
-    fprintf(stderr, "usage: test_an_tables REPORT.md | --markdown\n");
+    fprintf(stderr, "usage: test_an_tables REPORT.md | --markdown | --markdown-settings\n");
     return 2;
   }
   check_docs(argv[1]);
+  check_settings(argv[1]);
   check_rules();
   check_names();
   printf("1..%d\n", tests);
