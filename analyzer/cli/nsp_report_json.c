@@ -207,6 +207,11 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
       break;
     }
     put(j, so, "ranks", jranks(j, sd->ranks, sd->nranks));
+    /* the job ranks of the same processes, in the same order (-1 unknown) */
+    json_object *sj = json_object_new_array();
+    for (size_t p = 0; sj && p < sd->nranks; p++) push(j, sj, jint(nsp_job_trace(job, sd->procs[p].trace)->rank));
+    if (!sj) j->oom = 1;
+    put(j, so, "job_ranks", sj);
     if (hang) put(j, so, "role", jstr(nsp_side_role_name(sd->role)));
     if (env) {
       if (sd->value) put(j, so, "value", jstr(sd->value));

@@ -88,12 +88,6 @@ void nsp_report_put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id) 
 /* How f's sides are made (the kinds table): what to show of them. */
 static int sides_of(const struct nsp_finding *f) { return nsp_finding_kind_info(f->kind)->sides; }
 
-static void put_ranks(FILE *out, const int *ranks, size_t n) {
-  char buf[256];
-  nsp_format_ranks(buf, sizeof buf, ranks, n);
-  fprintf(out, "%s %s", n == 1 ? "rank" : "ranks", buf);
-}
-
 /* A module path's last component. */
 static const char *base_name(const char *path) {
   const char *b = strrchr(path, '/');
@@ -299,11 +293,9 @@ static void put_proc_rank(FILE *out, const struct nsp_job *job, const struct nsp
 static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, size_t si) {
   const struct nsp_side *s = &f->sides[si];
   fprintf(out, "    side %zu: ", si + 1);
-  /* An error finding's sides hold job ranks: say so where they are not
-   * also the communicator's ranks. */
-  if (nsp_side_job_ranks(f, s)) fprintf(out, "job ");
-  put_ranks(out, s->ranks, s->nranks);
-  fprintf(out, ": ");
+  char sb[320];
+  nsp_format_side_ranks(sb, sizeof sb, job, f, s);
+  fprintf(out, "%s: ", sb);
   nsp_put_esc(out, s->text);
   int shape = sides_of(f);
   if (shape == NSP_SIDES_SEND_RECV) {
@@ -362,14 +354,17 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
     for (size_t q = 0; q < p && first; q++)
       if (same_site(s->procs[q].site, cs)) first = 0;
     if (!first) continue;
-    int *rk = malloc(s->nranks * sizeof *rk);
+    int *rk = malloc(2 * s->nranks * sizeof *rk), *jr = rk ? rk + s->nranks : NULL;
     size_t nr = 0;
     for (size_t q = p; rk && q < s->nranks; q++)
-      if (same_site(s->procs[q].site, cs)) rk[nr++] = s->ranks[q];
-    char rb[256];
-    nsp_format_ranks(rb, sizeof rb, rk, nr);
+      if (same_site(s->procs[q].site, cs)) {
+        jr[nr] = nsp_job_trace(job, s->procs[q].trace)->rank;
+        rk[nr++] = s->ranks[q];
+      }
+    char rb[320];
+    nsp_format_ranks_job(rb, sizeof rb, rk, nsp_finding_job_ranks(f) ? NULL : jr, nr);
     free(rk);
-    fprintf(out, "        call site of %s %s:\n", nr == 1 ? "rank" : "ranks", rb);
+    fprintf(out, "        call site of %s:\n", rb);
     put_site(out, cs, 12);
     shown_sites++;
   }
@@ -387,8 +382,15 @@ static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
     nsp_report_put_comm(out, f->comm, f->comm_id);
   }
   int p2p = sides_of(f) == NSP_SIDES_SEND_RECV;
-  if (p2p)
-    fprintf(out, ", rank %d -> rank %d, #%" PRIu64, f->src, f->dst, f->seq);
+  if (p2p) {
+    char from[64], to[64];
+    int jr[2] = {-1, -1};
+    for (size_t k = 0; k < 2 && k < f->nsides; k++)
+      if (f->sides[k].nranks) jr[k] = nsp_job_trace(job, f->sides[k].procs[0].trace)->rank;
+    nsp_format_ranks_job(from, sizeof from, &f->src, &jr[0], 1);
+    nsp_format_ranks_job(to, sizeof to, &f->dst, &jr[1], 1);
+    fprintf(out, ", %s -> %s, #%" PRIu64, from, to, f->seq);
+  }
   else if (f->seq)
     fprintf(out, ", seq %" PRIu64, f->seq);
   if (f->api >= 0 && !p2p) fprintf(out, " (%s)", nsp_op_name(f->api));

@@ -138,36 +138,10 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
 
 /* ---- the message ------------------------------------------------------------ */
 
-/* The process of f with communicator rank `rank` (first found), or NULL. */
-static const struct nsp_proc *proc_of_rank(const struct nsp_finding *f, int rank) {
-  for (size_t s = 0; s < f->nsides; s++)
-    for (size_t p = 0; p < f->sides[s].nranks; p++)
-      if (f->sides[s].procs[p].rank == rank) return &f->sides[s].procs[p];
-  return NULL;
-}
-
-/* Up to 4 ranks of f one by one, each "rank R (job rank J)" where the
- * job rank differs; more as ranges with no job ranks ("ranks 0-7"). */
-static void put_ranks_job(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f, const int *ranks,
-                          size_t n) {
-  if (n > 4) {
-    char rb[160];
-    nsp_format_ranks(rb, sizeof rb, ranks, n);
-    nsp_sbuf_printf(b, "ranks %s", rb);
-    return;
-  }
-  for (size_t i = 0; i < n; i++) {
-    const struct nsp_proc *p = proc_of_rank(f, ranks[i]);
-    nsp_sbuf_printf(b, "%s", i == 0 ? "" : i + 1 == n ? " and " : ", ");
-    if (p) nsp_an_put_rank(b, job, ranks[i], p->trace);
-    else nsp_sbuf_printf(b, "rank %d", ranks[i]);
-  }
-}
-
 static void put_odd(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f, const char *what) {
   if (!f->nodd) return;
   nsp_sbuf_printf(b, "; ");
-  put_ranks_job(b, job, f, f->odd_ranks, f->nodd);
+  nsp_an_put_comm_ranks(b, job, f->comm_id, f->odd_ranks, f->nodd);
   nsp_sbuf_printf(b, " %s", f->nodd == 1 ? what : "are the odd ones");
 }
 
@@ -187,7 +161,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   nsp_sbuf_printf(b, "%s at seq %llu: ", mismatch_phrase(f->kind), (unsigned long long)f->seq);
   for (size_t s = 0; s < f->nsides; s++) {
     if (s) nsp_sbuf_printf(b, " vs ");
-    nsp_an_put_ranks(b, f->sides[s].ranks, f->sides[s].nranks);
+    nsp_an_put_side_ranks(b, job, f, &f->sides[s]);
     nsp_sbuf_printf(b, " %s", f->sides[s].text);
   }
   put_odd(b, job, f, "is the odd one");

@@ -188,8 +188,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     for (size_t s = 1; s < f->nsides; s++) {
       char rb[32];
       nsp_sbuf_printf(b, "%s ", s > 1 ? "," : "");
-      if (nsp_side_job_ranks(f, &f->sides[s])) nsp_sbuf_printf(b, "job ");
-      nsp_an_put_ranks(b, f->sides[s].ranks, f->sides[s].nranks);
+      nsp_an_put_side_ranks(b, job, f, &f->sides[s]);
       nsp_sbuf_printf(b, " %s", nsp_result_name(f->sides[s].call.result, rb, sizeof rb));
     }
     /* Hosts' clocks are only as aligned as their NTP: flag a close call. */

@@ -849,6 +849,46 @@ static void nsp_cases_c10(struct nsp_cases_job *job)
   }
 }
 
+/* split-job-ranks: the odd ranks {1,3} split off (key: world rank, so
+ * child ranks 0 and 1 are job ranks 1 and 3); at the child's seq 2 job
+ * rank 3 reduces float16, job rank 1 float32.  The report must name them
+ * "rank 0 (job rank 1)" and "rank 1 (job rank 3)". */
+static void nsp_cases_split_job_ranks(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0], *child;
+  nsp_cases_allreduce(job, w, ncclFloat32, 256, ncclSum);
+  child = nsp_cases_split(job, w, job->rank % 2, job->rank, job->rank % 2 ? "odd{1,3}" : "even{0,2}");
+  nsp_cases_allreduce(job, child, ncclFloat32, 256, ncclSum);
+  nsp_cases_allreduce(job, child, job->rank == 3 ? ncclFloat16 : ncclFloat32, 256, ncclSum);
+}
+
+/* group-error: each send/recv in a group of its own; rank 1 posts a third
+ * recv that rank 0 never sends.  Without a stream the group runs at its
+ * ncclGroupEnd, which times out and returns ncclSystemError: an error of
+ * ncclGroupEnd (a call on no communicator) for a group on the world. */
+static void nsp_cases_group_error(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  const size_t count = 256;
+  float *buf = nsp_cases_alloc(job, count, ncclFloat32);
+  int k;
+  for (k = 0; k < (job->rank == 1 ? 3 : 2); k++) {
+    int seq = ++w->p2p_seq;
+    if (job->rank == 0)
+      nsp_cases_fill(buf, ncclFloat32, count, K_P2P, seq, 0, ncclSum);
+    nsp_cases_check(job, w, NC(ncclGroupStart()), K_P2P, ncclFloat32, count);
+    if (job->rank == 0)
+      nsp_cases_check(job, w, NC(ncclSend(buf, count, ncclFloat32, 1, w->comm, nsp_cases_stream)),
+                      K_P2P, ncclFloat32, count);
+    else
+      nsp_cases_check(job, w, NC(ncclRecv(buf, count, ncclFloat32, 0, w->comm, nsp_cases_stream)),
+                      K_P2P, ncclFloat32, count);
+    nsp_cases_check(job, w, NC(ncclGroupEnd()), K_P2P, ncclFloat32, count);
+    nsp_cases_sync(job, w, K_P2P, ncclFloat32, count);
+  }
+  nsp_cases_free(job, buf);
+}
+
 static int nsp_cases_env_int(const char *name, int dflt);
 static void nsp_cases_sleep_ms(int ms);
 
@@ -1077,6 +1117,10 @@ static const struct nsp_cases_case nsp_cases_table[] = {
    "stream mode: TP=2 x DP=4, dp{1,3,5,7} #3: rank 5 float16, 1,3,7 float32"},
   {"c2d-stall", "c2d-stall", 8, 1, NULL, nsp_cases_c2d_stall,
    "stream mode: TP=2 x DP=4, rank 3 sleeps NSP_C2D_SLEEP_S (60) s before tp{2,3} #9"},
+  {"split-job-ranks", "split-job-ranks", 4, 0, NULL, nsp_cases_split_job_ranks,
+   "odd{1,3} (child ranks 0,1) seq 2: job rank 3 float16, job rank 1 float32"},
+  {"group-error", "group-error", 2, 0, NULL, nsp_cases_group_error,
+   "rank 1's third recv has no send: its ncclGroupEnd times out (ncclSystemError)"},
 };
 
 static int nsp_cases_env_int(const char *name, int dflt)

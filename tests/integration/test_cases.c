@@ -1152,6 +1152,53 @@ static void test_env_world_size(void **state) {
   run_done(&r);
 }
 
+/* Asserts that text (outside its quoted strings, which are NCCL's own
+ * words) names the processes of a split communicator whose ranks 0 and 1
+ * are job ranks 1 and 3 unambiguously: every "rank 0" or "rank 1" that is
+ * no job rank carries its job rank, and "ranks 0-1" too. */
+static void assert_no_bare_rank(const char *text) {
+  static const char *const full[][2] = {{"rank 0", "rank 0 (job rank 1)"},
+                                         {"rank 1", "rank 1 (job rank 3)"},
+                                         {"ranks 0-1", "ranks 0-1 (job ranks 1,3)"}};
+  int quoted = 0;
+  for (const char *p = text; *p; p++) {
+    if (*p == '"' && (p == text || p[-1] != '\\')) quoted = !quoted;
+    if (quoted || (p > text && (p[-1] == 'b' || p[-1] == '_'))) continue; /* "job rank 1", "job_rank" */
+    for (size_t k = 0; k < sizeof full / sizeof *full; k++) {
+      size_t n = strlen(full[k][0]);
+      if (strncmp(p, full[k][0], n) || (p[n] >= '0' && p[n] <= '9') || p[n] == '-' || p[n] == ',') continue;
+      if (p >= text + 4 && !strncmp(p - 4, "job ", 4)) continue;
+      if (strncmp(p, full[k][1], strlen(full[k][1])))
+        fail_msg("bare \"%s\" in: %.200s", full[k][0], p > text + 60 ? p - 60 : text);
+    }
+  }
+}
+
+/* Issue #13 item 6: a mismatch in a split communicator {1,3} names each
+ * process with its job rank, in the summary and in every finding. */
+static void test_split_job_ranks(void **state) {
+  struct run r;
+  run_case(&r, "split-job-ranks", 4);
+  const struct nsp_comm_info *w = world(&r, 4);
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_int_equal(f->comm->parent_id, w->id);
+  assert_int_equal(f->seq, 2);
+  assert_side(&f->sides[0], "0");
+  assert_int_equal(nsp_job_trace(r.job, f->sides[0].procs[0].trace)->rank, 1);
+  assert_side(&f->sides[1], "1");
+  assert_int_equal(nsp_job_trace(r.job, f->sides[1].procs[0].trace)->rank, 3);
+  const char *sum = nsp_job_summary(r.job);
+  print_message("# summary: %s\n", sum);
+  assert_non_null(strstr(sum, "rank 0 (job rank 1) all-reduce 256 x float32"));
+  assert_non_null(strstr(sum, "rank 1 (job rank 3) all-reduce 256 x float16"));
+  assert_non_null(strstr(f->message, "rank 0 (job rank 1)"));
+  assert_non_null(strstr(f->message, "rank 1 (job rank 3)"));
+  assert_no_bare_rank(sum);
+  for (size_t i = 0; i < nsp_job_nfindings(r.job); i++) assert_no_bare_rank(nsp_job_finding(r.job, i)->message);
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1178,6 +1225,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_no_init), cmocka_unit_test(test_no_init_killed), cmocka_unit_test(test_abort_exit0),
       cmocka_unit_test(test_abort_exit0_killed), cmocka_unit_test(test_live_healthy),
       cmocka_unit_test(test_live_hang), cmocka_unit_test(test_killed_healthy), cmocka_unit_test(test_exit_status),
+      cmocka_unit_test(test_split_job_ranks),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
