@@ -135,6 +135,7 @@ void nsp_an_trace_free(struct nsp_trace *t) {
   nsp_an_end_free(t);
   nsp_pend_free(&t->pend);
   nsp_u64map_free(&t->done_by_stream);
+  nsp_u64map_free(&t->group_comm);
   free(t);
 }
 

@@ -1199,6 +1199,31 @@ static void test_split_job_ranks(void **state) {
   run_done(&r);
 }
 
+/* Issue #13 item 7: an error returned by ncclGroupEnd (a call on no
+ * communicator) is the error of the communicator its group's calls were
+ * on, with the process's rank there, and follows from the finding on that
+ * communicator that explains it (here the recv that has no send). */
+static void test_group_error(void **state) {
+  struct run r;
+  run_case(&r, "group-error", 2);
+  const struct nsp_comm_info *w = world(&r, 2);
+  const struct nsp_finding *p2p = first_of(&r, NSP_FIND_P2P_UNMATCHED);
+  const struct nsp_finding *e = first_of(&r, NSP_FIND_ERROR);
+  assert_ptr_equal(p2p, nsp_job_finding(r.job, 0));
+  assert_int_equal(p2p->comm_id, w->id);
+  assert_int_equal(e->comm_id, w->id);
+  assert_int_equal(e->api, NSP_API_GroupEnd);
+  assert_side(&e->sides[0], "1");
+  assert_int_equal(e->sides[0].procs[0].comm_rank, 1);
+  assert_int_equal(e->sides[0].call.result, ncclSystemError);
+  assert_null(strstr(e->message, "no communicator"));
+  assert_non_null(strstr(e->message, "rank 1"));
+  assert_non_null(strstr(e->message, "group-end"));
+  assert_ptr_equal(nsp_job_finding(r.job, e->cause), p2p);
+  assert_null(strstr(nsp_job_summary(r.job), "no communicator"));
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1225,7 +1250,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_no_init), cmocka_unit_test(test_no_init_killed), cmocka_unit_test(test_abort_exit0),
       cmocka_unit_test(test_abort_exit0_killed), cmocka_unit_test(test_live_healthy),
       cmocka_unit_test(test_live_hang), cmocka_unit_test(test_killed_healthy), cmocka_unit_test(test_exit_status),
-      cmocka_unit_test(test_split_job_ranks),
+      cmocka_unit_test(test_split_job_ranks), cmocka_unit_test(test_group_error),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);

@@ -625,8 +625,9 @@ static void test_error_after_mismatch(void **state) {
   nsp_job_destroy(job);
 }
 
-/* Grouped send/recv report errors from ncclGroupEnd, on no communicator:
- * the error finding says so, and the rank that stopped there is not also
+/* Grouped send/recv report errors from ncclGroupEnd, a call on no
+ * communicator: the error is the communicator's of the group's calls
+ * (issue #13 item 7), and the rank that stopped there is not also
  * reported as a wavefront. */
 static void test_group_end_error(void **state) {
   (void)state;
@@ -645,12 +646,15 @@ static void test_group_end_error(void **state) {
   assert_int_equal(nsp_job_nfindings(job), 1);
   const struct nsp_finding *f = nsp_job_finding(job, 0);
   assert_int_equal(f->kind, NSP_FIND_ERROR);
-  assert_true(f->comm_id == 0);
-  assert_null(f->comm);
+  assert_non_null(f->comm);
+  assert_true(f->comm_id == f->comm->id && f->comm_id != 0);
+  assert_int_equal(f->sides[0].procs[0].comm_rank, 1);
   assert_int_equal(f->api, NSP_API_GroupEnd);
   assert_int_equal(f->seq, 0);
-  assert_string_equal(f->message, "first error: rank 1 in group-end: ncclSystemError (\"NET/IB: connection closed\")");
-  assert_contains(nsp_job_summary(job), "The first problem (error) is on no communicator");
+  assert_string_equal(f->message, "first error: rank 1 in group-end of a group of calls on this communicator: "
+                                  "ncclSystemError (\"NET/IB: connection closed\")");
+  assert_contains(nsp_job_summary(job), "The first problem (error) is on communicator");
+  assert_null(strstr(nsp_job_summary(job), "no communicator"));
   nsp_job_destroy(job);
 }
 
