@@ -562,6 +562,14 @@ const char *nsp_job_note(const struct nsp_job *job, size_t i);
  * "" before nsp_job_analyze. */
 const char *nsp_job_summary(const struct nsp_job *job);
 
+/* The report's first line (docs/REPORT.md, "The headline"): the first
+ * finding as what happened where, in one line ("seq 2 all-reduce on
+ * communicator 57a1d0c0ffee0001: rank 1 passed float32 where rank 0
+ * passed float16 (dtype mismatch)"), made from its kind's side shape and
+ * name (the kinds table); without findings, the summary's first sentence
+ * (with what the traces could not see).  "" before nsp_job_analyze. */
+const char *nsp_job_headline(const struct nsp_job *job);
+
 /* What the traces could not see, counted in processes (traces), after
  * nsp_job_analyze: the summary's "but: ..." (docs/REPORT.md, "The
  * summary"), and with no finding the command's exit status 3 when

@@ -316,6 +316,7 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
   if (!root) return NULL;
   put(&j, root, "schema", jint(NSP_REPORT_SCHEMA));
   put(&j, root, "version", jstr(NSP_VERSION));
+  put(&j, root, "headline", jstr(nsp_job_headline(job)));
   put(&j, root, "summary", jstr(nsp_job_summary(job)));
   put(&j, root, "start_time_ns", jint(nsp_job_start_ns(job)));
   const struct nsp_job_caveats *cv = nsp_job_caveats(job);

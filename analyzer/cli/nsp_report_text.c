@@ -98,21 +98,26 @@ static const char *base_name(const char *path) {
  * signal's stack: NSP_TEXT_STACK). */
 #define NSP_TEXT_FRAMES 4
 #define NSP_TEXT_STACK 8
+/* "at SYMBOL (MODULE+0xOFFSET)" or "at MODULE+0xOFFSET", one line. */
+static void put_frame(FILE *out, const struct nsp_frame *fr) {
+  fprintf(out, "at ");
+  if (fr->symbol[0]) {
+    nsp_put_esc(out, fr->symbol);
+    fprintf(out, " (");
+    nsp_put_esc(out, base_name(fr->module));
+    fprintf(out, "+0x%" PRIx64 ")\n", fr->offset);
+  } else {
+    nsp_put_esc(out, fr->module[0] ? base_name(fr->module) : "?");
+    fprintf(out, "+0x%" PRIx64 "\n", fr->offset);
+  }
+}
+
 static void put_frames(FILE *out, const struct nsp_callsite *cs, int indent, size_t max) {
   if (!cs) return;
   size_t n = cs->nframes < max ? cs->nframes : max;
   for (size_t i = 0; i < n; i++) {
-    const struct nsp_frame *fr = &cs->frames[i];
-    fprintf(out, "%*sat ", indent, "");
-    if (fr->symbol[0]) {
-      nsp_put_esc(out, fr->symbol);
-      fprintf(out, " (");
-      nsp_put_esc(out, base_name(fr->module));
-      fprintf(out, "+0x%" PRIx64 ")\n", fr->offset);
-    } else {
-      nsp_put_esc(out, fr->module[0] ? base_name(fr->module) : "?");
-      fprintf(out, "+0x%" PRIx64 "\n", fr->offset);
-    }
+    fprintf(out, "%*s", indent, "");
+    put_frame(out, &cs->frames[i]);
   }
   if (cs->nframes > n)
     fprintf(out, "%*s... %zu more frame%s\n", indent, "", cs->nframes - n, cs->nframes - n == 1 ? "" : "s");
@@ -399,6 +404,12 @@ static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
   fputc('\n', out);
   put_wrapped(out, f->message, 4, 100);
   for (size_t s = 0; s < f->nsides; s++) put_side(out, job, f, s);
+  /* Each hint once: a finding with an earlier one's hint points to it. */
+  for (size_t j = 0; j < i; j++)
+    if (!strcmp(nsp_job_finding(job, j)->hint, f->hint)) {
+      fprintf(out, "    hint: the same as [%zu]'s\n", j + 1);
+      return;
+    }
   size_t hl = strlen(f->hint) + 8;
   char *buf = malloc(hl);
   if (buf) {
@@ -464,8 +475,35 @@ static void put_trace_end(FILE *out, const struct nsp_job *job, const struct nsp
   }
 }
 
+/* The headline, then where each side of the first finding made its call
+ * (the first frame of the first process of the side with a call site;
+ * the origin's only for an error or a signal). */
+static void put_headline(FILE *out, const struct nsp_job *job) {
+  nsp_put_esc(out, nsp_job_headline(job));
+  fputc('\n', out);
+  if (!nsp_job_nfindings(job)) return;
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  int shape = sides_of(f);
+  size_t nsides = shape == NSP_SIDES_ORIGIN_BY_RESULT || shape == NSP_SIDES_ORIGIN_BY_SIGNAL ? 1 : f->nsides;
+  for (size_t s = 0; s < nsides && s < 4; s++) {
+    const struct nsp_side *sd = &f->sides[s];
+    for (size_t p = 0; p < sd->nranks; p++) {
+      const struct nsp_callsite *cs = sd->procs[p].site;
+      if (!cs || !cs->nframes) continue;
+      char rb[320];
+      if (sd->nranks == 1 || shape == NSP_SIDES_ORIGIN_BY_RESULT) nsp_format_proc_rank(rb, sizeof rb, job, f, &sd->procs[p]);
+      else nsp_format_side_ranks(rb, sizeof rb, job, f, sd);
+      fprintf(out, "  %s: ", rb);
+      put_frame(out, &cs->frames[0]);
+      break;
+    }
+  }
+}
+
 int nsp_report_text(const struct nsp_job *job, FILE *out) {
   size_t nt = nsp_job_ntraces(job), nc = nsp_job_ncomms(job), nf = nsp_job_nfindings(job), nn = nsp_job_nnotes(job);
+  put_headline(out, job);
+  fputc('\n', out);
   fprintf(out, "ncclspy report: %zu trace%s, %zu communicator%s, %zu finding%s\n\n", nt, nt == 1 ? "" : "s", nc,
           nc == 1 ? "" : "s", nf, nf == 1 ? "" : "s");
   fprintf(out, "Summary\n");

@@ -194,7 +194,8 @@ int nsp_an_build_summary(struct nsp_job *job) {
       }
       nsp_sbuf_printf(&b, ")");
     }
-    nsp_sbuf_printf(&b, ": %s. Hint: %s.", f->message, f->hint);
+    /* Its hint is the finding's (printed once, under it). */
+    nsp_sbuf_printf(&b, ": %s.", f->message);
     if (job->nfindings > 1) nsp_sbuf_printf(&b, " The other findings follow from it or are listed by likely cause.");
     if (caveats) nsp_sbuf_printf(&b, " Also: %s.", cav);
   }

@@ -331,6 +331,7 @@ struct nsp_job {
   struct nsp_finding_priv *findings; /* in creation order until the job sorts them */
   size_t nfindings, findings_cap;
   char *summary;
+  char *headline;       /* the report's first line (job/nsp_an_headline.c) */
   int analyzed;
   size_t error_id;       /* the error finding's id; SIZE_MAX none (rules/) */
   size_t signal_id;      /* the signal finding's id; SIZE_MAX none (rules/) */

@@ -192,6 +192,17 @@ static void assert_side(const struct nsp_side *s, const char *ranks) {
   assert_string_equal(buf, ranks);
 }
 
+/* Asserts the report's first line (issue #13 item 8): pattern with the
+ * communicator id in 16 hex digits for its "@". */
+static void assert_headline(struct run *r, const char *pattern, uint64_t comm_id) {
+  char want[512];
+  const char *at = strchr(pattern, '@');
+  assert_non_null(at);
+  snprintf(want, sizeof want, "%.*s%016llx%s", (int)(at - pattern), pattern, (unsigned long long)comm_id, at + 1);
+  print_message("# headline: %s\n", nsp_job_headline(r->job));
+  assert_string_equal(nsp_job_headline(r->job), want);
+}
+
 static void test_c01(void **state) {
   struct run r;
   run_case(&r, "c01", 2);
@@ -205,6 +216,8 @@ static void test_c01(void **state) {
   assert_side(&f->sides[1], "1");
   assert_int_equal(f->sides[1].call.dtype, ncclFloat32);
   assert_int_equal(f->sides[0].call.count, 1024);
+  assert_headline(&r, "seq 2 all-reduce on communicator @: rank 0 passed float16 where rank 1 passed float32 "
+                      "(dtype mismatch)", f->comm_id);
   /* The NCCL path is recorded canonical (the ranks reach the stand-in
    * through an rpath with "..": it must not show). */
   for (size_t i = 0; i < nsp_job_ntraces(r.job); i++) {
@@ -246,6 +259,8 @@ static void test_c03(void **state) {
   assert_int_equal(f->sides[0].call.api, NSP_API_AllGather);
   assert_side(&f->sides[1], "1-3");
   assert_int_equal(f->sides[1].call.api, NSP_API_AllReduce);
+  assert_headline(&r, "seq 11 on communicator @: rank 0 called all-gather where ranks 1-3 called all-reduce "
+                      "(kind mismatch)", f->comm_id);
   run_done(&r);
 }
 
@@ -277,6 +292,8 @@ static void test_c05(void **state) {
   assert_int_equal(f->sides[1].call.count, 409598);
   assert_side(&f->sides[0], "0");
   assert_side(&f->sides[1], "1");
+  assert_headline(&r, "seq 1 all-reduce on communicator @: rank 0 passed count 409600 where rank 1 passed "
+                      "count 409598 (count mismatch)", f->comm_id);
   run_done(&r);
 }
 
@@ -313,6 +330,11 @@ static void test_c07(void **state) {
   assert_int_equal(f->sides[1].call.result, ncclRemoteError);
   for (size_t i = 0; i < f->sides[1].nranks; i++)
     assert_true(f->sides[1].procs[i].call.time_ns >= f->sides[0].procs[0].call.time_ns);
+  /* NCCL's words as the stand-in injects them (NSP_CASES_C07_FAIL). */
+  char want[512];
+  snprintf(want, sizeof want, "first error on communicator @: rank 3 all-reduce seq 50 returned ncclSystemError (\"%s\") (error)",
+           f->sides[0].procs[0].call.last_error);
+  assert_headline(&r, want, f->comm_id);
   run_done(&r);
 }
 
@@ -360,6 +382,16 @@ static void test_c10(void **state) {
   /* World plus the two halves of the split, all traced on every rank. */
   assert_true(nsp_job_ncomms(r.job) >= 3);
   assert_true(world(&r, 4)->ncoll >= 4 * 1000);
+  /* The headline says what the summary says: nothing found, in what. */
+  unsigned long long ncoll = 0, np2p = 0;
+  for (size_t i = 0; i < nsp_job_ncomms(r.job); i++) {
+    ncoll += nsp_job_comm(r.job, i)->ncoll;
+    np2p += nsp_job_comm(r.job, i)->np2p;
+  }
+  char want[256];
+  snprintf(want, sizeof want, "No problems found in 4 traces (%zu communicators, %llu collective calls, %llu send/recv calls).",
+           nsp_job_ncomms(r.job), ncoll, np2p);
+  assert_string_equal(nsp_job_headline(r.job), want);
   run_done(&r);
 }
 
@@ -709,6 +741,8 @@ static void test_live_hang(void **state) {
   assert_int_equal(f->seq, 3);
   for (int k = 0; k < 2; k++) assert_end(&r, k, NSP_END_RUNNING);
   assert_non_null(strstr(nsp_job_summary(r.job), "still running"));
+  assert_headline(&r, "seq 3 all-reduce on communicator @ did not complete: rank 1 did not arrive; rank 0 waits "
+                      "inside it (hang)", f->comm_id);
   run_done(&r);
 }
 
