@@ -908,8 +908,9 @@ static void test_env_versions(void **state) {
   assert_env_side(&f->sides[0], "0-2", "2.28.9", "node-a,node-a,node-b");
   assert_env_side(&f->sides[1], "3", "2.28.5", "node-b");
   assert_odd(f, "3");
-  assert_string_equal(f->message, "NCCL version differs across ranks: ranks 0-2 (node-a, node-b): 2.28.9; "
-                                  "rank 3 (node-b): 2.28.5");
+  /* The job's split numbers ranks otherwise: these are job ranks. */
+  assert_string_equal(f->message, "NCCL version differs across ranks: job ranks 0-2 (node-a, node-b): 2.28.9; "
+                                  "job rank 3 (node-b): 2.28.5");
 
   f = the_finding(&r, NSP_FIND_ENV_NCCL_PATH, NULL);
   assert_int_equal(f->nsides, 2);
@@ -971,8 +972,8 @@ static void test_env_settings(void **state) {
   assert_env_side(&f->sides[0], "0,2-3", NULL, "node-a,node-b,node-b");
   assert_env_side(&f->sides[1], "1", "1", "node-a");
   assert_odd(f, "1");
-  assert_string_equal(f->message, "NCCL_IB_DISABLE differs across ranks: ranks 0,2-3 (node-a, node-b): unset; "
-                                  "rank 1 (node-a): 1");
+  assert_string_equal(f->message, "NCCL_IB_DISABLE differs across ranks: job ranks 0,2-3 (node-a, node-b): unset; "
+                                  "job rank 1 (node-a): 1");
 
   f = the_finding(&r, NSP_FIND_ENV_SETTING, "NCCL_SOCKET_IFNAME");
   assert_int_equal(f->nsides, 2);
@@ -1176,7 +1177,7 @@ static void test_env_world_size(void **state) {
   const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_WORLD_SIZE, "SLURM_NTASKS");
   assert_int_equal(f->nsides, 1);
   assert_env_side(&f->sides[0], "0-3", "8", "node-a,node-a,node-b,node-b");
-  assert_string_equal(f->message, "SLURM_NTASKS=8 on ranks 0-3 (node-a, node-b) but 4 processes traced, "
+  assert_string_equal(f->message, "SLURM_NTASKS=8 on job ranks 0-3 (node-a, node-b) but 4 processes traced, "
                                   "largest communicator 4 ranks");
   f = the_finding(&r, NSP_FIND_ENV_WORLD_SIZE, "OMPI_COMM_WORLD_SIZE");
   assert_int_equal(f->nsides, 2);
