@@ -776,15 +776,16 @@ static void nsp_cases_c07(struct nsp_cases_job *job)
   }
 }
 
-/* Each send and each receive in its own group, as PyTorch's isend/irecv
- * (and send/recv) issue them. */
-static void nsp_cases_c08(struct nsp_cases_job *job)
+/* Rank 0 sends `sends` times to rank 1, which receives `recvs` times,
+ * each send and each receive in its own group, as PyTorch's isend/irecv
+ * (and send/recv) issue them; rank 1 checks what it got. */
+static void nsp_cases_p2p_groups(struct nsp_cases_job *job, int sends, int recvs)
 {
   struct nsp_cases_comm *w = &job->comms[0];
   const size_t count = 1024;
   float *buf = nsp_cases_alloc(job, count, ncclFloat32);
   int k;
-  for (k = 0; k < (job->rank == 0 ? 3 : 2); k++) {
+  for (k = 0; k < (job->rank == 0 ? sends : recvs); k++) {
     size_t i;
     int seq = ++w->p2p_seq;
     if (job->rank == 0)
@@ -802,6 +803,11 @@ static void nsp_cases_c08(struct nsp_cases_job *job)
       nsp_cases_verify(job, w, K_P2P, ncclFloat32, buf, i, nsp_cases_val(K_P2P, seq, 0, i, ncclSum));
   }
   nsp_cases_free(job, buf);
+}
+
+static void nsp_cases_c08(struct nsp_cases_job *job)
+{
+  nsp_cases_p2p_groups(job, 3, 2);
 }
 
 static void nsp_cases_c09(struct nsp_cases_job *job)
@@ -868,25 +874,7 @@ static void nsp_cases_split_job_ranks(struct nsp_cases_job *job)
  * ncclGroupEnd (a call on no communicator) for a group on the world. */
 static void nsp_cases_group_error(struct nsp_cases_job *job)
 {
-  struct nsp_cases_comm *w = &job->comms[0];
-  const size_t count = 256;
-  float *buf = nsp_cases_alloc(job, count, ncclFloat32);
-  int k;
-  for (k = 0; k < (job->rank == 1 ? 3 : 2); k++) {
-    int seq = ++w->p2p_seq;
-    if (job->rank == 0)
-      nsp_cases_fill(buf, ncclFloat32, count, K_P2P, seq, 0, ncclSum);
-    nsp_cases_check(job, w, NC(ncclGroupStart()), K_P2P, ncclFloat32, count);
-    if (job->rank == 0)
-      nsp_cases_check(job, w, NC(ncclSend(buf, count, ncclFloat32, 1, w->comm, nsp_cases_stream)),
-                      K_P2P, ncclFloat32, count);
-    else
-      nsp_cases_check(job, w, NC(ncclRecv(buf, count, ncclFloat32, 0, w->comm, nsp_cases_stream)),
-                      K_P2P, ncclFloat32, count);
-    nsp_cases_check(job, w, NC(ncclGroupEnd()), K_P2P, ncclFloat32, count);
-    nsp_cases_sync(job, w, K_P2P, ncclFloat32, count);
-  }
-  nsp_cases_free(job, buf);
+  nsp_cases_p2p_groups(job, 2, 3);
 }
 
 static int nsp_cases_env_int(const char *name, int dflt);
