@@ -629,6 +629,14 @@ const char *nsp_job_note(const struct nsp_job *job, size_t i);
  * "" before nsp_job_analyze. */
 const char *nsp_job_summary(const struct nsp_job *job);
 
+/* The report's first line (docs/REPORT.md, "The headline"): the first
+ * finding as what happened where, in one line ("seq 2 all-reduce on
+ * communicator 57a1d0c0ffee0001: rank 1 passed float32 where rank 0
+ * passed float16 (dtype mismatch)"), made from its kind's side shape and
+ * name (the kinds table); without findings, the summary's first sentence
+ * (with what the traces could not see).  "" before nsp_job_analyze. */
+const char *nsp_job_headline(const struct nsp_job *job);
+
 /* What the traces could not see, counted in processes (traces), after
  * nsp_job_analyze: the summary's "but: ..." (docs/REPORT.md, "The
  * summary"), and with no finding the command's exit status 3 when
@@ -671,6 +679,28 @@ size_t nsp_format_ranks(char *buf, size_t buflen, const int *ranks, size_t n);
  * not a member of f's communicator.  Returns the snprintf-style length. */
 size_t nsp_format_proc_rank(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_finding *f,
                             const struct nsp_proc *p);
+
+/* How every message and report names processes (one function for all):
+ * ranks[0..n) (ascending: a communicator's ranks, or job ranks) whose
+ * processes have the job ranks job_ranks[0..n) (NULL, or -1 for one:
+ * unknown), into buf: "rank 1", "ranks 0-2", and where some known job
+ * rank differs from its rank "rank 1 (job rank 3)", "ranks 0-1 (job ranks
+ * 2-3)" (job ranks in the order of the ranks, "?" unknown; after 16
+ * ranges ",...").  Returns the snprintf-style length. */
+size_t nsp_format_ranks_job(char *buf, size_t buflen, const int *ranks, const int *job_ranks, size_t n);
+
+/* How the reports name side s of finding f: nsp_format_ranks_job of its
+ * ranks and its processes' job ranks; for a finding that names job ranks
+ * (nsp_finding_job_ranks), "job ranks 0-2" where they are not also its
+ * communicator's ranks or some communicator of the job numbers its ranks
+ * otherwise (nsp_job_ranks_differ), else "ranks 0-2". */
+size_t nsp_format_side_ranks(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_finding *f,
+                             const struct nsp_side *s);
+
+/* True when some process's rank in some communicator differs from its
+ * job rank (a split communicator, a subgroup): a bare "rank 1" would be
+ * ambiguous there, and the reports say "job rank 1" of job ranks. */
+int nsp_job_ranks_differ(const struct nsp_job *job);
 
 /* True when side s of f lists job ranks that are not also ranks of f's
  * communicator (an "error" finding's side with a process outside it, or

@@ -207,6 +207,11 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
       break;
     }
     put(j, so, "ranks", jranks(j, sd->ranks, sd->nranks));
+    /* the job ranks of the same processes, in the same order (-1 unknown) */
+    json_object *sj = json_object_new_array();
+    for (size_t p = 0; sj && p < sd->nranks; p++) push(j, sj, jint(nsp_job_trace(job, sd->procs[p].trace)->rank));
+    if (!sj) j->oom = 1;
+    put(j, so, "job_ranks", sj);
     if (hang) put(j, so, "role", jstr(nsp_side_role_name(sd->role)));
     if (env) {
       if (sd->value) put(j, so, "value", jstr(sd->value));
@@ -311,6 +316,7 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
   if (!root) return NULL;
   put(&j, root, "schema", jint(NSP_REPORT_SCHEMA));
   put(&j, root, "version", jstr(NSP_VERSION));
+  put(&j, root, "headline", jstr(nsp_job_headline(job)));
   put(&j, root, "summary", jstr(nsp_job_summary(job)));
   put(&j, root, "start_time_ns", jint(nsp_job_start_ns(job)));
   const struct nsp_job_caveats *cv = nsp_job_caveats(job);

@@ -88,12 +88,6 @@ void nsp_report_put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id) 
 /* How f's sides are made (the kinds table): what to show of them. */
 static int sides_of(const struct nsp_finding *f) { return nsp_finding_kind_info(f->kind)->sides; }
 
-static void put_ranks(FILE *out, const int *ranks, size_t n) {
-  char buf[256];
-  nsp_format_ranks(buf, sizeof buf, ranks, n);
-  fprintf(out, "%s %s", n == 1 ? "rank" : "ranks", buf);
-}
-
 /* A module path's last component. */
 static const char *base_name(const char *path) {
   const char *b = strrchr(path, '/');
@@ -104,21 +98,26 @@ static const char *base_name(const char *path) {
  * signal's stack: NSP_TEXT_STACK). */
 #define NSP_TEXT_FRAMES 4
 #define NSP_TEXT_STACK 8
+/* "at SYMBOL (MODULE+0xOFFSET)" or "at MODULE+0xOFFSET", one line. */
+static void put_frame(FILE *out, const struct nsp_frame *fr) {
+  fprintf(out, "at ");
+  if (fr->symbol[0]) {
+    nsp_put_esc(out, fr->symbol);
+    fprintf(out, " (");
+    nsp_put_esc(out, base_name(fr->module));
+    fprintf(out, "+0x%" PRIx64 ")\n", fr->offset);
+  } else {
+    nsp_put_esc(out, fr->module[0] ? base_name(fr->module) : "?");
+    fprintf(out, "+0x%" PRIx64 "\n", fr->offset);
+  }
+}
+
 static void put_frames(FILE *out, const struct nsp_callsite *cs, int indent, size_t max) {
   if (!cs) return;
   size_t n = cs->nframes < max ? cs->nframes : max;
   for (size_t i = 0; i < n; i++) {
-    const struct nsp_frame *fr = &cs->frames[i];
-    fprintf(out, "%*sat ", indent, "");
-    if (fr->symbol[0]) {
-      nsp_put_esc(out, fr->symbol);
-      fprintf(out, " (");
-      nsp_put_esc(out, base_name(fr->module));
-      fprintf(out, "+0x%" PRIx64 ")\n", fr->offset);
-    } else {
-      nsp_put_esc(out, fr->module[0] ? base_name(fr->module) : "?");
-      fprintf(out, "+0x%" PRIx64 "\n", fr->offset);
-    }
+    fprintf(out, "%*s", indent, "");
+    put_frame(out, &cs->frames[i]);
   }
   if (cs->nframes > n)
     fprintf(out, "%*s... %zu more frame%s\n", indent, "", cs->nframes - n, cs->nframes - n == 1 ? "" : "s");
@@ -299,11 +298,9 @@ static void put_proc_rank(FILE *out, const struct nsp_job *job, const struct nsp
 static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, size_t si) {
   const struct nsp_side *s = &f->sides[si];
   fprintf(out, "    side %zu: ", si + 1);
-  /* An error finding's sides hold job ranks: say so where they are not
-   * also the communicator's ranks. */
-  if (nsp_side_job_ranks(f, s)) fprintf(out, "job ");
-  put_ranks(out, s->ranks, s->nranks);
-  fprintf(out, ": ");
+  char sb[320];
+  nsp_format_side_ranks(sb, sizeof sb, job, f, s);
+  fprintf(out, "%s: ", sb);
   nsp_put_esc(out, s->text);
   int shape = sides_of(f);
   if (shape == NSP_SIDES_SEND_RECV) {
@@ -362,14 +359,17 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
     for (size_t q = 0; q < p && first; q++)
       if (same_site(s->procs[q].site, cs)) first = 0;
     if (!first) continue;
-    int *rk = malloc(s->nranks * sizeof *rk);
+    int *rk = malloc(2 * s->nranks * sizeof *rk), *jr = rk ? rk + s->nranks : NULL;
     size_t nr = 0;
     for (size_t q = p; rk && q < s->nranks; q++)
-      if (same_site(s->procs[q].site, cs)) rk[nr++] = s->ranks[q];
-    char rb[256];
-    nsp_format_ranks(rb, sizeof rb, rk, nr);
+      if (same_site(s->procs[q].site, cs)) {
+        jr[nr] = nsp_job_trace(job, s->procs[q].trace)->rank;
+        rk[nr++] = s->ranks[q];
+      }
+    char rb[320];
+    nsp_format_ranks_job(rb, sizeof rb, rk, nsp_finding_job_ranks(f) ? NULL : jr, nr);
     free(rk);
-    fprintf(out, "        call site of %s %s:\n", nr == 1 ? "rank" : "ranks", rb);
+    fprintf(out, "        call site of %s:\n", rb);
     put_site(out, cs, 12);
     shown_sites++;
   }
@@ -387,8 +387,15 @@ static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
     nsp_report_put_comm(out, f->comm, f->comm_id);
   }
   int p2p = sides_of(f) == NSP_SIDES_SEND_RECV;
-  if (p2p)
-    fprintf(out, ", rank %d -> rank %d, #%" PRIu64, f->src, f->dst, f->seq);
+  if (p2p) {
+    char from[64], to[64];
+    int jr[2] = {-1, -1};
+    for (size_t k = 0; k < 2 && k < f->nsides; k++)
+      if (f->sides[k].nranks) jr[k] = nsp_job_trace(job, f->sides[k].procs[0].trace)->rank;
+    nsp_format_ranks_job(from, sizeof from, &f->src, &jr[0], 1);
+    nsp_format_ranks_job(to, sizeof to, &f->dst, &jr[1], 1);
+    fprintf(out, ", %s -> %s, #%" PRIu64, from, to, f->seq);
+  }
   else if (f->seq)
     fprintf(out, ", seq %" PRIu64, f->seq);
   if (f->api >= 0 && !p2p) fprintf(out, " (%s)", nsp_op_name(f->api));
@@ -397,6 +404,12 @@ static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
   fputc('\n', out);
   put_wrapped(out, f->message, 4, 100);
   for (size_t s = 0; s < f->nsides; s++) put_side(out, job, f, s);
+  /* Each hint once: a finding with an earlier one's hint points to it. */
+  for (size_t j = 0; j < i; j++)
+    if (!strcmp(nsp_job_finding(job, j)->hint, f->hint)) {
+      fprintf(out, "    hint: the same as [%zu]'s\n", j + 1);
+      return;
+    }
   size_t hl = strlen(f->hint) + 8;
   char *buf = malloc(hl);
   if (buf) {
@@ -462,8 +475,35 @@ static void put_trace_end(FILE *out, const struct nsp_job *job, const struct nsp
   }
 }
 
+/* The headline, then where each side of the first finding made its call
+ * (the first frame of the first process of the side with a call site;
+ * the origin's only for an error or a signal). */
+static void put_headline(FILE *out, const struct nsp_job *job) {
+  nsp_put_esc(out, nsp_job_headline(job));
+  fputc('\n', out);
+  if (!nsp_job_nfindings(job)) return;
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  int shape = sides_of(f);
+  size_t nsides = shape == NSP_SIDES_ORIGIN_BY_RESULT || shape == NSP_SIDES_ORIGIN_BY_SIGNAL ? 1 : f->nsides;
+  for (size_t s = 0; s < nsides && s < 4; s++) {
+    const struct nsp_side *sd = &f->sides[s];
+    for (size_t p = 0; p < sd->nranks; p++) {
+      const struct nsp_callsite *cs = sd->procs[p].site;
+      if (!cs || !cs->nframes) continue;
+      char rb[320];
+      if (sd->nranks == 1 || shape == NSP_SIDES_ORIGIN_BY_RESULT) nsp_format_proc_rank(rb, sizeof rb, job, f, &sd->procs[p]);
+      else nsp_format_side_ranks(rb, sizeof rb, job, f, sd);
+      fprintf(out, "  %s: ", rb);
+      put_frame(out, &cs->frames[0]);
+      break;
+    }
+  }
+}
+
 int nsp_report_text(const struct nsp_job *job, FILE *out) {
   size_t nt = nsp_job_ntraces(job), nc = nsp_job_ncomms(job), nf = nsp_job_nfindings(job), nn = nsp_job_nnotes(job);
+  put_headline(out, job);
+  fputc('\n', out);
   fprintf(out, "ncclspy report: %zu trace%s, %zu communicator%s, %zu finding%s\n\n", nt, nt == 1 ? "" : "s", nc,
           nc == 1 ? "" : "s", nf, nf == 1 ? "" : "s");
   /* Which run, when the traces hold more than one. */

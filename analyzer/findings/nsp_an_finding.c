@@ -302,7 +302,7 @@ int nsp_an_finding_by_value(struct nsp_job *job, int kind, const struct nsp_an_c
   for (size_t s = 0; s < nsides; s++) {
     const struct nsp_side *sd = &f->sides[s];
     nsp_sbuf_printf(&b, "%s", s ? "; " : "");
-    nsp_an_put_ranks(&b, sd->ranks, sd->nranks);
+    nsp_an_put_side_ranks(&b, job, &f->pub, sd);
     nsp_sbuf_printf(&b, " (");
     nsp_an_put_hosts(&b, sd);
     if (sd->value) nsp_sbuf_printf(&b, "): %s", sd->value);

@@ -124,6 +124,15 @@ int nsp_an_finding_by_value(struct nsp_job *job, int kind, const struct nsp_an_c
 /* "rank 1" (a communicator rank), or "rank 1 (job rank 3)" when the job
  * rank of the process (trace) differs and is known, into b. */
 void nsp_an_put_rank(struct nsp_sbuf *b, const struct nsp_job *job, int rank, size_t trace);
+/* Side s of f as nsp_format_side_ranks names it, into b. */
+void nsp_an_put_side_ranks(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f,
+                           const struct nsp_side *s);
+/* Ranks of communicator comm_id (0: none) with the job ranks of their
+ * processes (from its members), as nsp_format_ranks_job names them. */
+void nsp_an_put_comm_ranks(struct nsp_sbuf *b, const struct nsp_job *job, uint64_t comm_id, const int *ranks,
+                           size_t n);
+/* Job ranks: "job ranks 0-2" when nsp_job_ranks_differ, else "ranks 0-2". */
+void nsp_an_put_job_ranks(struct nsp_sbuf *b, const struct nsp_job *job, const int *ranks, size_t n);
 /* "rank 3" or "ranks 0-2,5" into b. */
 void nsp_an_put_ranks(struct nsp_sbuf *b, const int *ranks, size_t n);
 /* The distinct hosts of a side's processes, up to 3 ("node-a, node-b and

@@ -131,6 +131,48 @@ size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c) {
 
 /* ---- processes and ranks in messages --------------------------------- */
 
+/* Every message and report names processes through nsp_format_ranks_job:
+ * a communicator's ranks, each with its job rank where that differs. */
+size_t nsp_format_ranks_job(char *buf, size_t buflen, const int *ranks, const int *job_ranks, size_t n) {
+  size_t len = 0;
+  char rb[160];
+  if (buflen) buf[0] = 0;
+  if (!n) return 0;
+  nsp_format_ranks(rb, sizeof rb, ranks, n);
+  fmt_cat(buf, buflen, &len, "%s %s", n == 1 ? "rank" : "ranks", rb);
+  int differ = 0;
+  for (size_t i = 0; job_ranks && i < n; i++) differ |= job_ranks[i] >= 0 && job_ranks[i] != ranks[i];
+  if (!differ) return len;
+  /* The job ranks in the order of the ranks, runs of consecutive ones as
+   * ranges, "?" for an unknown one; a long list is cut. */
+  fmt_cat(buf, buflen, &len, " (job rank%s ", n == 1 ? "" : "s");
+  size_t shown = 0;
+  for (size_t i = 0; i < n; shown++) {
+    if (shown == 16) {
+      fmt_cat(buf, buflen, &len, ",...");
+      break;
+    }
+    size_t j = i;
+    while (job_ranks[i] >= 0 && j + 1 < n && (int64_t)job_ranks[j + 1] == (int64_t)job_ranks[j] + 1) j++;
+    const char *sep = i ? "," : "";
+    if (job_ranks[i] < 0) fmt_cat(buf, buflen, &len, "%s?", sep);
+    else if (j > i) fmt_cat(buf, buflen, &len, "%s%d-%d", sep, job_ranks[i], job_ranks[j]);
+    else fmt_cat(buf, buflen, &len, "%s%d", sep, job_ranks[i]);
+    i = j + 1;
+  }
+  fmt_cat(buf, buflen, &len, ")");
+  return len;
+}
+
+int nsp_job_ranks_differ(const struct nsp_job *job) {
+  for (size_t i = 0; i < job->nmembers; i++) {
+    const struct nsp_member *m = &job->members[i];
+    int jr = job->traces[m->trace]->info.rank;
+    if (m->rank >= 0 && jr >= 0 && jr != m->rank) return 1;
+  }
+  return 0;
+}
+
 size_t nsp_format_proc_rank(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_finding *f,
                             const struct nsp_proc *p) {
   int in_comm = nsp_finding_job_ranks(f) && f->comm_id; /* job ranks, each with its comm_rank */
@@ -138,8 +180,11 @@ size_t nsp_format_proc_rank(char *buf, size_t buflen, const struct nsp_job *job,
   /* A process without a rank (it died while it started): its pid. */
   if (r < 0 && (!in_comm || p->rank < 0)) return (size_t)snprintf(buf, buflen, "the process without a rank");
   if (in_comm && p->comm_rank < 0) return (size_t)snprintf(buf, buflen, "job rank %d", p->rank);
-  if (jr >= 0 && jr != r) return (size_t)snprintf(buf, buflen, "rank %d (job rank %d)", r, jr);
-  return (size_t)snprintf(buf, buflen, "rank %d", r);
+  /* Job ranks of a finding without a communicator, in a job where they
+   * are not every communicator's ranks: say which they are. */
+  if (nsp_finding_job_ranks(f) && !in_comm && nsp_job_ranks_differ(job))
+    return (size_t)snprintf(buf, buflen, "job rank %d", p->rank);
+  return nsp_format_ranks_job(buf, buflen, &r, &jr, 1);
 }
 
 int nsp_side_job_ranks(const struct nsp_finding *f, const struct nsp_side *s) {
@@ -150,10 +195,65 @@ int nsp_side_job_ranks(const struct nsp_finding *f, const struct nsp_side *s) {
   return 0;
 }
 
+/* A side's ranks with its processes' job ranks (nsp_format_ranks_job). */
+static size_t format_side_procs(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_side *s) {
+  int stack[16] = {0}, *jr = s->nranks <= 16 ? stack : malloc(s->nranks * sizeof *jr);
+  for (size_t p = 0; jr && p < s->nranks; p++) jr[p] = job->traces[s->procs[p].trace]->info.rank;
+  size_t len = nsp_format_ranks_job(buf, buflen, s->ranks, jr, s->nranks);
+  if (jr != stack) free(jr);
+  return len;
+}
+
+size_t nsp_format_side_ranks(char *buf, size_t buflen, const struct nsp_job *job, const struct nsp_finding *f,
+                             const struct nsp_side *s) {
+  if (nsp_finding_job_ranks(f)) {
+    /* Job ranks already: "job ranks" where they could be read as ranks
+     * of a communicator they are not. */
+    char rb[160];
+    nsp_format_ranks(rb, sizeof rb, s->ranks, s->nranks);
+    int job_word = nsp_side_job_ranks(f, s) || nsp_job_ranks_differ(job);
+    return (size_t)snprintf(buf, buflen, "%s%s %s", job_word ? "job " : "", s->nranks == 1 ? "rank" : "ranks", rb);
+  }
+  return format_side_procs(buf, buflen, job, s);
+}
+
 void nsp_an_put_rank(struct nsp_sbuf *b, const struct nsp_job *job, int rank, size_t trace) {
+  char rb[64];
   int jr = job->traces[trace]->info.rank;
-  nsp_sbuf_printf(b, "rank %d", rank);
-  if (jr >= 0 && jr != rank) nsp_sbuf_printf(b, " (job rank %d)", jr);
+  nsp_format_ranks_job(rb, sizeof rb, &rank, &jr, 1);
+  nsp_sbuf_printf(b, "%s", rb);
+}
+
+void nsp_an_put_side_ranks(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f,
+                           const struct nsp_side *s) {
+  char rb[320];
+  nsp_format_side_ranks(rb, sizeof rb, job, f, s);
+  nsp_sbuf_printf(b, "%s", rb);
+}
+
+void nsp_an_put_comm_ranks(struct nsp_sbuf *b, const struct nsp_job *job, uint64_t comm_id, const int *ranks,
+                           size_t n) {
+  const struct nsp_an_comm *c = comm_id ? nsp_an_comm_of(job, comm_id) : NULL;
+  int stack[16] = {0}, *jr = n <= 16 ? stack : malloc(n * sizeof *jr);
+  for (size_t i = 0; jr && i < n; i++) {
+    jr[i] = -1;
+    for (size_t k = 0; c && k < c->nmembers; k++) {
+      const struct nsp_member *m = &job->members[c->members[k]];
+      if (m->rank == ranks[i]) {
+        jr[i] = job->traces[m->trace]->info.rank;
+        break;
+      }
+    }
+  }
+  char rb[320];
+  nsp_format_ranks_job(rb, sizeof rb, ranks, c ? jr : NULL, n);
+  if (jr != stack) free(jr);
+  nsp_sbuf_printf(b, "%s", rb);
+}
+
+void nsp_an_put_job_ranks(struct nsp_sbuf *b, const struct nsp_job *job, const int *ranks, size_t n) {
+  if (nsp_job_ranks_differ(job)) nsp_sbuf_printf(b, "job ");
+  nsp_an_put_ranks(b, ranks, n);
 }
 
 void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {
@@ -256,8 +356,9 @@ void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const s
   if (!notable) return;
   const struct nsp_end_info *e0 = &job->traces[s->procs[0].trace]->info.end;
   if (s->nranks > 1 && same == s->nranks) {
-    nsp_sbuf_printf(b, "; ");
-    nsp_an_put_ranks(b, s->ranks, s->nranks);
+    char rb[320];
+    format_side_procs(rb, sizeof rb, job, s);
+    nsp_sbuf_printf(b, "; %s", rb);
     if (e0->state == NSP_END_RUNNING) nsp_sbuf_printf(b, " are still running (last heard at most %.1f s ago)", (double)oldest / 1e9);
     else nsp_sbuf_printf(b, " ended without a clean exit (SIGKILL, the OOM killer or _exit)");
     return;

@@ -31,6 +31,7 @@ void nsp_job_destroy(struct nsp_job *job) {
   free(job->site_req);
   nsp_an_perf_free(job->perf);
   free(job->summary);
+  free(job->headline);
   free(job->files);
   free(job->local_host);
   for (size_t r = 0; r < job->nruns; r++) free(job->runs[r].id);
@@ -318,6 +319,7 @@ const struct nsp_finding *nsp_job_finding(const struct nsp_job *job, size_t i) {
 size_t nsp_job_nnotes(const struct nsp_job *job) { return job->nnotes; }
 const char *nsp_job_note(const struct nsp_job *job, size_t i) { return i < job->nnotes ? job->notes[i] : NULL; }
 const char *nsp_job_summary(const struct nsp_job *job) { return job->summary ? job->summary : ""; }
+const char *nsp_job_headline(const struct nsp_job *job) { return job->headline ? job->headline : ""; }
 const struct nsp_job_caveats *nsp_job_caveats(const struct nsp_job *job) { return &job->caveats; }
 int64_t nsp_job_start_ns(const struct nsp_job *job) { return job->start_ns; }
 

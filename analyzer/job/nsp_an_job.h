@@ -33,6 +33,9 @@ int nsp_an_order_findings(struct nsp_job *job);
 /* The summary paragraph (nsp_job_summary), after the order.  0 or
  * NSP_AN_ENOMEM. */
 int nsp_an_build_summary(struct nsp_job *job);
+/* The headline (job->headline) from the first finding, or from the
+ * summary when there is none: after the summary (nsp_an_headline.c). */
+int nsp_an_build_headline(struct nsp_job *job);
 
 void nsp_an_perf_free(struct nsp_perf *p);
 

@@ -7,9 +7,10 @@
 
 #include "nsp_an_job.h"
 
-/* "rank 3" or the trace's path when it has no rank. */
-static void put_trace_name(struct nsp_sbuf *b, const struct nsp_trace *t) {
-  if (t->info.rank >= 0) nsp_sbuf_printf(b, "rank %d", t->info.rank);
+/* "rank 3" ("job rank 3" where communicators number ranks otherwise) or
+ * the trace's path when it has no rank. */
+static void put_trace_name(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_trace *t) {
+  if (t->info.rank >= 0) nsp_an_put_job_ranks(b, job, &t->info.rank, 1);
   else nsp_sbuf_printf(b, "%s", t->path);
 }
 
@@ -41,7 +42,7 @@ static size_t put_who(struct nsp_sbuf *b, const struct nsp_job *job, int c, int 
     else norank++;
   }
   qsort(rk, n, sizeof *rk, nsp_an_cmp_int);
-  if (n) nsp_an_put_ranks(b, rk, n);
+  if (n) nsp_an_put_job_ranks(b, job, rk, n);
   if (norank) nsp_sbuf_printf(b, "%s%zu process%s without a rank", n ? " and " : "", norank, norank == 1 ? "" : "es");
   return n + norank;
 }
@@ -97,7 +98,7 @@ static int put_caveats(struct nsp_job *job, struct nsp_sbuf *b) {
         break;
       }
       nsp_sbuf_printf(b, "%s", items++ ? "; " : "");
-      put_trace_name(b, t);
+      put_trace_name(b, job, t);
       nsp_sbuf_printf(b, " loaded %s", t->libnccl[l].path);
       if (t->libnccl[l].version > 0)
         nsp_sbuf_printf(b, " (NCCL %d.%d.%d)", t->libnccl[l].version / 10000, t->libnccl[l].version % 10000 / 100,
@@ -153,12 +154,12 @@ int nsp_an_build_summary(struct nsp_job *job) {
           uint64_t pct = (t->info.dropped * 100 + all / 2) / all;
           if (pct) nsp_sbuf_printf(&b, "%llu%% of ", (unsigned long long)pct);
           else nsp_sbuf_printf(&b, "under 1%% of ");
-          put_trace_name(&b, t);
+          put_trace_name(&b, job, t);
           nsp_sbuf_printf(&b, "'s records were dropped (");
           nsp_an_put_drop_reasons(&b, t);
           nsp_sbuf_printf(&b, ")%s", cut ? " and " : "");
         } else {
-          put_trace_name(&b, t);
+          put_trace_name(&b, job, t);
           nsp_sbuf_printf(&b, "'s ");
         }
         if (cut) nsp_sbuf_printf(&b, "trace is cut at byte %llu", at);
@@ -193,7 +194,8 @@ int nsp_an_build_summary(struct nsp_job *job) {
       }
       nsp_sbuf_printf(&b, ")");
     }
-    nsp_sbuf_printf(&b, ": %s. Hint: %s.", f->message, f->hint);
+    /* Its hint is the finding's (printed once, under it). */
+    nsp_sbuf_printf(&b, ": %s.", f->message);
     if (job->nfindings > 1) nsp_sbuf_printf(&b, " The other findings follow from it or are listed by likely cause.");
     if (caveats) nsp_sbuf_printf(&b, " Also: %s.", cav);
   }

@@ -97,5 +97,6 @@ int nsp_an_run_rules(struct nsp_job *job) {
     }
   }
   NSP_TRY(nsp_an_order_findings(job));
-  return nsp_an_build_summary(job);
+  NSP_TRY(nsp_an_build_summary(job));
+  return nsp_an_build_headline(job);
 }

@@ -439,8 +439,29 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   nsp_pend_from_call(&e, rec);
   struct nsp_member *m = rec->comm ? local_member(job, t, rec->comm) : NULL;
   uint64_t comm_id = m ? job->comms[m->comm]->info.id : 0;
+  /* The communicators of a group's calls, for an error its ncclGroupEnd
+   * returns (that call names no communicator). */
+  int group_end = rec->api == NSP_API_GroupEnd || rec->api == NSP_API_GroupSimulateEnd;
+  struct nsp_member *gm = NULL;
+  size_t group_v = 0;
+  if (rec->group_id && m) {
+    size_t mi = (size_t)(m - job->members) + 1, *v = nsp_u64map_get(&t->group_comm, rec->group_id);
+    if (!v) NSP_TRY(nsp_u64map_put(&t->group_comm, rec->group_id, mi));
+    else if (NSP_GROUP_MEMBER(*v) != mi) *v |= NSP_GROUP_MORE;
+  } else if (rec->group_id && group_end) {
+    size_t *v = nsp_u64map_get(&t->group_comm, rec->group_id);
+    if (v) {
+      group_v = *v;
+      gm = &job->members[NSP_GROUP_MEMBER(group_v) - 1];
+    }
+    if (rec->group_depth <= 1) nsp_u64map_del(&t->group_comm, rec->group_id);
+  }
   if (is_error(rec->result)) {
-    NSP_TRY(note_error(t, NSP_SRC_CALL, rec->api, comm_id, rec->seq, rec, err_time(t, rec)));
+    uint64_t err_comm = gm ? job->comms[gm->comm]->info.id : comm_id;
+    NSP_TRY(note_error(t, NSP_SRC_CALL, rec->api, err_comm, rec->seq, rec, err_time(t, rec)));
+    if (gm && t->first_err.call.api == rec->api && t->first_err.call.time_ns == err_time(t, rec))
+      t->first_err.group_more = (group_v & NSP_GROUP_MORE) != 0;
+    if (gm) gm->has_error = 1;
     if (m) m->has_error = 1;
     if (m && kind == NSP_K_COLL && rec->seq && (!m->first_err_seq || rec->seq < m->first_err_seq))
       m->first_err_seq = rec->seq;
@@ -957,6 +978,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   free(t->redop_defs);
   t->redop_defs = NULL;
   t->nredop_defs = t->redop_defs_cap = 0;
+  nsp_u64map_free(&t->group_comm);
   free(t->recent); /* the duplicate check is done with */
   t->recent = NULL;
   if (t->t_last) t->info.end_ns = nsp_an_wall(t, t->t_last);

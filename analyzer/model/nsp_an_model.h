@@ -244,7 +244,14 @@ struct nsp_event {
   uint32_t local;       /* comm index in the trace */
   uint64_t mono;        /* entry, monotonic ns */
   int32_t peer_key;     /* the peer field as the CALL had it (completion key) */
+  int group_more;       /* an error of ncclGroupEnd: its group had calls on other
+                           communicators than call.comm_id (the first's) too */
 };
+
+/* nsp_trace.group_comm's values: the member index + 1 of the group's
+ * first call on a communicator, and a bit for more communicators. */
+#define NSP_GROUP_MORE ((size_t)1 << (sizeof(size_t) * 8 - 1))
+#define NSP_GROUP_MEMBER(v) ((v) & ~NSP_GROUP_MORE)
 
 struct nsp_trace {
   char hdr_host[NSP_HOST_MAX];   /* the header's host name (copies of a trace: same host, pid, clocks) */
@@ -270,6 +277,9 @@ struct nsp_trace {
   uint64_t t_last;       /* latest monotonic timestamp of any record */
   struct nsp_pend_tab pend; /* while loading only */
   struct nsp_u64map done_by_stream; /* while loading: stream -> latest entry of a completed call */
+  struct nsp_u64map group_comm; /* while loading: open group id -> NSP_GROUP_MEMBER
+                                   of its first call's member, NSP_GROUP_MORE when
+                                   its calls used other communicators too */
   int load_oom;
   struct nsp_event blocked; /* the earliest call that never completed */
   struct nsp_callsite **sites; /* call sites, filtered (nsp_an_site.c) */
@@ -376,6 +386,7 @@ struct nsp_job {
   struct nsp_finding_priv *findings; /* in creation order until the job sorts them */
   size_t nfindings, findings_cap;
   char *summary;
+  char *headline;       /* the report's first line (job/nsp_an_headline.c) */
   int analyzed;
   size_t error_id;       /* the error finding's id; SIZE_MAX none (rules/) */
   size_t signal_id;      /* the signal finding's id; SIZE_MAX none (rules/) */

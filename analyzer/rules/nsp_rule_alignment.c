@@ -327,36 +327,10 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
 
 /* ---- the message ------------------------------------------------------------ */
 
-/* The process of f with communicator rank `rank` (first found), or NULL. */
-static const struct nsp_proc *proc_of_rank(const struct nsp_finding *f, int rank) {
-  for (size_t s = 0; s < f->nsides; s++)
-    for (size_t p = 0; p < f->sides[s].nranks; p++)
-      if (f->sides[s].procs[p].rank == rank) return &f->sides[s].procs[p];
-  return NULL;
-}
-
-/* Up to 4 ranks of f one by one, each "rank R (job rank J)" where the
- * job rank differs; more as ranges with no job ranks ("ranks 0-7"). */
-static void put_ranks_job(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f, const int *ranks,
-                          size_t n) {
-  if (n > 4) {
-    char rb[160];
-    nsp_format_ranks(rb, sizeof rb, ranks, n);
-    nsp_sbuf_printf(b, "ranks %s", rb);
-    return;
-  }
-  for (size_t i = 0; i < n; i++) {
-    const struct nsp_proc *p = proc_of_rank(f, ranks[i]);
-    nsp_sbuf_printf(b, "%s", i == 0 ? "" : i + 1 == n ? " and " : ", ");
-    if (p) nsp_an_put_rank(b, job, ranks[i], p->trace);
-    else nsp_sbuf_printf(b, "rank %d", ranks[i]);
-  }
-}
-
 static void put_odd(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f, const char *what) {
   if (!f->nodd) return;
   nsp_sbuf_printf(b, "; ");
-  put_ranks_job(b, job, f, f->odd_ranks, f->nodd);
+  nsp_an_put_comm_ranks(b, job, f->comm_id, f->odd_ranks, f->nodd);
   nsp_sbuf_printf(b, " %s", f->nodd == 1 ? what : "are the odd ones");
 }
 
@@ -425,14 +399,14 @@ static int put_shift(struct nsp_sbuf *b, struct nsp_job *job, const struct nsp_f
     size_t oi = (size_t)(om - job->members);
     calls_of(job, c, &oi, 1, f->seq, &r);
     nsp_sbuf_printf(b, "%s", i ? "; " : "");
-    put_ranks_job(b, job, f, &f->odd_ranks[i], 1);
+    nsp_an_put_comm_ranks(b, job, f->comm_id, &f->odd_ranks[i], 1);
     nsp_sbuf_printf(b, " ");
     int open = put_shift_what(b, shift[i], f->seq, &m, &r);
     k1 = (unsigned long long)(shift[i] > 0 ? shift[i] : -shift[i]);
     nsp_sbuf_printf(b, "%sits calls ", open ? "; " : " (");
     put_shift_match(b, shift[i], f->seq);
     if (f->sides[ref].nranks == 1) {
-      put_ranks_job(b, job, f, f->sides[ref].ranks, 1);
+      nsp_an_put_comm_ranks(b, job, f->comm_id, f->sides[ref].ranks, 1);
       nsp_sbuf_printf(b, "'s");
     } else {
       nsp_sbuf_printf(b, "the others'");
@@ -445,16 +419,16 @@ static int put_shift(struct nsp_sbuf *b, struct nsp_job *job, const struct nsp_f
     const struct nsp_side *behind = &f->sides[shift[0] > 0 ? 1 : 0], *ahead = &f->sides[shift[0] > 0 ? 0 : 1];
     int k = shift[0] > 0 ? shift[0] : -shift[0];
     calls_of(job, c, tmp, side_members(job, c, ahead, tmp), f->seq, &m);
-    put_ranks_job(b, job, f, behind->ranks, behind->nranks);
+    nsp_an_put_comm_ranks(b, job, f->comm_id, behind->ranks, behind->nranks);
     nsp_sbuf_printf(b, " ");
     if (put_shift_what(b, k, f->seq, &m, &m)) nsp_sbuf_printf(b, ")");
     nsp_sbuf_printf(b, ", or ");
-    put_ranks_job(b, job, f, ahead->ranks, ahead->nranks);
+    nsp_an_put_comm_ranks(b, job, f->comm_id, ahead->ranks, ahead->nranks);
     nsp_sbuf_printf(b, " issued %s (", k == 1 ? "an extra one" : "as many extra ones");
-    nsp_an_put_ranks(b, behind->ranks, behind->nranks);
+    nsp_an_put_comm_ranks(b, job, f->comm_id, behind->ranks, behind->nranks);
     nsp_sbuf_printf(b, "'s calls ");
     put_shift_match(b, k, f->seq);
-    nsp_an_put_ranks(b, ahead->ranks, ahead->nranks);
+    nsp_an_put_comm_ranks(b, job, f->comm_id, ahead->ranks, ahead->nranks);
     nsp_sbuf_printf(b, "'s from seq %llu on)", s + (unsigned long long)k);
   }
   if (!ok) nsp_sbuf_printf(b, "ranks are shifted at seq %llu", s);
@@ -482,7 +456,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   nsp_sbuf_printf(b, "%s at seq %llu: ", mismatch_phrase(f->kind), (unsigned long long)f->seq);
   for (size_t s = 0; s < f->nsides; s++) {
     if (s) nsp_sbuf_printf(b, " vs ");
-    nsp_an_put_ranks(b, f->sides[s].ranks, f->sides[s].nranks);
+    nsp_an_put_side_ranks(b, job, f, &f->sides[s]);
     nsp_sbuf_printf(b, " %s", f->sides[s].text);
   }
   put_odd(b, job, f, "is the odd one");

@@ -136,9 +136,9 @@ static int dup_gpu_side(struct nsp_job *job, struct nsp_side *side, const size_t
   gpu_text(job, order, cnt, buf, sizeof buf, &value);
   NSP_TRY(nsp_an_set_side_text(side, buf));
   if (!(side->value = strdup(value))) return NSP_AN_ENOMEM;
-  char rb[160];
-  nsp_format_ranks(rb, sizeof rb, side->ranks, side->nranks);
-  nsp_sbuf_printf(b, "%sranks %s (", b->len ? "; " : "", rb);
+  nsp_sbuf_printf(b, "%s", b->len ? "; " : "");
+  nsp_an_put_comm_ranks(b, job, job->comms[job->members[order[0]].comm]->info.id, side->ranks, side->nranks);
+  nsp_sbuf_printf(b, " (");
   nsp_an_put_hosts(b, side);
   nsp_sbuf_printf(b, ") share one GPU: %s", buf);
   return 0;
@@ -162,7 +162,7 @@ static int shared_gpu_note(struct nsp_job *job, size_t *order, size_t cnt) {
     return NSP_AN_ENOMEM;
   }
   nsp_sbuf_printf(&b, "communicator %016llx: ", (unsigned long long)job->comms[job->members[order[0]].comm]->info.id);
-  nsp_an_put_ranks(&b, rk, cnt);
+  nsp_an_put_comm_ranks(&b, job, job->comms[job->members[order[0]].comm]->info.id, rk, cnt);
   nsp_sbuf_printf(&b, " (");
   nsp_an_put_hosts(&b, &tmp);
   nsp_sbuf_printf(&b, ") share one GPU, %s, as separate hosts for NCCL (", buf);

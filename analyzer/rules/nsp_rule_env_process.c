@@ -237,9 +237,9 @@ static int rule_world_size(struct nsp_job *job, struct nsp_an_item *it) {
       snprintf(buf, sizeof buf, "%s=%s", vars[v], it[0].value);
       NSP_TRY(nsp_an_set_side_text(side, buf));
       struct nsp_sbuf b = {0};
-      char rb[160];
-      nsp_format_ranks(rb, sizeof rb, side->ranks, side->nranks);
-      nsp_sbuf_printf(&b, "%s=%s on %s %s (", vars[v], it[0].value, n == 1 ? "rank" : "ranks", rb);
+      nsp_sbuf_printf(&b, "%s=%s on ", vars[v], it[0].value);
+      nsp_an_put_side_ranks(&b, job, &f->pub, side);
+      nsp_sbuf_printf(&b, " (");
       nsp_an_put_hosts(&b, side);
       nsp_sbuf_printf(&b, ") but %s", extra);
       NSP_TRY(nsp_an_take_message(f, &b));

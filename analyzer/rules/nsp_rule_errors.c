@@ -100,6 +100,26 @@ static int error_after_mismatch(struct nsp_job *job, const struct nsp_an_comm *c
   return !(mf && mf->pub.time_ns && o->call.time_ns && o->call.time_ns < mf->pub.time_ns);
 }
 
+static int is_group_end(int api) { return api == NSP_API_GroupEnd || api == NSP_API_GroupSimulateEnd; }
+
+/* An error ncclGroupEnd returned for a group on communicator e->comm_id
+ * (origin o) follows from the finding there that explains it: the first,
+ * likely cause first (a mismatch or send/recv finding, then a hang, then a
+ * wavefront), that began no later than the error.  SIZE_MAX: none. */
+static size_t group_end_cause(const struct nsp_job *job, const struct nsp_finding_priv *e, const struct nsp_proc *o) {
+  size_t best = SIZE_MAX;
+  int best_order = NSP_CLASS_ENV;
+  for (size_t i = 0; i < job->nfindings; i++) {
+    const struct nsp_finding_priv *h = &job->findings[i];
+    if (h == e || h->pub.comm_id != e->pub.comm_id || h->pub.kind == NSP_FIND_ERROR) continue;
+    if (h->order >= NSP_CLASS_ENV || h->order >= best_order) continue;
+    if (h->pub.time_ns && o->call.time_ns && h->pub.time_ns > o->call.time_ns) continue;
+    best = h->id;
+    best_order = h->order;
+  }
+  return best;
+}
+
 /* An error on a rank that was waiting in a root hang that began before it
  * (a timeout, the watchdog) follows from that hang; an error after a
  * mismatch on its communicator, from the mismatch.  Runs once the hangs
@@ -110,7 +130,10 @@ static int link(struct nsp_job *job) {
   if (e && e->pub.nsides && e->sides[0].nranks) {
     const struct nsp_proc *o = &e->sides[0].procs[0];
     const struct nsp_an_comm *c = nsp_an_comm_of(job, e->pub.comm_id);
-    if (error_after_mismatch(job, c, o)) {
+    size_t ge = e->pub.comm_id && is_group_end(o->call.api) ? group_end_cause(job, e, o) : SIZE_MAX;
+    if (ge != SIZE_MAX) {
+      e->cause_id = ge;
+    } else if (error_after_mismatch(job, c, o)) {
       e->cause_id = c->mismatch_id;
     } else if (o->call.source == NSP_SRC_COMM_INIT && job->traces[o->trace]->init_wait_id != SIZE_MAX) {
       /* A creation that failed waiting for ranks that never made it. */
@@ -151,12 +174,17 @@ static int link(struct nsp_job *job) {
 
 /* ---- the message ------------------------------------------------------------ */
 
-static void put_error_call(struct nsp_sbuf *b, const struct nsp_call *c, int with_text) {
+/* group_more: for an error of ncclGroupEnd on a communicator, whether its
+ * group had calls on other communicators too (-1: not such an error). */
+static void put_error_call(struct nsp_sbuf *b, const struct nsp_call *c, int with_text, int group_more) {
   char rb[32];
   if (c->source == NSP_SRC_CALL && (nsp_api_kind(c->api) == NSP_K_COLL || nsp_api_kind(c->api) == NSP_K_P2P))
     nsp_sbuf_printf(b, " at seq %llu %s", (unsigned long long)c->seq, nsp_op_name(c->api));
   else if (c->source == NSP_SRC_ASYNC)
     nsp_sbuf_printf(b, " in an async error");
+  else if (group_more >= 0)
+    nsp_sbuf_printf(b, " in %s of a group of calls on this communicator%s", nsp_op_name(c->api),
+                    group_more ? " and others" : "");
   else if (c->api >= 0)
     nsp_sbuf_printf(b, " in %s", nsp_op_name(c->api));
   nsp_sbuf_printf(b, ": %s", nsp_result_name(c->result, rb, sizeof rb));
@@ -182,14 +210,14 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   const struct nsp_proc *o = &f->sides[0].procs[0];
   nsp_sbuf_printf(b, "first error: ");
   put_err_proc(b, job, f, o);
-  put_error_call(b, &o->call, 1);
+  int group = f->comm_id && is_group_end(o->call.api) ? job->traces[o->trace]->first_err.group_more : -1;
+  put_error_call(b, &o->call, 1, group);
   if (f->nsides > 1) {
     nsp_sbuf_printf(b, "; later:");
     for (size_t s = 1; s < f->nsides; s++) {
       char rb[32];
       nsp_sbuf_printf(b, "%s ", s > 1 ? "," : "");
-      if (nsp_side_job_ranks(f, &f->sides[s])) nsp_sbuf_printf(b, "job ");
-      nsp_an_put_ranks(b, f->sides[s].ranks, f->sides[s].nranks);
+      nsp_an_put_side_ranks(b, job, f, &f->sides[s]);
       nsp_sbuf_printf(b, " %s", nsp_result_name(f->sides[s].call.result, rb, sizeof rb));
     }
     /* Hosts' clocks are only as aligned as their NTP: flag a close call. */
@@ -212,6 +240,11 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   if (h && nsp_an_kind_is_mismatch(h->pub.kind) && h->pub.comm_id == f->comm_id)
     nsp_sbuf_printf(b, "; this follows the %s at seq %llu on the same communicator and is probably its consequence",
                     nsp_finding_kind_name(h->pub.kind), (unsigned long long)h->pub.seq);
+  else if (h && group >= 0 && h->pub.comm_id == f->comm_id && !nsp_an_kind_is_hang(h->pub.kind))
+    nsp_sbuf_printf(b, "; this follows the %s %s%llu on the same communicator and is probably its consequence",
+                    nsp_finding_kind_name(h->pub.kind),
+                    nsp_an_kind(h->pub.kind)->sides == NSP_SIDES_SEND_RECV ? "at #" : "at seq ",
+                    (unsigned long long)h->pub.seq);
   /* A rank that gave up waiting in a hang (a timeout, the watchdog). */
   if (h && nsp_an_kind_is_hang(h->pub.kind)) {
     nsp_sbuf_printf(b, "; ");

@@ -325,7 +325,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   const struct nsp_side *lead = na ? na : un;
   if (f->kind == NSP_FIND_HANG && lead) {
     nsp_sbuf_printf(&b, "seq %llu (%s) did not complete: %s", (unsigned long long)f->seq, cb, na ? "" : "whether ");
-    nsp_an_put_ranks(&b, lead->ranks, lead->nranks);
+    nsp_an_put_side_ranks(&b, job, f, lead);
     if (lead->nranks <= 4) {
       nsp_sbuf_printf(&b, " (");
       for (size_t p = 0; p < lead->nranks; p++)
@@ -340,7 +340,8 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
       nsp_sbuf_printf(&b, " arrived is not known");
     }
   } else {
-    nsp_an_put_ranks(&b, wt ? wt->ranks : f->odd_ranks, wt ? wt->nranks : f->nodd);
+    if (wt) nsp_an_put_side_ranks(&b, job, f, wt);
+    else nsp_an_put_comm_ranks(&b, job, f->comm_id, f->odd_ranks, f->nodd);
     nsp_sbuf_printf(&b, "'s seq %llu (%s) never completed although every traced rank issued it%s",
                     (unsigned long long)f->seq, cb,
                     wt && wt->call.in_flight ? " (in flight: the call never returned)" : "");
@@ -350,7 +351,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     if (sd == lead || (f->kind == NSP_FIND_NEVER_COMPLETED && sd == wt)) continue;
     nsp_sbuf_printf(&b, "; ");
     if (sd->role == NSP_ROLE_ARRIVAL_UNKNOWN) nsp_sbuf_printf(&b, "whether ");
-    nsp_an_put_ranks(&b, sd->ranks, sd->nranks);
+    nsp_an_put_side_ranks(&b, job, f, sd);
     switch (sd->role) {
       case NSP_ROLE_ARRIVAL_UNKNOWN: nsp_sbuf_printf(&b, " arrived is not known"); break;
       case NSP_ROLE_WAITING:
@@ -439,7 +440,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
       if (un) {
         /* "its trace" would read as the trace that lost records */
         nsp_sbuf_printf(&b, "; ");
-        nsp_an_put_ranks(&b, wt->ranks, wt->nranks);
+        nsp_an_put_side_ranks(&b, job, f, wt);
         nsp_sbuf_printf(&b, "'s %s right after the enqueue, so how long %s waited is unknown",
                         wt->nranks == 1 ? "trace ends" : "traces end", wt->nranks == 1 ? "it" : "they");
       } else {
@@ -449,7 +450,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
       }
     } else if (hi - lo < 1000000) {
       nsp_sbuf_printf(&b, "; ");
-      nsp_an_put_ranks(&b, wt->ranks, wt->nranks);
+      nsp_an_put_side_ranks(&b, job, f, wt);
       nsp_sbuf_printf(&b, " waited %.3f s (enqueue to the end of %s trace)", (double)hi / 1e9,
                       wt->nranks == 1 ? "its" : "each");
     } else {
@@ -483,7 +484,8 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     const struct nsp_an_comm *c = fp->comm_index != SIZE_MAX ? job->comms[fp->comm_index] : NULL;
     const struct nsp_member *om = o ? nsp_an_member_of_trace(job, c, o->trace) : NULL;
     if (om) nsp_an_put_rank(&b, job, om->rank, om->trace);
-    else nsp_sbuf_printf(&b, "job rank %d", o ? o->rank : -1);
+    else if (o) nsp_an_put_job_ranks(&b, job, &o->rank, 1);
+    else nsp_sbuf_printf(&b, "a process without a rank");
   } else if (cause && cause->pub.comm_id == fp->pub.comm_id) {
     nsp_sbuf_printf(&b, "; this follows the %s at seq %llu on the same communicator",
                     nsp_finding_kind_name(cause->pub.kind), (unsigned long long)cause->pub.seq);

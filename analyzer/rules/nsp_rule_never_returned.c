@@ -127,7 +127,9 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     size_t shown = sd->nranks < 4 ? sd->nranks : 4;
     for (size_t p = 0; p < shown; p++) {
       const struct nsp_proc *pr = &sd->procs[p];
-      nsp_sbuf_printf(b, "%srank %d (%s pid %u)", p ? ", " : "", pr->rank, pr->host, (unsigned)pr->pid);
+      nsp_sbuf_printf(b, "%s", p ? ", " : "");
+      nsp_an_put_job_ranks(b, job, &pr->rank, 1);
+      nsp_sbuf_printf(b, " (%s pid %u)", pr->host, (unsigned)pr->pid);
     }
     if (sd->nranks > shown) nsp_sbuf_printf(b, " and %zu more", sd->nranks - shown);
     nsp_sbuf_printf(b, " never returned from %s", cb);

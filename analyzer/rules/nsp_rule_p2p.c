@@ -86,10 +86,12 @@ static int note_p2p_uncovered(struct nsp_job *job, const struct nsp_an_comm *c, 
   nsp_sbuf_printf(&b, "the trace of ");
   nsp_an_put_rank(&b, job, to->rank, to->trace);
   if (r && r->n)
-    nsp_sbuf_printf(&b, " dropped records after its %s #%llu %s rank %d", their, (unsigned long long)r->max_seq,
-                    dir ? "to" : "from", from->rank);
+    nsp_sbuf_printf(&b, " dropped records after its %s #%llu %s ", their, (unsigned long long)r->max_seq,
+                    dir ? "to" : "from");
   else
-    nsp_sbuf_printf(&b, " holds no %s %s rank %d and dropped records", their, dir ? "to" : "from", from->rank);
+    nsp_sbuf_printf(&b, " holds no %s %s ", their, dir ? "to" : "from");
+  nsp_an_put_rank(&b, job, from->rank, from->trace);
+  if (!(r && r->n)) nsp_sbuf_printf(&b, " and dropped records");
   nsp_sbuf_printf(&b, " (%llu dropped: ", (unsigned long long)t->info.dropped);
   nsp_an_put_drop_reasons(&b, t);
   nsp_sbuf_printf(&b, "), so it may have posted the matching %s%s", their, n == 1 ? "" : "s");
@@ -260,7 +262,9 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     nsp_an_put_rank(b, job, f->dst, r->procs[0].trace);
     nsp_sbuf_printf(b, " (");
     put_p2p_call(b, &s->call);
-    nsp_sbuf_printf(b, ") does not match recv #%llu at rank %d (", k, f->dst);
+    nsp_sbuf_printf(b, ") does not match recv #%llu at ", k);
+    nsp_an_put_rank(b, job, f->dst, r->procs[0].trace);
+    nsp_sbuf_printf(b, " (");
     put_p2p_call(b, &r->call);
     nsp_sbuf_printf(b, ")");
     if (f->later)
@@ -275,9 +279,14 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     nsp_an_put_rank(b, job, f->dst, r->procs[0].trace);
     nsp_sbuf_printf(b, " (");
     put_p2p_call(b, &has->call);
-    nsp_sbuf_printf(b, "): rank %d posted %llu send%s to rank %d, rank %d posted %llu recv%s from rank %d", f->src,
-                    (unsigned long long)s->posted, nsp_an_plural(s->posted), f->dst, f->dst,
-                    (unsigned long long)r->posted, nsp_an_plural(r->posted), f->src);
+    nsp_sbuf_printf(b, "): ");
+    nsp_an_put_rank(b, job, f->src, s->procs[0].trace);
+    nsp_sbuf_printf(b, " posted %llu send%s to ", (unsigned long long)s->posted, nsp_an_plural(s->posted));
+    nsp_an_put_rank(b, job, f->dst, r->procs[0].trace);
+    nsp_sbuf_printf(b, ", ");
+    nsp_an_put_rank(b, job, f->dst, r->procs[0].trace);
+    nsp_sbuf_printf(b, " posted %llu recv%s from ", (unsigned long long)r->posted, nsp_an_plural(r->posted));
+    nsp_an_put_rank(b, job, f->src, s->procs[0].trace);
   }
   /* The side texts: the k-th send and recv as pass 2 read them again. */
   for (int i = 0; i < 2; i++) {

@@ -71,7 +71,8 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *f) {
   const struct nsp_proc *o = &f->sides[0].procs[0];
   const struct nsp_trace *t = job->traces[o->trace];
   struct nsp_sbuf b = {0};
-  nsp_sbuf_printf(&b, "rank %d (%s pid %u) died of ", o->rank, o->host, (unsigned)o->pid);
+  nsp_an_put_job_ranks(&b, job, &o->rank, 1);
+  nsp_sbuf_printf(&b, " (%s pid %u) died of ", o->host, (unsigned)o->pid);
   put_signal(&b, o->signal, o->pid);
   put_where(&b, o->signal);
   if (o->call.api >= 0) {
@@ -95,10 +96,9 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *f) {
   if (f->pub.nsides > 1) {
     nsp_sbuf_printf(&b, "; later:");
     for (size_t s = 1; s < f->pub.nsides; s++) {
-      char rb[160];
-      nsp_format_ranks(rb, sizeof rb, f->sides[s].ranks, f->sides[s].nranks);
-      nsp_sbuf_printf(&b, "%s %s %s %s", s > 1 ? "," : "", f->sides[s].nranks == 1 ? "rank" : "ranks", rb,
-                      f->sides[s].text);
+      nsp_sbuf_printf(&b, "%s ", s > 1 ? "," : "");
+      nsp_an_put_side_ranks(&b, job, &f->pub, &f->sides[s]);
+      nsp_sbuf_printf(&b, " %s", f->sides[s].text);
     }
   }
   return nsp_an_take_message(f, &b);

@@ -205,7 +205,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   for (size_t s = 0; s < f->nsides; s++) {
     const struct nsp_side *side = &f->sides[s];
     if (s) nsp_sbuf_printf(b, s + 1 == f->nsides ? " while " : "; ");
-    nsp_an_put_ranks(b, side->ranks, side->nranks);
+    nsp_an_put_side_ranks(b, job, f, side);
     /* A last collective in flight did not stop: it never returned. */
     const char *stop = side->call.in_flight ? "are in flight at" : "stopped at";
     if (side->call.in_flight && side->nranks == 1) stop = "is in flight at";

@@ -777,15 +777,16 @@ static void nsp_cases_c07(struct nsp_cases_job *job)
   }
 }
 
-/* Each send and each receive in its own group, as PyTorch's isend/irecv
- * (and send/recv) issue them. */
-static void nsp_cases_c08(struct nsp_cases_job *job)
+/* Rank 0 sends `sends` times to rank 1, which receives `recvs` times,
+ * each send and each receive in its own group, as PyTorch's isend/irecv
+ * (and send/recv) issue them; rank 1 checks what it got. */
+static void nsp_cases_p2p_groups(struct nsp_cases_job *job, int sends, int recvs)
 {
   struct nsp_cases_comm *w = &job->comms[0];
   const size_t count = 1024;
   float *buf = nsp_cases_alloc(job, count, ncclFloat32);
   int k;
-  for (k = 0; k < (job->rank == 0 ? 3 : 2); k++) {
+  for (k = 0; k < (job->rank == 0 ? sends : recvs); k++) {
     size_t i;
     int seq = ++w->p2p_seq;
     if (job->rank == 0)
@@ -803,6 +804,11 @@ static void nsp_cases_c08(struct nsp_cases_job *job)
       nsp_cases_verify(job, w, K_P2P, ncclFloat32, buf, i, nsp_cases_val(K_P2P, seq, 0, i, ncclSum));
   }
   nsp_cases_free(job, buf);
+}
+
+static void nsp_cases_c08(struct nsp_cases_job *job)
+{
+  nsp_cases_p2p_groups(job, 3, 2);
 }
 
 static void nsp_cases_c09(struct nsp_cases_job *job)
@@ -848,6 +854,28 @@ static void nsp_cases_c10(struct nsp_cases_job *job)
       nsp_cases_ring(job, half, t, 3);
     }
   }
+}
+
+/* split-job-ranks: the odd ranks {1,3} split off (key: world rank, so
+ * child ranks 0 and 1 are job ranks 1 and 3); at the child's seq 2 job
+ * rank 3 reduces float16, job rank 1 float32.  The report must name them
+ * "rank 0 (job rank 1)" and "rank 1 (job rank 3)". */
+static void nsp_cases_split_job_ranks(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0], *child;
+  nsp_cases_allreduce(job, w, ncclFloat32, 256, ncclSum);
+  child = nsp_cases_split(job, w, job->rank % 2, job->rank, job->rank % 2 ? "odd{1,3}" : "even{0,2}");
+  nsp_cases_allreduce(job, child, ncclFloat32, 256, ncclSum);
+  nsp_cases_allreduce(job, child, job->rank == 3 ? ncclFloat16 : ncclFloat32, 256, ncclSum);
+}
+
+/* group-error: each send/recv in a group of its own; rank 1 posts a third
+ * recv that rank 0 never sends.  Without a stream the group runs at its
+ * ncclGroupEnd, which times out and returns ncclSystemError: an error of
+ * ncclGroupEnd (a call on no communicator) for a group on the world. */
+static void nsp_cases_group_error(struct nsp_cases_job *job)
+{
+  nsp_cases_p2p_groups(job, 2, 3);
 }
 
 static int nsp_cases_env_int(const char *name, int dflt);
@@ -1198,6 +1226,10 @@ static const struct nsp_cases_case nsp_cases_table[] = {
    "rank 1 issues an extra all-gather at seq 12 in the middle of a loop"},
   {"skipped-coll", "skipped-coll", 4, 0, NULL, nsp_cases_skipped_coll,
    "rank 1 skips the all-gather at seq 11 in the middle of a loop"},
+  {"split-job-ranks", "split-job-ranks", 4, 0, NULL, nsp_cases_split_job_ranks,
+   "odd{1,3} (child ranks 0,1) seq 2: job rank 3 float16, job rank 1 float32"},
+  {"group-error", "group-error", 2, 0, NULL, nsp_cases_group_error,
+   "rank 1's third recv has no send: its ncclGroupEnd times out (ncclSystemError)"},
 };
 
 static int nsp_cases_env_int(const char *name, int dflt)

@@ -197,6 +197,17 @@ static void assert_side(const struct nsp_side *s, const char *ranks) {
   assert_string_equal(buf, ranks);
 }
 
+/* Asserts the report's first line (issue #13 item 8): pattern with the
+ * communicator id in 16 hex digits for its "@". */
+static void assert_headline(struct run *r, const char *pattern, uint64_t comm_id) {
+  char want[512];
+  const char *at = strchr(pattern, '@');
+  assert_non_null(at);
+  snprintf(want, sizeof want, "%.*s%016llx%s", (int)(at - pattern), pattern, (unsigned long long)comm_id, at + 1);
+  print_message("# headline: %s\n", nsp_job_headline(r->job));
+  assert_string_equal(nsp_job_headline(r->job), want);
+}
+
 static void test_c01(void **state) {
   struct run r;
   run_case(&r, "c01", 2);
@@ -210,6 +221,8 @@ static void test_c01(void **state) {
   assert_side(&f->sides[1], "1");
   assert_int_equal(f->sides[1].call.dtype, ncclFloat32);
   assert_int_equal(f->sides[0].call.count, 1024);
+  assert_headline(&r, "seq 2 all-reduce on communicator @: rank 0 passed float16 where rank 1 passed float32 "
+                      "(dtype mismatch)", f->comm_id);
   /* The NCCL path is recorded canonical (the ranks reach the stand-in
    * through an rpath with "..": it must not show). */
   for (size_t i = 0; i < nsp_job_ntraces(r.job); i++) {
@@ -251,6 +264,8 @@ static void test_c03(void **state) {
   assert_int_equal(f->sides[0].call.api, NSP_API_AllGather);
   assert_side(&f->sides[1], "1-3");
   assert_int_equal(f->sides[1].call.api, NSP_API_AllReduce);
+  assert_headline(&r, "seq 11 on communicator @: rank 0 called all-gather where ranks 1-3 called all-reduce "
+                      "(kind mismatch)", f->comm_id);
   run_done(&r);
 }
 
@@ -282,6 +297,8 @@ static void test_c05(void **state) {
   assert_int_equal(f->sides[1].call.count, 409598);
   assert_side(&f->sides[0], "0");
   assert_side(&f->sides[1], "1");
+  assert_headline(&r, "seq 1 all-reduce on communicator @: rank 0 passed count 409600 where rank 1 passed "
+                      "count 409598 (count mismatch)", f->comm_id);
   run_done(&r);
 }
 
@@ -318,6 +335,11 @@ static void test_c07(void **state) {
   assert_int_equal(f->sides[1].call.result, ncclRemoteError);
   for (size_t i = 0; i < f->sides[1].nranks; i++)
     assert_true(f->sides[1].procs[i].call.time_ns >= f->sides[0].procs[0].call.time_ns);
+  /* NCCL's words as the stand-in injects them (NSP_CASES_C07_FAIL). */
+  char want[512];
+  snprintf(want, sizeof want, "first error on communicator @: rank 3 all-reduce seq 50 returned ncclSystemError (\"%s\") (error)",
+           f->sides[0].procs[0].call.last_error);
+  assert_headline(&r, want, f->comm_id);
   run_done(&r);
 }
 
@@ -365,6 +387,16 @@ static void test_c10(void **state) {
   /* World plus the two halves of the split, all traced on every rank. */
   assert_true(nsp_job_ncomms(r.job) >= 3);
   assert_true(world(&r, 4)->ncoll >= 4 * 1000);
+  /* The headline says what the summary says: nothing found, in what. */
+  unsigned long long ncoll = 0, np2p = 0;
+  for (size_t i = 0; i < nsp_job_ncomms(r.job); i++) {
+    ncoll += nsp_job_comm(r.job, i)->ncoll;
+    np2p += nsp_job_comm(r.job, i)->np2p;
+  }
+  char want[256];
+  snprintf(want, sizeof want, "No problems found in 4 traces (%zu communicators, %llu collective calls, %llu send/recv calls).",
+           nsp_job_ncomms(r.job), ncoll, np2p);
+  assert_string_equal(nsp_job_headline(r.job), want);
   run_done(&r);
 }
 
@@ -714,6 +746,8 @@ static void test_live_hang(void **state) {
   assert_int_equal(f->seq, 3);
   for (int k = 0; k < 2; k++) assert_end(&r, k, NSP_END_RUNNING);
   assert_non_null(strstr(nsp_job_summary(r.job), "still running"));
+  assert_headline(&r, "seq 3 all-reduce on communicator @ did not complete: rank 1 did not arrive; rank 0 waits "
+                      "inside it (hang)", f->comm_id);
   run_done(&r);
 }
 
@@ -887,8 +921,9 @@ static void test_env_versions(void **state) {
   assert_env_side(&f->sides[0], "0-2", "2.28.9", "node-a,node-a,node-b");
   assert_env_side(&f->sides[1], "3", "2.28.5", "node-b");
   assert_odd(f, "3");
-  assert_string_equal(f->message, "NCCL version differs across ranks: ranks 0-2 (node-a, node-b): 2.28.9; "
-                                  "rank 3 (node-b): 2.28.5");
+  /* The job's split numbers ranks otherwise: these are job ranks. */
+  assert_string_equal(f->message, "NCCL version differs across ranks: job ranks 0-2 (node-a, node-b): 2.28.9; "
+                                  "job rank 3 (node-b): 2.28.5");
 
   f = the_finding(&r, NSP_FIND_ENV_NCCL_PATH, NULL);
   assert_int_equal(f->nsides, 2);
@@ -954,8 +989,8 @@ static void test_env_settings(void **state) {
   assert_env_side(&f->sides[0], "0,2-3", NULL, "node-a,node-b,node-b");
   assert_env_side(&f->sides[1], "1", "1", "node-a");
   assert_odd(f, "1");
-  assert_string_equal(f->message, "NCCL_IB_DISABLE differs across ranks: ranks 0,2-3 (node-a, node-b): unset; "
-                                  "rank 1 (node-a): 1");
+  assert_string_equal(f->message, "NCCL_IB_DISABLE differs across ranks: job ranks 0,2-3 (node-a, node-b): unset; "
+                                  "job rank 1 (node-a): 1");
 
   /* Within node-a only: node-b's ib0 is no side of it. */
   f = the_finding(&r, NSP_FIND_ENV_SETTING, "NCCL_SOCKET_IFNAME");
@@ -963,7 +998,7 @@ static void test_env_settings(void **state) {
   assert_env_side(&f->sides[0], "0", "eth0", "node-a");
   assert_env_side(&f->sides[1], "1", "eth1", "node-a");
   assert_int_equal(f->nodd, 0);
-  assert_string_equal(f->message, "NCCL_SOCKET_IFNAME differs across ranks: rank 0 (node-a): eth0; rank 1 (node-a): "
+  assert_string_equal(f->message, "NCCL_SOCKET_IFNAME differs across ranks: job rank 0 (node-a): eth0; job rank 1 (node-a): "
                                   "eth1; within one host (node-a): it may differ between hosts, not between the "
                                   "processes of one");
   /* The per-rank variables were recorded (so leaving them out was the
@@ -1209,7 +1244,7 @@ static void test_env_world_size(void **state) {
   const struct nsp_finding *f = the_finding(&r, NSP_FIND_ENV_WORLD_SIZE, "SLURM_NTASKS");
   assert_int_equal(f->nsides, 1);
   assert_env_side(&f->sides[0], "0-3", "8", "node-a,node-a,node-b,node-b");
-  assert_string_equal(f->message, "SLURM_NTASKS=8 on ranks 0-3 (node-a, node-b) but 4 processes traced, "
+  assert_string_equal(f->message, "SLURM_NTASKS=8 on job ranks 0-3 (node-a, node-b) but 4 processes traced, "
                                   "largest communicator 4 ranks");
   f = the_finding(&r, NSP_FIND_ENV_WORLD_SIZE, "OMPI_COMM_WORLD_SIZE");
   assert_int_equal(f->nsides, 2);
@@ -1431,6 +1466,78 @@ static void test_runs_fail_after_healthy(void **state) {
   run_done(&b);
 }
 
+/* Asserts that text (outside its quoted strings, which are NCCL's own
+ * words) names the processes of a split communicator whose ranks 0 and 1
+ * are job ranks 1 and 3 unambiguously: every "rank 0" or "rank 1" that is
+ * no job rank carries its job rank, and "ranks 0-1" too. */
+static void assert_no_bare_rank(const char *text) {
+  static const char *const full[][2] = {{"rank 0", "rank 0 (job rank 1)"},
+                                         {"rank 1", "rank 1 (job rank 3)"},
+                                         {"ranks 0-1", "ranks 0-1 (job ranks 1,3)"}};
+  int quoted = 0;
+  for (const char *p = text; *p; p++) {
+    if (*p == '"' && (p == text || p[-1] != '\\')) quoted = !quoted;
+    if (quoted || (p > text && (p[-1] == 'b' || p[-1] == '_'))) continue; /* "job rank 1", "job_rank" */
+    for (size_t k = 0; k < sizeof full / sizeof *full; k++) {
+      size_t n = strlen(full[k][0]);
+      if (strncmp(p, full[k][0], n) || (p[n] >= '0' && p[n] <= '9') || p[n] == '-' || p[n] == ',') continue;
+      if (p >= text + 4 && !strncmp(p - 4, "job ", 4)) continue;
+      if (strncmp(p, full[k][1], strlen(full[k][1])))
+        fail_msg("bare \"%s\" in: %.200s", full[k][0], p > text + 60 ? p - 60 : text);
+    }
+  }
+}
+
+/* Issue #13 item 6: a mismatch in a split communicator {1,3} names each
+ * process with its job rank, in the summary and in every finding. */
+static void test_split_job_ranks(void **state) {
+  struct run r;
+  run_case(&r, "split-job-ranks", 4);
+  const struct nsp_comm_info *w = world(&r, 4);
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_int_equal(f->comm->parent_id, w->id);
+  assert_int_equal(f->seq, 2);
+  assert_side(&f->sides[0], "0");
+  assert_int_equal(nsp_job_trace(r.job, f->sides[0].procs[0].trace)->rank, 1);
+  assert_side(&f->sides[1], "1");
+  assert_int_equal(nsp_job_trace(r.job, f->sides[1].procs[0].trace)->rank, 3);
+  const char *sum = nsp_job_summary(r.job);
+  print_message("# summary: %s\n", sum);
+  assert_non_null(strstr(sum, "rank 0 (job rank 1) all-reduce 256 x float32"));
+  assert_non_null(strstr(sum, "rank 1 (job rank 3) all-reduce 256 x float16"));
+  assert_non_null(strstr(f->message, "rank 0 (job rank 1)"));
+  assert_non_null(strstr(f->message, "rank 1 (job rank 3)"));
+  assert_no_bare_rank(sum);
+  for (size_t i = 0; i < nsp_job_nfindings(r.job); i++) assert_no_bare_rank(nsp_job_finding(r.job, i)->message);
+  run_done(&r);
+}
+
+/* Issue #13 item 7: an error returned by ncclGroupEnd (a call on no
+ * communicator) is the error of the communicator its group's calls were
+ * on, with the process's rank there, and follows from the finding on that
+ * communicator that explains it (here the recv that has no send). */
+static void test_group_error(void **state) {
+  struct run r;
+  run_case(&r, "group-error", 2);
+  const struct nsp_comm_info *w = world(&r, 2);
+  const struct nsp_finding *p2p = first_of(&r, NSP_FIND_P2P_UNMATCHED);
+  const struct nsp_finding *e = first_of(&r, NSP_FIND_ERROR);
+  assert_ptr_equal(p2p, nsp_job_finding(r.job, 0));
+  assert_int_equal(p2p->comm_id, w->id);
+  assert_int_equal(e->comm_id, w->id);
+  assert_int_equal(e->api, NSP_API_GroupEnd);
+  assert_side(&e->sides[0], "1");
+  assert_int_equal(e->sides[0].procs[0].comm_rank, 1);
+  assert_int_equal(e->sides[0].call.result, ncclSystemError);
+  assert_null(strstr(e->message, "no communicator"));
+  assert_non_null(strstr(e->message, "rank 1"));
+  assert_non_null(strstr(e->message, "group-end"));
+  assert_ptr_equal(nsp_job_finding(r.job, e->cause), p2p);
+  assert_null(strstr(nsp_job_summary(r.job), "no communicator"));
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1460,6 +1567,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_premul_handles), cmocka_unit_test(test_extra_coll), cmocka_unit_test(test_skipped_coll),
       cmocka_unit_test(test_launcher), cmocka_unit_test(test_runs_twice), cmocka_unit_test(test_runs_fail_after_healthy),
       cmocka_unit_test(test_env_debug),
+      cmocka_unit_test(test_split_job_ranks), cmocka_unit_test(test_group_error),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);

@@ -625,8 +625,9 @@ static void test_error_after_mismatch(void **state) {
   nsp_job_destroy(job);
 }
 
-/* Grouped send/recv report errors from ncclGroupEnd, on no communicator:
- * the error finding says so, and the rank that stopped there is not also
+/* Grouped send/recv report errors from ncclGroupEnd, a call on no
+ * communicator: the error is the communicator's of the group's calls
+ * (issue #13 item 7), and the rank that stopped there is not also
  * reported as a wavefront. */
 static void test_group_end_error(void **state) {
   (void)state;
@@ -645,12 +646,15 @@ static void test_group_end_error(void **state) {
   assert_int_equal(nsp_job_nfindings(job), 1);
   const struct nsp_finding *f = nsp_job_finding(job, 0);
   assert_int_equal(f->kind, NSP_FIND_ERROR);
-  assert_true(f->comm_id == 0);
-  assert_null(f->comm);
+  assert_non_null(f->comm);
+  assert_true(f->comm_id == f->comm->id && f->comm_id != 0);
+  assert_int_equal(f->sides[0].procs[0].comm_rank, 1);
   assert_int_equal(f->api, NSP_API_GroupEnd);
   assert_int_equal(f->seq, 0);
-  assert_string_equal(f->message, "first error: rank 1 in group-end: ncclSystemError (\"NET/IB: connection closed\")");
-  assert_contains(nsp_job_summary(job), "The first problem (error) is on no communicator");
+  assert_string_equal(f->message, "first error: rank 1 in group-end of a group of calls on this communicator: "
+                                  "ncclSystemError (\"NET/IB: connection closed\")");
+  assert_contains(nsp_job_summary(job), "The first problem (error) is on communicator");
+  assert_null(strstr(nsp_job_summary(job), "no communicator"));
   nsp_job_destroy(job);
 }
 
@@ -1098,6 +1102,39 @@ static void test_format_ranks(void **state) {
   assert_int_equal(strlen(small), sizeof small - 1);
 }
 
+/* The one function every message names processes with (issue #13 item 6). */
+static void test_format_ranks_job(void **state) {
+  (void)state;
+  char buf[128];
+  static const int r01[] = {0, 1}, j13[] = {1, 3}, j01[] = {0, 1}, j2u[] = {2, -1}, r1[] = {1}, j3[] = {3};
+  assert_int_equal(nsp_format_ranks_job(buf, sizeof buf, r1, j3, 1), strlen("rank 1 (job rank 3)"));
+  assert_string_equal(buf, "rank 1 (job rank 3)");
+  nsp_format_ranks_job(buf, sizeof buf, r01, j13, 2);
+  assert_string_equal(buf, "ranks 0-1 (job ranks 1,3)");
+  /* Equal, unknown or not given: no job ranks. */
+  nsp_format_ranks_job(buf, sizeof buf, r01, j01, 2);
+  assert_string_equal(buf, "ranks 0-1");
+  nsp_format_ranks_job(buf, sizeof buf, r1, NULL, 1);
+  assert_string_equal(buf, "rank 1");
+  static const int ju[] = {-1};
+  nsp_format_ranks_job(buf, sizeof buf, r1, ju, 1);
+  assert_string_equal(buf, "rank 1");
+  /* One known and different: the unknown one reads "?". */
+  nsp_format_ranks_job(buf, sizeof buf, r01, j2u, 2);
+  assert_string_equal(buf, "ranks 0-1 (job ranks 2,?)");
+  /* Consecutive job ranks as a range, in the order of the ranks. */
+  static const int r4[] = {0, 1, 2, 3}, j4[] = {4, 5, 6, 0};
+  nsp_format_ranks_job(buf, sizeof buf, r4, j4, 4);
+  assert_string_equal(buf, "ranks 0-3 (job ranks 4-6,0)");
+  /* A long list is cut after 16 ranges. */
+  int many[40], jm[40];
+  for (int i = 0; i < 40; i++) many[i] = i, jm[i] = 2 * i + 1;
+  nsp_format_ranks_job(buf, sizeof buf, many, jm, 40);
+  assert_string_equal(buf, "ranks 0-39 (job ranks 1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,...)");
+  nsp_format_ranks_job(buf, sizeof buf, NULL, NULL, 0);
+  assert_string_equal(buf, "");
+}
+
 static void test_format_call_and_names(void **state) {
   (void)state;
   char buf[128];
@@ -1168,7 +1205,7 @@ int main(void) {
       cmocka_unit_test(test_drop_p2p_all_to_all_one_note_per_rank),
       cmocka_unit_test(test_quoting_and_plurals),
       cmocka_unit_test(test_cut_trace_in_finding),
-      cmocka_unit_test(test_format_ranks),
+      cmocka_unit_test(test_format_ranks), cmocka_unit_test(test_format_ranks_job),
       cmocka_unit_test(test_format_call_and_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
