@@ -59,6 +59,10 @@ enum nsp_side_shape {
   NSP_SIDES_BY_VALUE,         /* by the value the processes hold (value) */
   NSP_SIDES_ORIGIN_BY_SIGNAL, /* the first to die, then the others by
                                  signal; each with its signal and stack */
+  NSP_SIDES_SHIFTED,          /* one side per distinct call at the seq, as
+                                 by call; the odd ranks skipped or added
+                                 calls there (the message's first clause
+                                 says which, and the headline is it) */
 };
 
 /* Meanings of odd_ranks and later that several kinds share. */
@@ -170,8 +174,9 @@ enum nsp_side_shape {
     "a process was killed inside an NCCL call, or is blocked in one, and no other finding explains it: "               \
     "ncclGroupEnd waits for the peers of the group's sends and receives, ncclCommFinalize and ncclCommDestroy for "    \
     "outstanding work and the other ranks - look at what those peers did last, and at NCCL_DEBUG=INFO output")   \
-  X(NSP_FIND_SEQ_SHIFT, "seq-shift", NSP_CLASS_MISMATCH, NSP_RANKS_COMM, NSP_SIDES_BY_CALL,                            \
-    "the ranks whose calls are shifted against a strict majority (none without one)",                                  \
+  X(NSP_FIND_SEQ_SHIFT, "seq-shift", NSP_CLASS_MISMATCH, NSP_RANKS_COMM, NSP_SIDES_SHIFTED,                            \
+    "the ranks whose calls are shifted against a strict majority, or against as many ranks whose calls keep the "    \
+    "pattern the calls before had (none otherwise)",                                  \
     "later seqs of the communicator that also differ",                                                                 \
     "a rank skipped or added collectives: its later calls match the others' shifted by that many seqs - look at the "  \
     "call site of each side for a collective under a rank-dependent condition (if rank == 0, is_main_process, "        \

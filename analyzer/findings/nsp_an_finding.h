@@ -38,7 +38,8 @@ struct nsp_finding_priv {
 static inline const struct nsp_finding_kind_info *nsp_an_kind(int kind) { return nsp_finding_kind_info(kind); }
 /* A collective mismatch (its sides are calls at one seq). */
 static inline int nsp_an_kind_is_mismatch(int kind) {
-  return nsp_an_kind(kind)->sides == NSP_SIDES_BY_CALL && nsp_an_kind(kind)->order_class == NSP_CLASS_MISMATCH;
+  int sides = nsp_an_kind(kind)->sides;
+  return (sides == NSP_SIDES_BY_CALL || sides == NSP_SIDES_SHIFTED) && nsp_an_kind(kind)->order_class == NSP_CLASS_MISMATCH;
 }
 /* A hang or never-completed finding (its sides are roles at a seq). */
 static inline int nsp_an_kind_is_hang(int kind) { return kind == NSP_FIND_HANG || kind == NSP_FIND_NEVER_COMPLETED; }

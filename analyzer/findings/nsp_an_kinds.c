@@ -32,8 +32,8 @@ const char *nsp_rank_space_name(int rank_space) {
 const char *nsp_side_shape_name(int sides) {
   static const char *const names[] = {"by call",          "sender, receiver",  "by last seq",
                                       "origin, by result", "by role",           "by value",
-                                      "origin, by signal"};
-  return sides >= 0 && sides < 7 ? names[sides] : "unknown";
+                                      "origin, by signal", "shifted, by call"};
+  return sides >= 0 && (size_t)sides < sizeof names / sizeof *names ? names[sides] : "unknown";
 }
 
 int nsp_finding_job_ranks(const struct nsp_finding *f) {

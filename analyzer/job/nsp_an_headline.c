@@ -202,6 +202,18 @@ static void hl_origin_by_signal(struct nsp_sbuf *b, const struct nsp_job *job, c
   put_sides(b, job, f, text_phrase, " died of ", "; ");
 }
 
+/* "communicator X: " and the message's first clause, which says what the
+ * odd ranks skipped or added ("rank 1 skipped an all-reduce at seq 12 (its
+ * calls ...)"): up to its first ": " outside parentheses. */
+static void hl_shifted(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {
+  (void)job;
+  const char *m = f->message ? f->message : "";
+  size_t n = 0;
+  for (int depth = 0; m[n] && !(depth == 0 && m[n] == ':' && m[n + 1] == ' '); n++)
+    depth += m[n] == '(' ? 1 : m[n] == ')' && depth ? -1 : 0;
+  nsp_sbuf_printf(b, "communicator %016llx: %.*s", (unsigned long long)f->comm_id, (int)n, m);
+}
+
 /* Indexed by enum nsp_side_shape; a shape without a writer (one being
  * added) falls back to the finding's message. */
 static void (*const headline_of_shape[])(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) = {
@@ -212,6 +224,7 @@ static void (*const headline_of_shape[])(struct nsp_sbuf *b, const struct nsp_jo
     [NSP_SIDES_BY_ROLE] = hl_by_role,
     [NSP_SIDES_BY_VALUE] = hl_by_value,
     [NSP_SIDES_ORIGIN_BY_SIGNAL] = hl_origin_by_signal,
+    [NSP_SIDES_SHIFTED] = hl_shifted,
 };
 
 int nsp_an_build_headline(struct nsp_job *job) {

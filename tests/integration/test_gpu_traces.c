@@ -216,6 +216,8 @@ static void test_skip_allreduce(void **state) {
   assert_int_equal(f->odd_ranks[0], 1);
   assert_non_null(strstr(f->message, "rank 1 skipped an all-reduce at seq 12 (its calls from seq 12 on match rank 0's "
                                      "from seq 13 on)"));
+  assert_string_equal(nsp_job_headline(job), "communicator 906c7a79dc7f20ab: rank 1 skipped an all-reduce at seq 12 "
+                                             "(its calls from seq 12 on match rank 0's from seq 13 on) (seq shift)");
   for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
     const struct nsp_finding *g = nsp_job_finding(job, i);
     assert_int_not_equal(g->kind, NSP_FIND_COUNT_MISMATCH);
