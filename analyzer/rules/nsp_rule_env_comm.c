@@ -148,6 +148,15 @@ static int dup_gpu_side(struct nsp_job *job, struct nsp_side *side, const size_t
  * than one host identity: NCCL sees separate hosts and allows it, so a
  * note, not a finding. */
 static int shared_gpu_note(struct nsp_job *job, size_t *order, size_t cnt) {
+  /* Once per GPU: a communicator before this one (the world, for a
+   * subgroup's) with every one of these processes made the note. */
+  size_t self = job->members[order[0]].comm;
+  for (size_t ci = 0; ci < self; ci++) {
+    size_t have = 0;
+    for (size_t i = 0; i < cnt; i++)
+      have += nsp_an_member_of_trace(job, job->comms[ci], job->members[order[i]].trace) != NULL;
+    if (have == cnt) return 0;
+  }
   char buf[400];
   const char *value;
   gpu_text(job, order, cnt, buf, sizeof buf, &value);
@@ -169,8 +178,8 @@ static int shared_gpu_note(struct nsp_job *job, size_t *order, size_t cnt) {
   qsort_r(order, cnt, sizeof *order, nsp_an_cmp_member_rank, job);
   for (size_t i = 0; i < cnt && i < 8; i++) {
     const char *id = hostid(job, &job->members[order[i]]);
-    nsp_sbuf_printf(&b, "%s%s%s on rank %d", i ? ", " : "", id[0] ? "NCCL_HOSTID=" : "NCCL_HOSTID unset", id,
-                    job->members[order[i]].rank);
+    nsp_sbuf_printf(&b, "%s%s%s on ", i ? ", " : "", id[0] ? "NCCL_HOSTID=" : "NCCL_HOSTID unset", id);
+    nsp_an_put_rank(&b, job, job->members[order[i]].rank, job->members[order[i]].trace);
   }
   nsp_sbuf_printf(&b, "%s): not an error, but they share its memory and compute", cnt > 8 ? ", ..." : "");
   free(rk);

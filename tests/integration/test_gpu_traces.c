@@ -236,6 +236,11 @@ static void test_ddp_amp_subgroup(void **state) {
   size_t total = 0;
   for (size_t i = 0; i < nsp_job_ncomms(job); i++) total += nsp_job_comm(job, i)->ncoll;
   assert_int_equal(total, 180);
+  /* One GPU shared by the 4 ranks: one note (the world's), not one per
+   * communicator, and no subgroup rank that reads as another job rank. */
+  assert_int_equal(nsp_job_nnotes(job), 1);
+  assert_non_null(strstr(nsp_job_note(job, 0), "ranks 0-3 (vm) share one GPU"));
+  assert_non_null(strstr(nsp_job_note(job, 0), "NCCL_HOSTID=nsp-rank-2 on rank 2,"));
   nsp_job_destroy(job);
 }
 
