@@ -33,6 +33,12 @@
 #define NSP_RUN_GAP_NS 1000000000LL
 
 /* Appends "s" to the growing string *buf (NULL-safe); -1 when out of memory. */
+/* a - b for a >= b, saturated at INT64_MAX (hostile times span more). */
+static int64_t gap_ns(int64_t a, int64_t b) {
+  int64_t d;
+  return __builtin_sub_overflow(a, b, &d) ? INT64_MAX : d;
+}
+
 static int cat(char **buf, const char *s) {
   char *n = nsp_asprintf("%s%s", *buf ? *buf : "", s);
   if (!n) return -1;
@@ -154,7 +160,7 @@ static int group(struct nsp_job *job, struct run_tr *v) {
   for (size_t k = 0; !ret && k < na; k++) {
     size_t t = order[k];
     int same = ng && v[g[ng - 1].root].parent == v[t].parent;
-    if (!same || v[t].s > g[ng - 1].e + NSP_RUN_GAP_NS) {
+    if (!same || (v[t].s > g[ng - 1].e && gap_ns(v[t].s, g[ng - 1].e) > NSP_RUN_GAP_NS)) {
       g[ng] = (struct grp){t, v[t].key, v[t].s, v[t].e, 0};
       ng++;
     } else if (v[t].e > g[ng - 1].e) {
@@ -220,7 +226,7 @@ static int group(struct nsp_job *job, struct run_tr *v) {
       for (size_t r = 0; r < nr; r++) {
         if (!pass && strcmp(rkey[r], v[i].key)) continue;
         const struct nsp_run_info *ri = &job->runs[r].info;
-        int64_t d = v[i].e < ri->start_ns ? ri->start_ns - v[i].e : v[i].s > ri->end_ns ? v[i].s - ri->end_ns : 0;
+        int64_t d = v[i].e < ri->start_ns ? gap_ns(ri->start_ns, v[i].e) : v[i].s > ri->end_ns ? gap_ns(v[i].s, ri->end_ns) : 0;
         if (best == SIZE_MAX || d < best_d || (d == best_d && ri->start_ns > job->runs[best].info.start_ns)) {
           best = r;
           best_d = d;
