@@ -714,7 +714,10 @@ size_t nsp_format_call(char *buf, size_t buflen, const struct nsp_call *c);
 /* c's reduction op as reports name it: "sum", "premulsum(float32 host
  * 0.25)", "premulsum(float16 device)", or for a PreMulSum op whose
  * creation was not traced "premulsum#5" (its handle); buf holds what is
- * not a constant.  Returns the name. */
+ * not a constant; "premulsum" where the definition is unknown (premul_dtype
+ * < 0: perf's lines, which hold every PreMulSum op).  Every report part
+ * (text, JSON, headline, perf) names a reduction op through this.
+ * Returns the name. */
 const char *nsp_format_redop(char *buf, size_t buflen, const struct nsp_call *c);
 
 /* Writes how a process ended, as messages and reports say it, into buf:

@@ -19,8 +19,9 @@ static const char *fmt_dtype(int dtype, char *buf, size_t len) {
 static const char *fmt_redop(const struct nsp_perf_row *row, char *buf, size_t len) {
   if (!nsp_api_has_redop(row->api)) return "none";
   if (row->redop < 0) return "mixed";
-  if (row->redop >= (int)ncclNumOps) return "premulsum";
-  return nsp_redop_name(row->redop, buf, len);
+  /* A line holds every PreMulSum op (no one definition): "premulsum". */
+  struct nsp_call c = {.redop = row->redop >= (int)ncclNumOps ? NSP_REDOP_PREMULSUM : row->redop, .premul_dtype = -1};
+  return nsp_format_redop(buf, len, &c);
 }
 
 static const char *fmt_ns(int64_t ns, char *buf, size_t len) {

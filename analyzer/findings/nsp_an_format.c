@@ -92,6 +92,10 @@ static const char *scalar_text(char *buf, size_t buflen, int dtype, uint64_t bit
 
 const char *nsp_format_redop(char *buf, size_t buflen, const struct nsp_call *c) {
   if (c->redop != NSP_REDOP_PREMULSUM) return nsp_redop_name(c->redop, buf, buflen);
+  if (c->premul_dtype < 0) { /* definition not known (perf's lines of every PreMulSum op) */
+    snprintf(buf, buflen, "premulsum");
+    return buf;
+  }
   char tb[32], vb[48];
   const char *v = c->premul_scalar_known ? scalar_text(vb, sizeof vb, c->premul_dtype, c->premul_scalar) : NULL;
   const char *res = c->premul_residence == ncclScalarHostImmediate ? "host"

@@ -80,7 +80,7 @@ struct call_diff {
 static void call_phrase(struct nsp_sbuf *b, const struct nsp_finding *f, const struct nsp_side *s, const void *ctx) {
   const struct call_diff *d = ctx;
   const struct nsp_call *c = &s->call;
-  char tb[32];
+  char tb[32], rb[96];
   if (d->op) {
     nsp_sbuf_printf(b, " called %s", c->api >= 0 ? nsp_op_name(c->api) : "nothing");
     return;
@@ -93,7 +93,7 @@ static void call_phrase(struct nsp_sbuf *b, const struct nsp_finding *f, const s
   const char *sep = " ";
   if (d->dtype) nsp_sbuf_printf(b, "%s%s", sep, nsp_dtype_name(c->dtype, tb, sizeof tb)), sep = ", ";
   if (d->count) nsp_sbuf_printf(b, "%scount %llu", sep, (unsigned long long)c->count), sep = ", ";
-  if (d->redop) nsp_sbuf_printf(b, "%s%s", sep, nsp_redop_name(c->redop, tb, sizeof tb)), sep = ", ";
+  if (d->redop) nsp_sbuf_printf(b, "%s%s", sep, nsp_format_redop(rb, sizeof rb, c)), sep = ", ";
   if (d->root) nsp_sbuf_printf(b, "%sroot %d", sep, c->peer);
   (void)f;
 }
@@ -105,7 +105,7 @@ static void hl_by_call(struct nsp_sbuf *b, const struct nsp_job *job, const stru
     d.op |= a->api != c->api;
     d.dtype |= a->dtype != c->dtype;
     d.count |= a->count != c->count;
-    d.redop |= a->redop != c->redop && a->api >= 0 && nsp_api_has_redop(a->api);
+    d.redop |= (a->redop != c->redop || a->premul_dtype != c->premul_dtype) && a->api >= 0 && nsp_api_has_redop(a->api);
     d.root |= a->peer != c->peer && a->api >= 0 && nsp_api_has_root(a->api);
   }
   size_t len = b->len;

@@ -124,6 +124,9 @@ static void test_premulsum_definitions_differ(void **state) {
   assert_ranks(f->odd_ranks, f->nodd, "2");
   assert_contains(f->message, "ranks 0-1 all-reduce 64 x float32 premulsum(float32 host 0.25) (256 bytes) vs "
                               "rank 2 all-reduce 64 x float32 sum (256 bytes)");
+  /* The headline names the op by its definition too, never by a handle
+   * or the internal code of PreMulSum. */
+  assert_contains(nsp_job_headline(job), "rank 2 passed sum where ranks 0-1 passed premulsum(float32 host 0.25)");
   nsp_job_destroy(job);
 
   /* The op's dtype: rank 1's was made for float16. */
