@@ -445,7 +445,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     nsp_sbuf_printf(b, ": ");
     for (size_t s = 0; s < f->nsides; s++) {
       if (s) nsp_sbuf_printf(b, " vs ");
-      nsp_an_put_ranks(b, f->sides[s].ranks, f->sides[s].nranks);
+      nsp_an_put_side_ranks(b, job, f, &f->sides[s]);
       nsp_sbuf_printf(b, " %s", f->sides[s].text);
     }
     if (f->later)

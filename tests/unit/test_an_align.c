@@ -331,6 +331,34 @@ static void test_no_shift(void **state) {
   nsp_job_destroy(job);
 }
 
+/* In a sub-communicator numbered otherwise than the job, every part of
+ * the seq-shift message names job ranks: rank 2 there is job rank 1. */
+static void test_shift_job_ranks(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  uint32_t w[4], sub[4];
+  for (int r = 0; r < 4; r++) {
+    g[r] = rank_gen(r, &w[r], 4);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 1, ncclFloat32, ncclSum, -1);
+    sub[r] = nsp_tracegen_comm(g[r], 0xbbbb, 3 - r, 4);
+  }
+  for (int step = 0; step < 6; step++)
+    for (int r = 0; r < 4; r++) {
+      nsp_tracegen_coll(g[r], NSP_API_AllReduce, sub[r], 4096, ncclFloat32, ncclSum, -1);
+      if (!(step == 2 && r == 1)) nsp_tracegen_coll(g[r], NSP_API_AllGather, sub[r], 16, ncclFloat32, -1, -1);
+      nsp_tracegen_coll(g[r], NSP_API_Broadcast, sub[r], 8, ncclInt64, -1, 0);
+    }
+  struct nsp_job *job = analyse_gens(g, 4);
+  print_findings(job);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_SEQ_SHIFT);
+  assert_int_equal(f->seq, 8);
+  assert_contains(f->message, "rank 2 (job rank 1) skipped an all-gather at seq 8");
+  assert_contains(f->message, ": ranks 0-1,3 (job ranks 3,2,0) all-gather 16 x float32 (64 bytes) vs rank 2 "
+                              "(job rank 1) broadcast 8 x int64");
+  nsp_job_destroy(job);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_premulsum_handles_differ),
@@ -340,6 +368,7 @@ int main(void) {
       cmocka_unit_test(test_shift_skipped),
       cmocka_unit_test(test_shift_two_and_tie),
       cmocka_unit_test(test_no_shift),
+      cmocka_unit_test(test_shift_job_ranks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
