@@ -110,10 +110,15 @@ static int match_shifted(const struct calls *r, const struct calls *m, int d) {
  * merely differs in a loop of like calls stays a mismatch, and so does a
  * rank with no later call known (nothing to compare).  Where several
  * shifts match (a loop of 3 calls: 2 skipped look like 1 extra), the one
- * that also explains how many calls each made in all wins (their last
- * seqs), else the smallest. */
-static int shift_of(const struct calls *r, const struct calls *m) {
-  int unshifted_differs = 0, best = 0;
+ * that explains how many calls each issued in all (their last seqs, the
+ * call in flight included) wins; else the smallest whose sign agrees
+ * with which made fewer (the others stop in their next call once it
+ * stopped, so the counts differ by less than the shift); else, when a
+ * skip and an extra both match, the smallest skip with *alt the smallest
+ * extra (both readings), else the smallest.  *alt is 0 otherwise. */
+static int shift_of(const struct calls *r, const struct calls *m, int *alt) {
+  int unshifted_differs = 0, skip1 = 0, extra1 = 0;
+  *alt = 0;
   for (int i = 1; i < NSP_SIG_WINDOW; i++)
     if (r->known[i] && m->known[i] && !nsp_an_sig_eq(&r->v[i], &m->v[i])) unshifted_differs = 1;
   if (!unshifted_differs) return 0;
@@ -122,9 +127,13 @@ static int shift_of(const struct calls *r, const struct calls *m) {
     int skip = match_shifted(r, m, -k), extra = match_shifted(r, m, k); /* r[i] is m[i + k]; r[i + k] is m[i] */
     if (skip && behind == k) return k;
     if (extra && behind == -k) return -k;
-    if (!best) best = skip ? k : extra ? -k : 0;
+    if (skip && !skip1) skip1 = k;
+    if (extra && !extra1) extra1 = -k;
   }
-  return best;
+  if (behind > 0 && skip1) return skip1;
+  if (behind < 0 && extra1) return extra1;
+  if (skip1 && extra1) *alt = extra1;
+  return skip1 ? skip1 : extra1;
 }
 
 /* The members of side s of f (on communicator c), into mi; their count. */
@@ -147,15 +156,16 @@ static int side_has_rank(const struct nsp_side *sd, int rank) {
 /* Which of f's two sides kept the pattern the communicator's calls had
  * before seq s, where the two sides are as many ranks each (no majority
  * says who is odd): the calls before s, which every rank made alike,
- * repeat with a smallest period p (two rounds at least: a training loop's
- * all-reduce of gradients, then of the loss), and one side's calls from s
+ * repeat with a smallest period p (the last round, or as much of it as
+ * seqs 1 .. s - 1 hold beyond a first round, repeats the one before: a
+ * training loop's all-reduce of gradients, then of the loss), and one side's calls from s
  * continue it while the other's do not.  That side is 0 or 1; -1 when
- * there is no such period or both or neither side keeps it. */
+ * both or neither side keeps it; -2 when there is no such period. */
 static int kept_pattern(struct nsp_job *job, struct nsp_an_comm *c, const struct nsp_finding *f, uint64_t s,
                         size_t *tmp) {
-  for (uint64_t p = 1; p <= NSP_SHIFT_MAX && 2 * p < s; p++) {
+  for (uint64_t p = 1; p <= NSP_SHIFT_MAX && p + 1 < s; p++) {
     int periodic = 1;
-    for (uint64_t t = s - p; t < s && periodic; t++) {
+    for (uint64_t t = s - p > p ? s - p : p + 1; t < s && periodic; t++) {
       const struct nsp_ref *a = nsp_an_comm_ref(c, t, 0), *b = nsp_an_comm_ref(c, t - p, 0);
       periodic = a && b && a->set && b->set && nsp_an_sig_eq(&a->sig, &b->sig);
     }
@@ -170,16 +180,18 @@ static int kept_pattern(struct nsp_job *job, struct nsp_an_comm *c, const struct
     }
     return keeps[0] == keeps[1] ? -1 : keeps[0] ? 0 : 1;
   }
-  return -1;
+  return -2;
 }
 
-/* The shift of mismatch f at seq s.  With a side of a strict majority
- * (f's odd ranks set): shift[i] of odd rank i against that side, each
- * nonzero, and *ref its side; returns 1.  With two sides and no majority:
- * shift[0] of side 1 against side 0, *ref 0; returns 1.  Else (or a rank
- * no shift explains) 0.  tmp: room for the members of any side. */
+/* The shift of mismatch f at seq s.  With odd ranks set: shift[i] of odd
+ * rank i (alt[i]: the other reading, or 0; see shift_of) against the
+ * other side of two (a majority, or the side the loop's pattern chose),
+ * else against the side of a strict majority, each nonzero, and *ref
+ * that side; returns 1.  With two sides and no odd ranks: shift[0] of
+ * side 1 against side 0, *ref 0; returns 1.  Else (or a rank no shift
+ * explains) 0.  tmp: room for the members of any side. */
 static int find_shift(struct nsp_job *job, struct nsp_an_comm *c, const struct nsp_finding_priv *f, uint64_t s,
-                      int *shift, size_t *ref, size_t *tmp) {
+                      int *shift, int *alt, size_t *ref, size_t *tmp) {
   const struct nsp_finding *pf = &f->pub;
   struct calls m, r;
   if (!pf->nodd) {
@@ -189,9 +201,10 @@ static int find_shift(struct nsp_job *job, struct nsp_an_comm *c, const struct n
     size_t n = side_members(job, c, &pf->sides[1], tmp);
     for (size_t i = 0; i < n; i++) {
       calls_of(job, c, &tmp[i], 1, s, &r);
-      int k = shift_of(&r, &m);
-      if (!k || (i && k != shift[0])) return 0;
+      int a, k = shift_of(&r, &m, &a);
+      if (!k || (i && (k != shift[0] || a != alt[0]))) return 0;
       shift[0] = k;
+      alt[0] = a;
     }
     return n > 0;
   }
@@ -199,7 +212,7 @@ static int find_shift(struct nsp_job *job, struct nsp_an_comm *c, const struct n
   for (size_t i = 0; i < pf->nsides; i++) total += pf->sides[i].nranks;
   for (size_t i = 0; i < pf->nsides; i++)
     if (2 * pf->sides[i].nranks > total) maj = i; /* as nsp_an_mark_odd */
-  if (maj == SIZE_MAX && pf->nsides == 2) /* no majority: odd ranks the loop's pattern chose */
+  if (pf->nsides == 2) /* the odd ranks are one side (a minority, or the loop's pattern chose them) */
     maj = side_has_rank(&pf->sides[0], pf->odd_ranks[0]) ? 1 : 0;
   if (maj == SIZE_MAX) return 0;
   *ref = maj;
@@ -209,7 +222,7 @@ static int find_shift(struct nsp_job *job, struct nsp_an_comm *c, const struct n
     if (!om) return 0;
     size_t oi = (size_t)(om - job->members);
     calls_of(job, c, &oi, 1, s, &r);
-    if (!(shift[i] = shift_of(&r, &m))) return 0;
+    if (!(shift[i] = shift_of(&r, &m, &alt[i]))) return 0;
   }
   return 1;
 }
@@ -288,17 +301,22 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
       if (f->sides[s].ranks[0] == f->odd[0]) f->pub.api = f->sides[s].call.api;
   /* A rank that skipped or added collectives: its later calls say so. */
   size_t ref_side = 0, *tmp = malloc(c->nmembers * sizeof *tmp);
-  int *shift = malloc((f->pub.nodd + 1) * sizeof *shift);
-  if (!tmp || !shift) ret = NSP_AN_ENOMEM;
-  int shifted = !ret && find_shift(job, c, f, s_min, shift, &ref_side, tmp);
-  if (shifted && !f->pub.nodd && nsides == 2) {
-    /* One side against another as large: the side that broke the loop's
-     * pattern is the odd one (else the message gives both readings). */
-    int kept = kept_pattern(job, c, &f->pub, s_min, tmp);
-    if (kept >= 0) ret = nsp_an_set_odd(f, f->sides[1 - kept].ranks, f->sides[1 - kept].nranks);
-    if (kept >= 0 && !ret && !find_shift(job, c, f, s_min, shift, &ref_side, tmp)) {
+  int *shift = malloc((np + 1) * sizeof *shift), *alt = malloc((np + 1) * sizeof *alt);
+  if (!tmp || !shift || !alt) ret = NSP_AN_ENOMEM;
+  int shifted = !ret && find_shift(job, c, f, s_min, shift, alt, &ref_side, tmp);
+  if (shifted && nsides == 2) {
+    /* The side that broke the loop's pattern is the odd one, a majority
+     * too (most ranks skipped the same call); where a pattern exists but
+     * does not tell, or without a majority nor pattern, the message gives
+     * both readings (no odd ranks).  Without a pattern a majority stays. */
+    int kept = kept_pattern(job, c, &f->pub, s_min, tmp), was = (int)f->pub.nodd;
+    if (kept >= 0 && (!was || side_has_rank(&f->sides[kept], f->pub.odd_ranks[0])))
+      ret = nsp_an_set_odd(f, f->sides[1 - kept].ranks, f->sides[1 - kept].nranks);
+    else if (kept == -1 && was)
       f->pub.nodd = 0;
-      find_shift(job, c, f, s_min, shift, &ref_side, tmp);
+    if (!ret && !find_shift(job, c, f, s_min, shift, alt, &ref_side, tmp)) {
+      f->pub.nodd = 0;
+      find_shift(job, c, f, s_min, shift, alt, &ref_side, tmp);
     }
   }
   if (shifted && !ret) {
@@ -309,6 +327,7 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   }
   free(tmp);
   free(shift);
+  free(alt);
   NSP_TRY(ret);
   /* Later differing seqs are usually consequences (a skipped collective
    * shifts every later one); count them instead of reporting them. */
@@ -383,35 +402,55 @@ static void put_shift_match(struct nsp_sbuf *b, int k, uint64_t s) {
   nsp_sbuf_printf(b, "from seq %llu on match ", (unsigned long long)(k > 0 ? s : s + n));
 }
 
-/* The seq-shift message: each shifted rank, what it skipped or added and
- * where the calls line up again; then the calls at the seq. */
+/* One reading of ranks shifted by k against side ref: "skipped an
+ * all-gather at seq 9 (its calls from seq 9 on match the others' from
+ * seq 10 on)"; their: several ranks. */
+static void put_reading(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f, int k,
+                        const struct calls *m, const struct calls *r, const struct nsp_side *ref, int their) {
+  unsigned long long s = (unsigned long long)f->seq, n = (unsigned long long)(k > 0 ? k : -k);
+  int open = put_shift_what(b, k, f->seq, m, r);
+  nsp_sbuf_printf(b, "%s%s calls ", open ? "; " : " (", their ? "their" : "its");
+  put_shift_match(b, k, f->seq);
+  if (ref->nranks == 1) {
+    nsp_an_put_side_ranks(b, job, f, ref);
+    nsp_sbuf_printf(b, "'s");
+  } else {
+    nsp_sbuf_printf(b, "the others'");
+  }
+  nsp_sbuf_printf(b, " from seq %llu on)", k > 0 ? s + n : s);
+}
+
+/* The seq-shift message: the shifted ranks (those shifted alike
+ * together), what they skipped or added and where the calls line up
+ * again, both readings where the counts do not tell a skip from an extra
+ * call; then the calls at the seq. */
 static int put_shift(struct nsp_sbuf *b, struct nsp_job *job, const struct nsp_finding_priv *fp) {
   const struct nsp_finding *f = &fp->pub;
   struct nsp_an_comm *c = job->comms[fp->comm_index];
   size_t ref = 0, *tmp = malloc(c->nmembers * sizeof *tmp);
-  int *shift = malloc((f->nodd + 1) * sizeof *shift);
-  int ok = tmp && shift && find_shift(job, c, fp, f->seq, shift, &ref, tmp);
+  int *shift = malloc((f->nodd + 1) * sizeof *shift), *alt = malloc((f->nodd + 1) * sizeof *alt);
+  int *group = malloc((f->nodd + 1) * sizeof *group);
+  int ok = tmp && shift && alt && group && find_shift(job, c, fp, f->seq, shift, alt, &ref, tmp);
   struct calls m, r;
   if (ok) calls_of(job, c, tmp, side_members(job, c, &f->sides[ref], tmp), f->seq, &m);
-  unsigned long long s = (unsigned long long)f->seq, k1;
+  unsigned long long s = (unsigned long long)f->seq;
   for (size_t i = 0; ok && f->nodd && i < f->nodd; i++) {
+    size_t n = 0, j;
+    for (j = 0; j < i && (shift[j] != shift[i] || alt[j] != alt[i]); j++) continue;
+    if (j < i) continue; /* said with rank j's */
+    for (j = i; j < f->nodd; j++)
+      if (shift[j] == shift[i] && alt[j] == alt[i]) group[n++] = f->odd_ranks[j];
     const struct nsp_member *om = nsp_an_find_member(job, c, f->odd_ranks[i]);
     size_t oi = (size_t)(om - job->members);
     calls_of(job, c, &oi, 1, f->seq, &r);
     nsp_sbuf_printf(b, "%s", i ? "; " : "");
-    nsp_an_put_comm_ranks(b, job, f->comm_id, &f->odd_ranks[i], 1);
+    nsp_an_put_comm_ranks(b, job, f->comm_id, group, n);
     nsp_sbuf_printf(b, " ");
-    int open = put_shift_what(b, shift[i], f->seq, &m, &r);
-    k1 = (unsigned long long)(shift[i] > 0 ? shift[i] : -shift[i]);
-    nsp_sbuf_printf(b, "%sits calls ", open ? "; " : " (");
-    put_shift_match(b, shift[i], f->seq);
-    if (f->sides[ref].nranks == 1) {
-      nsp_an_put_comm_ranks(b, job, f->comm_id, f->sides[ref].ranks, 1);
-      nsp_sbuf_printf(b, "'s");
-    } else {
-      nsp_sbuf_printf(b, "the others'");
+    put_reading(b, job, f, shift[i], &m, &r, &f->sides[ref], n > 1);
+    if (alt[i]) {
+      nsp_sbuf_printf(b, ", or ");
+      put_reading(b, job, f, alt[i], &m, &r, &f->sides[ref], n > 1);
     }
-    nsp_sbuf_printf(b, " from seq %llu on)", shift[i] > 0 ? s + k1 : s);
   }
   if (ok && !f->nodd) {
     /* One side against the other: either reading.  The side behind is
@@ -419,21 +458,24 @@ static int put_shift(struct nsp_sbuf *b, struct nsp_job *job, const struct nsp_f
     const struct nsp_side *behind = &f->sides[shift[0] > 0 ? 1 : 0], *ahead = &f->sides[shift[0] > 0 ? 0 : 1];
     int k = shift[0] > 0 ? shift[0] : -shift[0];
     calls_of(job, c, tmp, side_members(job, c, ahead, tmp), f->seq, &m);
-    nsp_an_put_comm_ranks(b, job, f->comm_id, behind->ranks, behind->nranks);
+    nsp_an_put_side_ranks(b, job, f, behind);
     nsp_sbuf_printf(b, " ");
     if (put_shift_what(b, k, f->seq, &m, &m)) nsp_sbuf_printf(b, ")");
     nsp_sbuf_printf(b, ", or ");
-    nsp_an_put_comm_ranks(b, job, f->comm_id, ahead->ranks, ahead->nranks);
+    nsp_an_put_side_ranks(b, job, f, ahead);
     nsp_sbuf_printf(b, " issued %s (", k == 1 ? "an extra one" : "as many extra ones");
-    nsp_an_put_comm_ranks(b, job, f->comm_id, behind->ranks, behind->nranks);
+    nsp_an_put_side_ranks(b, job, f, behind);
     nsp_sbuf_printf(b, "'s calls ");
     put_shift_match(b, k, f->seq);
-    nsp_an_put_comm_ranks(b, job, f->comm_id, ahead->ranks, ahead->nranks);
+    nsp_an_put_side_ranks(b, job, f, ahead);
     nsp_sbuf_printf(b, "'s from seq %llu on)", s + (unsigned long long)k);
+    if (alt[0]) nsp_sbuf_printf(b, " (or shifted by %d seqs the other way)", alt[0] > 0 ? alt[0] : -alt[0]);
   }
   if (!ok) nsp_sbuf_printf(b, "ranks are shifted at seq %llu", s);
   free(tmp);
   free(shift);
+  free(alt);
+  free(group);
   return 0;
 }
 

@@ -359,6 +359,87 @@ static void test_shift_job_ranks(void **state) {
   nsp_job_destroy(job);
 }
 
+/* The trial's loop: all-reduce float32, all-gather, all-reduce float16. */
+static void p3_call(struct nsp_tracegen *g, uint32_t w, int i) {
+  if (i % 3 == 0) nsp_tracegen_coll(g, NSP_API_AllReduce, w, 1024, ncclFloat32, ncclSum, -1);
+  if (i % 3 == 1) nsp_tracegen_coll(g, NSP_API_AllGather, w, 1024, ncclFloat32, -1, -1);
+  if (i % 3 == 2) nsp_tracegen_coll(g, NSP_API_AllReduce, w, 2048, ncclFloat16, ncclSum, -1);
+}
+
+/* Two skipped in a loop of 3 look like one extra.  Rank 2 skips seqs 7-8
+ * and makes 13 calls; the others stop in their 14th (waiting for it):
+ * fewer calls in all, so it skipped, never "issued an extra".  With as
+ * many calls on every rank nothing tells: both readings. */
+static void test_shift_skip2_period3(void **state) {
+  (void)state;
+  for (int nr = 2; nr <= 4; nr += 2) {
+    struct nsp_tracegen *g[4];
+    uint32_t w[4];
+    int odd = nr - 1 < 2 ? nr - 1 : 2;
+    for (int r = 0; r < nr; r++) {
+      g[r] = rank_gen(r, &w[r], nr);
+      for (int i = 0; i < 15; i++) {
+        if (r == odd && (i == 6 || i == 7)) continue;
+        if (r != odd && i >= 14) continue;
+        p3_call(g[r], w[r], i);
+      }
+    }
+    struct nsp_job *job = analyse_gens(g, (size_t)nr);
+    print_findings(job);
+    const struct nsp_finding *f = nsp_job_finding(job, 0);
+    assert_int_equal(f->kind, NSP_FIND_SEQ_SHIFT);
+    assert_int_equal(f->seq, 7);
+    assert_int_equal(f->nodd, 1);
+    assert_int_equal(f->odd_ranks[0], odd);
+    char want[160];
+    snprintf(want, sizeof want, "rank %d skipped 2 collectives at seq 7-8 (all-reduce, all-gather; its calls from seq 7 on",
+             odd);
+    assert_contains(f->message, want);
+    assert_null(strstr(f->message, "extra"));
+    nsp_job_destroy(job);
+  }
+  /* As many calls on every rank (the others made 2 more at the end). */
+  struct nsp_tracegen *g[4];
+  uint32_t w[4];
+  for (int r = 0; r < 4; r++) {
+    g[r] = rank_gen(r, &w[r], 4);
+    for (int i = 0; i < 15; i++)
+      if (!(r == 2 && (i == 6 || i == 7)) && !(r != 2 && i >= 13)) p3_call(g[r], w[r], i);
+  }
+  struct nsp_job *job = analyse_gens(g, 4);
+  print_findings(job);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_SEQ_SHIFT);
+  assert_contains(f->message, "rank 2 skipped 2 collectives at seq 7-8 (all-reduce, all-gather; its calls from seq 7 "
+                              "on match the others' from seq 9 on), or issued an extra all-reduce at seq 7 (its calls "
+                              "from seq 8 on match the others' from seq 7 on)");
+  nsp_job_destroy(job);
+}
+
+/* Most ranks skipped: ranks 1 and 2 of 3 skip the all-gather at seq 5.
+ * The majority breaks the loop's pattern, rank 0 keeps it: ranks 1-2
+ * skipped, rank 0 is no odd one. */
+static void test_shift_majority_skipped(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  uint32_t w[3];
+  for (int r = 0; r < 3; r++) {
+    g[r] = rank_gen(r, &w[r], 3);
+    for (int i = 0; i < 15; i++)
+      if (!(r > 0 && i == 4)) p3_call(g[r], w[r], i);
+  }
+  struct nsp_job *job = analyse_gens(g, 3);
+  print_findings(job);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_SEQ_SHIFT);
+  assert_int_equal(f->seq, 5);
+  assert_ranks(f->odd_ranks, f->nodd, "1-2");
+  assert_int_equal(f->api, NSP_API_AllGather);
+  assert_contains(f->message, "ranks 1-2 skipped an all-gather at seq 5 (their calls from seq 5 on match rank 0's "
+                              "from seq 6 on)");
+  nsp_job_destroy(job);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_premulsum_handles_differ),
@@ -369,6 +450,8 @@ int main(void) {
       cmocka_unit_test(test_shift_two_and_tie),
       cmocka_unit_test(test_no_shift),
       cmocka_unit_test(test_shift_job_ranks),
+      cmocka_unit_test(test_shift_skip2_period3),
+      cmocka_unit_test(test_shift_majority_skipped),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
