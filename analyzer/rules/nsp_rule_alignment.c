@@ -405,19 +405,69 @@ static void put_shift_match(struct nsp_sbuf *b, int k, uint64_t s) {
 /* One reading of ranks shifted by k against side ref: "skipped an
  * all-gather at seq 9 (its calls from seq 9 on match the others' from
  * seq 10 on)"; their: several ranks. */
-static void put_reading(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f, int k,
-                        const struct calls *m, const struct calls *r, const struct nsp_side *ref, int their) {
-  unsigned long long s = (unsigned long long)f->seq, n = (unsigned long long)(k > 0 ? k : -k);
-  int open = put_shift_what(b, k, f->seq, m, r);
+static void put_reading(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f, uint64_t seq,
+                        int k, const struct calls *m, const struct calls *r, const struct nsp_side *ref, int their) {
+  unsigned long long s = (unsigned long long)seq, n = (unsigned long long)(k > 0 ? k : -k);
+  int open = put_shift_what(b, k, seq, m, r);
   nsp_sbuf_printf(b, "%s%s calls ", open ? "; " : " (", their ? "their" : "its");
-  put_shift_match(b, k, f->seq);
-  if (ref->nranks == 1) {
+  put_shift_match(b, k, seq);
+  if (ref && ref->nranks == 1) {
     nsp_an_put_side_ranks(b, job, f, ref);
     nsp_sbuf_printf(b, "'s");
   } else {
     nsp_sbuf_printf(b, "the others'");
   }
   nsp_sbuf_printf(b, " from seq %llu on)", k > 0 ? s + n : s);
+}
+
+/* A second, independent difference among the n members mi of the side
+ * the shifted ranks were compared with (they agreed at the finding's
+ * seq): the first later seq of the window where they differ, each rank
+ * off the most common call there as a shift ("; and rank 2 skipped an
+ * all-gather at seq 8 (...)") or as a difference. */
+static void put_second(struct nsp_sbuf *b, struct nsp_job *job, struct nsp_an_comm *c, const struct nsp_finding *f,
+                       size_t n, const size_t *mi) {
+  struct nsp_sig sg[64], best = {0};
+  uint8_t has[64];
+  if (n < 3 || n > 64) return; /* a majority of two needs three */
+  for (uint64_t t = f->seq + 1; t < f->seq + NSP_SIG_WINDOW; t++) {
+    size_t nbest = 0;
+    for (size_t k = 0; k < n; k++) has[k] = (uint8_t)nsp_an_member_sig(c, &job->members[mi[k]], t, &sg[k]);
+    for (size_t k = 0; k < n; k++) {
+      size_t same = 0;
+      for (size_t q = 0; q < n && has[k]; q++) same += has[q] && nsp_an_sig_eq(&sg[k], &sg[q]);
+      if (same > nbest) nbest = same, best = sg[k];
+    }
+    if (!nbest) return;
+    size_t maj[64], nmaj = 0, nodd = 0;
+    for (size_t k = 0; k < n; k++)
+      if (has[k] && nsp_an_sig_eq(&sg[k], &best)) maj[nmaj++] = mi[k];
+      else if (has[k]) nodd++;
+    if (!nodd) continue;
+    if (2 * nmaj <= n) return; /* no majority among them: not said */
+    struct calls m, r;
+    calls_of(job, c, maj, nmaj, t, &m);
+    for (size_t k = 0; k < n; k++) {
+      if (!has[k] || nsp_an_sig_eq(&sg[k], &best)) continue;
+      const struct nsp_member *x = &job->members[mi[k]];
+      int a, d;
+      calls_of(job, c, &mi[k], 1, t, &r);
+      d = shift_of(&r, &m, &a);
+      nsp_sbuf_printf(b, "; and ");
+      nsp_an_put_comm_ranks(b, job, f->comm_id, &x->rank, 1);
+      if (!d) {
+        nsp_sbuf_printf(b, "'s call differs from the others' at seq %llu", (unsigned long long)t);
+        continue;
+      }
+      nsp_sbuf_printf(b, " ");
+      put_reading(b, job, f, t, d, &m, &r, NULL, 0);
+      if (a) {
+        nsp_sbuf_printf(b, ", or ");
+        put_reading(b, job, f, t, a, &m, &r, NULL, 0);
+      }
+    }
+    return;
+  }
 }
 
 /* The seq-shift message: the shifted ranks (those shifted alike
@@ -446,12 +496,13 @@ static int put_shift(struct nsp_sbuf *b, struct nsp_job *job, const struct nsp_f
     nsp_sbuf_printf(b, "%s", i ? "; " : "");
     nsp_an_put_comm_ranks(b, job, f->comm_id, group, n);
     nsp_sbuf_printf(b, " ");
-    put_reading(b, job, f, shift[i], &m, &r, &f->sides[ref], n > 1);
+    put_reading(b, job, f, f->seq, shift[i], &m, &r, &f->sides[ref], n > 1);
     if (alt[i]) {
       nsp_sbuf_printf(b, ", or ");
-      put_reading(b, job, f, alt[i], &m, &r, &f->sides[ref], n > 1);
+      put_reading(b, job, f, f->seq, alt[i], &m, &r, &f->sides[ref], n > 1);
     }
   }
+  if (ok && f->nodd) put_second(b, job, c, f, side_members(job, c, &f->sides[ref], tmp), tmp);
   if (ok && !f->nodd) {
     /* One side against the other: either reading.  The side behind is
      * named as the one that skipped. */

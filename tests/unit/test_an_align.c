@@ -440,6 +440,28 @@ static void test_shift_majority_skipped(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Two independent skips: rank 1 skips the all-gather at seq 5, rank 2
+ * the one at seq 8.  Both are said; rank 2 is not said to match. */
+static void test_shift_second_skip(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  uint32_t w[4];
+  for (int r = 0; r < 4; r++) {
+    g[r] = rank_gen(r, &w[r], 4);
+    for (int i = 0; i < 15; i++)
+      if (!(r == 1 && i == 4) && !(r == 2 && i == 7)) p3_call(g[r], w[r], i);
+  }
+  struct nsp_job *job = analyse_gens(g, 4);
+  print_findings(job);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_SEQ_SHIFT);
+  assert_int_equal(f->seq, 5);
+  assert_contains(f->message, "rank 1 skipped an all-gather at seq 5 (its calls from seq 5 on match the others' "
+                              "from seq 6 on); and rank 2 skipped an all-gather at seq 8 (its calls from seq 8 on "
+                              "match the others' from seq 9 on)");
+  nsp_job_destroy(job);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_premulsum_handles_differ),
@@ -452,6 +474,7 @@ int main(void) {
       cmocka_unit_test(test_shift_job_ranks),
       cmocka_unit_test(test_shift_skip2_period3),
       cmocka_unit_test(test_shift_majority_skipped),
+      cmocka_unit_test(test_shift_second_skip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
