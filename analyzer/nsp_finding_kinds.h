@@ -180,7 +180,13 @@ enum nsp_side_shape {
     "later seqs of the communicator that also differ",                                                                 \
     "a rank skipped or added collectives: its later calls match the others' shifted by that many seqs - look at the "  \
     "call site of each side for a collective under a rank-dependent condition (if rank == 0, is_main_process, "        \
-    "metric/logging gathers, early continue or break, uneven loop counts)")
+    "metric/logging gathers, early continue or break, uneven loop counts)")                                             \
+  X(NSP_FIND_EXTRA_AT_END, "extra-at-end", NSP_CLASS_MISMATCH, NSP_RANKS_COMM, NSP_SIDES_SHIFTED,                      \
+    "the ranks that issued collectives after the others finished with the communicator, when they are fewer",         \
+    NSP_LATER_NONE,                                                                                                    \
+    "some ranks issued more collectives than the others, which had finished with the communicator (destroyed or "     \
+    "finalized it): a loop that ran more often on some ranks (uneven data per rank, a rank-dependent break or "        \
+    "early stop) or a last collective under a rank-dependent condition - look at the call site of the extra call")
 /* clang-format on */
 
 #endif /* NSP_FINDING_KINDS_H */

@@ -204,12 +204,12 @@ static void hl_origin_by_signal(struct nsp_sbuf *b, const struct nsp_job *job, c
 
 /* "communicator X: " and the message's first clause, which says what the
  * odd ranks skipped or added ("rank 1 skipped an all-reduce at seq 12 (its
- * calls ...)"): up to its first ": " outside parentheses. */
+ * calls ...)"): up to its first ": " or "; " outside parentheses. */
 static void hl_shifted(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {
   (void)job;
   const char *m = f->message ? f->message : "";
   size_t n = 0;
-  for (int depth = 0; m[n] && !(depth == 0 && m[n] == ':' && m[n + 1] == ' '); n++)
+  for (int depth = 0; m[n] && !(depth == 0 && (m[n] == ':' || m[n] == ';') && m[n + 1] == ' '); n++)
     depth += m[n] == '(' ? 1 : m[n] == ')' && depth ? -1 : 0;
   nsp_sbuf_printf(b, "communicator %016llx: %.*s", (unsigned long long)f->comm_id, (int)n, m);
 }

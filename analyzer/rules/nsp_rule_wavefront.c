@@ -41,6 +41,54 @@ static int running(const struct nsp_job *job, const struct nsp_member *m) {
   return job->traces[m->trace]->info.end.state == NSP_END_RUNNING;
 }
 
+/* Whether member m finished with its communicator: destroyed or
+ * finalized it with success, nothing in flight.  (A process that exited
+ * without it may have left a loop early: that stays stopped-early.) */
+static int finished(const struct nsp_member *m) {
+  return !m->last_inflight && m->ended && m->end_result == 0 && m->end_api != NSP_API_CommAbort &&
+         m->end_api != NSP_API_CommRevoke;
+}
+
+/* The ranks behind, mi[0..nlow) (last seq low), all finished with the
+ * communicator while the others, mi[nlow..n), went on: the others issued
+ * collectives the finished ranks never will (extra-at-end, odd: the
+ * ranks ahead), not ranks that stopped early. */
+static int extra_at_end(struct nsp_job *job, struct nsp_an_comm *c, const size_t *mi, size_t n, size_t nlow) {
+  uint64_t low = job->members[mi[0]].last_seq;
+  struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_EXTRA_AT_END, c);
+  int ret = f ? nsp_an_alloc_sides(f, 2) : NSP_AN_ENOMEM;
+  NSP_TRY(ret);
+  const struct nsp_ref *first = nsp_an_comm_ref(c, low + 1, 0);
+  for (int s = 0; s < 2 && !ret; s++) {
+    const size_t *from = s ? mi + nlow : mi;
+    size_t cnt = s ? n - nlow : nlow;
+    struct nsp_side *side = &f->sides[s];
+    ret = nsp_an_side_from_members(job, side, from, cnt);
+    const struct nsp_member *m0 = &job->members[from[0]];
+    if (s && first && first->set) nsp_an_call_from_sig(&side->call, &first->sig, c->info.id, low + 1);
+    else if (m0->last_seq) nsp_an_call_from_sig(&side->call, &m0->last_sig, c->info.id, m0->last_seq);
+    else side->call.comm_id = c->info.id;
+    side->call.in_flight = s && job->members[from[0]].last_inflight;
+    char buf[300], cb[256];
+    nsp_format_call(cb, sizeof cb, &side->call);
+    if (s) snprintf(buf, sizeof buf, "from seq %llu: %s", (unsigned long long)(low + 1), cb);
+    else if (m0->last_seq) snprintf(buf, sizeof buf, "finished after seq %llu: %s", (unsigned long long)low, cb);
+    else snprintf(buf, sizeof buf, "finished with no collective");
+    if (!ret) ret = nsp_an_set_side_text(side, buf);
+    for (size_t p = 0; p < cnt && !ret && s; p++) {
+      const struct nsp_member *m = &job->members[from[p]];
+      ret = nsp_an_want_site(job, m->trace, m->local, low + 1, &((struct nsp_proc *)side->procs)[p].site);
+    }
+    if (!s) f->pub.time_ns = m0->end_t;
+  }
+  NSP_TRY(ret);
+  /* The ranks ahead are the ones to look at when they are fewer. */
+  if (f->sides[1].nranks < f->sides[0].nranks) NSP_TRY(nsp_an_set_odd(f, f->sides[1].ranks, f->sides[1].nranks));
+  f->pub.seq = low + 1;
+  f->pub.api = f->sides[1].call.api;
+  return 0;
+}
+
 static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   size_t *mi = malloc((c->nmembers ? c->nmembers : 1) * sizeof *mi);
   if (!mi) return NSP_AN_ENOMEM;
@@ -99,6 +147,13 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   if (skip) {
     free(mi);
     return 0;
+  }
+  size_t nlow = 0, all_finished = 1;
+  for (; nlow < n && job->members[mi[nlow]].last_seq == low; nlow++) all_finished &= finished(&job->members[mi[nlow]]);
+  if (all_finished) {
+    int r = extra_at_end(job, c, mi, n, nlow);
+    free(mi);
+    return r;
   }
   size_t nsides = 0;
   for (size_t i = 0; i < n; i++)
@@ -199,7 +254,38 @@ static int link(struct nsp_job *job) {
 
 /* ---- the message ------------------------------------------------------------ */
 
+/* "rank 2 issued 1 collective more than the others (from seq 16:
+ * all-gather ...), after ranks 0-1,3 finished with the communicator (rank
+ * 0 destroyed this communicator at ...)". */
+static int extra_message(struct nsp_job *job, struct nsp_finding_priv *fp) {
+  const struct nsp_finding *f = &fp->pub;
+  struct nsp_sbuf sb = {0}, *b = &sb;
+  const struct nsp_side *fin = &f->sides[0], *ahead = &f->sides[1];
+  uint64_t top = 0;
+  const struct nsp_an_comm *c = job->comms[fp->comm_index];
+  for (size_t p = 0; p < ahead->nranks; p++) {
+    const struct nsp_member *m = nsp_an_member_of_trace(job, c, ahead->procs[p].trace);
+    if (m && m->last_seq > top) top = m->last_seq;
+  }
+  unsigned long long more = top >= f->seq ? (unsigned long long)(top - f->seq + 1) : 1;
+  char cb[256];
+  nsp_format_call(cb, sizeof cb, &ahead->call);
+  nsp_an_put_side_ranks(b, job, f, ahead);
+  nsp_sbuf_printf(b, " issued %llu collective%s more than the others (from seq %llu: %s%s), after ", more,
+                  more == 1 ? "" : "s", (unsigned long long)f->seq, cb,
+                  ahead->call.in_flight ? ", in flight: never returned" : "");
+  nsp_an_put_side_ranks(b, job, f, fin);
+  nsp_sbuf_printf(b, " finished with the communicator");
+  if (fin->call.seq) nsp_sbuf_printf(b, " at seq %llu", (unsigned long long)fin->call.seq);
+  for (size_t p = 0; p < fin->nranks && p < 4; p++)
+    nsp_an_put_comm_end(b, job, nsp_an_member_of_trace(job, c, fin->procs[p].trace));
+  nsp_an_put_side_ends(b, job, fin);
+  nsp_an_put_side_ends(b, job, ahead);
+  return nsp_an_take_message(fp, b);
+}
+
 static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
+  if (fp->pub.kind == NSP_FIND_EXTRA_AT_END) return extra_message(job, fp);
   const struct nsp_finding *f = &fp->pub;
   struct nsp_sbuf sb = {0}, *b = &sb;
   for (size_t s = 0; s < f->nsides; s++) {
@@ -271,6 +357,6 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
 const struct nsp_rule nsp_rule_wavefront = {
     .name = "wavefront",
     .checks = "ranks that stopped making collectives on a communicator before the others",
-    .kinds = NSP_RULE_KINDS(NSP_FIND_STOPPED_EARLY),
+    .kinds = NSP_RULE_KINDS(NSP_FIND_STOPPED_EARLY, NSP_FIND_EXTRA_AT_END),
     .check_comm = check_comm, .link = link, .link_stage = NSP_LINK_FIRST, .message = message,
 };

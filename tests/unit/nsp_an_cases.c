@@ -199,6 +199,7 @@ static int c11_notrack(struct nsp_tracegen **g, uint32_t *w) {
   if (make_ranks(g, 2, w) < 0) return -1;
   for (int i = 0; i < 5; i++) AR(g[0], w[0], 1000, ncclFloat32);
   for (int i = 0; i < 4; i++) AR(g[1], w[1], 1000, ncclFloat32); /* then sleeps 30 s */
+  nsp_tracegen_set_exit(g[1], 0); /* and is killed */
   return 2;
 }
 

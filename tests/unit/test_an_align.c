@@ -462,6 +462,40 @@ static void test_shift_second_skip(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Rank 2 issued one all-gather more at the end of the loop while the
+ * others destroyed the communicator and exited cleanly: the extra call is
+ * the one to look at (extra-at-end, odd rank 2), not ranks 0-1,3
+ * "stopped early". */
+static void test_extra_at_end(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  uint32_t w[4];
+  for (int r = 0; r < 4; r++) g[r] = rank_gen(r, &w[r], 4);
+  for (int step = 0; step < 5; step++)
+    for (int r = 0; r < 4; r++) {
+      nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 1024, ncclFloat32, ncclSum, -1);
+      nsp_tracegen_coll(g[r], NSP_API_AllGather, w[r], 1024, ncclFloat32, -1, -1);
+      nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 2048, ncclFloat16, ncclSum, -1);
+    }
+  nsp_tracegen_coll(g[2], NSP_API_AllGather, w[2], 1024, ncclFloat32, -1, -1);
+  nsp_tracegen_set_exit(g[2], 0); /* killed while it waited */
+  for (int r = 0; r < 4; r++)
+    if (r != 2) assert_int_equal(nsp_tracegen_comm_end(g[r], w[r], NSP_API_CommDestroy), 0);
+  struct nsp_job *job = analyse_gens(g, 4);
+  print_findings(job);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_EXTRA_AT_END);
+  assert_int_equal(f->seq, 16);
+  assert_int_equal(f->api, NSP_API_AllGather);
+  assert_ranks(f->odd_ranks, f->nodd, "2");
+  assert_contains(f->message, "rank 2 issued 1 collective more than the others (from seq 16: all-gather 1024 x "
+                              "float32 (4096 bytes)), after ranks 0-1,3 finished with the communicator at seq 15");
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+    assert_int_not_equal(nsp_job_finding(job, i)->kind, NSP_FIND_STOPPED_EARLY);
+  assert_non_null(strstr(nsp_job_headline(job), "rank 2 issued 1 collective more than the others"));
+  nsp_job_destroy(job);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_premulsum_handles_differ),
@@ -475,6 +509,7 @@ int main(void) {
       cmocka_unit_test(test_shift_skip2_period3),
       cmocka_unit_test(test_shift_majority_skipped),
       cmocka_unit_test(test_shift_second_skip),
+      cmocka_unit_test(test_extra_at_end),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
