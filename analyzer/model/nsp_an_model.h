@@ -519,6 +519,12 @@ int nsp_an_cmp_member_rank(const void *pa, const void *pb, void *ctx);
 
 /* ---- questions about the model (nsp_an_model.c) --------------------------- */
 
+/* The traces joined by communicators (any member in common, transitively):
+ * group[i] for trace i (0-based, numbered in trace order; SIZE_MAX for a
+ * trace in no communicator).  Returns how many groups, or SIZE_MAX when
+ * out of memory. */
+size_t nsp_an_comm_groups(const struct nsp_job *job, size_t *group);
+
 /* Adds a note (printf format).  Returns 0 or NSP_AN_ENOMEM. */
 int nsp_job_notef(struct nsp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Adds what b holds as a note (b is emptied).  0 or NSP_AN_ENOMEM. */
