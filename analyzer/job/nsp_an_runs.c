@@ -420,6 +420,14 @@ static int describe(struct nsp_job *job, struct run_tr *v, const char **rkey) {
   return 0;
 }
 
+/* Whether sel is a prefix of run id `id` or of one of its '/'-separated parts. */
+static int run_named(const char *id, const char *sel) {
+  size_t len = strlen(sel);
+  for (const char *p = id; p; p = strchr(p, '/') ? strchr(p, '/') + 1 : NULL)
+    if (!strncmp(p, sel, len)) return 1;
+  return 0;
+}
+
 /* The run `sel` names: its index, or SIZE_MAX (job->err says why). */
 static size_t find_run(struct nsp_job *job, const char *sel) {
   if (!sel || !*sel) return 0;
@@ -430,21 +438,19 @@ static size_t find_run(struct nsp_job *job, const char *sel) {
   if (sel[0] >= '0' && sel[0] <= '9' && !*end) {
     if (k >= 1 && k <= job->nruns) return k - 1;
   } else {
-    size_t found = SIZE_MAX, nfound = 0, len = strlen(sel);
-    for (size_t r = 0; r < job->nruns; r++) {
-      int hit = 0;
-      for (const char *p = job->runs[r].id; p && !hit; p = strchr(p, '/') ? strchr(p, '/') + 1 : NULL)
-        hit = !strncmp(p, sel, len);
-      if (hit) {
+    size_t found = SIZE_MAX, nfound = 0;
+    for (size_t r = 0; r < job->nruns; r++)
+      if (run_named(job->runs[r].id, sel)) {
         found = r;
         nfound++;
       }
-    }
     if (nfound == 1) return found;
     if (nfound > 1) {
+      /* Only the runs it names, with their numbers in the newest-first list. */
       size_t l = (size_t)snprintf(job->err, sizeof job->err, "--run %s names %zu runs:", sel, nfound);
       for (size_t r = 0; r < job->nruns && l < sizeof job->err; r++)
-        l += (size_t)snprintf(job->err + l, sizeof job->err - l, " %zu. %s", r + 1, job->runs[r].id);
+        if (run_named(job->runs[r].id, sel))
+          l += (size_t)snprintf(job->err + l, sizeof job->err - l, " %zu. %s", r + 1, job->runs[r].id);
       return SIZE_MAX;
     }
   }

@@ -594,6 +594,28 @@ static void test_runs_by_env(void **state) {
   nsp_job_destroy(job);
 }
 
+/* A --run that names 2 of 3 runs lists those 2, with their numbers in
+ * the newest-first list, and not the third. */
+static void test_runs_ambiguous(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[6];
+  for (int i = 0; i < 6; i++) {
+    g[i] = nsp_tracegen_create("h", 110u + (uint32_t)i, -1);
+    assert_non_null(g[i]);
+    nsp_tracegen_set_clock(g[i], 1700000000000000000ull + (uint64_t)(i / 2) * 3600000000000ull, 1000000000ull);
+    uint32_t w = nsp_tracegen_comm(g[i], i < 4 ? 0x1111 : 0x2222, i % 2, 2);
+    nsp_tracegen_coll(g[i], NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
+  }
+  struct nsp_job *job = job_of_gens(g, 6);
+  assert_int_equal(nsp_job_select_run(job, "comm:0000000000001"), 0);
+  assert_int_equal(nsp_job_analyze(job), NSP_AN_EINVAL);
+  const char *e = nsp_job_error(job);
+  assert_contains(e, "--run comm:0000000000001 names 2 runs: 2. comm:0000000000001111@2023-11-14T23:13:20.000Z 3. "
+                     "comm:0000000000001111@2023-11-14T22:13:20.000Z");
+  if (strstr(e, "2222")) fail_msg("lists a run it does not name: %s", e);
+  nsp_job_destroy(job);
+}
+
 /* No launcher variables, one communicator id (NCCL_COMM_ID), an hour
  * between the traces: two runs, told apart by their start time; half a
  * second of clock skew is not. */
@@ -755,7 +777,7 @@ int main(void) {
       cmocka_unit_test(test_cases_clean),
       cmocka_unit_test(test_runs_by_env),
       cmocka_unit_test(test_runs_by_comms),
-      cmocka_unit_test(test_runs_by_time),
+      cmocka_unit_test(test_runs_by_time), cmocka_unit_test(test_runs_ambiguous),
       cmocka_unit_test(test_nonrank_process),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
