@@ -263,6 +263,7 @@ struct nsp_trace {
   size_t size;          /* bytes of the trace as read (file or memory) */
   int64_t off_ns;       /* wall = monotonic + off_ns */
   int env_rank, file_rank;
+  const char *env_rank_var; /* the variable env_rank came from ("RANK"); NULL none */
   struct nsp_event first_err;
   struct nsp_event last_call; /* last call on any communicator */
   /* comm index -> member + 1 (0: none), while loading only */

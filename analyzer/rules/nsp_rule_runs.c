@@ -117,7 +117,8 @@ static int nonrank_note(struct nsp_job *job) {
     }
     nsp_sbuf_printf(&b, "%spid %u on host %s (", shown++ ? "; " : "", t->info.pid, t->info.host);
     put_calls(&b, t);
-    if (t->env_rank >= 0) nsp_sbuf_printf(&b, "; job rank %d by its environment", t->env_rank);
+    if (t->env_rank >= 0 && t->env_rank_var)
+      nsp_sbuf_printf(&b, "; %s=%d in its environment", t->env_rank_var, t->env_rank);
     if (t->info.end.state == NSP_END_RUNNING) nsp_sbuf_printf(&b, "; still running");
     nsp_sbuf_printf(&b, "; %s)", t->info.path);
   }

@@ -754,7 +754,7 @@ static void test_nonrank_process(void **state) {
   assert_false(nsp_job_trace(job, 2)->joined);
   assert_contains(nsp_job_note(job, 0), "1 traced process joined no communicator, so it is not counted as a rank "
                                         "(world sizes, missing ranks, settings): pid 1002 on host node-b (only "
-                                        "ncclGetUniqueId; job rank 2 by its environment; t2.ncclspy)");
+                                        "ncclGetUniqueId; RANK=2 in its environment; t2.ncclspy)");
   nsp_job_destroy(job);
 }
 
