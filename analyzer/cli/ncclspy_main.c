@@ -139,19 +139,43 @@ static int usage_error(const char *cmd, const char *what, const char *arg) {
   return NSP_EXIT_USAGE;
 }
 
+/* What each option that takes an argument needs, in its missing-argument
+ * message ("option '--run' needs a run's identity, ..."): one row per
+ * such option of any command. */
+static const struct {
+  const char *name; /* its long name */
+  int letter;       /* its short letter; 0 none */
+  const char *needs;
+} nsp_opt_args[] = {
+    {"output", 'o', "a file name"},
+    {"run", 0, "a run's identity, its number, or all"},
+};
+
+/* "ncclspy[ CMD]: option 'OPT' needs WHAT" (OPT: "--run" or "-o", as
+ * given) and where to find help. */
+static int missing_arg(const char *cmd, const char *opt) {
+  const char *needs = "an argument";
+  for (size_t i = 0; i < sizeof nsp_opt_args / sizeof *nsp_opt_args; i++)
+    if (opt[0] == '-' && (opt[1] == '-' ? !strcmp(opt + 2, nsp_opt_args[i].name)
+                                        : opt[1] && !opt[2] && opt[1] == nsp_opt_args[i].letter))
+      needs = nsp_opt_args[i].needs;
+  fprintf(stderr, "ncclspy%s%s: option '%s' needs %s", cmd ? " " : "", cmd ? cmd : "", opt, needs);
+  fprintf(stderr, "\nTry 'ncclspy help%s%s'.\n", cmd ? " " : "", cmd ? cmd : "");
+  return NSP_EXIT_USAGE;
+}
+
 /* After getopt_long (run with opterr 0 and ":" first in its optstring)
  * returned '?' or ':': "ncclspy[ CMD]: unknown option '--x'" or "...:
- * option '-o' needs a file name", and where to find help.  One message,
- * never getopt's own beside ours, nor the whole usage. */
+ * option '-o' needs a file name" (missing_arg), and where to find help.
+ * One message, never getopt's own beside ours, nor the whole usage. */
 static int option_error(const char *cmd, int c, char **argv) {
   char opt[64];
   const char *prev = optind > 0 ? argv[optind - 1] : "";
   if (!strncmp(prev, "--", 2)) snprintf(opt, sizeof opt, "%.*s", (int)strcspn(prev, "="), prev);
   else if (optopt) snprintf(opt, sizeof opt, "-%c", optopt);
   else snprintf(opt, sizeof opt, "%s", prev);
-  fprintf(stderr, "ncclspy%s%s: ", cmd ? " " : "", cmd ? cmd : "");
-  if (c == ':') fprintf(stderr, "option '%s' needs a file name", opt);
-  else fprintf(stderr, "unknown option '%s'", opt);
+  if (c == ':') return missing_arg(cmd, opt);
+  fprintf(stderr, "ncclspy%s%s: unknown option '%s'", cmd ? " " : "", cmd ? cmd : "", opt);
   fprintf(stderr, "\nTry 'ncclspy help%s%s'.\n", cmd ? " " : "", cmd ? cmd : "");
   return NSP_EXIT_USAGE;
 }
@@ -247,7 +271,11 @@ static FILE *open_output(const char *output) {
 /* Loads the paths of argv[optind..] into job: warnings for unreadable
  * ones.  Returns 0 when some trace was read, else an exit status, with
  * *why what failed, in a few words (for --json's error object). */
-static int load_paths(struct nsp_job *job, int argc, char **argv, int first, const char **why) {
+static int load_paths(struct nsp_job *job, int argc, char **argv, int first, const char **why, char *whybuf,
+                      size_t whylen) {
+  /* The warnings, for the error object too: "no readable trace: W; W". */
+  size_t wl = (size_t)snprintf(whybuf, whylen, "no readable trace");
+  const char *sep = ": ";
   for (int i = first; i < argc; i++) {
     /* A crash-ring sidecar is read with its trace; a shell glob names both. */
     if (ends_with(argv[i], ".ncclspy.ring")) {
@@ -260,9 +288,14 @@ static int load_paths(struct nsp_job *job, int argc, char **argv, int first, con
       *why = "out of memory";
       return NSP_EXIT_USAGE;
     }
-    if (r == NSP_AN_EREAD) fprintf(stderr, "ncclspy: warning: %s\n", nsp_job_error(job));
-    else if (r == 0 && *nsp_job_error(job)) fprintf(stderr, "ncclspy: warning: %s\n", nsp_job_error(job));
-    else if (r == 0) fprintf(stderr, "ncclspy: warning: %s: no *.ncclspy trace in it\n", argv[i]);
+    char w[600] = "";
+    if (r == NSP_AN_EREAD || (r == 0 && *nsp_job_error(job))) snprintf(w, sizeof w, "%s", nsp_job_error(job));
+    else if (r == 0) snprintf(w, sizeof w, "%s: no *.ncclspy trace in it", argv[i]);
+    if (*w) {
+      fprintf(stderr, "ncclspy: warning: %s\n", w);
+      if (wl < whylen) wl += (size_t)snprintf(whybuf + wl, whylen - wl, "%s%s", sep, w);
+      sep = "; ";
+    }
   }
   if (!nsp_job_ntraces(job)) {
     int rings = 0, others = 0;
@@ -273,7 +306,7 @@ static int load_paths(struct nsp_job *job, int argc, char **argv, int first, con
       *why = "no readable trace: a crash ring is read along with its trace; name the trace or its directory";
       return NSP_EXIT_USAGE;
     }
-    *why = "no readable trace";
+    *why = whybuf;
     fprintf(stderr, "ncclspy: no readable trace");
     for (size_t i = 0; i < nsp_job_nnotes(job); i++) fprintf(stderr, "%s %s", i ? ";" : ":", nsp_job_note(job, i));
     fprintf(stderr, "\n");
@@ -347,7 +380,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
       case 'j': json = 1; break;
       case 'o': output = optarg; break;
       case 'r':
-        if (!*optarg) return usage_error(k->name, "--run needs a run's identity, its number, or all", NULL);
+        if (!*optarg) return missing_arg(k->name, "--run");
         run = optarg;
         break;
       case 'h': put_usage(stdout, k->usage); return NSP_EXIT_CLEAN;
@@ -357,7 +390,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   if (optind >= argc) return usage_error(k->name, k->needs, NULL);
 
   const char *why = NULL; /* what failed, when the report was not written */
-  char whybuf[160];
+  char whybuf[1024];
   int status = NSP_EXIT_USAGE;
   struct nsp_job *job = nsp_job_create();
   if (!job) {
@@ -381,16 +414,18 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
       goto out;
     }
   }
-  status = load_paths(job, argc, argv, optind, &why);
+  status = load_paths(job, argc, argv, optind, &why, whybuf, sizeof whybuf);
   if (status) goto out;
   status = NSP_EXIT_USAGE;
   if (run && nsp_job_select_run(job, run) < 0) {
     fprintf(stderr, "ncclspy: out of memory\n");
+    why = "out of memory";
     goto out;
   }
   int r = nsp_job_analyze(job);
   if (r == NSP_AN_EINVAL) {
     fprintf(stderr, "ncclspy: %s\n", nsp_job_error(job));
+    why = nsp_job_error(job); /* a --run that names no run, or several */
     goto out;
   }
   if (r == 0 && k->perf) r = nsp_job_perf(job);

@@ -438,7 +438,8 @@ static void put_untraced_libnccl(FILE *out, const struct nsp_job *job, int after
         fprintf(out, after_findings ? "\nlibnccl that ncclspy does not trace (calls through it are not in the traces)\n"
                                     : "\nEnvironment\nlibnccl that ncclspy does not trace (calls through it are not in the "
                                       "traces)\n");
-      fprintf(out, "  rank %-4d ", t->rank);
+      if (t->joined) fprintf(out, "  rank %-4d ", t->rank);
+      else fprintf(out, "  no rank   "); /* joined no communicator: not its environment's rank */
       nsp_put_esc(out, t->host);
       fprintf(out, " pid %" PRIu32 ": ", t->pid);
       nsp_put_esc(out, t->libnccl[l].path);

@@ -134,6 +134,13 @@ void nsp_an_put_comm_ranks(struct nsp_sbuf *b, const struct nsp_job *job, uint64
                            size_t n);
 /* Job ranks: "job ranks 0-2" when nsp_job_ranks_differ, else "ranks 0-2". */
 void nsp_an_put_job_ranks(struct nsp_sbuf *b, const struct nsp_job *job, const int *ranks, size_t n);
+/* Process t as the report names it: its job rank ("rank 3", "job rank
+ * 3"; its path when it has none) when it joined a communicator, else
+ * nsp_an_put_nonrank's words: never by the rank its environment gives it. */
+void nsp_an_put_process(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_trace *t);
+/* "pid P on host H, which joined no communicator", then " (RANK=0 in its
+ * environment)" when its environment gives it a rank. */
+void nsp_an_put_nonrank(struct nsp_sbuf *b, const struct nsp_trace *t);
 /* "rank 3" or "ranks 0-2,5" into b. */
 void nsp_an_put_ranks(struct nsp_sbuf *b, const int *ranks, size_t n);
 /* The distinct hosts of a side's processes, up to 3 ("node-a, node-b and

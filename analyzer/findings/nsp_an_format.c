@@ -260,6 +260,18 @@ void nsp_an_put_job_ranks(struct nsp_sbuf *b, const struct nsp_job *job, const i
   nsp_an_put_ranks(b, ranks, n);
 }
 
+void nsp_an_put_nonrank(struct nsp_sbuf *b, const struct nsp_trace *t) {
+  nsp_sbuf_printf(b, "pid %u on host %s, which joined no communicator", t->info.pid, t->info.host);
+  if (t->env_rank >= 0 && t->env_rank_var)
+    nsp_sbuf_printf(b, " (%s=%d in its environment)", t->env_rank_var, t->env_rank);
+}
+
+void nsp_an_put_process(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_trace *t) {
+  if (!t->info.joined) nsp_an_put_nonrank(b, t);
+  else if (t->info.rank >= 0) nsp_an_put_job_ranks(b, job, &t->info.rank, 1);
+  else nsp_sbuf_printf(b, "%s", t->path);
+}
+
 void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {
   /* Indexed by NSP_DROP_* (0 unknown), in the report's words. */
   static const char *const why[] = {"unknown reason", "ring full", "write errors", "size cap (NCCLSPY_MAX_MB)"};

@@ -7,19 +7,26 @@
  * again into a fresh model: the loader unifies communicators across
  * every trace it reads, so the others must not have been read with them.
  *
- * A run's identity:
- *   - the launcher variables of the PROCESS record's environment snapshot
- *     (torchrun, Slurm, Open MPI, PMIx: run_key), the same on every
- *     process of one launch;
- *   - processes with the same variables (none at all included) are one
- *     run when they share communicators (union over members), or when
- *     such groups overlap in time; groups that do not overlap in time are
- *     separate runs (torchrun's TORCHELASTIC_RUN_ID is "none" unless
- *     --rdzv-id is given: back-to-back jobs look alike);
- *   - such runs are told apart by their world communicator's id (the
- *     first communicator a process made from a unique id: the same on all
- *     its ranks), and, where that repeats too (NCCL_COMM_ID), by the
- *     start time.
+ * Grouping, communicators first:
+ *   - processes that share a communicator (its id, with time ranges that
+ *     overlap; 1 s to spare for the clocks of different hosts when their
+ *     launcher variables agree) are one run, whatever their launcher
+ *     variables say (mpirun under sbatch starts remote nodes through srun:
+ *     SLURM_STEP_ID on some nodes only; one rank with a mis-set variable);
+ *     ranks of one communicator id further apart in time are separate runs
+ *     reusing it (NCCL_COMM_ID);
+ *   - groups that share no communicator are one run when they have the
+ *     same launcher variables (the PROCESS record's environment snapshot:
+ *     torchrun, Slurm, Open MPI, PMIx; run_key; the most common among a
+ *     group's processes) and overlap in time, unless those variables name
+ *     no launch (none at all, or only torchrun's default run id "none")
+ *     and the group's world communicators are complete (every rank
+ *     traced): then it is a job of its own (two jobs sharing a
+ *     directory).  Groups that do not overlap in time are separate runs;
+ *   - runs alike in their variables are told apart by their world
+ *     communicator's id (the first communicator a process made from a
+ *     unique id: the same on all its ranks), and, where that repeats too
+ *     (NCCL_COMM_ID), by the start time.
  * Processes with no communicator (nsp_trace_info.joined 0), or no record,
  * go with the run of the same variables nearest in time. */
 #include <stdlib.h>
@@ -32,13 +39,13 @@
  * different hosts) are two runs that reuse its id. */
 #define NSP_RUN_GAP_NS 1000000000LL
 
-/* Appends "s" to the growing string *buf (NULL-safe); -1 when out of memory. */
 /* a - b for a >= b, saturated at INT64_MAX (hostile times span more). */
 static int64_t gap_ns(int64_t a, int64_t b) {
   int64_t d;
   return __builtin_sub_overflow(a, b, &d) ? INT64_MAX : d;
 }
 
+/* Appends "s" to the growing string *buf (NULL-safe); -1 when out of memory. */
 static int cat(char **buf, const char *s) {
   char *n = nsp_asprintf("%s%s", *buf ? *buf : "", s);
   if (!n) return -1;
@@ -48,14 +55,17 @@ static int cat(char **buf, const char *s) {
 }
 
 /* The launcher part of a trace's run identity: parts joined by '/', ""
- * when its snapshot has none of the variables.  NULL when out of memory. */
-static char *run_key(const struct nsp_trace_info *t) {
+ * when its snapshot has none of the variables.  *launch: whether they
+ * name one launch (any but torchrun's default run id "none").  NULL when
+ * out of memory. */
+static char *run_key(const struct nsp_trace_info *t, int *launch) {
   const char *job = nsp_an_env_value(t, "SLURM_JOB_ID"), *step = nsp_an_env_value(t, "SLURM_STEP_ID");
   const char *srestart = nsp_an_env_value(t, "SLURM_RESTART_COUNT");
   const char *ns = nsp_an_env_value(t, "PMIX_NAMESPACE"), *ompi = nsp_an_env_value(t, "OMPI_MCA_ess_base_jobid");
   const char *te = nsp_an_env_value(t, "TORCHELASTIC_RUN_ID"), *trestart = nsp_an_env_value(t, "TORCHELASTIC_RESTART_COUNT");
   char *k = strdup("");
   int oom = !k;
+  *launch = job || ns || ompi || (te && strcmp(te, "none"));
   if (job && !oom) {
     char *p = nsp_asprintf("slurm:%s%s%s%s%s", job, step ? "." : "", step ? step : "", srestart ? ":restart=" : "",
                            srestart ? srestart : "");
@@ -88,11 +98,13 @@ static char *run_key(const struct nsp_trace_info *t) {
 /* What grouping knows of one trace. */
 struct run_tr {
   char *key;
+  int launch;     /* key names one launch (run_key) */
   int64_t s, e;   /* wall-clock start (header) and end (latest record) */
   int anchored;   /* a member of some communicator: grouped by communicators */
   size_t parent;  /* union-find */
   size_t run;
   uint64_t world; /* its first communicator made from a unique id; 0 none */
+  size_t wcomm;   /* that communicator's index in job->comms; SIZE_MAX none */
 };
 
 static size_t uf_find(struct run_tr *v, size_t i) {
@@ -100,12 +112,13 @@ static size_t uf_find(struct run_tr *v, size_t i) {
   return i;
 }
 
-/* A group of anchored traces while grouping. */
+/* A group of traces joined by communicators, while grouping. */
 struct grp {
-  size_t root;    /* its first trace */
-  const char *key;
+  const char *key; /* the launcher variables most of its traces have */
+  int launch;      /* they name one launch */
+  int complete;    /* each of its world communicators has every rank here */
   int64_t s, e;
-  size_t run;
+  size_t run;      /* its own index, then its run's */
 };
 
 static int cmp_grp(const void *pa, const void *pb) {
@@ -115,13 +128,36 @@ static int cmp_grp(const void *pa, const void *pb) {
   return a->s < b->s ? -1 : a->s > b->s;
 }
 
+/* A member while grouping: its communicator, trace, and the trace's
+ * group (ix). */
+struct ct {
+  size_t comm, trace, ix;
+  int64_t s;
+};
+
+/* By communicator, then start, then trace. */
+static int cmp_ct(const void *pa, const void *pb) {
+  const struct ct *a = pa, *b = pb;
+  if (a->comm != b->comm) return a->comm < b->comm ? -1 : 1;
+  if (a->s != b->s) return a->s < b->s ? -1 : 1;
+  return (a->trace > b->trace) - (a->trace < b->trace);
+}
+
+/* By group, then communicator. */
+static int cmp_ct_ix(const void *pa, const void *pb) {
+  const struct ct *a = pa, *b = pb;
+  if (a->ix != b->ix) return a->ix < b->ix ? -1 : 1;
+  return (a->comm > b->comm) - (a->comm < b->comm);
+}
+
 /* qsort_r order of trace indices (ctx: the traces' run_tr): by group
- * (parent, already flattened), start, index. */
-static int cmp_tr_start(const void *pa, const void *pb, void *ctx) {
+ * (parent, already flattened), key, index. */
+static int cmp_tr_key(const void *pa, const void *pb, void *ctx) {
   const struct run_tr *v = ctx;
   size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
   if (v[a].parent != v[b].parent) return v[a].parent < v[b].parent ? -1 : 1;
-  if (v[a].s != v[b].s) return v[a].s < v[b].s ? -1 : 1;
+  int c = strcmp(v[a].key, v[b].key);
+  if (c) return c;
   return (a > b) - (a < b);
 }
 
@@ -132,69 +168,134 @@ static int cmp_run(const void *pa, const void *pb) {
   return strcmp(b->id ? b->id : "", a->id ? a->id : "");
 }
 
+/* Joins the traces of each communicator whose time ranges overlap (1 s
+ * to spare where their launcher variables agree), whatever their
+ * variables; ranks of one id apart in time stay apart.  ct: the members,
+ * sorted here. */
+static void join_by_comms(struct run_tr *v, struct ct *ct, size_t nct) {
+  qsort(ct, nct, sizeof *ct, cmp_ct);
+  for (size_t i = 0, j; i < nct; i = j) {
+    size_t first = ct[i].trace, last = first;
+    int64_t end = v[first].e;
+    for (j = i + 1; j < nct && ct[j].comm == ct[i].comm; j++) {
+      size_t t = ct[j].trace;
+      int64_t slack = strcmp(v[t].key, v[last].key) ? 0 : NSP_RUN_GAP_NS;
+      if (v[t].s > end && gap_ns(v[t].s, end) > slack) {
+        first = last = t;
+        end = v[t].e;
+        continue;
+      }
+      v[uf_find(v, t)].parent = uf_find(v, first);
+      if (v[t].e > end) {
+        end = v[t].e;
+        last = t;
+      }
+    }
+  }
+}
+
+/* The groups of the anchored traces (order: their indices, na of them):
+ * g[k] for each, gi[root] its index; their keys, windows, completeness.
+ * Returns how many; ct (the members) is reused. */
+static size_t make_groups(const struct nsp_job *job, struct run_tr *v, size_t *order, size_t na, struct grp *g,
+                          size_t *gi, struct ct *ct, size_t nct) {
+  size_t ng = 0;
+  qsort_r(order, na, sizeof *order, cmp_tr_key, v);
+  for (size_t k = 0, j; k < na; k = j) {
+    size_t root = v[order[k]].parent, best = order[k], nbest = 0;
+    g[ng] = (struct grp){v[best].key, v[best].launch, 1, v[best].s, v[best].e, ng};
+    for (j = k; j < na && v[order[j]].parent == root;) {
+      size_t l = j;
+      while (l < na && v[order[l]].parent == root && !strcmp(v[order[l]].key, v[order[j]].key)) {
+        size_t t = order[l++];
+        if (v[t].s < g[ng].s) g[ng].s = v[t].s;
+        if (v[t].e > g[ng].e) g[ng].e = v[t].e;
+        if (v[t].wcomm == SIZE_MAX) g[ng].complete = 0; /* its world is not traced */
+      }
+      if (l - j > nbest || (l - j == nbest && order[j] < best)) { /* a tie: the lowest trace's */
+        nbest = l - j;
+        best = order[j];
+      }
+      j = l;
+    }
+    g[ng].key = v[best].key;
+    g[ng].launch = v[best].launch;
+    gi[root] = ng++;
+  }
+  /* Complete: each world communicator's members in the group are its nranks. */
+  size_t nw = 0;
+  for (size_t i = 0; i < nct; i++)
+    if (ct[i].comm == v[ct[i].trace].wcomm) ct[nw++] = (struct ct){ct[i].comm, ct[i].trace, gi[v[ct[i].trace].parent], 0};
+  qsort(ct, nw, sizeof *ct, cmp_ct_ix);
+  for (size_t i = 0, j; i < nw; i = j) {
+    for (j = i + 1; j < nw && ct[j].ix == ct[i].ix && ct[j].comm == ct[i].comm;) j++;
+    if ((int64_t)(j - i) != job->comms[ct[i].comm]->info.nranks) g[ct[i].ix].complete = 0;
+  }
+  return ng;
+}
+
+/* Groups into runs (g[k].run): those of one key that overlap in time are
+ * one, except a complete group whose key names no launch (a job of its
+ * own beside another in one directory).  Returns how many runs. */
+static size_t merge_groups(struct grp *g, size_t ng, struct grp *sorted, size_t *grun) {
+  memcpy(sorted, g, ng * sizeof *g);
+  qsort(sorted, ng, sizeof *sorted, cmp_grp);
+  size_t nr = 0, cur = 0;
+  int open = 0;
+  int64_t end = 0;
+  for (size_t i = 0; i < ng; i++) {
+    if (i && strcmp(sorted[i].key, sorted[i - 1].key)) open = 0;
+    if (!sorted[i].launch && sorted[i].complete) {
+      grun[sorted[i].run] = nr++;
+      continue;
+    }
+    if (!open || sorted[i].s > end) {
+      cur = nr++;
+      open = 1;
+      end = sorted[i].e;
+    } else if (sorted[i].e > end) {
+      end = sorted[i].e;
+    }
+    grun[sorted[i].run] = cur;
+  }
+  return nr;
+}
 
 /* Groups the traces into runs: v[i].run for every trace, job->runs
- * (unsorted, ids not yet made).  0 or NSP_AN_ENOMEM. */
-static int group(struct nsp_job *job, struct run_tr *v) {
-  size_t n = job->ntraces;
-  /* Communicators join the traces of one key they have members in. */
-  size_t *first = malloc((job->ncomms ? job->ncomms : 1) * sizeof *first);
-  size_t *order = malloc((n ? n : 1) * sizeof *order);
-  struct grp *g = malloc((n ? n : 1) * sizeof *g);
-  int ret = first && order && g ? 0 : NSP_AN_ENOMEM;
-  for (size_t c = 0; !ret && c < job->ncomms; c++) first[c] = SIZE_MAX;
-  for (size_t m = 0; !ret && m < job->nmembers; m++) {
+ * (unsorted, ids not yet made), *rkey_out each run's launcher key (NULL
+ * where no trace of it is anchored; pointing into v).  0 or
+ * NSP_AN_ENOMEM. */
+static int group(struct nsp_job *job, struct run_tr *v, const char ***rkey_out) {
+  size_t n = job->ntraces, nm = job->nmembers;
+  struct ct *ct = malloc((nm ? nm : 1) * sizeof *ct);
+  size_t *order = malloc((n ? n : 1) * sizeof *order), *gi = malloc((n ? n : 1) * sizeof *gi);
+  size_t *grun = malloc((n ? n : 1) * sizeof *grun);
+  struct grp *g = malloc((n ? n : 1) * sizeof *g), *sorted = malloc((n ? n : 1) * sizeof *sorted);
+  int ret = ct && order && gi && grun && g && sorted ? 0 : NSP_AN_ENOMEM;
+  size_t nct = 0, na = 0, ng = 0, nr = 0;
+  for (size_t m = 0; !ret && m < nm; m++) {
     size_t c = job->members[m].comm, t = job->members[m].trace;
     if (c >= job->ncomms || t >= n) continue;
     v[t].anchored = 1;
-    if (first[c] == SIZE_MAX) first[c] = t;
-    else if (!strcmp(v[t].key, v[first[c]].key)) v[uf_find(v, t)].parent = uf_find(v, first[c]);
+    ct[nct++] = (struct ct){c, t, 0, v[t].s};
   }
-  /* Within a group, traces whose time ranges do not touch (1 s to spare)
-   * are separate runs reusing one communicator id: split it. */
-  size_t na = 0, ng = 0;
-  for (size_t i = 0; !ret && i < n; i++) v[i].parent = uf_find(v, i); /* flat, for the order */
+  if (!ret) join_by_comms(v, ct, nct);
+  for (size_t i = 0; !ret && i < n; i++) v[i].parent = uf_find(v, i); /* flat */
   for (size_t i = 0; !ret && i < n; i++)
     if (v[i].anchored) order[na++] = i;
-  if (!ret) qsort_r(order, na, sizeof *order, cmp_tr_start, v);
-  for (size_t k = 0; !ret && k < na; k++) {
-    size_t t = order[k];
-    int same = ng && v[g[ng - 1].root].parent == v[t].parent;
-    if (!same || (v[t].s > g[ng - 1].e && gap_ns(v[t].s, g[ng - 1].e) > NSP_RUN_GAP_NS)) {
-      g[ng] = (struct grp){t, v[t].key, v[t].s, v[t].e, 0};
-      ng++;
-    } else if (v[t].e > g[ng - 1].e) {
-      g[ng - 1].e = v[t].e;
-    }
-    v[t].run = ng - 1; /* group index for now */
-  }
-  /* Groups of one key whose time ranges overlap are one run (processes of
-   * one launch that share no communicator). */
-  size_t *grun = malloc((ng ? ng : 1) * sizeof *grun);
-  if (!ret && !grun) ret = NSP_AN_ENOMEM;
-  for (size_t i = 0; !ret && i < ng; i++) g[i].run = i;
-  struct grp *sorted = ret ? NULL : malloc((ng ? ng : 1) * sizeof *sorted);
-  if (!ret && !sorted) ret = NSP_AN_ENOMEM;
-  size_t nr = 0;
   if (!ret) {
-    memcpy(sorted, g, ng * sizeof *g);
-    qsort(sorted, ng, sizeof *sorted, cmp_grp);
-    int64_t end = 0;
-    for (size_t i = 0; i < ng; i++) {
-      if (!i || strcmp(sorted[i].key, sorted[i - 1].key) || sorted[i].s > end) {
-        nr++;
-        end = sorted[i].e;
-      } else if (sorted[i].e > end) {
-        end = sorted[i].e;
-      }
-      grun[sorted[i].run] = nr - 1;
-    }
-    for (size_t k = 0; k < na; k++) v[order[k]].run = grun[v[order[k]].run];
+    /* The members again: join_by_comms sorted them, make_groups reuses them. */
+    nct = 0;
+    for (size_t m = 0; m < nm; m++)
+      if (job->members[m].comm < job->ncomms && job->members[m].trace < n)
+        ct[nct++] = (struct ct){job->members[m].comm, job->members[m].trace, 0, 0};
+    ng = make_groups(job, v, order, na, g, gi, ct, nct);
+    nr = merge_groups(g, ng, sorted, grun);
+    for (size_t k = 0; k < na; k++) v[order[k]].run = grun[gi[v[order[k]].parent]];
   }
   free(sorted);
-  free(grun);
-  free(g);
-  free(first);
+  free(ct);
+  free(gi);
   /* The runs. */
   size_t cap = 0;
   if (!ret && nsp_grow(&job->runs, &cap, nr ? nr : 1, sizeof *job->runs) < 0) ret = NSP_AN_ENOMEM;
@@ -205,13 +306,19 @@ static int group(struct nsp_job *job, struct run_tr *v) {
   /* The window and key of each run, from its anchored traces. */
   const char **rkey = ret ? NULL : calloc(nr ? nr : 1, sizeof *rkey);
   if (!ret && !rkey) ret = NSP_AN_ENOMEM;
+  for (size_t k = 0; !ret && k < ng; k++) rkey[grun[k]] = g[k].key;
+  for (size_t r = 0; !ret && r < nr; r++) {
+    job->runs[r].info.start_ns = INT64_MAX; /* every run has an anchored trace */
+    job->runs[r].info.end_ns = INT64_MIN;
+  }
   for (size_t i = 0; !ret && i < n; i++) {
     if (!v[i].anchored) continue;
     struct nsp_run_info *r = &job->runs[v[i].run].info;
-    if (!rkey[v[i].run] || v[i].s < r->start_ns) r->start_ns = v[i].s;
+    if (v[i].s < r->start_ns) r->start_ns = v[i].s;
     if (v[i].e > r->end_ns) r->end_ns = v[i].e;
-    rkey[v[i].run] = v[i].key;
   }
+  free(grun);
+  free(g);
   /* The others: the run of their key nearest in time (any run when none
    * has their key; the newest on a tie); all one run when none is anchored. */
   if (!ret && !nr) {
@@ -234,13 +341,17 @@ static int group(struct nsp_job *job, struct run_tr *v) {
       }
     v[i].run = best;
   }
-  free(rkey);
   free(order);
+  if (ret) {
+    free(rkey);
+    rkey = NULL;
+  }
+  *rkey_out = rkey;
   return ret;
 }
 
 /* Each run's counts, window (its ranks'), and identity. */
-static int describe(struct nsp_job *job, struct run_tr *v) {
+static int describe(struct nsp_job *job, struct run_tr *v, const char **rkey) {
   size_t n = job->ntraces;
   for (size_t r = 0; r < job->nruns; r++) {
     struct nsp_run_info *ri = &job->runs[r].info;
@@ -256,10 +367,11 @@ static int describe(struct nsp_job *job, struct run_tr *v) {
       if (!have || v[i].s < ri->start_ns) ri->start_ns = v[i].s;
       have = 1;
     }
-    /* Launcher key of the run: its ranks' (the first such trace's). */
-    const char *key = "";
-    for (size_t i = 0; i < n; i++)
-      if (v[i].run == r && (!ranks_only || job->traces[i]->info.joined)) {
+    /* Launcher key of the run: the one most of its ranks have, or its
+     * first trace's when none is anchored. */
+    const char *key = rkey && rkey[r] ? rkey[r] : "";
+    for (size_t i = 0; i < n && !(rkey && rkey[r]); i++)
+      if (v[i].run == r) {
         key = v[i].key;
         break;
       }
@@ -308,6 +420,14 @@ static int describe(struct nsp_job *job, struct run_tr *v) {
   return 0;
 }
 
+/* Whether sel is a prefix of run id `id` or of one of its '/'-separated parts. */
+static int run_named(const char *id, const char *sel) {
+  size_t len = strlen(sel);
+  for (const char *p = id; p; p = strchr(p, '/') ? strchr(p, '/') + 1 : NULL)
+    if (!strncmp(p, sel, len)) return 1;
+  return 0;
+}
+
 /* The run `sel` names: its index, or SIZE_MAX (job->err says why). */
 static size_t find_run(struct nsp_job *job, const char *sel) {
   if (!sel || !*sel) return 0;
@@ -318,21 +438,19 @@ static size_t find_run(struct nsp_job *job, const char *sel) {
   if (sel[0] >= '0' && sel[0] <= '9' && !*end) {
     if (k >= 1 && k <= job->nruns) return k - 1;
   } else {
-    size_t found = SIZE_MAX, nfound = 0, len = strlen(sel);
-    for (size_t r = 0; r < job->nruns; r++) {
-      int hit = 0;
-      for (const char *p = job->runs[r].id; p && !hit; p = strchr(p, '/') ? strchr(p, '/') + 1 : NULL)
-        hit = !strncmp(p, sel, len);
-      if (hit) {
+    size_t found = SIZE_MAX, nfound = 0;
+    for (size_t r = 0; r < job->nruns; r++)
+      if (run_named(job->runs[r].id, sel)) {
         found = r;
         nfound++;
       }
-    }
     if (nfound == 1) return found;
     if (nfound > 1) {
+      /* Only the runs it names, with their numbers in the newest-first list. */
       size_t l = (size_t)snprintf(job->err, sizeof job->err, "--run %s names %zu runs:", sel, nfound);
       for (size_t r = 0; r < job->nruns && l < sizeof job->err; r++)
-        l += (size_t)snprintf(job->err + l, sizeof job->err - l, " %zu. %s", r + 1, job->runs[r].id);
+        if (run_named(job->runs[r].id, sel))
+          l += (size_t)snprintf(job->err + l, sizeof job->err - l, " %zu. %s", r + 1, job->runs[r].id);
       return SIZE_MAX;
     }
   }
@@ -406,7 +524,8 @@ int nsp_an_select_run(struct nsp_job *job) {
     v[i].parent = i;
     v[i].s = t->info.realtime_ns;
     v[i].e = t->info.end_ns > v[i].s ? t->info.end_ns : v[i].s;
-    if (!(v[i].key = run_key(&t->info))) ret = NSP_AN_ENOMEM;
+    v[i].wcomm = SIZE_MAX;
+    if (!(v[i].key = run_key(&t->info, &v[i].launch))) ret = NSP_AN_ENOMEM;
   }
   /* The world of each trace: its first member of a communicator with no
    * parent (the loader numbers a trace's communicators in creation order). */
@@ -418,12 +537,15 @@ int nsp_an_select_run(struct nsp_job *job) {
     if (c->info.parent_id || !c->info.id) continue;
     if (!v[mb->trace].world || mb->local < wlocal[mb->trace]) {
       v[mb->trace].world = c->info.id;
+      v[mb->trace].wcomm = mb->comm;
       wlocal[mb->trace] = mb->local;
     }
   }
   free(wlocal);
-  if (!ret) ret = group(job, v);
-  if (!ret) ret = describe(job, v);
+  const char **rkey = NULL;
+  if (!ret) ret = group(job, v, &rkey);
+  if (!ret) ret = describe(job, v, rkey);
+  free(rkey);
   /* Newest first; the traces follow their run to its new place. */
   size_t *pos = ret ? NULL : malloc(job->nruns * sizeof *pos);
   if (!ret && !pos) ret = NSP_AN_ENOMEM;

@@ -7,13 +7,6 @@
 
 #include "nsp_an_job.h"
 
-/* "rank 3" ("job rank 3" where communicators number ranks otherwise) or
- * the trace's path when it has no rank. */
-static void put_trace_name(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_trace *t) {
-  if (t->info.rank >= 0) nsp_an_put_job_ranks(b, job, &t->info.rank, 1);
-  else nsp_sbuf_printf(b, "%s", t->path);
-}
-
 /* ---- what the traces could not see ---------------------------------------- */
 
 enum { CAV_RUNNING, CAV_KILLED, CAV_CRASHED, CAV_FAILED, CAV_INFLIGHT, CAV_EXIT_INFLIGHT, CAV_UNKNOWN, CAV_N };
@@ -32,19 +25,37 @@ static int has_caveat(const struct nsp_trace *t, int c) {
   }
 }
 
-/* The processes with caveat c as "rank 3", "ranks 0-2" (job ranks), and
- * "N processes without a rank"; returns how many. */
+/* Processes that joined no communicator named one by one, at most. */
+#define NSP_NONRANKS_NAMED 2
+
+/* The processes with caveat c as "rank 3", "ranks 0-2" (job ranks), each
+ * that joined no communicator by pid and host (nsp_an_put_nonrank; "N
+ * more processes that joined no communicator" past a few), and "N
+ * processes without a rank"; returns how many. */
 static size_t put_who(struct nsp_sbuf *b, const struct nsp_job *job, int c, int *rk) {
-  size_t n = 0, norank = 0;
+  size_t n = 0, norank = 0, nonrank = 0, named = 0;
   for (size_t i = 0; i < job->ntraces; i++) {
     if (!has_caveat(job->traces[i], c)) continue;
-    if (job->traces[i]->info.rank >= 0) rk[n++] = job->traces[i]->info.rank;
+    if (!nsp_an_is_rank(job, i)) nonrank++;
+    else if (job->traces[i]->info.rank >= 0) rk[n++] = job->traces[i]->info.rank;
     else norank++;
   }
   qsort(rk, n, sizeof *rk, nsp_an_cmp_int);
   if (n) nsp_an_put_job_ranks(b, job, rk, n);
-  if (norank) nsp_sbuf_printf(b, "%s%zu process%s without a rank", n ? " and " : "", norank, norank == 1 ? "" : "es");
-  return n + norank;
+  for (size_t i = 0; i < job->ntraces && named < NSP_NONRANKS_NAMED; i++) {
+    if (!has_caveat(job->traces[i], c) || nsp_an_is_rank(job, i)) continue;
+    nsp_sbuf_printf(b, "%s", n || named ? "; " : "");
+    nsp_an_put_nonrank(b, job->traces[i]);
+    named++;
+  }
+  if (nonrank > named)
+    nsp_sbuf_printf(b, " and %zu more process%s that joined no communicator", nonrank - named,
+                    nonrank - named == 1 ? "" : "es");
+  else if (named && !norank)
+    nsp_sbuf_printf(b, ","); /* "..., which joined no communicator (RANK=0 ...), ended" */
+  if (norank)
+    nsp_sbuf_printf(b, "%s%zu process%s without a rank", n || nonrank ? " and " : "", norank, norank == 1 ? "" : "es");
+  return n + nonrank + norank;
 }
 
 /* Counts the caveats (job->caveats) and writes them, "; "-separated, into
@@ -98,7 +109,7 @@ static int put_caveats(struct nsp_job *job, struct nsp_sbuf *b) {
         break;
       }
       nsp_sbuf_printf(b, "%s", items++ ? "; " : "");
-      put_trace_name(b, job, t);
+      nsp_an_put_process(b, job, t);
       nsp_sbuf_printf(b, " loaded %s", t->libnccl[l].path);
       if (t->libnccl[l].version > 0)
         nsp_sbuf_printf(b, " (NCCL %d.%d.%d)", t->libnccl[l].version / 10000, t->libnccl[l].version % 10000 / 100,
@@ -154,12 +165,12 @@ int nsp_an_build_summary(struct nsp_job *job) {
           uint64_t pct = (t->info.dropped * 100 + all / 2) / all;
           if (pct) nsp_sbuf_printf(&b, "%llu%% of ", (unsigned long long)pct);
           else nsp_sbuf_printf(&b, "under 1%% of ");
-          put_trace_name(&b, job, t);
+          nsp_an_put_process(&b, job, t);
           nsp_sbuf_printf(&b, "'s records were dropped (");
           nsp_an_put_drop_reasons(&b, t);
           nsp_sbuf_printf(&b, ")%s", cut ? " and " : "");
         } else {
-          put_trace_name(&b, job, t);
+          nsp_an_put_process(&b, job, t);
           nsp_sbuf_printf(&b, "'s ");
         }
         if (cut) nsp_sbuf_printf(&b, "trace is cut at byte %llu", at);

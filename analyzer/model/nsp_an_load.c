@@ -631,7 +631,10 @@ static int on_process(struct nsp_trace *t, const struct nsp_rec *rec) {
       if (strcmp(t->env[2 * i], rank_vars[v])) continue;
       char *end;
       long r = strtol(t->env[2 * i + 1], &end, 10);
-      if (end != t->env[2 * i + 1] && !*end && r >= 0 && r <= INT32_MAX) t->env_rank = (int)r;
+      if (end != t->env[2 * i + 1] && !*end && r >= 0 && r <= INT32_MAX) {
+        t->env_rank = (int)r;
+        t->env_rank_var = rank_vars[v];
+      }
       break;
     }
   }

@@ -179,3 +179,51 @@ void nsp_an_utc_text(char *buf, size_t len, int64_t ns) {
   strftime(d, sizeof d, "%Y-%m-%dT%H:%M:%S", &tm);
   snprintf(buf, len, "%s.%03dZ", d, (int)(ns / 1000000 % 1000));
 }
+
+static size_t uf_find(size_t *parent, size_t i) {
+  while (parent[i] != i) i = parent[i] = parent[parent[i]];
+  return i;
+}
+
+size_t nsp_an_comm_groups(const struct nsp_job *job, size_t *group) {
+  size_t n = job->ntraces;
+  size_t *parent = malloc((n ? n : 1) * sizeof *parent);
+  size_t *first = malloc((job->ncomms ? job->ncomms : 1) * sizeof *first); /* a trace of each comm */
+  if (!parent || !first) {
+    free(parent);
+    free(first);
+    return SIZE_MAX;
+  }
+  for (size_t i = 0; i < n; i++) {
+    parent[i] = i;
+    group[i] = SIZE_MAX;
+  }
+  for (size_t c = 0; c < job->ncomms; c++) first[c] = SIZE_MAX;
+  /* Each member joins its trace to the first trace of its communicator. */
+  for (size_t m = 0; m < job->nmembers; m++) {
+    size_t c = job->members[m].comm, t = job->members[m].trace;
+    if (c >= job->ncomms || t >= n) continue;
+    if (first[c] == SIZE_MAX) first[c] = t;
+    else parent[uf_find(parent, t)] = uf_find(parent, first[c]);
+    group[t] = 0; /* in some communicator */
+  }
+  /* Numbered in trace order: a root gets its number when first met
+   * (num, over the traces, reuses first when there are as many comms). */
+  size_t ngroups = 0, *num = malloc((n ? n : 1) * sizeof *num);
+  if (!num) {
+    free(parent);
+    free(first);
+    return SIZE_MAX;
+  }
+  for (size_t i = 0; i < n; i++) num[i] = SIZE_MAX;
+  for (size_t i = 0; i < n; i++) {
+    if (group[i] == SIZE_MAX) continue;
+    size_t r = uf_find(parent, i);
+    if (num[r] == SIZE_MAX) num[r] = ngroups++;
+    group[i] = num[r];
+  }
+  free(num);
+  free(parent);
+  free(first);
+  return ngroups;
+}

@@ -263,6 +263,7 @@ struct nsp_trace {
   size_t size;          /* bytes of the trace as read (file or memory) */
   int64_t off_ns;       /* wall = monotonic + off_ns */
   int env_rank, file_rank;
+  const char *env_rank_var; /* the variable env_rank came from ("RANK"); NULL none */
   struct nsp_event first_err;
   struct nsp_event last_call; /* last call on any communicator */
   /* comm index -> member + 1 (0: none), while loading only */
@@ -518,6 +519,12 @@ static inline int nsp_an_is_rank(const struct nsp_job *job, size_t i) { return j
 int nsp_an_cmp_member_rank(const void *pa, const void *pb, void *ctx);
 
 /* ---- questions about the model (nsp_an_model.c) --------------------------- */
+
+/* The traces joined by communicators (any member in common, transitively):
+ * group[i] for trace i (0-based, numbered in trace order; SIZE_MAX for a
+ * trace in no communicator).  Returns how many groups, or SIZE_MAX when
+ * out of memory. */
+size_t nsp_an_comm_groups(const struct nsp_job *job, size_t *group);
 
 /* Adds a note (printf format).  Returns 0 or NSP_AN_ENOMEM. */
 int nsp_job_notef(struct nsp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

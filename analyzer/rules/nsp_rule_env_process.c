@@ -193,6 +193,32 @@ static int rule_settings(struct nsp_job *job, struct nsp_an_item *it) {
   return ret;
 }
 
+/* Whether every group of processes joined by communicators (separate
+ * jobs compared as one: --run all, or alike launcher variables) has ws
+ * ranks, and ws-rank communicators at most, as its largest. */
+static int groups_match(const struct nsp_job *job, long ws) {
+  size_t n = job->ntraces, *group = malloc((n ? n : 1) * sizeof *group);
+  size_t ng = group ? nsp_an_comm_groups(job, group) : SIZE_MAX;
+  size_t *count = ng != SIZE_MAX ? calloc(ng ? ng : 1, sizeof *count) : NULL;
+  int32_t *largest = count ? calloc(ng ? ng : 1, sizeof *largest) : NULL;
+  int ok = largest && ng > 1 && ws > 0;
+  for (size_t t = 0; ok && t < n; t++) {
+    if (!nsp_an_is_rank(job, t)) continue;
+    if (group[t] == SIZE_MAX) ok = 0; /* a rank no group holds: count it as today */
+    else count[group[t]]++;
+  }
+  for (size_t m = 0; ok && m < job->nmembers; m++) {
+    const struct nsp_member *mb = &job->members[m];
+    int32_t nr = job->comms[mb->comm]->info.nranks;
+    if (nr > largest[group[mb->trace]]) largest[group[mb->trace]] = nr;
+  }
+  for (size_t g = 0; ok && g < ng; g++) ok = count[g] == (size_t)ws && largest[g] == ws;
+  free(group);
+  free(count);
+  free(largest);
+  return ok;
+}
+
 static int rule_world_size(struct nsp_job *job, struct nsp_an_item *it) {
   static const char *const vars[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
   int32_t largest = 0;
@@ -218,6 +244,8 @@ static int rule_world_size(struct nsp_job *job, struct nsp_an_item *it) {
                 (largest <= 0 && ws > 0 && ntraced < (size_t)ws);
       /* A job starting up: its other ranks may have no trace yet. */
       if (bad && (ws <= 0 || ntraced < (size_t)ws) && nsp_an_job_starting(job)) bad = 0;
+      /* Jobs compared as one, each of them ws ranks. */
+      if (bad && groups_match(job, ws)) bad = 0;
       if (!bad) continue;
     }
     snprintf(extra, sizeof extra, "%zu process%s traced, largest communicator %d ranks", ntraced,

@@ -117,18 +117,14 @@ static int nonrank_note(struct nsp_job *job) {
     }
     nsp_sbuf_printf(&b, "%spid %u on host %s (", shown++ ? "; " : "", t->info.pid, t->info.host);
     put_calls(&b, t);
-    if (t->env_rank >= 0) nsp_sbuf_printf(&b, "; job rank %d by its environment", t->env_rank);
+    if (t->env_rank >= 0 && t->env_rank_var)
+      nsp_sbuf_printf(&b, "; %s=%d in its environment", t->env_rank_var, t->env_rank);
     if (t->info.end.state == NSP_END_RUNNING) nsp_sbuf_printf(&b, "; still running");
     nsp_sbuf_printf(&b, "; %s)", t->info.path);
   }
   NSP_TRY(nsp_job_note_take(job, &b));
   note_to_front(job);
   return 0;
-}
-
-static size_t uf_find(size_t *parent, size_t i) {
-  while (parent[i] != i) i = parent[i] = parent[parent[i]];
-  return i;
 }
 
 /* Ranks of one run share communicators (at least the world, or the one
@@ -139,28 +135,9 @@ static size_t uf_find(size_t *parent, size_t i) {
 static int comm_groups_note(struct nsp_job *job) {
   size_t n = job->ntraces;
   if (n < 2) return 0;
-  size_t *parent = malloc(n * sizeof *parent), *group = malloc(n * sizeof *group);
-  size_t *first = malloc((job->ncomms ? job->ncomms : 1) * sizeof *first); /* a trace of each comm */
-  unsigned char *in = calloc(n, 1);
-  int ret = parent && group && first && in ? 0 : NSP_AN_ENOMEM;
-  for (size_t i = 0; !ret && i < n; i++) parent[i] = i;
-  for (size_t c = 0; !ret && c < job->ncomms; c++) first[c] = SIZE_MAX;
-  /* Each member joins its trace to the first trace of its communicator. */
-  for (size_t m = 0; !ret && m < job->nmembers; m++) {
-    size_t c = job->members[m].comm, t = job->members[m].trace;
-    if (c >= job->ncomms || t >= n) continue;
-    in[t] = 1;
-    if (first[c] == SIZE_MAX) first[c] = t;
-    else parent[uf_find(parent, t)] = uf_find(parent, first[c]);
-  }
-  size_t ngroups = 0;
-  for (size_t i = 0; !ret && i < n; i++) group[i] = SIZE_MAX;
-  for (size_t i = 0; !ret && i < n; i++) {
-    if (!in[i]) continue;
-    size_t r = uf_find(parent, i);
-    if (group[r] == SIZE_MAX) group[r] = ngroups++;
-    group[i] = group[r];
-  }
+  size_t *group = malloc(n * sizeof *group);
+  size_t ngroups = group ? nsp_an_comm_groups(job, group) : SIZE_MAX;
+  int ret = ngroups == SIZE_MAX ? NSP_AN_ENOMEM : 0;
   if (!ret && ngroups > 1) {
     struct nsp_sbuf b = {0};
     nsp_sbuf_printf(&b, "the traces may come from %zu different runs or attempts (no communicator has ranks in more "
@@ -180,10 +157,7 @@ static int comm_groups_note(struct nsp_job *job) {
     ret = nsp_job_note_take(job, &b);
     if (!ret) note_to_front(job);
   }
-  free(parent);
   free(group);
-  free(first);
-  free(in);
   return ret;
 }
 

@@ -1358,7 +1358,8 @@ static void nsp_cases_stream_setup(struct nsp_cases_job *job)
 
 /* NSP_CASES_LAUNCHER=1: a launcher, no rank: asks the NCCL version, makes
  * the unique id, writes it to NSP_UID_FILE (temp file + rename) and
- * exits, never joining a communicator.  Exit status 0, 1 on failure. */
+ * exits, never joining a communicator.  Exit status 0, 1 on failure.
+ * NSP_CASES_LAUNCHER=2: the same, then killed by SIGKILL. */
 static int nsp_cases_launcher_main(void)
 {
   const char *path = getenv("NSP_UID_FILE");
@@ -1377,6 +1378,8 @@ static int nsp_cases_launcher_main(void)
     return 1;
   }
   fprintf(stderr, "launcher: NCCL %d, unique id written to %s\n", version, path);
+  if (nsp_cases_env_int("NSP_CASES_LAUNCHER", 0) == 2)
+    raise(SIGKILL); /* a helper killed: it leaves a crash ring, no clean exit */
   return 0;
 }
 

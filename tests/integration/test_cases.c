@@ -81,13 +81,9 @@ static int add_opts(char **argv, int k, int max, const char *opt, const char *li
   return k;
 }
 
-static void run_job_ex(struct run *r, const char *name, const struct job_opts *o) {
-  if (o->into) {
-    snprintf(r->dir, sizeof r->dir, "%s", o->into);
-  } else {
-    snprintf(r->dir, sizeof r->dir, "/tmp/nsp-case-%s-XXXXXX", name);
-    assert_non_null(mkdtemp(r->dir));
-  }
+/* In a child: nsp_launch runs `nranks` ranks of case `name` into dir
+ * with the job's options (run_job_ex); never returns. */
+static void exec_launch(const char *dir, const char *name, const struct job_opts *o) {
   char n[16], limit[16], env_preload[8400], env_dir[128], env_uid[128];
   snprintf(n, sizeof n, "%d", o->nranks);
   snprintf(limit, sizeof limit, "%d", o->limit_s);
@@ -95,30 +91,38 @@ static void run_job_ex(struct run *r, const char *name, const struct job_opts *o
     snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s %s", shim_so, standin_host_so);
   else
     snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", shim_so);
-  snprintf(env_dir, sizeof env_dir, "NCCLSPY_DIR=%s", r->dir);
-  snprintf(env_uid, sizeof env_uid, "NSP_UID_FILE=%s/uid", r->dir);
+  snprintf(env_dir, sizeof env_dir, "NCCLSPY_DIR=%s", dir);
+  snprintf(env_uid, sizeof env_uid, "NSP_UID_FILE=%s/uid", dir);
+  /* The stand-in gives up on data that never comes after 3 s. */
+  setenv("NSP_STANDIN_TIMEOUT_MS", "3000", 0); /* unless the test set one */
+  /* The ranks' own output goes beside the traces, out of the TAP stream. */
+  char log[128];
+  snprintf(log, sizeof log, "%s/ranks.log", dir);
+  if (!freopen(log, "a", stdout)) _exit(126);
+  char *argv[200] = {(char *)launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir,
+                     "-e", env_uid};
+  int k = 11;
+  static char all[4096], ranks[8192];
+  k = add_opts(argv, k, 194, "-e", o->all_env, all, sizeof all);
+  k = add_opts(argv, k, 194, "-r", o->rank_env, ranks, sizeof ranks);
+  argv[k++] = "--";
+  argv[k++] = (char *)cases_exe;
+  argv[k++] = (char *)name;
+  argv[k] = NULL;
+  execv(launch_exe, argv);
+  _exit(127);
+}
+
+static void run_job_ex(struct run *r, const char *name, const struct job_opts *o) {
+  if (o->into) {
+    snprintf(r->dir, sizeof r->dir, "%s", o->into);
+  } else {
+    snprintf(r->dir, sizeof r->dir, "/tmp/nsp-case-%s-XXXXXX", name);
+    assert_non_null(mkdtemp(r->dir));
+  }
   pid_t pid = fork();
   assert_true(pid >= 0);
-  if (pid == 0) {
-    /* The stand-in gives up on data that never comes after 3 s. */
-    setenv("NSP_STANDIN_TIMEOUT_MS", "3000", 0); /* unless the test set one */
-    /* The ranks' own output goes beside the traces, out of the TAP stream. */
-    char log[128];
-    snprintf(log, sizeof log, "%s/ranks.log", r->dir);
-    if (!freopen(log, "w", stdout)) _exit(126);
-    char *argv[200] = {(char *)launch_exe, "-n", n, "-t", limit, "-e", env_preload, "-e", env_dir,
-                       "-e", env_uid};
-    int k = 11;
-    static char all[4096], ranks[8192];
-    k = add_opts(argv, k, 194, "-e", o->all_env, all, sizeof all);
-    k = add_opts(argv, k, 194, "-r", o->rank_env, ranks, sizeof ranks);
-    argv[k++] = "--";
-    argv[k++] = (char *)cases_exe;
-    argv[k++] = (char *)name;
-    argv[k] = NULL;
-    execv(launch_exe, argv);
-    _exit(127);
-  }
+  if (pid == 0) exec_launch(r->dir, name, o);
   if (o->term_ms > 0) {
     struct timespec ts = {o->term_ms / 1000, (long)(o->term_ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -1399,7 +1403,8 @@ static void assert_contains(const char *hay, const char *needle) {
 
 /* A healthy job run twice into one directory: no finding; the newest run
  * is analysed and the first note names the older one; --run all compares
- * all 8 traces as one job (today's env-world-size), --run ID or number
+ * all 8 traces as one job (a note; no env-world-size, as each run has 4
+ * ranks: the check counts per group of shared communicators), --run ID or number
  * the older one.  With launcher variables (run ids runA, runB) and
  * without any (the world communicator's id and time tell them apart). */
 static void runs_twice(const char *env1, const char *env2, const char *older_sel) {
@@ -1426,7 +1431,9 @@ static void runs_twice(const char *env1, const char *env2, const char *older_sel
 
   struct nsp_job *job = analyse_run(a.dir, "all");
   assert_int_equal(nsp_job_ntraces(job), 8);
-  assert_true(nsp_job_nfindings(job) > 0); /* ranks claimed twice, 8 processes for WORLD_SIZE=4 */
+  /* Each run's processes match WORLD_SIZE=4: no env-world-size for 8. */
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+    assert_int_not_equal(nsp_job_finding(job, i)->kind, NSP_FIND_ENV_WORLD_SIZE);
   assert_note(job, "the traces come from 2 different runs or attempts");
   nsp_job_destroy(job);
 
@@ -1548,6 +1555,102 @@ static void test_group_error(void **state) {
   run_done(&r);
 }
 
+/* ---- runs told apart by communicators first (wt-fr) ---- */
+
+/* Launcher variables that differ between ranks of one communicator
+ * (mpirun under sbatch starts remote nodes through srun, so
+ * SLURM_STEP_ID is set on some nodes only; one rank with a mis-set
+ * variable): one run, no env-missing-ranks, every trace analysed. */
+static void test_runs_split_vars(void **state) {
+  static const char *const renv[] = {"2:SLURM_STEP_ID=0;3:SLURM_STEP_ID=0", "1:TORCHELASTIC_RUN_ID=stray"};
+  for (size_t k = 0; k < 2; k++) {
+    struct job_opts o = {.nranks = 4, .limit_s = 60, .all_env = "SLURM_JOB_ID=100;OMPI_MCA_ess_base_jobid=123",
+                         .rank_env = renv[k], .none = 1};
+    struct run r;
+    run_job_ex(&r, "c10", &o);
+    assert_int_equal(r.launch_status, 0);
+    for (size_t i = 0; i < nsp_job_nfindings(r.job); i++) fail_msg("finding: %s", nsp_job_finding(r.job, i)->message);
+    assert_int_equal(nsp_job_nruns(r.job), 1);
+    assert_int_equal(nsp_job_ntraces(r.job), 4);
+    assert_int_equal(world(&r, 4)->ntraced, 4);
+    /* The run is named by the variables most of its ranks have. */
+    assert_string_equal(nsp_job_run(r.job, 0)->id, k ? "slurm:100/openmpi:123" : "slurm:100/openmpi:123");
+    run_done(&r);
+  }
+}
+
+/* Two healthy 2-rank jobs with no launcher variables that overlap in
+ * time in one directory (no communicator in common, each world complete):
+ * two runs, the newest analysed with no finding; --run all compares them
+ * as one job, still with no env-world-size (every group matches
+ * WORLD_SIZE=2). */
+static void test_runs_overlap(void **state) {
+  struct run b;
+  char dir[64] = "/tmp/nsp-case-runs_overlap-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char envA[160], envB[160];
+  snprintf(envA, sizeof envA, "NSP_LIVE_S=3;NSP_UID_FILE=%s/uidA", dir);
+  snprintf(envB, sizeof envB, "NSP_UID_FILE=%s/uidB", dir);
+  struct job_opts oa = {.nranks = 2, .limit_s = 60, .all_env = envA};
+  pid_t pa = fork();
+  assert_true(pa >= 0);
+  if (pa == 0) exec_launch(dir, "live", &oa);
+  struct timespec ts = {1, 0};
+  nanosleep(&ts, NULL);
+  struct job_opts ob = {.nranks = 2, .ntraces = 4, .limit_s = 60, .all_env = envB, .into = dir, .none = 1};
+  run_job_ex(&b, "c10", &ob);
+  assert_int_equal(b.launch_status, 0);
+  int st = 0;
+  assert_int_equal(waitpid(pa, &st, 0), pa);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  nsp_job_destroy(b.job);
+
+  b.job = analyse_run(b.dir, NULL);
+  for (size_t i = 0; i < nsp_job_nfindings(b.job); i++) fail_msg("finding: %s", nsp_job_finding(b.job, i)->message);
+  assert_int_equal(nsp_job_nruns(b.job), 2);
+  assert_int_equal(nsp_job_ntraces(b.job), 2);
+  assert_contains(nsp_job_note(b.job, 0), "1 older run in these traces ignored: comm:");
+  nsp_job_destroy(b.job);
+
+  b.job = analyse_run(b.dir, "all");
+  assert_int_equal(nsp_job_ntraces(b.job), 4);
+  assert_int_equal(count_kind(&b, NSP_FIND_ENV_WORLD_SIZE), 0);
+  run_done(&b);
+}
+
+/* A process that joined no communicator, with RANK=0 in its environment
+ * (it made the unique id), killed by SIGKILL beside a healthy 2-rank job
+ * whose rank 0 exited cleanly: no finding, and nothing calls it "rank 0":
+ * the summary names it by pid and host as one that joined no
+ * communicator. */
+static void test_launcher_killed(void **state) {
+  struct job_opts o = {.nranks = 3,
+                       .limit_s = 60,
+                       .all_env = "WORLD_SIZE=2",
+                       .rank_env = "2:NSP_CASES_LAUNCHER=2;2:RANK=0",
+                       .none = 1};
+  struct run r;
+  run_job_ex(&r, "launcher", &o);
+  for (size_t i = 0; i < nsp_job_nfindings(r.job); i++) fail_msg("finding: %s", nsp_job_finding(r.job, i)->message);
+  const struct nsp_trace_info *l = NULL;
+  for (size_t i = 0; i < nsp_job_ntraces(r.job); i++)
+    if (!nsp_job_trace(r.job, i)->joined) l = nsp_job_trace(r.job, i);
+  assert_non_null(l);
+  const char *sum = nsp_job_summary(r.job);
+  print_message("# headline: %s\n# summary: %s\n", nsp_job_headline(r.job), sum);
+  assert_null(strstr(sum, "rank 0 ended"));
+  assert_null(strstr(nsp_job_headline(r.job), "rank 0"));
+  char want[200];
+  snprintf(want, sizeof want, "pid %u on host %s, which joined no communicator (RANK=0 in its environment), ended",
+           l->pid, l->host);
+  assert_contains(sum, want);
+  for (size_t i = 0; i < nsp_job_nnotes(r.job); i++) {
+    const char *n = nsp_job_note(r.job, i);
+    if (strstr(n, "rank 0 ") && !strstr(n, "RANK=0")) fail_msg("note names it rank 0: %s", n);
+  }
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1578,6 +1681,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_launcher), cmocka_unit_test(test_runs_twice), cmocka_unit_test(test_runs_fail_after_healthy),
       cmocka_unit_test(test_env_debug),
       cmocka_unit_test(test_split_job_ranks), cmocka_unit_test(test_group_error),
+      cmocka_unit_test(test_runs_split_vars), cmocka_unit_test(test_runs_overlap),
+      cmocka_unit_test(test_launcher_killed),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);

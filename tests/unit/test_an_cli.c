@@ -1016,6 +1016,11 @@ static void test_usage_errors(void **state) {
       {{"perf", "-x", "x", NULL}, "ncclspy perf: unknown option '-x'\nTry 'ncclspy help perf'.\n"},
       {{"dump", "--bogus", "x", NULL}, "ncclspy dump: unknown option '--bogus'\nTry 'ncclspy help dump'.\n"},
       {{"analyze", "-o", NULL}, "ncclspy analyze: option '-o' needs a file name\nTry 'ncclspy help analyze'.\n"},
+      {{"perf", "--output", NULL}, "ncclspy perf: option '--output' needs a file name\nTry 'ncclspy help perf'.\n"},
+      {{"analyze", "x", "--run", NULL},
+       "ncclspy analyze: option '--run' needs a run's identity, its number, or all\nTry 'ncclspy help analyze'.\n"},
+      {{"perf", "--run=", "x", NULL},
+       "ncclspy perf: option '--run' needs a run's identity, its number, or all\nTry 'ncclspy help perf'.\n"},
       {{"help", "analyze", "extra", NULL}, "ncclspy: help takes one command, not 'extra'\nTry 'ncclspy help'.\n"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -1048,9 +1053,22 @@ static void test_json_errors(void **state) {
       assert_int_equal(get_int(o, "traces"), 0);
       assert_int_equal(get_int(o, "exit_status"), 2);
       assert_contains(get_str(o, "error"), "no readable trace");
+      /* Why, in the object too, not only on standard error. */
+      assert_contains(get_str(o, "error"), k ? "/nonexistent/traces" : "no *.ncclspy trace in it");
       json_object_put(o);
       result_free(&r);
     }
+    /* A --run that names no run: the error object, not an empty output. */
+    char c01[300];
+    case_dir("c01", c01, sizeof c01);
+    struct result r = run((const char *[]){cmds[i], "--json", "--run", "nosuch", c01, NULL});
+    assert_int_equal(r.status, 2);
+    json_object *o = json_tokener_parse(r.out);
+    if (!o) fail_msg("%s --json --run nosuch wrote no JSON object: \"%s\"", cmds[i], r.out);
+    assert_contains(get_str(o, "error"), "--run nosuch: no such run; the traces hold 1 (newest first): 1. ");
+    assert_int_equal(get_int(o, "exit_status"), 2);
+    json_object_put(o);
+    result_free(&r);
   }
   /* dump --json: a line for a file it cannot read. */
   struct result r = run((const char *[]){"dump", "--json", "/nonexistent/x.ncclspy", NULL});

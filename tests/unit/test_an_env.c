@@ -550,10 +550,11 @@ static void test_runs_by_env(void **state) {
   assert_contains(nsp_job_note(job, 1), "t3.ncclspy: the shim dropped 5 records");
   nsp_job_destroy(job);
 
-  /* --run all: every trace as one job, as before (a finding: 4 processes). */
+  /* --run all: every trace as one job, as before; no env-world-size for
+   * 4 processes, since each group of shared communicators has 2. */
   job = runs_job("all", 0);
   assert_int_equal(nsp_job_ntraces(job), 4);
-  assert_int_equal(count_kind(job, NSP_FIND_ENV_WORLD_SIZE), 1);
+  assert_int_equal(count_kind(job, NSP_FIND_ENV_WORLD_SIZE), 0);
   assert_contains(nsp_job_note(job, 0), "the traces come from 2 different runs or attempts, and are compared as if "
                                         "they were one job (--run all): torchrun:job7:restart=1 (2 processes, ");
   assert_contains(nsp_job_note(job, 0), "): t2.ncclspy, t3.ncclspy; torchrun:job7:restart=0 (2 processes, ");
@@ -593,6 +594,28 @@ static void test_runs_by_env(void **state) {
   nsp_job_destroy(job);
 }
 
+/* A --run that names 2 of 3 runs lists those 2, with their numbers in
+ * the newest-first list, and not the third. */
+static void test_runs_ambiguous(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[6];
+  for (int i = 0; i < 6; i++) {
+    g[i] = nsp_tracegen_create("h", 110u + (uint32_t)i, -1);
+    assert_non_null(g[i]);
+    nsp_tracegen_set_clock(g[i], 1700000000000000000ull + (uint64_t)(i / 2) * 3600000000000ull, 1000000000ull);
+    uint32_t w = nsp_tracegen_comm(g[i], i < 4 ? 0x1111 : 0x2222, i % 2, 2);
+    nsp_tracegen_coll(g[i], NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
+  }
+  struct nsp_job *job = job_of_gens(g, 6);
+  assert_int_equal(nsp_job_select_run(job, "comm:0000000000001"), 0);
+  assert_int_equal(nsp_job_analyze(job), NSP_AN_EINVAL);
+  const char *e = nsp_job_error(job);
+  assert_contains(e, "--run comm:0000000000001 names 2 runs: 2. comm:0000000000001111@2023-11-14T23:13:20.000Z 3. "
+                     "comm:0000000000001111@2023-11-14T22:13:20.000Z");
+  if (strstr(e, "2222")) fail_msg("lists a run it does not name: %s", e);
+  nsp_job_destroy(job);
+}
+
 /* No launcher variables, one communicator id (NCCL_COMM_ID), an hour
  * between the traces: two runs, told apart by their start time; half a
  * second of clock skew is not. */
@@ -625,27 +648,54 @@ static void test_runs_by_time(void **state) {
   nsp_job_destroy(job);
 }
 
-/* Two jobs started together with the same variables (a reused directory):
- * each pair shares its own world, none shares one with the other pair,
- * and they ran at the same time: one run as far as can be told, with a
- * note naming the groups.  Back to back they are two runs, told apart by
- * their worlds.  One job with a split communicator is one run. */
+/* Two jobs started together (a reused directory): each pair shares its
+ * own world, complete, none shares one with the other pair, and they ran
+ * at the same time.  With no launcher variables they are two runs (two
+ * jobs in one directory); with variables naming one launch (one
+ * SLURM_JOB_ID) one run as far as can be told, with a note naming the
+ * groups.  Back to back they are two runs, told apart by their worlds.
+ * One job with a split communicator is one run; so is one whose ranks'
+ * launcher variables differ (SLURM_STEP_ID on some nodes only). */
 static void test_runs_by_comms(void **state) {
   (void)state;
   struct nsp_tracegen *g[4];
+  for (int launch = 0; launch < 2; launch++) {
+    for (int i = 0; i < 4; i++) {
+      g[i] = nsp_tracegen_create("h", 70u + (uint32_t)i, -1);
+      assert_non_null(g[i]);
+      if (launch) assert_int_equal(nsp_tracegen_env(g[i], "SLURM_JOB_ID", "5"), 0);
+      assert_int_equal(nsp_tracegen_env(g[i], "WORLD_SIZE", "2"), 0);
+      uint32_t w = nsp_tracegen_comm(g[i], i < 2 ? 0x1111 : 0x2222, i % 2, 2);
+      assert_true(w > 0);
+      nsp_tracegen_coll(g[i], NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
+    }
+    struct nsp_job *job = analyse_gens(g, 4);
+    assert_int_equal(nsp_job_nfindings(job), 0);
+    assert_int_equal(nsp_job_nruns(job), launch ? 1 : 2);
+    assert_int_equal(nsp_job_ntraces(job), launch ? 4 : 2);
+    if (launch) {
+      assert_int_equal(nsp_job_nnotes(job), 1);
+      assert_contains(nsp_job_note(job, 0), "the traces may come from 2 different runs or attempts (no communicator "
+                                            "has ranks in more than one of them, though they ran at the same time");
+      assert_contains(nsp_job_note(job, 0), "group 1: t0.ncclspy, t1.ncclspy; group 2: t2.ncclspy, t3.ncclspy");
+    } else {
+      assert_contains(nsp_job_note(job, 0), "1 older run in these traces ignored: comm:");
+    }
+    nsp_job_destroy(job);
+  }
+  /* Launcher variables that differ between ranks of one world: one run. */
   for (int i = 0; i < 4; i++) {
-    g[i] = nsp_tracegen_create("h", 70u + (uint32_t)i, -1);
-    assert_non_null(g[i]);
-    uint32_t w = nsp_tracegen_comm(g[i], i < 2 ? 0x1111 : 0x2222, i % 2, 2);
-    assert_true(w > 0);
+    g[i] = nsp_tracegen_create("h", 90u + (uint32_t)i, -1);
+    assert_int_equal(nsp_tracegen_env(g[i], "SLURM_JOB_ID", "100"), 0);
+    if (i >= 2) assert_int_equal(nsp_tracegen_env(g[i], "SLURM_STEP_ID", "0"), 0);
+    uint32_t w = nsp_tracegen_comm(g[i], 0x6666, i, 4);
     nsp_tracegen_coll(g[i], NSP_API_AllReduce, w, 8, ncclFloat32, ncclSum, -1);
   }
   struct nsp_job *job = analyse_gens(g, 4);
-  assert_int_equal(nsp_job_nnotes(job), 1);
   assert_int_equal(nsp_job_nruns(job), 1);
-  assert_contains(nsp_job_note(job, 0), "the traces may come from 2 different runs or attempts (no communicator has "
-                                        "ranks in more than one of them, though they ran at the same time");
-  assert_contains(nsp_job_note(job, 0), "group 1: t0.ncclspy, t1.ncclspy; group 2: t2.ncclspy, t3.ncclspy");
+  assert_int_equal(nsp_job_ntraces(job), 4);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  assert_string_equal(nsp_job_run(job, 0)->id, "slurm:100");
   nsp_job_destroy(job);
   /* Back to back (the second pair 10 s later): two runs, the newest analysed. */
   for (int i = 0; i < 4; i++) {
@@ -704,7 +754,7 @@ static void test_nonrank_process(void **state) {
   assert_false(nsp_job_trace(job, 2)->joined);
   assert_contains(nsp_job_note(job, 0), "1 traced process joined no communicator, so it is not counted as a rank "
                                         "(world sizes, missing ranks, settings): pid 1002 on host node-b (only "
-                                        "ncclGetUniqueId; job rank 2 by its environment; t2.ncclspy)");
+                                        "ncclGetUniqueId; RANK=2 in its environment; t2.ncclspy)");
   nsp_job_destroy(job);
 }
 
@@ -727,7 +777,7 @@ int main(void) {
       cmocka_unit_test(test_cases_clean),
       cmocka_unit_test(test_runs_by_env),
       cmocka_unit_test(test_runs_by_comms),
-      cmocka_unit_test(test_runs_by_time),
+      cmocka_unit_test(test_runs_by_time), cmocka_unit_test(test_runs_ambiguous),
       cmocka_unit_test(test_nonrank_process),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
