@@ -178,7 +178,7 @@ static int went_on(const struct nsp_member *m) { return m->went_on_by != 0; }
  * job->caveats.incomplete.  Returns whether there was any. */
 static int put_coverage(struct nsp_job *job, struct nsp_sbuf *b) {
   size_t shown = 0, more = 0;
-  job->caveats.incomplete = 0;
+  job->caveats.incomplete = job->nunread;
   for (size_t i = 0; i < job->ntraces; i++) {
     const struct nsp_trace *t = job->traces[i];
     struct nsp_sbuf tb = {0};
@@ -206,7 +206,10 @@ static int put_coverage(struct nsp_job *job, struct nsp_sbuf *b) {
     }
   }
   if (more) nsp_sbuf_printf(b, " (and %zu more)", more);
-  return job->caveats.incomplete > 0;
+  if (job->nunread)
+    nsp_sbuf_printf(b, "%s%zu trace file%s could not be read", shown ? ", " : "", job->nunread,
+                    job->nunread == 1 ? "" : "s");
+  return job->caveats.incomplete > 0 || job->nunread;
 }
 
 int nsp_an_build_summary(struct nsp_job *job) {

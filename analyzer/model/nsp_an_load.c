@@ -1024,11 +1024,15 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     t->problem = strdup(problem);
     if (!t->problem) ret = NSP_AN_ENOMEM;
     t->info.problem = t->problem;
+    /* "the 0 readable records were analysed" would contradict "nothing
+     * to analyse": a trace with none says so. */
+    char read[64];
+    if (t->info.records) snprintf(read, sizeof read, "the %llu readable records were analysed",
+                                  (unsigned long long)t->info.records);
+    else snprintf(read, sizeof read, "no record in it could be read");
     if (!ret)
-      ret = no_ring ? nsp_job_notef(job, "%s: %s; the %llu readable records were analysed" NSP_RING_HINT, path,
-                                    problem, (unsigned long long)t->info.records, path)
-                    : nsp_job_notef(job, "%s: %s; the %llu readable records were analysed", path, problem,
-                                    (unsigned long long)t->info.records);
+      ret = no_ring ? nsp_job_notef(job, "%s: %s; %s" NSP_RING_HINT, path, problem, read, path)
+                    : nsp_job_notef(job, "%s: %s; %s", path, problem, read);
   } else if (ret == 0 && !t->info.records) {
     ret = no_ring ? nsp_job_notef(job, "%s: no records in it (only the header)" NSP_RING_HINT, path, path)
                   : nsp_job_notef(job, "%s: no records in it (only the header)", path);
