@@ -77,9 +77,9 @@ static int put_caveats(struct nsp_job *job, struct nsp_sbuf *b) {
                              " exited while other threads were inside NCCL calls"},
       [CAV_UNKNOWN] = {" left no exit record and no crash ring: how it ended is unknown",
                        " left no exit record and no crash ring: how they ended is unknown"},
-      [CAV_RING_IGNORED] = {" left no exit record, and its crash ring is damaged and was ignored: how it ended is "
-                            "unknown",
-                            " left no exit record, and their crash rings are damaged and were ignored: how they "
+      [CAV_RING_IGNORED] = {" left no exit record, and its crash ring is unreadable and was ignored: how it ended "
+                            "is unknown",
+                            " left no exit record, and their crash rings are unreadable and were ignored: how they "
                             "ended is unknown"},
   };
   size_t items = 0;
@@ -158,7 +158,7 @@ static int put_trace_gaps(struct nsp_sbuf *b, const struct nsp_job *job, const s
   }
   if (t->ring_bad) {
     NSP_CLAUSE();
-    nsp_sbuf_printf(b, "'s crash ring is damaged%s", t->ring_bad == 2 ? " and was ignored" : " (the rest was read)");
+    nsp_sbuf_printf(b, "'s crash ring %s", t->ring_bad == 2 ? "is unreadable and was ignored" : "is damaged (the rest was read)");
   }
   if (t->ring_lost) {
     NSP_CLAUSE();

@@ -223,7 +223,7 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
     e->source = NSP_ENDSRC_SIGNAL;
     e->time_ns = end;
   } else {
-    e->why = t->ring_bad == 2 ? "no exit record, and its crash ring is damaged and was ignored"
+    e->why = t->ring_bad == 2 ? "no exit record, and its crash ring is unreadable and was ignored"
                               : "no exit record and no crash ring";
   }
   /* Still running well after a fatal signal: its handler went on. */
