@@ -117,9 +117,11 @@ static int put_caveats(struct nsp_job *job, struct nsp_sbuf *b) {
 
 /* ---- what the traces lost ------------------------------------------------- */
 
-/* What trace t lost, ", "-separated clauses after *sep ("" first), into b:
- * records dropped, a damaged or cut file, no records, communicator
- * records lost, a damaged crash ring.  Returns whether there was any. */
+/* What trace t lost, ", "-separated clauses, into b: records dropped, a
+ * damaged or cut file, no records, communicator records lost or ignored,
+ * collectives without a seq, a longer copy not read, completions not
+ * followed, a damaged crash ring (every reason the loader's notes give).
+ * Returns whether there was any. */
 static int put_trace_gaps(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_trace *t) {
   size_t n = 0;
   unsigned long long at;
@@ -155,6 +157,18 @@ static int put_trace_gaps(struct nsp_sbuf *b, const struct nsp_job *job, const s
   if (t->bad_seq) {
     NSP_CLAUSE();
     nsp_sbuf_printf(b, "'s trace has %llu collectives without a usable seq", (unsigned long long)t->bad_seq);
+  }
+  if (t->rebind_refused) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace has %llu COMM records that were ignored", (unsigned long long)t->rebind_refused);
+  }
+  if (t->longer_copy) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace has a copy %zu bytes longer that was not read", t->longer_copy);
+  }
+  if (t->pend_overflow) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace had too many calls awaiting completion (later ones taken as completed)");
   }
   if (t->ring_bad) {
     NSP_CLAUSE();

@@ -927,6 +927,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     nsp_reader_destroy(r);
     /* A directory's copies are read longest first (nsp_an_job.c); copies
      * named in separate arguments are read in argument order. */
+    if (size > o->size) job->traces[i]->longer_copy = size - o->size;
     if (size > o->size)
       NSP_TRY(nsp_job_notef(job,
                             "%s: a copy of %s (the same host, pid and start time: one process), %zu bytes longer; "

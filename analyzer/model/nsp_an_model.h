@@ -313,6 +313,8 @@ struct nsp_trace {
    * strings were lost. */
   unsigned damaged;
   size_t damage_at, damage_skipped;
+  size_t longer_copy;   /* a copy of this trace that is this many bytes longer was
+                           not read (its last records may be missing here) */
   int read_problem, ring_bad;
   uint64_t ring_lost;
   /* Format 1.5 (nsp_an_end.c): how the process ended and what it was inside. */
@@ -584,7 +586,9 @@ int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *
  * collective runs only when every rank of its communicator issued it, so
  * m went on although its trace ends at last_seq (its later records were
  * lost: a cut or damaged file, a process killed before writing them).
- * NULL when no rank completed a later one. */
+ * Completions of a rank with an error or an abort on the communicator
+ * (or an error on no communicator) are no evidence.  NULL when no rank
+ * completed a later one. */
 const struct nsp_member *nsp_an_member_went_on(const struct nsp_job *job, const struct nsp_an_comm *c,
                                                const struct nsp_member *m);
 /* True when m's trace dropped records after its last send to (r is
