@@ -650,6 +650,10 @@ struct nsp_job_caveats {
   size_t libnccl;     /* loaded a libnccl the shim does not interpose */
   int64_t heard_ns;   /* the running ones: the longest time since one was last
                          heard from (ns) */
+  size_t incomplete;  /* traces that lost records: dropped, a damaged or cut file,
+                         no records, communicator records lost, a damaged crash
+                         ring, or a rank's trace ending before collectives other
+                         ranks completed (the summary's "coverage is incomplete") */
 };
 /* Never NULL; all 0 before nsp_job_analyze. */
 const struct nsp_job_caveats *nsp_job_caveats(const struct nsp_job *job);

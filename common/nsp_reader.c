@@ -39,6 +39,7 @@ struct nsp_reader {
   unsigned damaged;    /* damaged regions skipped */
   size_t skipped;      /* bytes skipped over them */
   size_t resume;       /* where reading went on after the last damage */
+  size_t first_damage; /* byte offset of the first damaged region */
   int done;
   char problem[320];
   /* Recovery from "<path>.ring" after the last frame (nsp_ringread.h). */
@@ -167,6 +168,12 @@ const char *nsp_reader_ring_note(const struct nsp_reader *r) { return r->ring_no
 
 const struct nsp_file_header *nsp_reader_header(const struct nsp_reader *r) { return &r->hdr; }
 const char *nsp_reader_problem(const struct nsp_reader *r) { return r->problem[0] ? r->problem : NULL; }
+
+unsigned nsp_reader_damage(const struct nsp_reader *r, size_t *first_at, size_t *skipped) {
+  *first_at = r->damaged ? r->first_damage : 0;
+  *skipped = r->skipped;
+  return r->damaged;
+}
 uint64_t nsp_reader_frames(const struct nsp_reader *r) { return r->frames; }
 size_t nsp_reader_size(const struct nsp_reader *r) { return r->len; }
 
@@ -195,6 +202,7 @@ static void damage(struct nsp_reader *r, size_t at, size_t resume, const char *f
     __attribute__((format(printf, 4, 5)));
 static void damage(struct nsp_reader *r, size_t at, size_t resume, const char *fmt, ...) {
   if (!r->damaged++) {
+    r->first_damage = at;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->problem, sizeof r->problem, fmt, ap);

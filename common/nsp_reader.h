@@ -49,6 +49,11 @@ int nsp_reader_next(struct nsp_reader *r, struct nsp_rec *rec);
  * ..."), with nsp_reader_next returning 0. */
 const char *nsp_reader_problem(const struct nsp_reader *r);
 
+/* Damaged regions of the file skipped so far (0: none; a cut last frame
+ * is no damaged region), the byte offset of the first one and the bytes
+ * skipped over them all (*first_at and *skipped: 0 when none). */
+unsigned nsp_reader_damage(const struct nsp_reader *r, size_t *first_at, size_t *skipped);
+
 /* Records recovered so far from the trace's crash ring, "<path>.ring"
  * (include/ncclspy/trace.h): those its process had committed but not yet
  * written when it died.  nsp_reader_next returns them after the last frame,

@@ -456,7 +456,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   const struct nsp_job_caveats *cv = nsp_job_caveats(job);
   status = k->perf                  ? NSP_EXIT_CLEAN
            : nsp_job_nfindings(job) ? NSP_EXIT_FINDINGS
-           : cv->unclean || cv->libnccl ? NSP_EXIT_UNSEEN
+           : cv->unclean || cv->libnccl || cv->incomplete ? NSP_EXIT_UNSEEN
                                         : NSP_EXIT_CLEAN;
 out:
   if (json && why) json_error(why, status, job);

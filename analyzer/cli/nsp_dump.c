@@ -412,8 +412,16 @@ int nsp_dump_file(const char *path, int json, FILE *out, FILE *err) {
     }
     fprintf(err, "ncclspy: %s: %s\n", path, problem);
   }
+  /* A crash ring damaged, ignored or with records lost is a damaged file
+   * too: what it held is not all above. */
+  const char *ring_note = nsp_reader_ring_note(r);
+  int ring_bad = ring_note || nsp_reader_unrecovered(r);
+  if (ring_note) fprintf(err, "ncclspy: %s: crash ring: %s\n", path, ring_note);
+  else if (ring_bad)
+    fprintf(err, "ncclspy: %s: crash ring: %" PRIu64 " records could not be recovered\n", path,
+            nsp_reader_unrecovered(r));
   nsp_reader_destroy(r);
   fflush(out);
   if (ferror(out)) return -1;
-  return problem ? 1 : 0;
+  return problem || ring_bad ? 1 : 0;
 }

@@ -328,6 +328,7 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
     put(&j, co, "in_flight", jint((int64_t)cv->inflight));
     put(&j, co, "untraced_libnccl", jint((int64_t)cv->libnccl));
     put(&j, co, "heard_ns", jint(cv->heard_ns));
+    put(&j, co, "incomplete", jint((int64_t)cv->incomplete));
   }
   put(&j, root, "caveats", co);
 

@@ -143,6 +143,12 @@ void nsp_an_put_process(struct nsp_sbuf *b, const struct nsp_job *job, const str
 void nsp_an_put_nonrank(struct nsp_sbuf *b, const struct nsp_trace *t);
 /* "rank 3" or "ranks 0-2,5" into b. */
 void nsp_an_put_ranks(struct nsp_sbuf *b, const int *ranks, size_t n);
+/* "rank 1's trace ends at seq 84 on communicator X, but rank 0's
+ * collectives up to seq 238 completed (...), so rank 1 went on: its later
+ * records were lost" for member m of c and the member o that
+ * nsp_an_member_went_on gave, into b. */
+void nsp_an_put_went_on(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_an_comm *c,
+                        const struct nsp_member *m, const struct nsp_member *o);
 /* The distinct hosts of a side's processes, up to 3 ("node-a, node-b and
  * 2 more hosts"), into b. */
 void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s);

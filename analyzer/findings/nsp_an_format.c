@@ -286,6 +286,21 @@ void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t) {
   if (first) nsp_sbuf_printf(b, "%s", why[0]);
 }
 
+void nsp_an_put_went_on(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_an_comm *c,
+                        const struct nsp_member *m, const struct nsp_member *o) {
+  nsp_an_put_rank(b, job, m->rank, m->trace);
+  if (m->last_seq) nsp_sbuf_printf(b, "'s trace ends at seq %llu", (unsigned long long)m->last_seq);
+  else nsp_sbuf_printf(b, "'s trace has no collective");
+  nsp_sbuf_printf(b, " on communicator %016llx, but ", (unsigned long long)c->info.id);
+  nsp_an_put_rank(b, job, o->rank, o->trace);
+  if (o->done_seq == m->last_seq + 1) nsp_sbuf_printf(b, "'s seq %llu completed", (unsigned long long)o->done_seq);
+  else
+    nsp_sbuf_printf(b, "'s collectives up to seq %llu completed", (unsigned long long)o->done_seq);
+  nsp_sbuf_printf(b, " (a collective completes only when every rank issued it), so ");
+  nsp_an_put_rank(b, job, m->rank, m->trace);
+  nsp_sbuf_printf(b, " went on: its later records were lost");
+}
+
 void nsp_an_put_hosts(struct nsp_sbuf *b, const struct nsp_side *s) {
   const char *seen[3];
   size_t n = 0, more = 0;

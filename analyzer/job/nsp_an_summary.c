@@ -9,7 +9,8 @@
 
 /* ---- what the traces could not see ---------------------------------------- */
 
-enum { CAV_RUNNING, CAV_KILLED, CAV_CRASHED, CAV_FAILED, CAV_INFLIGHT, CAV_EXIT_INFLIGHT, CAV_UNKNOWN, CAV_N };
+enum { CAV_RUNNING, CAV_KILLED, CAV_CRASHED, CAV_FAILED, CAV_INFLIGHT, CAV_EXIT_INFLIGHT, CAV_UNKNOWN,
+       CAV_RING_IGNORED, CAV_N };
 
 /* Which caveat c trace t has. */
 static int has_caveat(const struct nsp_trace *t, int c) {
@@ -21,7 +22,8 @@ static int has_caveat(const struct nsp_trace *t, int c) {
     case CAV_FAILED: return e->state == NSP_END_EXITED && e->exit_status > 0;
     case CAV_INFLIGHT: return t->ninflight > 0 && e->state != NSP_END_EXITED;
     case CAV_EXIT_INFLIGHT: return e->state == NSP_END_EXITED && e->inflight > 0;
-    default: return e->state == NSP_END_UNKNOWN && e->format_minor >= 5;
+    case CAV_UNKNOWN: return e->state == NSP_END_UNKNOWN && e->format_minor >= 5 && t->ring_bad != 2;
+    default: return e->state == NSP_END_UNKNOWN && e->format_minor >= 5 && t->ring_bad == 2;
   }
 }
 
@@ -67,7 +69,7 @@ static int put_caveats(struct nsp_job *job, struct nsp_sbuf *b) {
     const struct nsp_trace *t = job->traces[i];
     cv->running += has_caveat(t, CAV_RUNNING);
     cv->unclean += has_caveat(t, CAV_KILLED) || has_caveat(t, CAV_CRASHED) || has_caveat(t, CAV_FAILED);
-    cv->unknown_end += has_caveat(t, CAV_UNKNOWN);
+    cv->unknown_end += has_caveat(t, CAV_UNKNOWN) || has_caveat(t, CAV_RING_IGNORED);
     cv->inflight += has_caveat(t, CAV_INFLIGHT) || has_caveat(t, CAV_EXIT_INFLIGHT);
     cv->libnccl += t->nlibnccl > 0;
     if (has_caveat(t, CAV_RUNNING) && t->info.end.age_ns > cv->heard_ns) cv->heard_ns = t->info.end.age_ns;
@@ -86,6 +88,10 @@ static int put_caveats(struct nsp_job *job, struct nsp_sbuf *b) {
                              " exited while other threads were inside NCCL calls"},
       [CAV_UNKNOWN] = {" left no exit record and no crash ring: how it ended is unknown",
                        " left no exit record and no crash ring: how they ended is unknown"},
+      [CAV_RING_IGNORED] = {" left no exit record, and its crash ring is unreadable and was ignored: how it ended "
+                            "is unknown",
+                            " left no exit record, and their crash rings are unreadable and were ignored: how they "
+                            "ended is unknown"},
   };
   size_t items = 0;
   for (int c = 0; c < CAV_N; c++) {
@@ -120,6 +126,117 @@ static int put_caveats(struct nsp_job *job, struct nsp_sbuf *b) {
   return items > 0;
 }
 
+/* ---- what the traces lost ------------------------------------------------- */
+
+/* What trace t lost, ", "-separated clauses, into b: records dropped, a
+ * damaged or cut file, no records, communicator records lost or ignored,
+ * collectives without a seq, a longer copy not read, completions not
+ * followed, a damaged crash ring (every reason the loader's notes give).
+ * Returns whether there was any. */
+static int put_trace_gaps(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_trace *t) {
+  size_t n = 0;
+  unsigned long long at;
+#define NSP_CLAUSE() (nsp_sbuf_printf(b, "%s", n++ ? ", " : ""), nsp_an_put_process(b, job, t))
+  if (t->info.dropped) {
+    uint64_t all = t->info.dropped + t->info.records;
+    uint64_t pct = (t->info.dropped * 100 + all / 2) / all;
+    nsp_sbuf_printf(b, "%s", n++ ? ", " : "");
+    if (pct) nsp_sbuf_printf(b, "%llu%% of ", (unsigned long long)pct);
+    else nsp_sbuf_printf(b, "under 1%% of ");
+    nsp_an_put_process(b, job, t);
+    nsp_sbuf_printf(b, "'s records were dropped (");
+    nsp_an_put_drop_reasons(b, t);
+    nsp_sbuf_printf(b, ")");
+  }
+  if (t->damaged) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace is damaged at byte %zu (", t->damage_at);
+    if (t->damaged > 1) nsp_sbuf_printf(b, "%u damaged regions, ", t->damaged);
+    nsp_sbuf_printf(b, "%zu bytes skipped)", t->damage_skipped);
+  } else if (nsp_an_trace_cut(t, &at)) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace is cut at byte %llu", at);
+  } else if (!t->info.records) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace has no records");
+  }
+  if (t->orphan_calls) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace lost the records of its communicators (%llu calls on them not analysed)",
+                    (unsigned long long)t->orphan_calls);
+  }
+  if (t->bad_seq) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace has %llu collectives without a usable seq", (unsigned long long)t->bad_seq);
+  }
+  if (t->rebind_refused) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace has %llu COMM records that were ignored", (unsigned long long)t->rebind_refused);
+  }
+  if (t->longer_copy) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace has a copy %zu bytes longer that was not read", t->longer_copy);
+  }
+  if (t->pend_overflow) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s trace had too many calls awaiting completion (later ones taken as completed)");
+  }
+  if (t->ring_bad) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s crash ring %s", t->ring_bad == 2 ? "is unreadable and was ignored" : "is damaged (the rest was read)");
+  }
+  if (t->ring_lost) {
+    NSP_CLAUSE();
+    nsp_sbuf_printf(b, "'s crash ring lost %llu records", (unsigned long long)t->ring_lost);
+  }
+#undef NSP_CLAUSE
+  return n > 0;
+}
+
+/* Whether member m's trace ends before collectives that others completed
+ * (the wavefront rule's nsp_member.went_on_by). */
+static int went_on(const struct nsp_member *m) { return m->went_on_by != 0; }
+
+/* Everything the traces lost (put_trace_gaps, up to 4 traces, then a
+ * count) and the ranks whose traces end before collectives that others
+ * completed, ", "-separated, into b; counts the traces in
+ * job->caveats.incomplete.  Returns whether there was any. */
+static int put_coverage(struct nsp_job *job, struct nsp_sbuf *b) {
+  size_t shown = 0, more = 0;
+  job->caveats.incomplete = job->nunread;
+  for (size_t i = 0; i < job->ntraces; i++) {
+    const struct nsp_trace *t = job->traces[i];
+    struct nsp_sbuf tb = {0};
+    int gap = put_trace_gaps(&tb, job, t);
+    char *text = nsp_sbuf_take(&tb);
+    for (size_t k = 0; k < job->nmembers && !gap; k++) gap = job->members[k].trace == i && went_on(&job->members[k]);
+    job->caveats.incomplete += gap != 0;
+    if (gap && text && text[0]) {
+      if (shown++ == 4) more++;
+      else nsp_sbuf_printf(b, "%s%s", shown > 1 ? ", " : "", text);
+    }
+    free(text);
+  }
+  for (size_t ci = 0; ci < job->ncomms; ci++) {
+    const struct nsp_an_comm *c = job->comms[ci];
+    for (size_t k = 0; k < c->nmembers; k++) {
+      const struct nsp_member *m = &job->members[c->members[k]];
+      if (!went_on(m)) continue;
+      if (shown++ >= 4) {
+        more++;
+        continue;
+      }
+      nsp_sbuf_printf(b, "%s", shown > 1 ? ", " : "");
+      nsp_an_put_went_on(b, job, c, m, &job->members[m->went_on_by - 1]);
+    }
+  }
+  if (more) nsp_sbuf_printf(b, " (and %zu more)", more);
+  if (job->nunread)
+    nsp_sbuf_printf(b, "%s%zu trace file%s could not be read", shown ? ", " : "", job->nunread,
+                    job->nunread == 1 ? "" : "s");
+  return job->caveats.incomplete > 0 || job->nunread;
+}
+
 int nsp_an_build_summary(struct nsp_job *job) {
   struct nsp_sbuf b = {0};
   uint64_t ncoll = 0, np2p = 0;
@@ -127,17 +244,19 @@ int nsp_an_build_summary(struct nsp_job *job) {
     ncoll += job->comms[i]->info.ncoll;
     np2p += job->comms[i]->info.np2p;
   }
-  /* Incomplete coverage: traces that dropped records or were cut. */
-  int partial = 0;
-  for (size_t i = 0; i < job->ntraces; i++) {
-    unsigned long long at;
-    if (job->traces[i]->info.dropped || nsp_an_trace_cut(job->traces[i], &at)) partial = 1;
-  }
   /* What the traces could not see: said even when nothing was found. */
   struct nsp_sbuf cb = {0};
   int caveats = put_caveats(job, &cb);
   char *cav = nsp_sbuf_take(&cb);
   if (caveats && !cav) return NSP_AN_ENOMEM;
+  /* Incomplete coverage: what the traces lost (said even with findings). */
+  struct nsp_sbuf gb = {0};
+  int partial = put_coverage(job, &gb);
+  char *gaps = nsp_sbuf_take(&gb);
+  if (partial && !gaps) {
+    free(cav);
+    return NSP_AN_ENOMEM;
+  }
   if (!job->nfindings) {
     if (caveats) /* never "No problems found" about what the traces did not see */
       nsp_sbuf_printf(&b, "No problem found in what the traces show (%zu trace%s, ", job->ntraces,
@@ -147,36 +266,7 @@ int nsp_an_build_summary(struct nsp_job *job) {
                       job->ntraces == 1 ? "" : "s");
     nsp_sbuf_printf(&b, "%zu communicator%s, %llu collective calls, %llu send/recv calls)", job->ncomms,
                     job->ncomms == 1 ? "" : "s", (unsigned long long)ncoll, (unsigned long long)np2p);
-    if (partial) {
-      nsp_sbuf_printf(&b, "; coverage is incomplete: ");
-      size_t shown = 0, more = 0;
-      for (size_t i = 0; i < job->ntraces; i++) {
-        const struct nsp_trace *t = job->traces[i];
-        unsigned long long at;
-        int cut = nsp_an_trace_cut(t, &at);
-        if (!t->info.dropped && !cut) continue;
-        if (shown == 4) {
-          more++;
-          continue;
-        }
-        if (shown++) nsp_sbuf_printf(&b, ", ");
-        if (t->info.dropped) {
-          uint64_t all = t->info.dropped + t->info.records;
-          uint64_t pct = (t->info.dropped * 100 + all / 2) / all;
-          if (pct) nsp_sbuf_printf(&b, "%llu%% of ", (unsigned long long)pct);
-          else nsp_sbuf_printf(&b, "under 1%% of ");
-          nsp_an_put_process(&b, job, t);
-          nsp_sbuf_printf(&b, "'s records were dropped (");
-          nsp_an_put_drop_reasons(&b, t);
-          nsp_sbuf_printf(&b, ")%s", cut ? " and " : "");
-        } else {
-          nsp_an_put_process(&b, job, t);
-          nsp_sbuf_printf(&b, "'s ");
-        }
-        if (cut) nsp_sbuf_printf(&b, "trace is cut at byte %llu", at);
-      }
-      if (more) nsp_sbuf_printf(&b, " (and %zu more trace%s)", more, more == 1 ? "" : "s");
-    }
+    if (partial) nsp_sbuf_printf(&b, "; coverage is incomplete: %s", gaps);
     if (caveats) nsp_sbuf_printf(&b, ", but: %s", cav);
     nsp_sbuf_printf(&b, ".");
   } else {
@@ -208,9 +298,12 @@ int nsp_an_build_summary(struct nsp_job *job) {
     /* Its hint is the finding's (printed once, under it). */
     nsp_sbuf_printf(&b, ": %s.", f->message);
     if (job->nfindings > 1) nsp_sbuf_printf(&b, " The other findings follow from it or are listed by likely cause.");
-    if (caveats) nsp_sbuf_printf(&b, " Also: %s.", cav);
+    if (partial || caveats)
+      nsp_sbuf_printf(&b, " Also: %s%s%s%s.", partial ? "coverage is incomplete: " : "", partial ? gaps : "",
+                      partial && caveats ? "; " : "", caveats ? cav : "");
   }
   free(cav);
+  free(gaps);
   /* Ranks the wavefront could not judge (their notes say more). */
   for (size_t ci = 0; ci < job->ncomms; ci++) {
     const struct nsp_an_comm *c = job->comms[ci];

@@ -223,7 +223,8 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
     e->source = NSP_ENDSRC_SIGNAL;
     e->time_ns = end;
   } else {
-    e->why = "no exit record and no crash ring";
+    e->why = t->ring_bad == 2 ? "no exit record, and its crash ring is unreadable and was ignored"
+                              : "no exit record and no crash ring";
   }
   /* Still running well after a fatal signal: its handler went on. */
   if (e->state == NSP_END_RUNNING) nsp_an_signal_survived(t, t->t_last);
@@ -248,7 +249,10 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t) {
 int nsp_an_end_young(const struct nsp_trace *t, uint64_t t_enter) {
   int st = t->info.end.state;
   if (st == NSP_END_RUNNING) return t->t_last < t_enter || t->t_last - t_enter < nsp_an_live_ns(t);
-  if (st != NSP_END_KILLED && st != NSP_END_CRASHED) return 0;
+  /* A trace cut or damaged, or one that ends without an exit record or a
+   * crash ring: its process may have lived on past its last record. */
+  int unseen = st == NSP_END_UNKNOWN && (t->minor >= 5 || t->read_problem);
+  if (st != NSP_END_KILLED && st != NSP_END_CRASHED && !unseen) return 0;
   uint64_t last = t->ring_heartbeat > t->t_last ? t->ring_heartbeat : t->t_last;
   return last < t_enter || last - t_enter < NSP_DEAD_YOUNG_NS;
 }

@@ -661,8 +661,18 @@ struct nsp_reader *nsp_an_reopen(const struct nsp_trace *t, char *err, size_t er
 /* A stream runs its work in order: once a call on it completed, every call
  * enqueued on it before has completed too, COMPLETION record or not (the
  * shim tracks no call it could not get an event for). */
+struct done_ctx {
+  struct nsp_job *job;
+  struct nsp_trace *t;
+};
+
 static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *done) {
-  struct nsp_trace *t = ctx;
+  struct nsp_trace *t = ((struct done_ctx *)ctx)->t;
+  /* A collective that ran on the GPU needed every rank of its
+   * communicator: they all issued it (nsp_member.done_seq). */
+  struct nsp_member *m = local_member(((struct done_ctx *)ctx)->job, t, e->local);
+  if (m && (done->flags & NSP_DONE_OK) && nsp_api_kind(e->api) == NSP_K_COLL && e->seq > m->done_seq)
+    m->done_seq = e->seq;
   if (!(done->flags & (NSP_DONE_OK | NSP_DONE_CAPTURED))) return;
   size_t *v = nsp_u64map_get(&t->done_by_stream, e->stream);
   if (v) {
@@ -674,6 +684,7 @@ static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *d
 
 static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, struct nsp_reader *r) {
   struct nsp_rec rec;
+  struct done_ctx dc = {job, t};
   int ret;
   while ((ret = nsp_reader_next(r, &rec)) == 1) {
     t->info.records++;
@@ -741,7 +752,7 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         break;
       case NSP_REC_COMPLETION:
         t->info.completions++;
-        if (t->info.tracking & NSP_TRACK_COMPLETION) NSP_TRY(nsp_pend_done(&t->pend, &rec, on_done, t));
+        if (t->info.tracking & NSP_TRACK_COMPLETION) NSP_TRY(nsp_pend_done(&t->pend, &rec, on_done, &dc));
         if (t->load_oom) return NSP_AN_ENOMEM;
         break;
       case NSP_REC_CALLSITE:
@@ -842,6 +853,9 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
   uint64_t recent_ns = t->info.end.state == NSP_END_RUNNING ? nsp_an_live_ns(t)
                        : died || t->has_sig                 ? too_recent_ns(t)
                                                             : 0;
+  /* A trace cut, damaged or ending without an exit record may have lost
+   * the COMPLETION of a call made shortly before its end. */
+  int end_unseen = t->info.end.state == NSP_END_UNKNOWN && (t->minor >= 5 || t->read_problem);
   for (size_t i = 0; i < tab->n; i++) {
     const struct nsp_pend *e = &tab->v[i];
     if (e->state != NSP_PEND_WAIT && e->state != NSP_PEND_ABANDONED && e->state != NSP_PEND_FAILED) continue;
@@ -850,7 +864,7 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
     /* Its COMPLETION may be among records lost after it was enqueued
      * (a DROPPED record came later), or the process died too soon after
      * it to tell: whether it completed is unknown. */
-    if (too_recent(t, recent_ns, e) ||
+    if (too_recent(t, recent_ns, e) || (end_unseen && e->state == NSP_PEND_WAIT && nsp_an_end_young(t, e->t_enter)) ||
         (e->state == NSP_PEND_WAIT && t->info.dropped && t->drop_mono >= e->t_enter)) {
       struct nsp_member *m = local_member(job, t, e->local);
       if (m) m->nuntracked++; /* completion unknown */
@@ -885,7 +899,8 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
     lc->call.done = lc->call.result && lc->call.result != ncclInProgress
                         ? 0
                         : !nsp_pend_waiting(tab, lc->local, lc->call.api, lc->call.seq, lc->peer_key);
-    if (!lc->call.done && !lc->call.result && t->t_last >= lc->mono && t->t_last - lc->mono < recent_ns)
+    if (!lc->call.done && !lc->call.result &&
+        ((t->t_last >= lc->mono && t->t_last - lc->mono < recent_ns) || (end_unseen && nsp_an_end_young(t, lc->mono))))
       lc->call.done = -1; /* the trace ends too soon after it to tell */
   }
   t->pend_overflow = tab->overflow;
@@ -915,6 +930,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     nsp_reader_destroy(r);
     /* A directory's copies are read longest first (nsp_an_job.c); copies
      * named in separate arguments are read in argument order. */
+    if (size > o->size) job->traces[i]->longer_copy = size - o->size;
     if (size > o->size)
       NSP_TRY(nsp_job_notef(job,
                             "%s: a copy of %s (the same host, pid and start time: one process), %zu bytes longer; "
@@ -971,6 +987,10 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
 
   int ret = load_records(job, t, ti, r);
   t->info.frames = nsp_reader_frames(r);
+  t->damaged = nsp_reader_damage(r, &t->damage_at, &t->damage_skipped);
+  t->read_problem = nsp_reader_problem(r) != NULL;
+  const char *rn = nsp_reader_ring_note(r);
+  if (rn) t->ring_bad = strstr(rn, ".ring ignored: ") || strstr(rn, ".ring not read: ") ? 2 : 1;
   if (ret == 0) ret = compare_refused(job, t);
   nsp_an_signal_finish(t);
   if (ret == 0) ret = nsp_an_end_decide(job, t);
@@ -1008,11 +1028,15 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     t->problem = strdup(problem);
     if (!t->problem) ret = NSP_AN_ENOMEM;
     t->info.problem = t->problem;
+    /* "the 0 readable records were analysed" would contradict "nothing
+     * to analyse": a trace with none says so. */
+    char read[64];
+    if (t->info.records) snprintf(read, sizeof read, "the %llu readable records were analysed",
+                                  (unsigned long long)t->info.records);
+    else snprintf(read, sizeof read, "no record in it could be read");
     if (!ret)
-      ret = no_ring ? nsp_job_notef(job, "%s: %s; the %llu readable records were analysed" NSP_RING_HINT, path,
-                                    problem, (unsigned long long)t->info.records, path)
-                    : nsp_job_notef(job, "%s: %s; the %llu readable records were analysed", path, problem,
-                                    (unsigned long long)t->info.records);
+      ret = no_ring ? nsp_job_notef(job, "%s: %s; %s" NSP_RING_HINT, path, problem, read, path)
+                    : nsp_job_notef(job, "%s: %s; %s", path, problem, read);
   } else if (ret == 0 && !t->info.records) {
     ret = no_ring ? nsp_job_notef(job, "%s: no records in it (only the header)" NSP_RING_HINT, path, path)
                   : nsp_job_notef(job, "%s: no records in it (only the header)", path);
@@ -1027,8 +1051,8 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   if (ret == 0 && nsp_reader_unrecovered(r))
     ret = nsp_job_notef(job, "%s: %llu records in %s.ring could not be recovered (their strings were lost)",
                         path, (unsigned long long)nsp_reader_unrecovered(r), path);
-  if (ret == 0 && nsp_reader_ring_note(r))
-    ret = nsp_job_notef(job, "%s: %s", path, nsp_reader_ring_note(r));
+  t->ring_lost = nsp_reader_unrecovered(r);
+  if (ret == 0 && nsp_reader_ring_note(r)) ret = nsp_job_notef(job, "%s: %s", path, nsp_reader_ring_note(r));
   nsp_reader_destroy(r);
   NSP_TRY(ret);
   if (t->info.dropped)

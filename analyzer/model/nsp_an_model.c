@@ -113,6 +113,22 @@ int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *
   return t->info.dropped && t->drop_rec > m->last_rec;
 }
 
+const struct nsp_member *nsp_an_member_went_on(const struct nsp_job *job, const struct nsp_an_comm *c,
+                                               const struct nsp_member *m) {
+  const struct nsp_member *best = NULL;
+  for (size_t k = 0; c && k < c->nmembers; k++) {
+    const struct nsp_member *o = &job->members[c->members[k]];
+    if (o == m || o->rank < 0 || o->rank == m->rank || o->done_seq <= m->last_seq) continue;
+    /* After an error or an abort on the communicator a completion may be
+     * the abort's (the GPU work killed, its event done): no evidence. */
+    if (o->has_error || job->traces[o->trace]->unattributed_error ||
+        (o->ended && (o->end_api == NSP_API_CommAbort || o->end_api == NSP_API_CommRevoke)))
+      continue;
+    if (!best || o->done_seq > best->done_seq) best = o;
+  }
+  return best;
+}
+
 int nsp_an_p2p_uncovered(const struct nsp_job *job, const struct nsp_member *m, const struct nsp_runs *r) {
   const struct nsp_trace *t = job->traces[m->trace];
   return t->info.dropped && t->drop_rec > (r && r->n ? r->last_rec : 0);

@@ -191,6 +191,11 @@ struct nsp_member {
   uint32_t pend_site;
   uint8_t pend_state;   /* NSP_PEND_WAIT, _ABANDONED or _FAILED */
   uint64_t npending;    /* collectives that never completed */
+  uint64_t done_seq;    /* highest collective seq with a COMPLETION (NSP_DONE_OK): it
+                           ran on the GPU, so every rank of the communicator issued it */
+  size_t went_on_by;    /* set by the wavefront rule: 1 + the member whose completed
+                           collectives (done_seq) show that this one went on past its
+                           last_seq though its trace ends there; 0 none */
   int pend_inflight;    /* first_pending is a call in flight (it never returned) */
   /* Format 1.5: its lowest collective seq in flight (an INFLIGHT record:
    * arrived and waiting, whatever its age); 0 none.  Its signature and
@@ -302,6 +307,17 @@ struct nsp_trace {
   uint64_t drop_mono;   /* monotonic time of the last DROPPED record: the lost
                            records came before it */
   uint64_t drop_by[NSP_DROP_END];
+  /* What the file lost (nsp_an_load.c): damaged regions skipped (the first's
+   * byte offset, the bytes skipped in all); read_problem: the reader named
+   * damage or a cut (nsp_reader_problem); the crash ring: 1 read with damage,
+   * 2 ignored or not read (ring_note says why), ring_lost its records whose
+   * strings were lost. */
+  unsigned damaged;
+  size_t damage_at, damage_skipped;
+  size_t longer_copy;   /* a copy of this trace that is this many bytes longer was
+                           not read (its last records may be missing here) */
+  int read_problem, ring_bad;
+  uint64_t ring_lost;
   /* Format 1.5 (nsp_an_end.c): how the process ended and what it was inside. */
   unsigned minor;               /* the header's format minor (major 1) */
   int has_exit;                 /* an EXIT record: exit handlers ran at exit_mono */
@@ -468,7 +484,9 @@ int nsp_an_end_decide(struct nsp_job *job, struct nsp_trace *t);
 /* True when a call entered at monotonic t_enter is no evidence yet of a
  * hang: the process still runs and the call is younger than
  * nsp_an_live_ns, or it was killed or crashed less than 1 s after the
- * call's entry (a job killed by its time limit stops healthy calls). */
+ * call's entry (a job killed by its time limit stops healthy calls), or
+ * its trace, cut, damaged or without an exit record or a crash ring (end
+ * unknown), ends less than 1 s after the call's entry. */
 int nsp_an_end_young(const struct nsp_trace *t, uint64_t t_enter);
 /* True when every traced member of communicator c was killed while it
  * was active (less than 1 s after its last call), all within 1 s of each
@@ -570,6 +588,16 @@ int nsp_an_trace_cut(const struct nsp_trace *t, unsigned long long *at);
  * the last collective may count too.  One rule for the coverage notes, the
  * wavefront and the hangs. */
 int nsp_an_member_uncovered(const struct nsp_job *job, const struct nsp_member *m);
+/* The member of c, another rank than m, whose completed collectives go
+ * furthest past m's last seq (nsp_member.done_seq > m->last_seq): a
+ * collective runs only when every rank of its communicator issued it, so
+ * m went on although its trace ends at last_seq (its later records were
+ * lost: a cut or damaged file, a process killed before writing them).
+ * Completions of a rank with an error or an abort on the communicator
+ * (or an error on no communicator) are no evidence.  NULL when no rank
+ * completed a later one. */
+const struct nsp_member *nsp_an_member_went_on(const struct nsp_job *job, const struct nsp_an_comm *c,
+                                               const struct nsp_member *m);
 /* True when m's trace dropped records after its last send to (r is
  * m's dir[0] runs for a peer) or recv from (dir[1]) a peer, or dropped any
  * when r is NULL or empty: whether that rank posted more of them is not

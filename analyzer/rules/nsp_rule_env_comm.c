@@ -281,6 +281,36 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_an_comm *c) {
 /* Ranks 0..nranks-1 without a trace, listed when there are not too many. */
 #define NSP_MISSING_LIST_MAX 65536
 
+/* Whether communicator c's ranks are its processes' job ranks. */
+static int world_like(const struct nsp_job *job, const struct nsp_an_comm *c) {
+  for (size_t k = 0; k < c->nmembers; k++) {
+    const struct nsp_member *m = &job->members[c->members[k]];
+    if (m->rank != job->traces[m->trace]->info.rank) return 0;
+  }
+  return c->nmembers > 0;
+}
+
+/* How many files may hold ranks of c that no trace shows: files that
+ * could not be read, and traces not in c that lost records of their
+ * communicators (calls on a communicator without its COMM record), were
+ * damaged or cut, or have no record, unless their job rank is that of a
+ * traced rank of a communicator numbered by job ranks. */
+static size_t may_hold_missing(const struct nsp_job *job, const struct nsp_an_comm *c) {
+  size_t n = job->nunread;
+  int world = world_like(job, c);
+  for (size_t ti = 0; ti < job->ntraces; ti++) {
+    const struct nsp_trace *t = job->traces[ti];
+    if (!t->orphan_calls && !t->read_problem && t->info.records) continue;
+    if (nsp_an_member_of_trace(job, c, ti)) continue;
+    int taken = 0;
+    for (size_t k = 0; world && t->info.rank >= 0 && k < c->nmembers && !taken; k++)
+      taken = job->members[c->members[k]].rank == t->info.rank;
+    if (world && t->info.rank >= c->info.nranks) taken = 1;
+    n += !taken;
+  }
+  return n;
+}
+
 static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
   int32_t nr = c->info.nranks;
   size_t have = 0;
@@ -297,6 +327,16 @@ static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
       if (nsp_api_kind(x->call.api) == NSP_K_INIT && x->new_comm_id == c->info.id) return 0;
     }
   size_t missing = (size_t)nr - have;
+  /* Traces that lost their communicator records (damaged, cut, none
+   * read) and files that could not be read may hold the missing ranks:
+   * then they are a gap in coverage (a note; the summary says so), not
+   * ranks without a trace. */
+  size_t lost = may_hold_missing(job, c);
+  if (lost >= missing)
+    return nsp_job_notef(job, "communicator %016llx has %d ranks but %zu %s a trace; %zu damaged or unreadable "
+                              "trace file%s may hold the other%s (see the notes), so %s not reported as missing",
+                         (unsigned long long)c->info.id, nr, have, have == 1 ? "has" : "have", lost,
+                         lost == 1 ? "" : "s", missing == 1 ? "" : "s", missing == 1 ? "it is" : "they are");
   size_t nmem = 0;
   size_t *mi = malloc((c->nmembers ? c->nmembers : 1) * sizeof *mi);
   if (!mi) return NSP_AN_ENOMEM;

@@ -3,8 +3,9 @@
  * wavefront), sides by the last seq each reached.  It defers to what
  * explains the stop better: a mismatch every rank reached, a hang (with
  * completion tracking), or errors on every rank behind.  A rank behind
- * whose trace dropped records after its last collective is not judged: a
- * note says so. */
+ * whose trace dropped records after its last collective is not judged, nor
+ * one behind collectives that others completed (it went on; its records
+ * were lost): a note says so. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,21 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
     if (m->last_seq < reached && nsp_an_member_uncovered(job, m)) {
       struct nsp_sbuf b = {0};
       put_uncovered(&b, job, c, m);
+      int ret = nsp_job_note_take(job, &b);
+      if (ret) {
+        free(mi);
+        return ret;
+      }
+      continue;
+    }
+    /* A rank behind whose trace ends before collectives that others
+     * completed, which needed it, went on: its records were lost, and it
+     * did not stop (a note says so; the summary counts it as coverage). */
+    const struct nsp_member *on = m->last_seq < reached ? nsp_an_member_went_on(job, c, m) : NULL;
+    if (on) {
+      job->members[c->members[k]].went_on_by = (size_t)(on - job->members) + 1;
+      struct nsp_sbuf b = {0};
+      nsp_an_put_went_on(&b, job, c, m, on);
       int ret = nsp_job_note_take(job, &b);
       if (ret) {
         free(mi);

@@ -240,12 +240,16 @@ static void test_damaged_inputs(void **state) {
   fclose(f);
 
   struct result r = run((const char *[]){"analyze", dir, NULL});
-  /* rank 1's COMM and call were lost with its frame: rank 1 is missing
-   * from the communicator (a finding); the cut trace and the junk file
-   * are notes */
-  assert_int_equal(r.status, 1);
-  assert_contains(r.out, "env-missing-ranks");
-  assert_contains(r.out, "Notes (4)");
+  /* rank 1's COMM and call were lost with its frame: its cut trace (and
+   * the files that could not be read) may hold the communicator's rank 1,
+   * so no env-missing-ranks but incomplete coverage (exit 3); the cut
+   * trace and the junk file are notes */
+  assert_int_equal(r.status, 3);
+  assert_null(strstr(r.out, "env-missing-ranks"));
+  assert_contains(r.out, "so it is not reported as missing");
+  assert_contains(r.out, "coverage is incomplete: ");
+  assert_contains(r.out, "rank 1's trace is cut at byte 128, 2 trace files could not be read");
+  assert_contains(r.out, "Notes (5)");
   char want[600];
   snprintf(want, sizeof want, "%s: incomplete frame at byte 128", cut);
   assert_contains(r.out, want);
@@ -266,9 +270,12 @@ static void test_damaged_inputs(void **state) {
   r = run((const char *[]){"dump", junk, NULL});
   assert_int_equal(r.status, 2);
   result_free(&r);
+  /* Its crash ring is a FIFO, ignored: what the ring held is not shown,
+   * so exit 1 as for a damaged file. */
   r = run((const char *[]){"dump", whole, NULL});
-  assert_int_equal(r.status, 0);
+  assert_int_equal(r.status, 1);
   assert_contains(r.out, "HEADER file=");
+  assert_contains(r.err, "crash ring: ");
   result_free(&r);
   r = run((const char *[]){"dump", fifo_trace, NULL});
   assert_int_equal(r.status, 2);
@@ -444,7 +451,10 @@ static void test_no_records(void **state) {
   /* One trace with records: analysed; the empty one has its note. */
   assert_int_equal(nsp_tracegen_write(g[0], dir, SIZE_MAX, p0, sizeof p0), 0);
   r = run((const char *[]){"analyze", dir, NULL});
-  assert_int_equal(r.status, 1);
+  /* Rank 1's process left a trace, with nothing in it: not a rank without
+   * a trace (env-missing-ranks), but incomplete coverage (exit 3). */
+  assert_int_equal(r.status, 3);
+  assert_contains(r.out, "coverage is incomplete: rank 1's trace has no records");
   snprintf(want, sizeof want, "%s: no records in it (only the header); there is no %s.ring next to it", p1, p1);
   assert_contains(r.out, want);
   result_free(&r);
@@ -1110,6 +1120,77 @@ static void test_dump_ring(void **state) {
   result_free(&r);
 }
 
+/* Incomplete coverage is no "exit 0": a damaged frame in a finding-free
+ * job exits 3 (something the traces could not see) and says so in the
+ * headline; dump of a trace whose crash ring was cut (ignored) exits 1
+ * like a damaged file; a trace cut inside its first frame does not say
+ * "the 0 readable records were analysed". */
+static void test_incomplete_status(void **state) {
+  (void)state;
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/incomplete", tmpdir);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  struct nsp_tracegen *g[NSP_CASE_MAX_RANKS];
+  int n = nsp_case_build("c10", g);
+  assert_true(n >= 2);
+  for (int r = 0; r < n; r++) {
+    nsp_tracegen_set_frame_records(g[r], 4);
+    assert_int_equal(nsp_tracegen_write(g[r], dir, SIZE_MAX, NULL, 0), 0);
+  }
+  size_t nf;
+  const size_t *offs = nsp_tracegen_frame_offsets(g[1], &nf);
+  assert_true(nf >= 3);
+  size_t at = offs[1];
+  char p1[400];
+  assert_int_equal(nsp_tracegen_write(g[1], dir, SIZE_MAX, p1, sizeof p1), 0);
+  for (int r = 0; r < n; r++) nsp_tracegen_destroy(g[r]);
+  int fd = open(p1, O_WRONLY);
+  assert_true(fd >= 0);
+  assert_int_equal(pwrite(fd, "\0\0\0\0", 4, (off_t)at), 4); /* frame 2's zstd magic */
+  close(fd);
+  struct result r = run((const char *[]){"analyze", dir, NULL});
+  assert_int_equal(r.status, 3);
+  char want[200];
+  snprintf(want, sizeof want, "rank 1's trace is damaged at byte %zu (", at);
+  assert_contains(r.out, "No problems found in what was recorded in");
+  assert_contains(r.out, "coverage is incomplete: job ");
+  assert_contains(r.out, want);
+  result_free(&r);
+  r = run((const char *[]){"analyze", "--json", dir, NULL});
+  assert_int_equal(r.status, 3);
+  assert_contains(r.out, "\"incomplete\": 1");
+  result_free(&r);
+
+  char src[600], cut[400], ring_src[700], ring_cut[500];
+  crash_trace(src, sizeof src);
+  snprintf(cut, sizeof cut, "%s/ringcut.ncclspy", dir);
+  snprintf(ring_src, sizeof ring_src, "%s.ring", src);
+  snprintf(ring_cut, sizeof ring_cut, "%s.ring", cut);
+  copy_prefix(src, cut, SIZE_MAX);
+  copy_prefix(ring_src, ring_cut, 3000);
+  r = run((const char *[]){"dump", cut, NULL});
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "ignored: truncated ring header: 3000 of");
+  assert_contains(r.err, "crash ring: ");
+  result_free(&r);
+  unlink(ring_cut);
+  unlink(cut);
+
+  snprintf(cut, sizeof cut, "%s/cut129/", tmpdir);
+  assert_int_equal(mkdir(cut, 0755), 0);
+  strcat(cut, "x.rank0.ncclspy");
+  char *r1 = strstr(src, "vm.826.rank1");
+  assert_non_null(r1);
+  memcpy(r1, "vm.825.rank0", 12); /* rank 0's trace has frames */
+  copy_prefix(src, cut, 129);
+  r = run((const char *[]){"analyze", cut, NULL});
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "nothing to analyse");
+  assert_contains(r.err, "no record in it could be read");
+  assert_null(strstr(r.err, "the 0 readable records"));
+  result_free(&r);
+}
+
 /* ---- golden text reports ------------------------------------------------ */
 
 /* Replaces every occurrence of `from` in s with `to` (new string). */
@@ -1196,6 +1277,7 @@ int main(void) {
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_json_errors),
       cmocka_unit_test(test_dump_ring),
+      cmocka_unit_test(test_incomplete_status),
   };
   int ret = cmocka_run_group_tests(tests, NULL, teardown_dirs);
   nsp_case_rmdir(tmpdir);

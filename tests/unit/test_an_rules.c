@@ -1046,6 +1046,150 @@ static void test_cut_trace_in_finding(void **state) {
   nsp_job_destroy(job);
 }
 
+/* ---- coverage: damaged traces are said, in the summary and the status --- */
+
+/* Two ranks of communicator 0xc0, `calls` all-reduces each, 10 records to
+ * a frame; with completion tracking (every call completes 1 ms later)
+ * when `track`.  Rank 1 has no EXIT when `no_exit1`. */
+static void cov_gens(struct nsp_tracegen **g, int calls, int track, int no_exit1) {
+  for (int r = 0; r < 2; r++) {
+    g[r] = nsp_tracegen_create("h", 300u + (uint32_t)r, r);
+    assert_non_null(g[r]);
+    nsp_tracegen_set_frame_records(g[r], 10);
+    if (track) {
+      nsp_tracegen_set_tracking(g[r], NSP_TRACK_COMPLETION);
+      nsp_tracegen_set_auto_complete(g[r], 1, 1000000);
+    }
+    if (r == 1 && no_exit1) nsp_tracegen_set_exit(g[r], 0);
+    uint32_t w = nsp_tracegen_comm(g[r], 0xc0, r, 2);
+    assert_int_not_equal(w, 0);
+    for (int i = 0; i < calls; i++) nsp_tracegen_coll(g[r], NSP_API_AllReduce, w, 64, ncclFloat32, ncclSum, -1);
+  }
+}
+
+/* Adds g[0] whole and g[1] as `bad` (len1 bytes), analyses, frees g. */
+static struct nsp_job *cov_job(struct nsp_tracegen **g, const uint8_t *bad, size_t len1) {
+  struct nsp_job *job = nsp_job_create();
+  const uint8_t *data;
+  size_t len;
+  assert_int_equal(nsp_tracegen_bytes(g[0], &data, &len), 0);
+  assert_int_equal(nsp_job_add_mem(job, "h.300.rank0.ncclspy", data, len), 1);
+  assert_int_equal(nsp_job_add_mem(job, "h.301.rank1.ncclspy", bad, len1), 1);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  return job;
+}
+
+/* A byte flipped inside rank 1's second frame: the frame's records are
+ * lost.  Not "No problems found in 2 traces": the summary and the
+ * headline say where the trace is damaged and how much was skipped. */
+static void test_cov_damaged_frame(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  cov_gens(g, 40, 0, 0);
+  const uint8_t *data;
+  size_t len, nf;
+  assert_int_equal(nsp_tracegen_bytes(g[1], &data, &len), 0);
+  const size_t *offs = nsp_tracegen_frame_offsets(g[1], &nf);
+  assert_true(nf >= 3);
+  uint8_t *bad = malloc(len);
+  assert_non_null(bad);
+  memcpy(bad, data, len);
+  memset(bad + offs[1], 0, 4); /* its zstd magic */
+  char want[200];
+  snprintf(want, sizeof want, "; coverage is incomplete: rank 1's trace is damaged at byte %zu (%zu bytes skipped).",
+           offs[1], offs[2] - offs[1]);
+  struct nsp_job *job = cov_job(g, bad, len);
+  for (int r = 0; r < 2; r++) nsp_tracegen_destroy(g[r]);
+  free(bad);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %.900s\n", nsp_job_finding(job, i)->message);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  assert_contains(nsp_job_summary(job), "No problems found in what was recorded in 2 traces");
+  assert_contains(nsp_job_summary(job), want);
+  assert_contains(nsp_job_headline(job), want);
+  nsp_job_destroy(job);
+}
+
+/* Rank 1's trace cut at a frame boundary after seq 20 (no exit record),
+ * while rank 0's all-reduces up to seq 40 completed: an all-reduce
+ * completes only when every rank issued it, so rank 1 went on.  Not
+ * stopped-early: a note, and the summary's coverage. */
+static void test_cov_went_on(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  cov_gens(g, 40, 1, 1);
+  const uint8_t *data;
+  size_t len, nf;
+  assert_int_equal(nsp_tracegen_bytes(g[1], &data, &len), 0);
+  const size_t *offs = nsp_tracegen_frame_offsets(g[1], &nf);
+  assert_true(nf >= 4);
+  /* Frames of 10 records: PROCESS, COMM and 4 calls with their
+   * completions, then 5 calls a frame: the first 4 frames hold seq 1-19. */
+  size_t cut = offs[4];
+  struct nsp_job *job = cov_job(g, data, cut);
+  for (int r = 0; r < 2; r++) nsp_tracegen_destroy(g[r]);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %.900s\n", nsp_job_finding(job, i)->message);
+  assert_int_equal(count_kind(job, NSP_FIND_STOPPED_EARLY), 0);
+  assert_int_equal(nsp_job_nfindings(job), 0);
+  const char *n = find_note(job, "rank 1's trace ends at seq ");
+  assert_non_null(n);
+  assert_contains(n, "on communicator 00000000000000c0, but rank 0's collectives up to seq 40 completed (a "
+                     "collective completes only when every rank issued it), so rank 1 went on");
+  assert_contains(nsp_job_summary(job), "coverage is incomplete: rank 1's trace ends at seq ");
+  nsp_job_destroy(job);
+}
+
+/* A trace cut (no exit record) 2 ms after its last all-reduce, whose
+ * completion is not in it: whether it completed is unknown, no
+ * never-completed finding ("waited 0.002 s"). */
+static void test_cov_cut_young(void **state) {
+  (void)state;
+  struct nsp_tracegen *g = nsp_tracegen_create("h", 400, 0);
+  assert_non_null(g);
+  nsp_tracegen_set_exit(g, 0);
+  nsp_tracegen_set_tracking(g, NSP_TRACK_COMPLETION);
+  nsp_tracegen_set_auto_complete(g, 1, 1000000);
+  uint32_t w = nsp_tracegen_comm(g, 0xc1, 0, 1);
+  for (int i = 0; i < 4; i++) nsp_tracegen_coll(g, NSP_API_AllReduce, w, 64, ncclFloat32, ncclSum, -1);
+  nsp_tracegen_set_auto_complete(g, 0, 0);
+  nsp_tracegen_coll(g, NSP_API_AllReduce, w, 64, ncclFloat32, ncclSum, -1);
+  nsp_tracegen_set_time(g, nsp_tracegen_now(g) + 2000000); /* its last sign of life, 2 ms later */
+  nsp_tracegen_async_error(g, w, 0, "");
+  struct nsp_job *job = analyse_gens(&g, 1);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %.900s\n", nsp_job_finding(job, i)->message);
+  assert_int_equal(count_kind(job, NSP_FIND_NEVER_COMPLETED), 0);
+  assert_int_equal(count_kind(job, NSP_FIND_HANG), 0);
+  nsp_job_destroy(job);
+}
+
+/* Rank 1's first frame (PROCESS, COMM) damaged: its later calls name a
+ * communicator whose COMM record was lost.  Rank 1 is traced, so not
+ * env-missing-ranks: a note, and the summary says the trace lost its
+ * communicators' records. */
+static void test_cov_lost_comm_records(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  cov_gens(g, 40, 0, 0);
+  const uint8_t *data;
+  size_t len, nf;
+  assert_int_equal(nsp_tracegen_bytes(g[1], &data, &len), 0);
+  const size_t *offs = nsp_tracegen_frame_offsets(g[1], &nf);
+  uint8_t *bad = malloc(len);
+  assert_non_null(bad);
+  memcpy(bad, data, len);
+  memset(bad + offs[0], 0, 4); /* its zstd magic */
+  struct nsp_job *job = cov_job(g, bad, len);
+  for (int r = 0; r < 2; r++) nsp_tracegen_destroy(g[r]);
+  free(bad);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++) print_message("unexpected: %.900s\n", nsp_job_finding(job, i)->message);
+  assert_int_equal(count_kind(job, NSP_FIND_ENV_MISSING_RANKS), 0);
+  assert_non_null(find_note(job, "communicator 00000000000000c0 has 2 ranks but 1 has a trace; 1 damaged or "
+                                 "unreadable trace file may hold the other (see the notes), so it is not reported "
+                                 "as missing"));
+  assert_contains(nsp_job_summary(job), "rank 1's trace lost the records of its communicators (");
+  assert_contains(nsp_job_summary(job), "coverage is incomplete: rank 1's trace is damaged at byte 128");
+  nsp_job_destroy(job);
+}
+
 static void test_notes(void **state) {
   (void)state;
   struct nsp_tracegen *g[2];
@@ -1205,6 +1349,10 @@ int main(void) {
       cmocka_unit_test(test_drop_p2p_all_to_all_one_note_per_rank),
       cmocka_unit_test(test_quoting_and_plurals),
       cmocka_unit_test(test_cut_trace_in_finding),
+      cmocka_unit_test(test_cov_damaged_frame),
+      cmocka_unit_test(test_cov_went_on),
+      cmocka_unit_test(test_cov_cut_young),
+      cmocka_unit_test(test_cov_lost_comm_records),
       cmocka_unit_test(test_format_ranks), cmocka_unit_test(test_format_ranks_job),
       cmocka_unit_test(test_format_call_and_names),
   };
