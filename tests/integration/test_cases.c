@@ -1548,6 +1548,44 @@ static void test_group_error(void **state) {
   run_done(&r);
 }
 
+/* The job rank of process p of finding f. */
+static int job_rank_of(struct run *r, const struct nsp_proc *p) { return nsp_job_trace(r->job, p->trace)->rank; }
+
+/* Issue #13 fix-up: a group's calls on the world (first) and on a split
+ * (then): the error ncclGroupEnd returns belongs to the split, where the
+ * unmatched recv explains it, and is linked to that finding. */
+static void test_group_multi(void **state) {
+  struct run r;
+  run_case(&r, "group-multi", 4);
+  const struct nsp_comm_info *w = world(&r, 4);
+  const struct nsp_finding *p2p = first_of(&r, NSP_FIND_P2P_UNMATCHED);
+  const struct nsp_finding *e = first_of(&r, NSP_FIND_ERROR);
+  assert_ptr_equal(p2p, nsp_job_finding(r.job, 0));
+  assert_int_equal(p2p->comm->parent_id, w->id);
+  assert_int_equal(e->api, NSP_API_GroupEnd);
+  assert_int_equal(job_rank_of(&r, &e->sides[0].procs[0]), 3);
+  assert_int_equal(e->comm_id, p2p->comm_id);
+  assert_ptr_equal(nsp_job_finding(r.job, e->cause), p2p);
+  assert_contains(e->message, "follows the p2p-unmatched");
+  run_done(&r);
+}
+
+/* Issue #13 fix-up: a recv the stand-in accepted, then failed waiting
+ * (32 floats where 16 were sent), was posted: a size mismatch of 64 vs
+ * 128 bytes on the split, not an unmatched send. */
+static void test_p2p_size(void **state) {
+  struct run r;
+  run_case(&r, "p2p-size", 4);
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  print_message("# %s\n", f->message);
+  assert_int_equal(f->kind, NSP_FIND_P2P_SIZE_MISMATCH);
+  assert_int_equal(f->seq, 2);
+  assert_int_equal(count_kind(&r, NSP_FIND_P2P_UNMATCHED), 0);
+  assert_contains(f->message, "64");
+  assert_contains(f->message, "128");
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1578,6 +1616,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_launcher), cmocka_unit_test(test_runs_twice), cmocka_unit_test(test_runs_fail_after_healthy),
       cmocka_unit_test(test_env_debug),
       cmocka_unit_test(test_split_job_ranks), cmocka_unit_test(test_group_error),
+      cmocka_unit_test(test_group_multi), cmocka_unit_test(test_p2p_size),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
