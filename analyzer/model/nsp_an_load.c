@@ -17,6 +17,12 @@
 /* ncclInProgress is how non-blocking calls say "not yet": not an error. */
 static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
 
+/* An error of a call NCCL refused at once (its arguments or its use):
+ * the call was never posted.  Any other error came after NCCL accepted
+ * the call (it failed waiting for its peers: a blocking communicator's
+ * timeout, a remote or system error), so a peer may have matched it. */
+static int is_refusal(int32_t result) { return result == ncclInvalidArgument || result == ncclInvalidUsage; }
+
 struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create) {
   return nsp_paged_at(&c->refs, seq, create);
 }
@@ -409,8 +415,10 @@ static int on_p2p(struct nsp_job *job, const struct nsp_trace *t, struct nsp_mem
   }
   struct nsp_runs *rs = &p->dir[rec->api == NSP_API_Send ? 0 : 1];
   /* The shim numbers sends/recvs per peer and direction from 1; a lost
-   * record leaves a gap rather than shifting every later pairing. */
-  uint64_t k = rec->seq ? rec->seq : rs->max_seq + 1;
+   * record leaves a gap rather than shifting every later pairing.  A call
+   * that failed waiting kept the number the next one took too. */
+  uint64_t k = rec->seq ? rec->seq + rs->failed : rs->max_seq + 1;
+  if (is_error(rec->result)) rs->failed++;
   struct nsp_run *last = rs->n ? &rs->v[rs->n - 1] : NULL;
   if (last && last->count == rec->count && last->dtype == rec->dtype && k == last->seq0 + last->n) {
     last->n++;
@@ -530,7 +538,7 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
    * collective is held back: if it stays the rank's last one there (the
    * rank gave up on it), it is compared at the trace's end
    * (compare_refused). */
-  if (is_error(rec->result) && t->refused_take_no_seq) {
+  if (is_error(rec->result) && t->refused_take_no_seq && !(kind == NSP_K_P2P && !is_refusal(rec->result))) {
     if (kind == NSP_K_COLL) {
       m->refused = *rec;
       m->refused.ext = NULL;

@@ -154,6 +154,9 @@ struct nsp_runs {
   uint64_t last_rec; /* record number (t->info.records) of the send/recv at
                         max_seq: where the trace's coverage of this peer and
                         direction ends when records were dropped after it */
+  uint64_t failed;  /* calls counted that failed waiting: the shim gave each
+                       the seq the next call took too, so later seqs are
+                       shifted by this many */
 };
 struct nsp_p2p {
   int32_t peer;
