@@ -236,7 +236,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     nsp_an_put_blocked(b, job, low->procs[p].rank, low->procs[p].trace);
   }
   if (low->nranks > shown) nsp_sbuf_printf(b, "; ...");
-  nsp_an_put_side_ends(b, job, low);
+  nsp_an_put_side_ends(b, job, f, low);
   /* What the traces cannot tell: a cut file, ranks left out for drops. */
   for (size_t s = 0; s + 1 < f->nsides; s++)
     for (size_t p = 0; p < f->sides[s].nranks; p++) {

@@ -935,6 +935,23 @@ static void nsp_cases_p2p_size(struct nsp_cases_job *job)
   nsp_cases_free(job, buf);
 }
 
+/* no-split2: the world splits in half (color rank%2, key n-rank: half
+ * {3,1} has ranks 0 and 1 = job ranks 3 and 1); job rank 3 all-reduces
+ * once more on half while the others split half again: job rank 1
+ * waits in that ncclCommSplit for job rank 3. */
+static void nsp_cases_no_split2(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0], *half;
+  half = nsp_cases_split(job, w, job->rank % 2, job->nranks - job->rank, "half");
+  nsp_cases_allreduce(job, half, ncclFloat32, 16, ncclSum);
+  if (job->rank == 3) {
+    fprintf(stderr, "rank 3: all-reduces #2 on half instead of splitting it\n");
+    nsp_cases_allreduce(job, half, ncclFloat32, 16, ncclSum);
+    return;
+  }
+  nsp_cases_split(job, half, 0, half->rank, "quarter");
+}
+
 static int nsp_cases_env_int(const char *name, int dflt);
 static void nsp_cases_sleep_ms(int ms);
 
@@ -1291,6 +1308,8 @@ static const struct nsp_cases_case nsp_cases_table[] = {
    "groups of a world all-reduce then send/recv on half; job rank 3 posts one recv more in the 2nd"},
   {"p2p-size", "p2p-size", 4, 0, NULL, nsp_cases_p2p_size,
    "half {2,0}: job rank 0's second recv takes 32 floats where 16 were sent (it fails waiting)"},
+  {"no-split2", "no-split2", 4, 0, NULL, nsp_cases_no_split2,
+   "half {3,1}: job rank 3 all-reduces #2 on half, job rank 1 waits in the split of half"},
 };
 
 static int nsp_cases_env_int(const char *name, int dflt)

@@ -1586,6 +1586,31 @@ static void test_p2p_size(void **state) {
   run_done(&r);
 }
 
+/* Asserts that text names the processes of half {3,1} (ranks 0 and 1 =
+ * job ranks 3 and 1) unambiguously: every "rank 3" is a "job rank 3",
+ * and every "rank 0" carries its job rank. */
+static void assert_no_bare_rank_half31(const char *text) {
+  for (const char *p = strstr(text, "rank "); p; p = strstr(p + 1, "rank ")) {
+    if (p >= text + 4 && !strncmp(p - 4, "job ", 4)) continue;
+    if (!strncmp(p, "rank 3", 6) || (!strncmp(p, "rank 0", 6) && strncmp(p, "rank 0 (job rank 3)", 19)))
+      fail_msg("bare rank in: %.120s", p > text + 60 ? p - 60 : text);
+  }
+}
+
+/* Issue #13 fix-up: a comm-init-wait on a split of a split, the rank that
+ * never called it killed: how each process ended names it by job rank. */
+static void test_no_split2(void **state) {
+  struct run r;
+  run_killed(&r, "no-split2", 4, 4, 5);
+  const struct nsp_finding *f = first_of(&r, NSP_FIND_COMM_INIT_WAIT);
+  print_message("# %.700s\n", f->message);
+  print_message("# summary: %.700s\n", nsp_job_summary(r.job));
+  assert_contains(f->message, "ended without a clean exit");
+  assert_no_bare_rank_half31(f->message);
+  assert_no_bare_rank_half31(nsp_job_summary(r.job));
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1616,7 +1641,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_launcher), cmocka_unit_test(test_runs_twice), cmocka_unit_test(test_runs_fail_after_healthy),
       cmocka_unit_test(test_env_debug),
       cmocka_unit_test(test_split_job_ranks), cmocka_unit_test(test_group_error),
-      cmocka_unit_test(test_group_multi), cmocka_unit_test(test_p2p_size),
+      cmocka_unit_test(test_group_multi), cmocka_unit_test(test_p2p_size), cmocka_unit_test(test_no_split2),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
