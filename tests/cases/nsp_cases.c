@@ -952,6 +952,17 @@ static void nsp_cases_no_split2(struct nsp_cases_job *job)
   nsp_cases_split(job, half, 0, half->rank, "quarter");
 }
 
+/* err-split: half as no-split2's ({3,1}: ranks 0, 1 = job ranks 3, 1;
+ * {2,0}); two all-reduces on half; the test makes job rank 3 fail the
+ * second (NSP_STANDIN_FAIL) with an NET/IB message. */
+static void nsp_cases_err_split(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0], *half;
+  half = nsp_cases_split(job, w, job->rank % 2, job->nranks - job->rank, "half");
+  nsp_cases_allreduce(job, half, ncclFloat32, 16, ncclSum);
+  nsp_cases_allreduce(job, half, ncclFloat32, 16, ncclSum);
+}
+
 static int nsp_cases_env_int(const char *name, int dflt);
 static void nsp_cases_sleep_ms(int ms);
 
@@ -1310,6 +1321,8 @@ static const struct nsp_cases_case nsp_cases_table[] = {
    "half {2,0}: job rank 0's second recv takes 32 floats where 16 were sent (it fails waiting)"},
   {"no-split2", "no-split2", 4, 0, NULL, nsp_cases_no_split2,
    "half {3,1}: job rank 3 all-reduces #2 on half, job rank 1 waits in the split of half"},
+  {"err-split", "err-split", 4, 0, NULL, nsp_cases_err_split,
+   "half {3,1}: two all-reduces; with NSP_STANDIN_FAIL, job rank 3 fails the second"},
 };
 
 static int nsp_cases_env_int(const char *name, int dflt)

@@ -1611,6 +1611,20 @@ static void test_no_split2(void **state) {
   run_done(&r);
 }
 
+/* Issue #13 fix-up: an error on a split whose hint lists a setting's
+ * values per rank: those are job ranks, and say so. */
+static void test_err_split(void **state) {
+  struct run r;
+  struct job_opts o = {.nranks = 4, .limit_s = 60,
+                       .all_env = "NSP_STANDIN_FAIL=rank=3,comm=1,seq=2,result=2,msg=NET/IB : x"};
+  run_job_ex(&r, "err-split", &o);
+  const struct nsp_finding *e = first_of(&r, NSP_FIND_ERROR);
+  print_message("# %.700s\n", e->hint);
+  assert_contains(e->hint, "NCCL_IB_HCA");
+  assert_contains(e->hint, "on job ranks 0-3");
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1642,6 +1656,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_env_debug),
       cmocka_unit_test(test_split_job_ranks), cmocka_unit_test(test_group_error),
       cmocka_unit_test(test_group_multi), cmocka_unit_test(test_p2p_size), cmocka_unit_test(test_no_split2),
+      cmocka_unit_test(test_err_split),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
