@@ -161,7 +161,8 @@ void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t);
  * to the reports' process lines): "; ranks 0-3 are still running (last
  * heard at most 2.0 s ago)" when all share a state, else one "; rank 1
  * ended without a clean exit (...)" per process (up to 4). */
-void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_side *s);
+void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f,
+                          const struct nsp_side *s);
 /* A wall time relative to the job's start, "+1.234567 s", into b. */
 void nsp_an_put_time(struct nsp_sbuf *b, const struct nsp_job *job, int64_t t);
 /* "; rank 1 aborted this communicator at +T s" when member m (NULL:

@@ -375,7 +375,8 @@ static int end_notable(const struct nsp_end_info *e) {
   return e->state == NSP_END_RUNNING || e->state == NSP_END_KILLED || e->state == NSP_END_CRASHED;
 }
 
-void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_side *s) {
+void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f,
+                          const struct nsp_side *s) {
   size_t notable = 0, same = 0;
   int64_t oldest = 0;
   for (size_t p = 0; p < s->nranks; p++) {
@@ -388,7 +389,7 @@ void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const s
   const struct nsp_end_info *e0 = &job->traces[s->procs[0].trace]->info.end;
   if (s->nranks > 1 && same == s->nranks) {
     char rb[320];
-    format_side_procs(rb, sizeof rb, job, s);
+    nsp_format_side_ranks(rb, sizeof rb, job, f, s);
     nsp_sbuf_printf(b, "; %s", rb);
     if (e0->state == NSP_END_RUNNING) nsp_sbuf_printf(b, " are still running (last heard at most %.1f s ago)", (double)oldest / 1e9);
     else nsp_sbuf_printf(b, " ended without a clean exit (SIGKILL, the OOM killer or _exit)");
@@ -404,9 +405,9 @@ void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const s
     }
     char eb[200];
     nsp_format_end(eb, sizeof eb, job, e);
-    nsp_sbuf_printf(b, "; ");
-    nsp_an_put_rank(b, job, s->procs[p].rank, s->procs[p].trace);
-    nsp_sbuf_printf(b, " %s%s", e->state == NSP_END_RUNNING ? "is " : "", eb);
+    char rb[64];
+    nsp_format_proc_rank(rb, sizeof rb, job, f, &s->procs[p]);
+    nsp_sbuf_printf(b, "; %s %s%s", rb, e->state == NSP_END_RUNNING ? "is " : "", eb);
   }
 }
 

@@ -148,11 +148,11 @@ static int put_setting(struct nsp_sbuf *b, struct nsp_job *job, const char *name
     size_t j = i, k = 0;
     while (j < n && rows[3 * j + 1] == rows[3 * i + 1]) ranks[k++] = job->traces[rows[3 * j++]]->info.rank;
     qsort(ranks, k, sizeof *ranks, nsp_an_cmp_int);
-    char rb[160];
-    nsp_format_ranks(rb, sizeof rb, ranks, k);
     size_t id = rows[3 * i + 1];
-    if (id == SIZE_MAX) nsp_sbuf_printf(b, "%s unset on %s %s", i ? "," : ":", k == 1 ? "rank" : "ranks", rb);
-    else nsp_sbuf_printf(b, "%s %s on %s %s", i ? "," : ":", vals[id], k == 1 ? "rank" : "ranks", rb);
+    /* Job ranks: "job ranks" where a communicator numbers them otherwise. */
+    if (id == SIZE_MAX) nsp_sbuf_printf(b, "%s unset on ", i ? "," : ":");
+    else nsp_sbuf_printf(b, "%s %s on ", i ? "," : ":", vals[id]);
+    nsp_an_put_job_ranks(b, job, ranks, k);
     i = j;
   }
   free(rows);

@@ -258,7 +258,9 @@ int nsp_an_build_summary(struct nsp_job *job) {
     return NSP_AN_ENOMEM;
   }
   if (!job->nfindings) {
-    if (caveats) /* never "No problems found" about what the traces did not see */
+    if (!job->ntraces) /* nothing seen: nothing to call fine either */
+      nsp_sbuf_printf(&b, "No trace was read, so nothing was checked (");
+    else if (caveats) /* never "No problems found" about what the traces did not see */
       nsp_sbuf_printf(&b, "No problem found in what the traces show (%zu trace%s, ", job->ntraces,
                       job->ntraces == 1 ? "" : "s");
     else

@@ -17,6 +17,12 @@
 /* ncclInProgress is how non-blocking calls say "not yet": not an error. */
 static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
 
+/* An error of a call NCCL refused at once (its arguments or its use):
+ * the call was never posted.  Any other error came after NCCL accepted
+ * the call (it failed waiting for its peers: a blocking communicator's
+ * timeout, a remote or system error), so a peer may have matched it. */
+static int is_refusal(int32_t result) { return result == ncclInvalidArgument || result == ncclInvalidUsage; }
+
 struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create) {
   return nsp_paged_at(&c->refs, seq, create);
 }
@@ -409,8 +415,10 @@ static int on_p2p(struct nsp_job *job, const struct nsp_trace *t, struct nsp_mem
   }
   struct nsp_runs *rs = &p->dir[rec->api == NSP_API_Send ? 0 : 1];
   /* The shim numbers sends/recvs per peer and direction from 1; a lost
-   * record leaves a gap rather than shifting every later pairing. */
-  uint64_t k = rec->seq ? rec->seq : rs->max_seq + 1;
+   * record leaves a gap rather than shifting every later pairing.  A call
+   * that failed waiting kept the number the next one took too. */
+  uint64_t k = rec->seq ? rec->seq + rs->failed : rs->max_seq + 1;
+  if (is_error(rec->result)) rs->failed++;
   struct nsp_run *last = rs->n ? &rs->v[rs->n - 1] : NULL;
   if (last && last->count == rec->count && last->dtype == rec->dtype && k == last->seq0 + last->n) {
     last->n++;
@@ -430,6 +438,44 @@ static int on_p2p(struct nsp_job *job, const struct nsp_trace *t, struct nsp_mem
   return 0;
 }
 
+/* Open groups a trace may have at once (one per thread in practice); a
+ * hostile trace's further ones are not followed. */
+#define NSP_OPEN_GROUPS_MAX 64
+
+/* *out: the open group `id` of trace t, opened when `open` (a call on a
+ * communicator in it); NULL when not open or no slot is left. */
+static int open_group(struct nsp_trace *t, uint64_t id, int open, struct nsp_open_group **out) {
+  *out = NULL;
+  size_t *v = nsp_u64map_get(&t->group_comm, id);
+  if (v) {
+    *out = &t->groups[*v - 1];
+    return 0;
+  }
+  if (!open) return 0;
+  size_t k = 0;
+  while (k < t->ngroups && t->groups[k].id) k++;
+  if (k == NSP_OPEN_GROUPS_MAX) return 0;
+  if (k == t->ngroups) {
+    struct nsp_open_group *ng = realloc(t->groups, (k + 1) * sizeof *ng);
+    if (!ng) return NSP_AN_ENOMEM;
+    t->groups = ng;
+    t->ngroups = k + 1;
+  }
+  NSP_TRY(nsp_u64map_put(&t->group_comm, id, k + 1));
+  memset(&t->groups[k], 0, sizeof t->groups[k]);
+  t->groups[k].id = id;
+  *out = &t->groups[k];
+  return 0;
+}
+
+/* Closes group `id` at its outermost ncclGroupEnd. */
+static void close_group(struct nsp_trace *t, uint64_t id) {
+  size_t *v = nsp_u64map_get(&t->group_comm, id);
+  if (!v) return;
+  t->groups[*v - 1].id = 0;
+  nsp_u64map_del(&t->group_comm, id);
+}
+
 static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_rec *rec) {
   t->info.calls++;
   if (rec->t_enter > t->max_call_mono) t->max_call_mono = rec->t_enter;
@@ -442,26 +488,25 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   /* The communicators of a group's calls, for an error its ncclGroupEnd
    * returns (that call names no communicator). */
   int group_end = rec->api == NSP_API_GroupEnd || rec->api == NSP_API_GroupSimulateEnd;
-  struct nsp_member *gm = NULL;
-  size_t group_v = 0;
-  if (rec->group_id && m) {
-    size_t mi = (size_t)(m - job->members) + 1, *v = nsp_u64map_get(&t->group_comm, rec->group_id);
-    if (!v) NSP_TRY(nsp_u64map_put(&t->group_comm, rec->group_id, mi));
-    else if (NSP_GROUP_MEMBER(*v) != mi) *v |= NSP_GROUP_MORE;
-  } else if (rec->group_id && group_end) {
-    size_t *v = nsp_u64map_get(&t->group_comm, rec->group_id);
-    if (v) {
-      group_v = *v;
-      gm = &job->members[NSP_GROUP_MEMBER(group_v) - 1];
-    }
-    if (rec->group_depth <= 1) nsp_u64map_del(&t->group_comm, rec->group_id);
+  struct nsp_open_group *g = NULL;
+  if (rec->group_id && (m || group_end)) NSP_TRY(open_group(t, rec->group_id, m != NULL, &g));
+  if (g && m) {
+    size_t mi = (size_t)(m - job->members) + 1, k = 0;
+    while (k < g->n && g->members[k] != mi) k++;
+    if (k == g->n && g->n < NSP_GROUP_COMMS_MAX) g->members[g->n++] = mi;
+    else if (k == g->n) g->over = 1;
   }
+  struct nsp_member *gm = g && group_end && g->n ? &job->members[g->members[0] - 1] : NULL;
   if (is_error(rec->result)) {
     uint64_t err_comm = gm ? job->comms[gm->comm]->info.id : comm_id;
     NSP_TRY(note_error(t, NSP_SRC_CALL, rec->api, err_comm, rec->seq, rec, err_time(t, rec)));
-    if (gm && t->first_err.call.api == rec->api && t->first_err.call.time_ns == err_time(t, rec))
-      t->first_err.group_more = (group_v & NSP_GROUP_MORE) != 0;
-    if (gm) gm->has_error = 1;
+    if (gm && t->first_err.call.api == rec->api && t->first_err.call.time_ns == err_time(t, rec)) {
+      t->first_err.group_more = g->n > 1 || g->over;
+      t->first_err.ngroup_comms = g->n;
+      for (size_t k = 0; k < g->n; k++)
+        t->first_err.group_comms[k] = job->comms[job->members[g->members[k] - 1].comm]->info.id;
+    }
+    for (size_t k = 0; gm && k < g->n; k++) job->members[g->members[k] - 1].has_error = 1;
     if (m) m->has_error = 1;
     if (m && kind == NSP_K_COLL && rec->seq && (!m->first_err_seq || rec->seq < m->first_err_seq))
       m->first_err_seq = rec->seq;
@@ -472,6 +517,7 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
     /* Enqueued: it waits for its COMPLETION record. */
     NSP_TRY(nsp_pend_call(&t->pend, &e));
   }
+  if (group_end && rec->group_id && rec->group_depth <= 1) close_group(t, rec->group_id);
   if (!rec->comm) return 0; /* group start/end, memory: no communicator */
   if (!m) {
     t->orphan_calls++;
@@ -492,7 +538,7 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
    * collective is held back: if it stays the rank's last one there (the
    * rank gave up on it), it is compared at the trace's end
    * (compare_refused). */
-  if (is_error(rec->result) && t->refused_take_no_seq) {
+  if (is_error(rec->result) && t->refused_take_no_seq && !(kind == NSP_K_P2P && !is_refusal(rec->result))) {
     if (kind == NSP_K_COLL) {
       m->refused = *rec;
       m->refused.ext = NULL;
@@ -1002,6 +1048,9 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   t->redop_defs = NULL;
   t->nredop_defs = t->redop_defs_cap = 0;
   nsp_u64map_free(&t->group_comm);
+  free(t->groups);
+  t->groups = NULL;
+  t->ngroups = 0;
   free(t->recent); /* the duplicate check is done with */
   t->recent = NULL;
   if (t->t_last) t->info.end_ns = nsp_an_wall(t, t->t_last);

@@ -172,6 +172,7 @@ void nsp_an_trace_free(struct nsp_trace *t) {
   nsp_u64map_free(&t->redop_index);
   free(t->redop_defs);
   nsp_u64map_free(&t->group_comm);
+  free(t->groups);
   free(t);
 }
 

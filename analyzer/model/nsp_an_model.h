@@ -154,6 +154,9 @@ struct nsp_runs {
   uint64_t last_rec; /* record number (t->info.records) of the send/recv at
                         max_seq: where the trace's coverage of this peer and
                         direction ends when records were dropped after it */
+  uint64_t failed;  /* calls counted that failed waiting: the shim gave each
+                       the seq the next call took too, so later seqs are
+                       shifted by this many */
 };
 struct nsp_p2p {
   int32_t peer;
@@ -240,6 +243,9 @@ struct nsp_an_comm {
   int nranks_conflict;   /* members reported different nranks (noted once) */
 };
 
+/* Communicators of one group an error of its ncclGroupEnd keeps. */
+#define NSP_GROUP_COMMS_MAX 8
+
 /* A process's first error, or its last call. */
 struct nsp_event {
   struct nsp_call call;
@@ -251,12 +257,22 @@ struct nsp_event {
   int32_t peer_key;     /* the peer field as the CALL had it (completion key) */
   int group_more;       /* an error of ncclGroupEnd: its group had calls on other
                            communicators than call.comm_id (the first's) too */
+  /* An error of ncclGroupEnd: the communicators of its group's calls, in
+   * the order of their first call (call.comm_id is the first); at most
+   * NSP_GROUP_COMMS_MAX (group_more says when there were more). */
+  uint64_t group_comms[NSP_GROUP_COMMS_MAX];
+  size_t ngroup_comms;
 };
 
-/* nsp_trace.group_comm's values: the member index + 1 of the group's
- * first call on a communicator, and a bit for more communicators. */
-#define NSP_GROUP_MORE ((size_t)1 << (sizeof(size_t) * 8 - 1))
-#define NSP_GROUP_MEMBER(v) ((v) & ~NSP_GROUP_MORE)
+/* An open group of a trace while loading: its id and the members (index
+ * + 1) of its calls' communicators, the first NSP_GROUP_COMMS_MAX in the
+ * order of their first call; over: a call on one more. */
+struct nsp_open_group {
+  uint64_t id;          /* 0: a free slot */
+  size_t members[NSP_GROUP_COMMS_MAX];
+  size_t n;
+  int over;
+};
 
 struct nsp_trace {
   char hdr_host[NSP_HOST_MAX];   /* the header's host name (copies of a trace: same host, pid, clocks) */
@@ -283,9 +299,9 @@ struct nsp_trace {
   uint64_t t_last;       /* latest monotonic timestamp of any record */
   struct nsp_pend_tab pend; /* while loading only */
   struct nsp_u64map done_by_stream; /* while loading: stream -> latest entry of a completed call */
-  struct nsp_u64map group_comm; /* while loading: open group id -> NSP_GROUP_MEMBER
-                                   of its first call's member, NSP_GROUP_MORE when
-                                   its calls used other communicators too */
+  struct nsp_u64map group_comm; /* while loading: open group id -> index + 1 in groups */
+  struct nsp_open_group *groups; /* while loading: the open groups (slots reused) */
+  size_t ngroups;
   int load_oom;
   struct nsp_event blocked; /* the earliest call that never completed */
   struct nsp_callsite **sites; /* call sites, filtered (nsp_an_site.c) */

@@ -293,6 +293,32 @@ static size_t comm_ranks(const struct nsp_side *s, int *rk) {
   return n;
 }
 
+/* "rank(s) R (job rank(s) J)": the ranks in the new communicator of the
+ * processes of side s that know theirs, each with its job rank where
+ * that differs (nsp_format_ranks_job); returns how many. */
+static size_t put_comm_ranks(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_side *s) {
+  size_t n = 0;
+  int *pair = malloc((s->nranks ? s->nranks : 1) * 4 * sizeof *pair); /* (rank, job rank) pairs, then both lists */
+  if (!pair) return 0;
+  for (size_t p = 0; p < s->nranks; p++)
+    if (s->procs[p].comm_rank >= 0) {
+      pair[2 * n] = s->procs[p].comm_rank;
+      pair[2 * n + 1] = job->traces[s->procs[p].trace]->info.rank;
+      n++;
+    }
+  qsort(pair, n, 2 * sizeof *pair, nsp_an_cmp_int); /* by rank: each pair's first int */
+  int *rk = pair + 2 * n, *jr = rk + n;
+  for (size_t i = 0; i < n; i++) {
+    rk[i] = pair[2 * i];
+    jr[i] = pair[2 * i + 1];
+  }
+  char buf[320];
+  nsp_format_ranks_job(buf, sizeof buf, rk, jr, n);
+  nsp_sbuf_printf(b, "%s", buf);
+  free(pair);
+  return n;
+}
+
 static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   const struct nsp_finding *f = &fp->pub;
   const struct nsp_side *wt = nsp_an_side_with_role(fp, NSP_ROLE_WAITING);
@@ -314,7 +340,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     nsp_sbuf_printf(b, "communicator %016llx (%d ranks) was never made: ", (unsigned long long)f->comm_id,
                     x ? x->nranks : -1);
   size_t n = comm_ranks(wt, rk);
-  if (n) nsp_an_put_ranks(b, rk, n);
+  if (n) put_comm_ranks(b, job, wt);
   else nsp_sbuf_printf(b, "job %s %d", wt->nranks == 1 ? "rank" : "ranks", wt->ranks[0]);
   if (all_failed) nsp_sbuf_printf(b, " waited in %s%s until it failed", split ? "it" : "nccl", split ? "" : nsp_api_name(f->api));
   else if (split) nsp_sbuf_printf(b, " %s in it", wt->nranks == 1 ? "waits" : "wait");
@@ -338,7 +364,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   } else {
     nsp_sbuf_printf(b, " for ");
     n = na ? comm_ranks(na, rk) : 0;
-    nsp_an_put_ranks(b, rk, n);
+    if (na) put_comm_ranks(b, job, na);
     nsp_sbuf_printf(b, ", which never called it");
     if (f->api == NSP_API_CommShrink)
       nsp_sbuf_printf(b, " (unless excluded: ranks a shrink excludes do not call it, and the traces do not say "
@@ -370,9 +396,9 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
       nsp_an_put_blocked(b, job, pr->comm_rank, pr->trace);
     }
     if (na->nranks > shown) nsp_sbuf_printf(b, "; ...");
-    nsp_an_put_side_ends(b, job, na);
+    nsp_an_put_side_ends(b, job, f, na);
   }
-  nsp_an_put_side_ends(b, job, wt);
+  nsp_an_put_side_ends(b, job, f, wt);
   free(rk);
   return nsp_an_take_message(fp, b);
 }

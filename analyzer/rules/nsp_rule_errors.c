@@ -102,21 +102,57 @@ static int error_after_mismatch(struct nsp_job *job, const struct nsp_an_comm *c
 
 static int is_group_end(int api) { return api == NSP_API_GroupEnd || api == NSP_API_GroupSimulateEnd; }
 
-/* An error ncclGroupEnd returned for a group on communicator e->comm_id
+/* An error ncclGroupEnd returned for a group on communicator comm_id
  * (origin o) follows from the finding there that explains it: the first,
  * likely cause first (a mismatch or send/recv finding, then a hang, then a
- * wavefront), that began no later than the error.  SIZE_MAX: none. */
-static size_t group_end_cause(const struct nsp_job *job, const struct nsp_finding_priv *e, const struct nsp_proc *o) {
+ * wavefront), that began no later than the error and is likelier than
+ * *order (updated).  SIZE_MAX: none. */
+static size_t group_end_cause(const struct nsp_job *job, const struct nsp_finding_priv *e, uint64_t comm_id,
+                              const struct nsp_proc *o, int *order) {
   size_t best = SIZE_MAX;
-  int best_order = NSP_CLASS_ENV;
   for (size_t i = 0; i < job->nfindings; i++) {
     const struct nsp_finding_priv *h = &job->findings[i];
-    if (h == e || h->pub.comm_id != e->pub.comm_id || h->pub.kind == NSP_FIND_ERROR) continue;
-    if (h->order >= NSP_CLASS_ENV || h->order >= best_order) continue;
+    if (h == e || h->pub.comm_id != comm_id || h->pub.kind == NSP_FIND_ERROR) continue;
+    if (h->order >= NSP_CLASS_ENV || h->order >= *order) continue;
     if (h->pub.time_ns && o->call.time_ns && h->pub.time_ns > o->call.time_ns) continue;
     best = h->id;
-    best_order = h->order;
+    *order = h->order;
   }
+  return best;
+}
+
+/* An error of ncclGroupEnd: of every communicator its group's calls were
+ * on, the one whose finding explains it best (group_end_cause; the first
+ * in call order on a tie) becomes the error's communicator.  SIZE_MAX: no
+ * finding on any of them (the error stays on the group's first). */
+static size_t group_end_link(struct nsp_job *job, struct nsp_finding_priv *e, const struct nsp_proc *o) {
+  const struct nsp_event *fe = &job->traces[o->trace]->first_err;
+  size_t best = SIZE_MAX;
+  uint64_t best_comm = 0;
+  int order = NSP_CLASS_ENV;
+  for (size_t k = 0; k < fe->ngroup_comms; k++) {
+    size_t id = group_end_cause(job, e, fe->group_comms[k], o, &order);
+    if (id != SIZE_MAX) {
+      best = id;
+      best_comm = fe->group_comms[k];
+    }
+  }
+  if (best == SIZE_MAX || best_comm == e->pub.comm_id) return best;
+  const struct nsp_an_comm *c = nsp_an_comm_of(job, best_comm);
+  const size_t *ci = nsp_u64map_get(&job->comm_by_id, best_comm);
+  if (!c || !ci) return SIZE_MAX;
+  e->pub.comm_id = best_comm;
+  e->pub.comm = &c->info;
+  e->comm_index = *ci;
+  for (size_t s = 0; s < e->pub.nsides; s++)
+    for (size_t p = 0; p < e->sides[s].nranks; p++) {
+      struct nsp_proc *q = (struct nsp_proc *)&e->pub.sides[s].procs[p];
+      if (q->call.comm_id != fe->call.comm_id || q->trace != o->trace) continue;
+      q->call.comm_id = best_comm;
+      const struct nsp_member *m = nsp_an_member_of_trace(job, c, q->trace);
+      if (m) q->comm_rank = m->rank;
+    }
+  e->sides[0].call.comm_id = best_comm;
   return best;
 }
 
@@ -130,7 +166,7 @@ static int link(struct nsp_job *job) {
   if (e && e->pub.nsides && e->sides[0].nranks) {
     const struct nsp_proc *o = &e->sides[0].procs[0];
     const struct nsp_an_comm *c = nsp_an_comm_of(job, e->pub.comm_id);
-    size_t ge = e->pub.comm_id && is_group_end(o->call.api) ? group_end_cause(job, e, o) : SIZE_MAX;
+    size_t ge = e->pub.comm_id && is_group_end(o->call.api) ? group_end_link(job, e, o) : SIZE_MAX;
     if (ge != SIZE_MAX) {
       e->cause_id = ge;
     } else if (error_after_mismatch(job, c, o)) {

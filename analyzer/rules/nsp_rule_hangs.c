@@ -394,8 +394,8 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   if (na && na->nranks > shown) nsp_sbuf_printf(&b, "; ...");
   /* Processes still running, killed or crashed: the ranks to look at
    * first, then the waiting ones. */
-  if (na) nsp_an_put_side_ends(&b, job, na);
-  if (wt) nsp_an_put_side_ends(&b, job, wt);
+  if (na) nsp_an_put_side_ends(&b, job, f, na);
+  if (wt) nsp_an_put_side_ends(&b, job, f, wt);
   /* Where the traces of the ranks whose arrival is unknown stop covering
    * this communicator, and why. */
   shown = un ? (un->nranks < 4 ? un->nranks : 4) : 0;

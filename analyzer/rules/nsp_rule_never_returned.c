@@ -143,7 +143,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     if (hi - lo < 1000000) nsp_sbuf_printf(b, ", inside it %.3f s to %s last sign of life", (double)hi / 1e9,
                                            sd->nranks == 1 ? "its" : "their");
     else nsp_sbuf_printf(b, ", inside it %.3f to %.3f s to their last sign of life", (double)lo / 1e9, (double)hi / 1e9);
-    nsp_an_put_side_ends(b, job, sd);
+    nsp_an_put_side_ends(b, job, f, sd);
   }
   nsp_sbuf_printf(b, "; no other finding explains %s", f->nodd == 1 ? "it" : "them");
   return nsp_an_take_message(fp, b);

@@ -295,8 +295,8 @@ static int extra_message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   if (fin->call.seq) nsp_sbuf_printf(b, " at seq %llu", (unsigned long long)fin->call.seq);
   for (size_t p = 0; p < fin->nranks && p < 4; p++)
     nsp_an_put_comm_end(b, job, nsp_an_member_of_trace(job, c, fin->procs[p].trace));
-  nsp_an_put_side_ends(b, job, fin);
-  nsp_an_put_side_ends(b, job, ahead);
+  nsp_an_put_side_ends(b, job, f, fin);
+  nsp_an_put_side_ends(b, job, f, ahead);
   return nsp_an_take_message(fp, b);
 }
 
@@ -338,7 +338,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     nsp_an_put_blocked(b, job, low->procs[p].rank, low->procs[p].trace);
   }
   if (low->nranks > shown) nsp_sbuf_printf(b, "; ...");
-  nsp_an_put_side_ends(b, job, low);
+  nsp_an_put_side_ends(b, job, f, low);
   /* What the traces cannot tell: a cut file, ranks left out for drops. */
   for (size_t s = 0; s + 1 < f->nsides; s++)
     for (size_t p = 0; p < f->sides[s].nranks; p++) {

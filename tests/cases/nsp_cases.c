@@ -878,6 +878,91 @@ static void nsp_cases_group_error(struct nsp_cases_job *job)
   nsp_cases_p2p_groups(job, 2, 3);
 }
 
+/* group-multi: each group holds an all-reduce on the world first, then a
+ * send/recv step on half (color rank%2, key n-rank: half's ranks are not
+ * job ranks); in the second group job rank 3 posts one recv more, which
+ * no send matches.  Its ncclGroupEnd times out: the error belongs to
+ * half, where the unmatched recv explains it, not to the world. */
+static void nsp_cases_group_multi(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0], *half;
+  const size_t count = 16;
+  float *buf = nsp_cases_alloc(job, count, ncclFloat32), *out = nsp_cases_alloc(job, count, ncclFloat32);
+  int it;
+  half = nsp_cases_split(job, w, job->rank % 2, job->nranks - job->rank, "half");
+  for (it = 0; it < 2; it++) {
+    int next = (half->rank + 1) % half->nranks, prev = (half->rank + half->nranks - 1) % half->nranks;
+    ++w->seq;
+    ++half->p2p_seq;
+    nsp_cases_check(job, w, NC(ncclGroupStart()), K_AR, ncclFloat32, count);
+    nsp_cases_check(job, w, NC(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, w->comm, nsp_cases_stream)),
+                    K_AR, ncclFloat32, count);
+    nsp_cases_check(job, half, NC(ncclSend(buf, count, ncclFloat32, next, half->comm, nsp_cases_stream)),
+                    K_P2P, ncclFloat32, count);
+    nsp_cases_check(job, half, NC(ncclRecv(out, count, ncclFloat32, prev, half->comm, nsp_cases_stream)),
+                    K_P2P, ncclFloat32, count);
+    if (it == 1 && job->rank == 3)
+      nsp_cases_check(job, half, NC(ncclRecv(out, count, ncclFloat32, prev, half->comm, nsp_cases_stream)),
+                      K_P2P, ncclFloat32, count);
+    nsp_cases_check(job, half, NC(ncclGroupEnd()), K_P2P, ncclFloat32, count);
+    nsp_cases_sync(job, half, K_P2P, ncclFloat32, count);
+  }
+  nsp_cases_free(job, buf);
+  nsp_cases_free(job, out);
+}
+
+/* p2p-size: on half (as group-multi's), half rank 0 sends 16 floats
+ * twice to half rank 1; half rank 1 receives 16, then job rank 0 (half
+ * rank 1 of {0,2}) receives 32 where 16 were sent.  The stand-in accepts
+ * that recv, waits and fails it: it was posted, so the finding is a size
+ * mismatch (64 vs 128 bytes), not an unmatched send. */
+static void nsp_cases_p2p_size(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0], *half;
+  float *buf = nsp_cases_alloc(job, 32, ncclFloat32);
+  ncclResult_t r1, r2;
+  half = nsp_cases_split(job, w, job->rank % 2, job->nranks - job->rank, "half");
+  if (half->rank == 0) {
+    r1 = NC(ncclSend(buf, 16, ncclFloat32, 1, half->comm, nsp_cases_stream));
+    r2 = NC(ncclSend(buf, 16, ncclFloat32, 1, half->comm, nsp_cases_stream));
+  } else {
+    r1 = NC(ncclRecv(buf, 16, ncclFloat32, 0, half->comm, nsp_cases_stream));
+    r2 = NC(ncclRecv(buf, job->rank == 0 ? 32 : 16, ncclFloat32, 0, half->comm, nsp_cases_stream));
+  }
+  nsp_cases_check(job, half, r1, K_P2P, ncclFloat32, 16);
+  nsp_cases_check(job, half, r2, K_P2P, ncclFloat32, 16);
+  nsp_cases_sync(job, half, K_P2P, ncclFloat32, 16);
+  nsp_cases_free(job, buf);
+}
+
+/* no-split2: the world splits in half (color rank%2, key n-rank: half
+ * {3,1} has ranks 0 and 1 = job ranks 3 and 1); job rank 3 all-reduces
+ * once more on half while the others split half again: job rank 1
+ * waits in that ncclCommSplit for job rank 3. */
+static void nsp_cases_no_split2(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0], *half;
+  half = nsp_cases_split(job, w, job->rank % 2, job->nranks - job->rank, "half");
+  nsp_cases_allreduce(job, half, ncclFloat32, 16, ncclSum);
+  if (job->rank == 3) {
+    fprintf(stderr, "rank 3: all-reduces #2 on half instead of splitting it\n");
+    nsp_cases_allreduce(job, half, ncclFloat32, 16, ncclSum);
+    return;
+  }
+  nsp_cases_split(job, half, 0, half->rank, "quarter");
+}
+
+/* err-split: half as no-split2's ({3,1}: ranks 0, 1 = job ranks 3, 1;
+ * {2,0}); two all-reduces on half; the test makes job rank 3 fail the
+ * second (NSP_STANDIN_FAIL) with an NET/IB message. */
+static void nsp_cases_err_split(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0], *half;
+  half = nsp_cases_split(job, w, job->rank % 2, job->nranks - job->rank, "half");
+  nsp_cases_allreduce(job, half, ncclFloat32, 16, ncclSum);
+  nsp_cases_allreduce(job, half, ncclFloat32, 16, ncclSum);
+}
+
 static int nsp_cases_env_int(const char *name, int dflt);
 static void nsp_cases_sleep_ms(int ms);
 
@@ -1230,6 +1315,14 @@ static const struct nsp_cases_case nsp_cases_table[] = {
    "odd{1,3} (child ranks 0,1) seq 2: job rank 3 float16, job rank 1 float32"},
   {"group-error", "group-error", 2, 0, NULL, nsp_cases_group_error,
    "rank 1's third recv has no send: its ncclGroupEnd times out (ncclSystemError)"},
+  {"group-multi", "group-multi", 4, 0, NULL, nsp_cases_group_multi,
+   "groups of a world all-reduce then send/recv on half; job rank 3 posts one recv more in the 2nd"},
+  {"p2p-size", "p2p-size", 4, 0, NULL, nsp_cases_p2p_size,
+   "half {2,0}: job rank 0's second recv takes 32 floats where 16 were sent (it fails waiting)"},
+  {"no-split2", "no-split2", 4, 0, NULL, nsp_cases_no_split2,
+   "half {3,1}: job rank 3 all-reduces #2 on half, job rank 1 waits in the split of half"},
+  {"err-split", "err-split", 4, 0, NULL, nsp_cases_err_split,
+   "half {3,1}: two all-reduces; with NSP_STANDIN_FAIL, job rank 3 fails the second"},
 };
 
 static int nsp_cases_env_int(const char *name, int dflt)

@@ -1651,6 +1651,83 @@ static void test_launcher_killed(void **state) {
   run_done(&r);
 }
 
+/* The job rank of process p of finding f. */
+static int job_rank_of(struct run *r, const struct nsp_proc *p) { return nsp_job_trace(r->job, p->trace)->rank; }
+
+/* Issue #13 fix-up: a group's calls on the world (first) and on a split
+ * (then): the error ncclGroupEnd returns belongs to the split, where the
+ * unmatched recv explains it, and is linked to that finding. */
+static void test_group_multi(void **state) {
+  struct run r;
+  run_case(&r, "group-multi", 4);
+  const struct nsp_comm_info *w = world(&r, 4);
+  const struct nsp_finding *p2p = first_of(&r, NSP_FIND_P2P_UNMATCHED);
+  const struct nsp_finding *e = first_of(&r, NSP_FIND_ERROR);
+  assert_ptr_equal(p2p, nsp_job_finding(r.job, 0));
+  assert_int_equal(p2p->comm->parent_id, w->id);
+  assert_int_equal(e->api, NSP_API_GroupEnd);
+  assert_int_equal(job_rank_of(&r, &e->sides[0].procs[0]), 3);
+  assert_int_equal(e->comm_id, p2p->comm_id);
+  assert_ptr_equal(nsp_job_finding(r.job, e->cause), p2p);
+  assert_contains(e->message, "follows the p2p-unmatched");
+  run_done(&r);
+}
+
+/* Issue #13 fix-up: a recv the stand-in accepted, then failed waiting
+ * (32 floats where 16 were sent), was posted: a size mismatch of 64 vs
+ * 128 bytes on the split, not an unmatched send. */
+static void test_p2p_size(void **state) {
+  struct run r;
+  run_case(&r, "p2p-size", 4);
+  const struct nsp_finding *f = nsp_job_finding(r.job, 0);
+  print_message("# %s\n", f->message);
+  assert_int_equal(f->kind, NSP_FIND_P2P_SIZE_MISMATCH);
+  assert_int_equal(f->seq, 2);
+  assert_int_equal(count_kind(&r, NSP_FIND_P2P_UNMATCHED), 0);
+  assert_contains(f->message, "64");
+  assert_contains(f->message, "128");
+  run_done(&r);
+}
+
+/* Asserts that text names the processes of half {3,1} (ranks 0 and 1 =
+ * job ranks 3 and 1) unambiguously: every "rank 3" is a "job rank 3",
+ * and every "rank 0" carries its job rank. */
+static void assert_no_bare_rank_half31(const char *text) {
+  for (const char *p = strstr(text, "rank "); p; p = strstr(p + 1, "rank ")) {
+    if (p >= text + 4 && !strncmp(p - 4, "job ", 4)) continue;
+    if (!strncmp(p, "rank 3", 6) || (!strncmp(p, "rank 0", 6) && strncmp(p, "rank 0 (job rank 3)", 19)))
+      fail_msg("bare rank in: %.120s", p > text + 60 ? p - 60 : text);
+  }
+}
+
+/* Issue #13 fix-up: a comm-init-wait on a split of a split, the rank that
+ * never called it killed: how each process ended names it by job rank. */
+static void test_no_split2(void **state) {
+  struct run r;
+  run_killed(&r, "no-split2", 4, 4, 5);
+  const struct nsp_finding *f = first_of(&r, NSP_FIND_COMM_INIT_WAIT);
+  print_message("# %.700s\n", f->message);
+  print_message("# summary: %.700s\n", nsp_job_summary(r.job));
+  assert_contains(f->message, "ended without a clean exit");
+  assert_no_bare_rank_half31(f->message);
+  assert_no_bare_rank_half31(nsp_job_summary(r.job));
+  run_done(&r);
+}
+
+/* Issue #13 fix-up: an error on a split whose hint lists a setting's
+ * values per rank: those are job ranks, and say so. */
+static void test_err_split(void **state) {
+  struct run r;
+  struct job_opts o = {.nranks = 4, .limit_s = 60,
+                       .all_env = "NSP_STANDIN_FAIL=rank=3,comm=1,seq=2,result=2,msg=NET/IB : x"};
+  run_job_ex(&r, "err-split", &o);
+  const struct nsp_finding *e = first_of(&r, NSP_FIND_ERROR);
+  print_message("# %.700s\n", e->hint);
+  assert_contains(e->hint, "NCCL_IB_HCA");
+  assert_contains(e->hint, "on job ranks 0-3");
+  run_done(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1683,6 +1760,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_split_job_ranks), cmocka_unit_test(test_group_error),
       cmocka_unit_test(test_runs_split_vars), cmocka_unit_test(test_runs_overlap),
       cmocka_unit_test(test_launcher_killed),
+      cmocka_unit_test(test_group_multi), cmocka_unit_test(test_p2p_size), cmocka_unit_test(test_no_split2),
+      cmocka_unit_test(test_err_split),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);
