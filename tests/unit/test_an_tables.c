@@ -103,7 +103,7 @@ static void check_settings(const char *path) {
     if (!same) printf("#   want: %s\n#   have: %s\n", want, i < n ? rows[i] : "(none)");
     if (i && strcmp(settings[i - 1].name, settings[i].name) >= 0) sorted = 0;
     const char *m;
-    looked_up &= nsp_nccl_setting_class(settings[i].name, &m) == settings[i].cls && m == settings[i].meaning &&
+    looked_up &= nsp_nccl_setting_class(settings[i].name, &m) == settings[i].cls && m && !strcmp(m, settings[i].meaning) &&
                  !strncmp(settings[i].name, "NCCL_", 5) && settings[i].cls < NSP_SETTING_UNKNOWN;
   }
   ok(sorted, "the settings table is sorted by name, each name once");
