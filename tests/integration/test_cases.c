@@ -1586,7 +1586,11 @@ static void assert_split_reports(struct run *r) {
  * process with its job rank, in the summary and in every finding. */
 static void test_split_job_ranks(void **state) {
   struct run r;
-  run_case(&r, "split-job-ranks", 4);
+  /* Job rank 3 also says another world size, and logs more: the
+   * env-world-size finding and the NCCL_DEBUG note name job ranks too. */
+  struct job_opts o = {.nranks = 4, .limit_s = 120, .all_env = "OMPI_COMM_WORLD_SIZE=4",
+                       .rank_env = "3:OMPI_COMM_WORLD_SIZE=8;3:NCCL_DEBUG=INFO"};
+  run_job_ex(&r, "split-job-ranks", &o);
   const struct nsp_comm_info *w = world(&r, 4);
   const struct nsp_finding *f = nsp_job_finding(r.job, 0);
   assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
@@ -1604,6 +1608,12 @@ static void test_split_job_ranks(void **state) {
   assert_non_null(strstr(f->message, "rank 1 (job rank 3)"));
   assert_no_bare_rank(sum);
   for (size_t i = 0; i < nsp_job_nfindings(r.job); i++) assert_no_bare_rank(nsp_job_finding(r.job, i)->message);
+  const struct nsp_finding *ws = find_kind(&r, NSP_FIND_ENV_WORLD_SIZE);
+  assert_non_null(strstr(ws->message, "job ranks 0-2 ("));
+  assert_non_null(strstr(ws->message, "job rank 3 ("));
+  const char *dbg = assert_note(r.job, "NCCL_DEBUG differs across ranks");
+  assert_non_null(strstr(dbg, "job ranks 0-2 ("));
+  assert_non_null(strstr(dbg, "job rank 3 ("));
   assert_split_reports(&r);
   run_done(&r);
 }
