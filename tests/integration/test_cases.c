@@ -1050,8 +1050,8 @@ static void test_env_debug(void **state) {
   assert_false(cv->unclean || cv->libnccl); /* `ncclspy analyze` exits 0 */
   const char *n = assert_note(r.job, "NCCL_DEBUG differs across ranks (diagnostics only, not a problem): ");
   char want[1024];
-  snprintf(want, sizeof want, "NCCL_DEBUG differs across ranks (diagnostics only, not a problem): ranks 0,2-3 (%s): "
-           "unset; rank 1 (%s): INFO", this_host, this_host);
+  snprintf(want, sizeof want, "NCCL_DEBUG differs across ranks (diagnostics only, not a problem): job ranks 0,2-3 (%s): "
+           "unset; job rank 1 (%s): INFO", this_host, this_host); /* c10 has splits numbered otherwise */
   assert_string_equal(n, want);
   assert_note(r.job, "NCCL_DEBUG_SUBSYS differs across ranks (diagnostics only, not a problem): ");
   /* A name the table lacks: a note too, never a finding. */
