@@ -433,6 +433,10 @@ struct nsp_comm_info {
   uint64_t ncoll;       /* collective calls NCCL accepted, all ranks together (a
                            refused one counts only as a rank's last call) */
   uint64_t np2p;        /* send/recv calls, all ranks together */
+  const int *job_ranks; /* job ranks of the processes of ranks[0..ntraced), in
+                           that order (-1: unknown), from their traces */
+  int keys_differ;      /* split: its members passed different keys (key is
+                           the first member's) */
 };
 
 /* One process on a side of a finding. */
@@ -816,6 +820,7 @@ struct nsp_perf_spread {
   int api;
   int64_t spread_ns;    /* last minus first entry, wall clock */
   int last_rank;        /* the rank that arrived last; -1 on a tie */
+  int last_job_rank;    /* its process's job rank; -1 unknown or a tie */
 };
 
 /* A rank that arrived last. */
@@ -826,6 +831,7 @@ struct nsp_perf_straggler {
   uint32_t pid;
   uint64_t last;        /* collectives where it arrived strictly last */
   double share;         /* last / nsp_perf_comm.with_last */
+  int job_rank;         /* its process's job rank; -1 unknown */
 };
 
 struct nsp_perf_comm {

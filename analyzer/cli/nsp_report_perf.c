@@ -86,7 +86,11 @@ int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
       if (pc->nworst && pc->spread_max_ns > 0) {
         const struct nsp_perf_spread *w = &pc->worst[0];
         fprintf(out, " (seq %" PRIu64 " %s", w->seq, nsp_op_name(w->api));
-        if (w->last_rank >= 0) fprintf(out, ", last: rank %d", w->last_rank);
+        if (w->last_rank >= 0) {
+          char rb[64];
+          nsp_format_ranks_job(rb, sizeof rb, &w->last_rank, &w->last_job_rank, 1);
+          fprintf(out, ", last: %s", rb);
+        }
         fputc(')', out);
       }
       fputc('\n', out);
@@ -94,7 +98,9 @@ int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
         fprintf(out, "  last to arrive (of %" PRIu64 " with one rank last):", pc->with_last);
         for (size_t s = 0; s < pc->nstragglers; s++) {
           const struct nsp_perf_straggler *st = &pc->stragglers[s];
-          fprintf(out, "%s rank %d (", s ? ";" : "", st->rank);
+          char rb[64];
+          nsp_format_ranks_job(rb, sizeof rb, &st->rank, &st->job_rank, 1);
+          fprintf(out, "%s %s (", s ? ";" : "", rb);
           nsp_put_esc(out, st->host);
           fprintf(out, " pid %" PRIu32 ") %" PRIu64 " time%s, %.1f%%", st->pid, st->last, st->last == 1 ? "" : "s",
                   st->share * 100.0);
@@ -195,6 +201,7 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
           jput(x, "op", nsp_json_string(nsp_op_name(pc->worst[w].api)), &oom);
           jput(x, "spread_ns", json_object_new_int64(pc->worst[w].spread_ns), &oom);
           jput(x, "last_rank", json_object_new_int(pc->worst[w].last_rank), &oom);
+          jput(x, "last_job_rank", json_object_new_int(pc->worst[w].last_job_rank), &oom);
         }
         jpush(worst, x, &oom);
       }
@@ -207,6 +214,7 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
       json_object *x = json_object_new_object();
       if (x) {
         jput(x, "rank", json_object_new_int(g->rank), &oom);
+        jput(x, "job_rank", json_object_new_int(g->job_rank), &oom);
         jput(x, "host", nsp_json_string(g->host), &oom);
         jput(x, "pid", json_object_new_int64(g->pid), &oom);
         jput(x, "trace", json_object_new_int64(g->trace == SIZE_MAX ? -1 : (int64_t)g->trace), &oom);

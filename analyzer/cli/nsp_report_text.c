@@ -426,6 +426,25 @@ static void put_nccl_version(FILE *out, int32_t code) {
   else fprintf(out, "NCCL version unknown");
 }
 
+/* " (job ranks 1,3)" after a communicator's traced ranks where their
+ * processes' job ranks differ from them (nsp_format_ranks_job's words). */
+static void put_comm_job_ranks(FILE *out, const struct nsp_comm_info *c) {
+  char rb[320];
+  nsp_format_ranks_job(rb, sizeof rb, c->ranks, c->job_ranks, c->ntraced);
+  const char *jr = strstr(rb, " (job rank");
+  if (jr) fprintf(out, "%s", jr);
+}
+
+/* A Traces or Environment line's process: its job rank, "job rank 1"
+ * where some communicator numbers its ranks otherwise (the findings say
+ * "rank 0 (job rank 1)" of it there), or "no rank" for a process that
+ * joined no communicator (not its environment's rank). */
+static void put_trace_label(FILE *out, const struct nsp_job *job, const struct nsp_trace_info *t) {
+  if (!t->joined) fprintf(out, "  no rank   ");
+  else if (nsp_job_ranks_differ(job)) fprintf(out, "  job rank %-4d ", t->rank);
+  else fprintf(out, "  rank %-4d ", t->rank);
+}
+
 /* The Environment section's libnccls the shim did not interpose (LIBNCCL
  * records): per rank, path and version.  Not findings (the summary says
  * them); after the env-* findings, or as the section of its own. */
@@ -438,8 +457,7 @@ static void put_untraced_libnccl(FILE *out, const struct nsp_job *job, int after
         fprintf(out, after_findings ? "\nlibnccl that ncclspy does not trace (calls through it are not in the traces)\n"
                                     : "\nEnvironment\nlibnccl that ncclspy does not trace (calls through it are not in the "
                                       "traces)\n");
-      if (t->joined) fprintf(out, "  rank %-4d ", t->rank);
-      else fprintf(out, "  no rank   "); /* joined no communicator: not its environment's rank */
+      put_trace_label(out, job, t);
       nsp_put_esc(out, t->host);
       fprintf(out, " pid %" PRIu32 ": ", t->pid);
       nsp_put_esc(out, t->libnccl[l].path);
@@ -541,8 +559,7 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
   for (size_t i = 0; i < nt; i++) {
     const struct nsp_trace_info *t = nsp_job_trace(job, i);
     char vb[32];
-    if (t->joined) fprintf(out, "  rank %-4d ", t->rank);
-    else fprintf(out, "  no rank   "); /* joined no communicator */
+    put_trace_label(out, job, t);
     nsp_put_esc(out, t->host);
     fprintf(out, " pid %" PRIu32 ", NCCL %s, %" PRIu64 " record%s, %" PRIu64 " call%s: ", t->pid,
             nsp_nccl_version_str(t->nccl_version, vb, sizeof vb), t->records, t->records == 1 ? "" : "s", t->calls,
@@ -586,9 +603,15 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
     fprintf(out, "  %016" PRIx64 ": ", c->id);
     if (c->nranks > 0) fprintf(out, "%d rank%s", c->nranks, c->nranks == 1 ? "" : "s");
     else fprintf(out, "? ranks");
-    fprintf(out, ", traced %s, %" PRIu64 " collective calls (last seq %" PRIu64 "), %" PRIu64 " send/recv calls",
-            c->ntraced ? rb : "none", c->ncoll, c->max_seq, c->np2p);
-    if (c->parent_id) fprintf(out, ", split from %016" PRIx64 " color %d key %d", c->parent_id, c->color, c->key);
+    fprintf(out, ", traced %s", c->ntraced ? rb : "none");
+    put_comm_job_ranks(out, c);
+    fprintf(out, ", %" PRIu64 " collective calls (last seq %" PRIu64 "), %" PRIu64 " send/recv calls", c->ncoll,
+            c->max_seq, c->np2p);
+    if (c->parent_id) {
+      fprintf(out, ", split from %016" PRIx64 " color %d", c->parent_id, c->color);
+      if (c->keys_differ) fprintf(out, ", keys differ per rank");
+      else fprintf(out, " key %d", c->key);
+    }
     if (c->name[0]) {
       fprintf(out, ", name ");
       nsp_put_quoted(out, c->name);

@@ -544,7 +544,8 @@ static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
       c->pub.collectives++;
       ret = dist_add(&spread, sp);
       int last = a->ties == 1 ? a->last : -1;
-      struct nsp_perf_spread w = {no * NSP_ARR_PAGE + e, a->api, sp, last};
+      const struct nsp_member *lm = last >= 0 ? nsp_an_find_member(job, comm, last) : NULL;
+      struct nsp_perf_spread w = {no * NSP_ARR_PAGE + e, a->api, sp, last, lm ? job->traces[lm->trace]->info.rank : -1};
       /* Keep the largest spreads, largest first; ties by lower seq. */
       for (size_t k = 0; k < NSP_PERF_WORST; k++) {
         struct nsp_perf_spread *x = &c->worst[k];
@@ -586,6 +587,7 @@ static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
       s->trace = m ? m->trace : SIZE_MAX;
       s->host = m ? job->traces[m->trace]->info.host : "";
       s->pid = m ? job->traces[m->trace]->info.pid : 0;
+      s->job_rank = m ? job->traces[m->trace]->info.rank : -1;
     }
     if (!ret) {
       qsort(c->strag, ncounts, sizeof *c->strag, cmp_strag);

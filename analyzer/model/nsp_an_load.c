@@ -284,6 +284,8 @@ static int on_comm(struct nsp_job *job, struct nsp_trace *t, size_t ti, const st
     c->info.parent_id = x->parent_id;
     c->info.color = x->color;
     c->info.key = x->key;
+  } else if (x->parent_id && x->parent_id == c->info.parent_id && x->key != c->info.key) {
+    c->info.keys_differ = 1; /* each rank passed its own key */
   }
   if (x->comm_name && x->comm_name[0] && !c->name[0]) {
     char *n = strdup(x->comm_name);

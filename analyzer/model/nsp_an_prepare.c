@@ -74,8 +74,10 @@ static int prepare_comms(struct nsp_job *job) {
     struct nsp_an_comm *c = job->comms[i];
     qsort_r(c->members, c->nmembers, sizeof *c->members, nsp_an_cmp_member_rank, job);
     if (c->nranks_conflict) NSP_TRY(majority_nranks(job, c));
-    c->ranks = malloc(c->nmembers * sizeof *c->ranks);
+    /* ranks, then their processes' job ranks (info.job_ranks): one block */
+    c->ranks = malloc((2 * c->nmembers + 1) * sizeof *c->ranks);
     if (!c->ranks) return NSP_AN_ENOMEM;
+    int *job_ranks = c->ranks + c->nmembers;
     size_t nr = 0, unknown = 0, failed = 0;
     for (size_t k = 0; k < c->nmembers; k++) {
       const struct nsp_member *m = &job->members[c->members[k]];
@@ -87,9 +89,11 @@ static int prepare_comms(struct nsp_job *job) {
       }
       /* A rank traced twice: an env-duplicate-rank finding says so. */
       if (nr && c->ranks[nr - 1] == m->rank) continue;
+      job_ranks[nr] = -1; /* comm_job_ranks, once job ranks are known */
       c->ranks[nr++] = m->rank;
     }
     c->info.ranks = c->ranks;
+    c->info.job_ranks = job_ranks;
     c->info.ntraced = nr;
     if (unknown)
       NSP_TRY(nsp_job_notef(job, "communicator %016llx: %zu member%s never learnt %s rank (non-blocking init "
@@ -129,6 +133,20 @@ static void assign_job_ranks(struct nsp_job *job) {
   free(best);
 }
 
+/* Each communicator's info.job_ranks: the job rank of the (first)
+ * process of each of its traced ranks (after assign_job_ranks). */
+static void comm_job_ranks(struct nsp_job *job) {
+  for (size_t i = 0; i < job->ncomms; i++) {
+    struct nsp_an_comm *c = job->comms[i];
+    int *jr = (int *)c->info.job_ranks;
+    for (size_t k = 0, r = 0; jr && k < c->nmembers && r < c->info.ntraced; k++) {
+      const struct nsp_member *m = &job->members[c->members[k]];
+      if (m->rank != c->ranks[r]) continue; /* no rank, or a rank traced twice */
+      jr[r++] = job->traces[m->trace]->info.rank;
+    }
+  }
+}
+
 /* More than one known NCCL version among the ranks' traces. */
 static void find_version_skew(struct nsp_job *job) {
   int32_t v = 0;
@@ -154,6 +172,7 @@ int nsp_an_prepare(struct nsp_job *job) {
   nsp_an_mark_joined(job);
   NSP_TRY(prepare_comms(job));
   assign_job_ranks(job);
+  comm_job_ranks(job);
   find_version_skew(job);
   return 0;
 }

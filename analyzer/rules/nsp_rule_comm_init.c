@@ -358,6 +358,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
       if (!came) miss[kept++] = miss[i];
     }
     nsp_sbuf_printf(b, " for ");
+    /* Ranks of x that no process claimed: no job rank to give. */
     nsp_an_put_ranks(b, miss, kept);
     nsp_sbuf_printf(b, ", which never called it");
     free(miss);

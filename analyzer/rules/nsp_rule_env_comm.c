@@ -55,6 +55,8 @@ static int rule_dup_rank(struct nsp_job *job, struct nsp_an_comm *c) {
       struct nsp_side *side = &f->sides[s++];
       NSP_TRY(nsp_an_side_from_members(job, side, c->members + k, j - k));
       char buf[64];
+      /* A rank of c that several processes claim: no one job rank is its,
+       * so the processes are named by host, pid and path. */
       snprintf(buf, sizeof buf, "rank %d in %zu processes", a->rank, j - k);
       NSP_TRY(nsp_an_set_side_text(side, buf));
       nsp_sbuf_printf(&b, "%srank %d is claimed by %zu processes:", s > 1 ? "; " : "", a->rank, j - k);

@@ -106,7 +106,7 @@ static int setting_note(struct nsp_job *job, struct nsp_an_item *it, size_t n, c
     if ((ret = nsp_an_side_from_items(job, &tmp, it + g[s].start, g[s].end - g[s].start)) < 0) break;
     const char *v = it[g[s].start].value;
     nsp_sbuf_printf(&b, "%s", s ? "; " : "");
-    nsp_an_put_ranks(&b, tmp.ranks, tmp.nranks);
+    nsp_an_put_job_ranks(&b, job, tmp.ranks, tmp.nranks); /* items carry job ranks */
     nsp_sbuf_printf(&b, " (");
     nsp_an_put_hosts(&b, &tmp);
     nsp_sbuf_printf(&b, "): %s", v ? v : "unset");

@@ -26,6 +26,7 @@
 #include "nsp_analyze.h"
 #include "nsp_names.h"
 #include "nsp_reader.h"
+#include "nsp_report.h"
 
 static const char *launch_exe, *cases_exe, *shim_so;
 static const char *standin_nccl_so, *standin_host_so; /* the env tests' extra stand-ins */
@@ -1049,8 +1050,8 @@ static void test_env_debug(void **state) {
   assert_false(cv->unclean || cv->libnccl); /* `ncclspy analyze` exits 0 */
   const char *n = assert_note(r.job, "NCCL_DEBUG differs across ranks (diagnostics only, not a problem): ");
   char want[1024];
-  snprintf(want, sizeof want, "NCCL_DEBUG differs across ranks (diagnostics only, not a problem): ranks 0,2-3 (%s): "
-           "unset; rank 1 (%s): INFO", this_host, this_host);
+  snprintf(want, sizeof want, "NCCL_DEBUG differs across ranks (diagnostics only, not a problem): job ranks 0,2-3 (%s): "
+           "unset; job rank 1 (%s): INFO", this_host, this_host); /* c10 has splits numbered otherwise */
   assert_string_equal(n, want);
   assert_note(r.job, "NCCL_DEBUG_SUBSYS differs across ranks (diagnostics only, not a problem): ");
   /* A name the table lacks: a note too, never a finding. */
@@ -1505,11 +1506,91 @@ static void assert_no_bare_rank(const char *text) {
   }
 }
 
+/* text as TAP comments, "# NAME: line" each. */
+static void print_lines(const char *name, const char *text) {
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    int n = nl ? (int)(nl - p) : (int)strlen(p);
+    print_message("# %s: %.*s\n", name, n, p);
+    p += n + (nl != NULL);
+  }
+}
+
+/* The text report and perf of split-job-ranks: Traces say "job rank",
+ * Communicators map the split's ranks to job ranks and say that each rank
+ * passed its own key; perf names its last-arriving ranks with their job
+ * ranks, and its JSON gives them. */
+static void assert_split_reports(struct run *r) {
+  char *text = NULL, *perf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  assert_int_equal(nsp_report_text(r->job, f), 0);
+  fclose(f);
+  print_lines("text", strstr(text, "\nTraces (") ? strstr(text, "\nTraces (") + 1 : text);
+  assert_non_null(strstr(text, "\n  job rank 1 "));
+  assert_non_null(strstr(text, "\n  job rank 3 "));
+  const char *traces = strstr(text, "\nTraces (");
+  assert_non_null(traces);
+  assert_null(strstr(traces, "\n  rank "));
+  assert_non_null(strstr(text, "traced 0-1 (job ranks 1,3),"));
+  assert_non_null(strstr(text, "traced 0-1 (job ranks 0,2),"));
+  assert_non_null(strstr(text, "color 1, keys differ per rank"));
+  assert_null(strstr(text, " key 0"));
+  free(text);
+  assert_int_equal(nsp_job_perf(r->job), 0);
+  f = open_memstream(&perf, &len);
+  assert_non_null(f);
+  assert_int_equal(nsp_report_perf_text(r->job, f), 0);
+  fclose(f);
+  print_lines("perf", perf);
+  /* On the odd split {1,3}: whoever arrived last is named with its job rank. */
+  const char *c1 = strstr(perf, "color 1)");
+  assert_non_null(c1);
+  const char *last = strstr(c1, "last to arrive");
+  if (last) {
+    assert_true(strstr(last, "rank 0 (job rank 1) (") || strstr(last, "rank 1 (job rank 3) ("));
+    const char *arr = strstr(c1, ", last: ");
+    assert_non_null(arr);
+    assert_true(!strncmp(arr, ", last: rank 0 (job rank 1))", 28) || !strncmp(arr, ", last: rank 1 (job rank 3))", 28));
+  }
+  free(perf);
+  json_object *root = nsp_report_perf_json_object(r->job);
+  assert_non_null(root);
+  json_object *comms = NULL;
+  assert_true(json_object_object_get_ex(root, "communicators", &comms));
+  int checked = 0;
+  for (size_t i = 0; i < json_object_array_length(comms); i++) {
+    json_object *c = json_object_array_get_idx(comms, i), *st = NULL, *arr = NULL, *worst = NULL;
+    assert_true(json_object_object_get_ex(c, "stragglers", &st));
+    for (size_t k = 0; k < json_object_array_length(st); k++) {
+      json_object *g = json_object_array_get_idx(st, k), *rk = NULL, *jr = NULL, *tr = NULL;
+      assert_true(json_object_object_get_ex(g, "rank", &rk));
+      assert_true(json_object_object_get_ex(g, "job_rank", &jr));
+      assert_true(json_object_object_get_ex(g, "trace", &tr));
+      assert_int_equal(json_object_get_int(jr), nsp_job_trace(r->job, (size_t)json_object_get_int64(tr))->rank);
+      checked++;
+    }
+    assert_true(json_object_object_get_ex(c, "arrival", &arr));
+    assert_true(json_object_object_get_ex(arr, "worst", &worst));
+    for (size_t k = 0; k < json_object_array_length(worst); k++) {
+      json_object *jr = NULL;
+      assert_true(json_object_object_get_ex(json_object_array_get_idx(worst, k), "last_job_rank", &jr));
+    }
+  }
+  assert_true(checked > 0);
+  json_object_put(root);
+}
+
 /* Issue #13 item 6: a mismatch in a split communicator {1,3} names each
  * process with its job rank, in the summary and in every finding. */
 static void test_split_job_ranks(void **state) {
   struct run r;
-  run_case(&r, "split-job-ranks", 4);
+  /* Job rank 3 also says another world size, and logs more: the
+   * env-world-size finding and the NCCL_DEBUG note name job ranks too. */
+  struct job_opts o = {.nranks = 4, .limit_s = 120, .all_env = "OMPI_COMM_WORLD_SIZE=4",
+                       .rank_env = "3:OMPI_COMM_WORLD_SIZE=8;3:NCCL_DEBUG=INFO"};
+  run_job_ex(&r, "split-job-ranks", &o);
   const struct nsp_comm_info *w = world(&r, 4);
   const struct nsp_finding *f = nsp_job_finding(r.job, 0);
   assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
@@ -1527,6 +1608,13 @@ static void test_split_job_ranks(void **state) {
   assert_non_null(strstr(f->message, "rank 1 (job rank 3)"));
   assert_no_bare_rank(sum);
   for (size_t i = 0; i < nsp_job_nfindings(r.job); i++) assert_no_bare_rank(nsp_job_finding(r.job, i)->message);
+  const struct nsp_finding *ws = find_kind(&r, NSP_FIND_ENV_WORLD_SIZE);
+  assert_non_null(strstr(ws->message, "job ranks 0-2 ("));
+  assert_non_null(strstr(ws->message, "job rank 3 ("));
+  const char *dbg = assert_note(r.job, "NCCL_DEBUG differs across ranks");
+  assert_non_null(strstr(dbg, "job ranks 0-2 ("));
+  assert_non_null(strstr(dbg, "job rank 3 ("));
+  assert_split_reports(&r);
   run_done(&r);
 }
 
