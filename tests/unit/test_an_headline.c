@@ -1,0 +1,117 @@
+/* test_an_headline.c - the report's first line names the ranks to look at
+ * and what they did (docs/REPORT.md, "The headline"): for each kind the
+ * synthetic cases make, the odd ranks (or, without odd ranks, each side)
+ * appear in it; and the shapes whose odd ranks form no side (a rank with
+ * no trace) say what those did. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "nsp_an_test.h"
+
+#define WORLD 0xaaaaull
+#define AR(g, c) nsp_tracegen_coll(g, NSP_API_AllReduce, c, 8, ncclFloat32, ncclSum, -1)
+
+/* The ranks as the headline writes them: "rank 2", "ranks 0-1,3". */
+static void assert_names(const char *headline, const int *ranks, size_t n) {
+  char rb[256], want[300];
+  nsp_format_ranks(rb, sizeof rb, ranks, n);
+  snprintf(want, sizeof want, "%s %s", n == 1 ? "rank" : "ranks", rb);
+  if (!strstr(headline, want)) fail_msg("headline \"%s\" does not name \"%s\"", headline, want);
+}
+
+/* Every case's first finding: its headline names its odd ranks, or each
+ * side when it has none. */
+static void test_cases_name_odd_ranks(void **state) {
+  (void)state;
+  static const struct {
+    const char *name;
+    int nranks;
+  } cases[] = {{"c01", 2}, {"c02", 4}, {"c03", 4}, {"c04", 4}, {"c05", 4}, {"c06", 4}, {"c07", 4},
+               {"c08", 2}, {"c09", 4}, {"c11", 4}, {"c12", 4}, {"c13", 4}, {"c14", 4}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct nsp_job *job = nsp_job_create();
+    assert_non_null(job);
+    int n = nsp_case_add(cases[i].name, job);
+    assert_true(n > 0);
+    assert_int_equal(nsp_job_analyze(job), 0);
+    assert_true(nsp_job_nfindings(job) > 0);
+    const struct nsp_finding *f = nsp_job_finding(job, 0);
+    const char *h = nsp_job_headline(job);
+    print_message("%s: %s\n", cases[i].name, h);
+    if (f->nodd) assert_names(h, f->odd_ranks, f->nodd);
+    else
+      for (size_t s = 0; s < f->nsides && s < 3; s++)
+        if (f->kind != NSP_FIND_ERROR) assert_names(h, f->sides[s].ranks, f->sides[s].nranks);
+    nsp_job_destroy(job);
+  }
+}
+
+/* Rank 2 never calls ncclCommInitRank and made no NCCL call (no trace):
+ * the headline names it beside the waiting ranks. */
+static void test_init_wait_untraced(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  uint32_t w[3];
+  const int rk[3] = {0, 1, 3};
+  for (int i = 0; i < 3; i++) {
+    g[i] = rank_on(rk[i], 4, WORLD, 0, &w[i]);
+    nsp_tracegen_set_exit(g[i], 0);
+    assert_int_equal(nsp_tracegen_inflight_init(g[i], NSP_API_CommInitRank, 0xbeef, rk[i], 4, 0), 0);
+  }
+  struct nsp_job *job = job_of_gens_at(g, 3, 0, "");
+  assert_int_equal(nsp_job_analyze(job), 0);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_COMM_INIT_WAIT);
+  assert_contains(nsp_job_headline(job), "rank 2 never called it (no trace)");
+  assert_contains(nsp_job_headline(job), "ranks 0-1,3 wait inside it");
+  nsp_job_destroy(job);
+}
+
+/* A communicator of 2 ranks, only rank 0 traced: the headline names rank
+ * 1, not the fine rank 0. */
+static void test_missing_rank(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[1];
+  uint32_t w;
+  g[0] = rank_on(0, 2, WORLD, 0, &w);
+  for (int i = 0; i < 3; i++) AR(g[0], w);
+  nsp_tracegen_comm_end(g[0], w, NSP_API_CommDestroy);
+  struct nsp_job *job = analyse_gens(g, 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_ENV_MISSING_RANKS);
+  assert_contains(nsp_job_headline(job), "rank 1 has no trace (1 of 2 traced)");
+  assert_null(strstr(nsp_job_headline(job), "rank 0"));
+  nsp_job_destroy(job);
+}
+
+/* Ranks 0 and 1 on one GPU: the headline says they share it. */
+static void test_dup_gpu(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = nsp_tracegen_create("vm", 100u + (uint32_t)r, r);
+    assert_non_null(g[r]);
+    w[r] = nsp_tracegen_comm(g[r], WORLD, r, 2);
+    assert_int_equal(nsp_tracegen_set_gpu(g[r], "GPU-1111", "0000:1b:00.0", "H200"), 0);
+  }
+  struct nsp_job *job = analyse_gens(g, 2);
+  assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_ENV_DUP_GPU);
+  assert_contains(nsp_job_headline(job), "ranks 0-1 share one GPU, GPU-1111");
+  nsp_job_destroy(job);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cases_name_odd_ranks),
+      cmocka_unit_test(test_init_wait_untraced),
+      cmocka_unit_test(test_missing_rank),
+      cmocka_unit_test(test_dup_gpu),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
