@@ -56,11 +56,13 @@ static void test_cases_name_odd_ranks(void **state) {
 static void test_init_wait_untraced(void **state) {
   (void)state;
   struct nsp_tracegen *g[3];
-  uint32_t w[3];
   const int rk[3] = {0, 1, 3};
   for (int i = 0; i < 3; i++) {
-    g[i] = rank_on(rk[i], 4, WORLD, 0, &w[i]);
+    g[i] = nsp_tracegen_create("vm", 100u + (uint32_t)rk[i], rk[i]);
+    assert_non_null(g[i]);
     nsp_tracegen_set_exit(g[i], 0);
+    /* killed 5 s after it began waiting */
+    assert_int_equal(nsp_tracegen_ringstate(g[i], nsp_tracegen_now(g[i]) + 5000000000ull, 0, 0, 1, 0), 0);
     assert_int_equal(nsp_tracegen_inflight_init(g[i], NSP_API_CommInitRank, 0xbeef, rk[i], 4, 0), 0);
   }
   struct nsp_job *job = job_of_gens_at(g, 3, 0, "");
@@ -97,8 +99,9 @@ static void test_dup_gpu(void **state) {
   for (int r = 0; r < 2; r++) {
     g[r] = nsp_tracegen_create("vm", 100u + (uint32_t)r, r);
     assert_non_null(g[r]);
-    w[r] = nsp_tracegen_comm(g[r], WORLD, r, 2);
     assert_int_equal(nsp_tracegen_set_gpu(g[r], "GPU-1111", "0000:1b:00.0", "H200"), 0);
+    w[r] = nsp_tracegen_comm(g[r], WORLD, r, 2);
+    assert_true(w[r] > 0);
   }
   struct nsp_job *job = analyse_gens(g, 2);
   assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_ENV_DUP_GPU);
