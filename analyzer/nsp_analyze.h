@@ -529,6 +529,13 @@ struct nsp_finding {
                            follows from ("caused by"); SIZE_MAX none */
   const char *setting;  /* env-nccl-setting, env-world-size: the variable */
   const char *hint_id;  /* error: the row of the hint table used; NULL */
+  /* The headline's first clause where the sides alone would not say it:
+   * the ranks to look at, named, and what they did. "rank 2 never called
+   * it (no trace)" (comm-init-wait: ranks no side holds, before the
+   * sides), "rank 1 has no trace (1 of 2 traced)" (env-missing-ranks),
+   * "ranks 0-1 share one GPU, GPU-..." (env-duplicate-gpu; by-value
+   * findings: instead of the sides); NULL otherwise. */
+  const char *lead;
 };
 
 struct nsp_job;

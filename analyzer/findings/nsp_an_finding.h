@@ -18,6 +18,7 @@ struct nsp_finding_priv {
   char *message;
   char *hint_owned;
   char *setting_owned;
+  char *lead; /* pub.lead */
   /* p2p: what pass 2 must fetch */
   size_t p2p_member[2]; /* sender, receiver member (SIZE_MAX none) */
   int order;            /* enum nsp_finding_class of its kind (the kinds
@@ -84,6 +85,10 @@ int nsp_an_mark_odd(struct nsp_finding_priv *f);
 /* Makes what b holds f's message (b is emptied).  0, or NSP_AN_ENOMEM
  * when b ran out of memory. */
 int nsp_an_take_message(struct nsp_finding_priv *f, struct nsp_sbuf *b);
+
+/* Makes what b holds f's lead clause (nsp_finding.lead; b is emptied).
+ * 0, or NSP_AN_ENOMEM. */
+int nsp_an_take_lead(struct nsp_finding_priv *f, struct nsp_sbuf *b);
 /* f's side with this role (enum nsp_side_role), or NULL. */
 const struct nsp_side *nsp_an_side_with_role(const struct nsp_finding_priv *f, int role);
 

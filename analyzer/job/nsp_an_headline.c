@@ -61,6 +61,8 @@ static void put_sides(struct nsp_sbuf *b, const struct nsp_job *job, const struc
   size_t n = side_order(f, all);
   for (size_t i = 0; i < n && i <= HL_SIDES; i++) order[i] = all[i];
   if (all != stack) free(all);
+  /* The ranks no side holds first: they are the ones to look at. */
+  if (f->lead) nsp_sbuf_printf(b, "%s%s", f->lead, n ? "; " : "");
   for (size_t i = 0; i < n && i < HL_SIDES; i++) {
     const struct nsp_side *s = &f->sides[order[i]];
     if (i) nsp_sbuf_printf(b, "%s", n == 2 ? two : ", ");
@@ -195,7 +197,10 @@ static void hl_by_value(struct nsp_sbuf *b, const struct nsp_job *job, const str
   if (f->comm_id) {
     nsp_sbuf_printf(b, "communicator %016llx: ", (unsigned long long)f->comm_id);
   }
-  put_sides(b, job, f, text_phrase, " ", " where ");
+  /* A lead says what the ranks to look at hold; the sides' bare values
+   * would only repeat it without its verb. */
+  if (f->lead) nsp_sbuf_printf(b, "%s", f->lead);
+  else put_sides(b, job, f, text_phrase, " ", " where ");
 }
 
 static void hl_origin_by_signal(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {
