@@ -168,6 +168,11 @@ void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t);
  * ended without a clean exit (...)" per process (up to 4). */
 void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f,
                           const struct nsp_side *s);
+/* What a stopped-early finding's traces cannot tell, into b: "; rank 1's
+ * trace is cut at byte 5349, so it may have gone further" for each process
+ * of the sides behind (all but the last) whose file is cut.  Its message
+ * and its headline say it. */
+void nsp_an_put_cut_caveats(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f);
 /* A wall time relative to the job's start, "+1.234567 s", into b. */
 void nsp_an_put_time(struct nsp_sbuf *b, const struct nsp_job *job, int64_t t);
 /* "; rank 1 aborted this communicator at +T s" when member m (NULL:

@@ -140,6 +140,8 @@ static void hl_by_last_seq(struct nsp_sbuf *b, const struct nsp_job *job, const 
     nsp_an_put_side_ranks(b, job, f, hi);
     nsp_sbuf_printf(b, " reached seq %llu", (unsigned long long)hi->call.seq);
   }
+  /* Its caveats: a reader acting on the line alone must see them. */
+  nsp_an_put_cut_caveats(b, job, f);
 }
 
 static void hl_origin_by_result(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {

@@ -1043,6 +1043,8 @@ static void test_cut_trace_in_finding(void **state) {
   const struct nsp_finding *f = nsp_job_finding(job, 0);
   assert_contains(f->message, "rank 1 stopped at seq 60 while rank 0 reached seq 100");
   assert_contains(f->message, want);
+  /* The headline keeps the caveat. */
+  assert_contains(nsp_job_headline(job), want);
   nsp_job_destroy(job);
 }
 
