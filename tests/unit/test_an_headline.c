@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "nsp_an_test.h"
+#include "nsp_report.h"
 
 #define WORLD 0xaaaaull
 #define AR(g, c) nsp_tracegen_coll(g, NSP_API_AllReduce, c, 8, ncclFloat32, ncclSum, -1)
@@ -109,12 +110,50 @@ static void test_dup_gpu(void **state) {
   nsp_job_destroy(job);
 }
 
+/* The text report of a job, as a string (freed by the caller). */
+__attribute__((noinline)) static char *text_of(const struct nsp_job *job) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  assert_int_equal(nsp_report_text(job, f), 0);
+  fclose(f);
+  return buf;
+}
+
+/* Rank 2 passes float16 where ranks 0-1 pass float32: the call-site lines
+ * under the headline list the sides in its order, the odd rank first. */
+static void test_sites_in_headline_order(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[3];
+  uint32_t w[3];
+  for (int r = 0; r < 3; r++) {
+    g[r] = rank_on(r, 3, WORLD, 0, &w[r]);
+    const char *mods[] = {"/app/train"};
+    const uint64_t offs[] = {0x1000};
+    const char *syms[] = {r == 2 ? "odd_step" : "even_step"};
+    uint32_t site = nsp_tracegen_callsite(g[r], 0, 1, mods, offs, syms);
+    assert_true(site > 0);
+    nsp_tracegen_set_site(g[r], site);
+    nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 8, r == 2 ? ncclFloat16 : ncclFloat32, ncclSum, -1);
+  }
+  struct nsp_job *job = analyse_gens(g, 3);
+  const char *h = nsp_job_headline(job);
+  assert_contains(h, "rank 2 passed float16 where ranks 0-1 passed float32");
+  char *text = text_of(job);
+  const char *odd = strstr(text, "\n  rank 2: "), *even = strstr(text, "\n  ranks 0-1: ");
+  if (!odd || !even || odd > even) fail_msg("call sites not in the headline's order:\n%.400s", text);
+  free(text);
+  nsp_job_destroy(job);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cases_name_odd_ranks),
       cmocka_unit_test(test_init_wait_untraced),
       cmocka_unit_test(test_missing_rank),
       cmocka_unit_test(test_dup_gpu),
+      cmocka_unit_test(test_sites_in_headline_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
