@@ -644,6 +644,12 @@ const char *nsp_job_summary(const struct nsp_job *job);
  * (with what the traces could not see).  "" before nsp_job_analyze. */
 const char *nsp_job_headline(const struct nsp_job *job);
 
+/* The order in which the headline names f's sides, into order (room for
+ * f->nsides indices): a single odd side (the one holding exactly its odd
+ * ranks) first, then the others as they are.  The call-site lines under
+ * the headline follow it.  Returns f->nsides. */
+size_t nsp_finding_side_order(const struct nsp_finding *f, size_t *order);
+
 /* What the traces could not see, counted in processes (traces), after
  * nsp_job_analyze: the summary's "but: ..." (docs/REPORT.md, "The
  * summary"), and with no finding the command's exit status 3 when

@@ -38,8 +38,9 @@ static void put_where(struct nsp_sbuf *b, const struct nsp_finding *f, int with_
 }
 
 /* The sides in the order a reader compares them: a single odd side first
- * ("rank 1 passed X where ranks 0,2-3 passed Y"), else as they are. */
-static size_t side_order(const struct nsp_finding *f, size_t *order) {
+ * ("rank 1 passed X where ranks 0,2-3 passed Y"), else as they are
+ * (nsp_analyze.h). */
+size_t nsp_finding_side_order(const struct nsp_finding *f, size_t *order) {
   size_t n = f->nsides, k = 0, odd = SIZE_MAX;
   for (size_t s = 0; f->nodd && s < n; s++)
     if (f->sides[s].nranks == f->nodd && !memcmp(f->sides[s].ranks, f->odd_ranks, f->nodd * sizeof(int))) odd = s;
@@ -58,7 +59,7 @@ static void put_sides(struct nsp_sbuf *b, const struct nsp_job *job, const struc
   size_t order[HL_SIDES + 1], stack[8];
   size_t *all = f->nsides <= 8 ? stack : malloc(f->nsides * sizeof *all);
   if (!all) return;
-  size_t n = side_order(f, all);
+  size_t n = nsp_finding_side_order(f, all);
   for (size_t i = 0; i < n && i <= HL_SIDES; i++) order[i] = all[i];
   if (all != stack) free(all);
   /* The ranks no side holds first: they are the ones to look at. */
