@@ -196,6 +196,13 @@ static void hl_by_role(struct nsp_sbuf *b, const struct nsp_job *job, const stru
   put_sides(b, job, f, role_phrase, NULL, "; ");
 }
 
+/* "rank 3 has NCCL version 2.27.3": the side's value with its verb. */
+static void value_phrase(struct nsp_sbuf *b, const struct nsp_finding *f, const struct nsp_side *s, const void *ctx) {
+  (void)f;
+  (void)ctx;
+  nsp_sbuf_printf(b, " %s %s", s->nranks == 1 ? "has" : "have", s->text ? s->text : "");
+}
+
 static void hl_by_value(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {
   if (f->comm_id) {
     nsp_sbuf_printf(b, "communicator %016llx: ", (unsigned long long)f->comm_id);
@@ -203,7 +210,7 @@ static void hl_by_value(struct nsp_sbuf *b, const struct nsp_job *job, const str
   /* A lead says what the ranks to look at hold; the sides' bare values
    * would only repeat it without its verb. */
   if (f->lead) nsp_sbuf_printf(b, "%s", f->lead);
-  else put_sides(b, job, f, text_phrase, " ", " where ");
+  else put_sides(b, job, f, value_phrase, NULL, " where ");
 }
 
 static void hl_origin_by_signal(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {

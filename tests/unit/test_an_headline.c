@@ -110,6 +110,49 @@ static void test_dup_gpu(void **state) {
   nsp_job_destroy(job);
 }
 
+/* One env-* kind at a time on 4 ranks (rank 3 the odd one, or ranks 0
+ * and 1 claiming one rank): the headline names the odd rank and says what
+ * it has, with a verb. */
+static void test_env_kinds(void **state) {
+  (void)state;
+  static const struct {
+    int kind;
+    const char *want;
+  } cases[] = {
+      {NSP_FIND_ENV_NCCL_VERSION, "rank 3 has NCCL version 2.27.3 where ranks 0-2 have NCCL version 2.28.9"},
+      {NSP_FIND_ENV_NCCL_PATH, "rank 3 has NCCL library /opt/nccl/lib/libnccl.so.2 where ranks 0-2 have NCCL library /usr/lib/libnccl.so.2"},
+      {NSP_FIND_ENV_DRIVER, "rank 3 has CUDA driver 12.2 where ranks 0-2 have CUDA driver 12.4"},
+      {NSP_FIND_ENV_SETTING, "rank 3 has NCCL_ALGO=Tree where ranks 0-2 have NCCL_ALGO=Ring"},
+      {NSP_FIND_ENV_WORLD_SIZE, "rank 3 has WORLD_SIZE=8"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct nsp_tracegen *g[4];
+    uint32_t w[4];
+    for (int r = 0; r < 4; r++) {
+      g[r] = nsp_tracegen_create("vm", 100u + (uint32_t)r, r);
+      assert_non_null(g[r]);
+      int odd = r == 3;
+      int k = cases[i].kind;
+      nsp_tracegen_set_nccl_version(g[r], k == NSP_FIND_ENV_NCCL_VERSION && odd ? 22703 : 22809);
+      assert_int_equal(nsp_tracegen_set_nccl_path(g[r], k == NSP_FIND_ENV_NCCL_PATH && odd ? "/opt/nccl/lib/libnccl.so.2"
+                                                                                        : "/usr/lib/libnccl.so.2"),
+                       0);
+      nsp_tracegen_set_versions(g[r], k == NSP_FIND_ENV_DRIVER && odd ? 12020 : 12040, 12040);
+      if (k == NSP_FIND_ENV_SETTING) assert_int_equal(nsp_tracegen_env(g[r], "NCCL_ALGO", odd ? "Tree" : "Ring"), 0);
+      assert_int_equal(nsp_tracegen_env(g[r], "WORLD_SIZE", k == NSP_FIND_ENV_WORLD_SIZE && odd ? "8" : "4"), 0);
+      w[r] = nsp_tracegen_comm(g[r], WORLD, r, 4);
+      assert_true(w[r] > 0);
+      AR(g[r], w[r]);
+    }
+    struct nsp_job *job = analyse_gens(g, 4);
+    assert_true(nsp_job_nfindings(job) > 0);
+    print_message("%s\n", nsp_job_headline(job));
+    assert_int_equal(nsp_job_finding(job, 0)->kind, cases[i].kind);
+    assert_contains(nsp_job_headline(job), cases[i].want);
+    nsp_job_destroy(job);
+  }
+}
+
 /* The text report of a job, as a string (freed by the caller). */
 __attribute__((noinline)) static char *text_of(const struct nsp_job *job) {
   char *buf = NULL;
@@ -153,6 +196,7 @@ int main(void) {
       cmocka_unit_test(test_init_wait_untraced),
       cmocka_unit_test(test_missing_rank),
       cmocka_unit_test(test_dup_gpu),
+      cmocka_unit_test(test_env_kinds),
       cmocka_unit_test(test_sites_in_headline_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
