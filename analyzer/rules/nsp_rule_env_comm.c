@@ -47,7 +47,7 @@ static int rule_dup_rank(struct nsp_job *job, struct nsp_an_comm *c) {
   struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_ENV_DUP_RANK, c);
   if (!f) return NSP_AN_ENOMEM;
   NSP_TRY(nsp_an_alloc_sides(f, nsides));
-  struct nsp_sbuf b = {0};
+  struct nsp_sbuf b = {0}, lead = {0};
   size_t s = 0;
   for (size_t k = 0, j; k < c->nmembers && s < nsides; k = j) {
     const struct nsp_member *a = &job->members[c->members[k]];
@@ -58,13 +58,14 @@ static int rule_dup_rank(struct nsp_job *job, struct nsp_an_comm *c) {
       snprintf(buf, sizeof buf, "rank %d in %zu processes", a->rank, j - k);
       NSP_TRY(nsp_an_set_side_text(side, buf));
       nsp_sbuf_printf(&b, "%srank %d is claimed by %zu processes:", s > 1 ? "; " : "", a->rank, j - k);
+      nsp_sbuf_printf(&lead, "%srank %d is claimed by %zu processes", s > 1 ? "; " : "", a->rank, j - k);
       for (size_t p = 0; p < side->nranks && p < 4; p++)
         nsp_sbuf_printf(&b, "%s %s pid %u (%s)", p ? "," : "", side->procs[p].host, side->procs[p].pid,
                         job->traces[side->procs[p].trace]->info.path);
     }
   }
   NSP_TRY(nsp_an_take_message(f, &b));
-  return 0;
+  return nsp_an_take_lead(f, &lead);
 }
 
 /* Union-find over member positions k of c. */

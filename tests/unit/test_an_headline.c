@@ -153,6 +153,24 @@ static void test_env_kinds(void **state) {
   }
 }
 
+/* Processes 1 and 3 both claim rank 1 of a 3-rank world. */
+static void test_dup_rank(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  uint32_t w[4];
+  for (int r = 0; r < 4; r++) {
+    g[r] = nsp_tracegen_create("vm", 100u + (uint32_t)r, r);
+    assert_non_null(g[r]);
+    w[r] = nsp_tracegen_comm(g[r], WORLD, r == 3 ? 1 : r, 3);
+    assert_true(w[r] > 0);
+  }
+  struct nsp_job *job = analyse_gens(g, 4);
+  assert_true(nsp_job_nfindings(job) > 0);
+  assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_ENV_DUP_RANK);
+  assert_contains(nsp_job_headline(job), "rank 1 is claimed by 2 processes");
+  nsp_job_destroy(job);
+}
+
 /* The text report of a job, as a string (freed by the caller). */
 __attribute__((noinline)) static char *text_of(const struct nsp_job *job) {
   char *buf = NULL;
@@ -197,6 +215,7 @@ int main(void) {
       cmocka_unit_test(test_missing_rank),
       cmocka_unit_test(test_dup_gpu),
       cmocka_unit_test(test_env_kinds),
+      cmocka_unit_test(test_dup_rank),
       cmocka_unit_test(test_sites_in_headline_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
