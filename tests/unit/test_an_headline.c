@@ -61,6 +61,7 @@ static void test_init_wait_untraced(void **state) {
   for (int i = 0; i < 3; i++) {
     g[i] = nsp_tracegen_create("vm", 100u + (uint32_t)rk[i], rk[i]);
     assert_non_null(g[i]);
+    assert_int_equal(nsp_tracegen_env(g[i], "WORLD_SIZE", "4"), 0);
     nsp_tracegen_set_exit(g[i], 0);
     /* killed 5 s after it began waiting */
     assert_int_equal(nsp_tracegen_ringstate(g[i], nsp_tracegen_now(g[i]) + 5000000000ull, 0, 0, 1, 0), 0);
@@ -72,6 +73,13 @@ static void test_init_wait_untraced(void **state) {
   assert_int_equal(f->kind, NSP_FIND_COMM_INIT_WAIT);
   assert_contains(nsp_job_headline(job), "rank 2 never called it (no trace)");
   assert_contains(nsp_job_headline(job), "ranks 0-1,3 wait inside it");
+  /* WORLD_SIZE=4 with 3 traces, and no communicator was ever made. */
+  const struct nsp_finding *ws = NULL;
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+    if (nsp_job_finding(job, i)->kind == NSP_FIND_ENV_WORLD_SIZE) ws = nsp_job_finding(job, i);
+  assert_non_null(ws);
+  assert_contains(ws->message, "but 3 processes traced, no communicator was made");
+  /* Counts read as numbers of things: one collective call. */
   nsp_job_destroy(job);
 }
 
@@ -171,6 +179,20 @@ static void test_dup_rank(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Counts read as numbers of things: "1 collective call", not "calls". */
+static void test_count_words(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[1];
+  uint32_t w;
+  g[0] = rank_on(0, 1, WORLD, 0, &w);
+  AR(g[0], w);
+  nsp_tracegen_p2p(g[0], NSP_API_Send, w, 4, ncclInt32, 0);
+  nsp_tracegen_p2p(g[0], NSP_API_Recv, w, 4, ncclInt32, 0);
+  struct nsp_job *job = analyse_gens(g, 1);
+  assert_contains(nsp_job_summary(job), "(1 communicator, 1 collective call, 2 send/recv calls)");
+  nsp_job_destroy(job);
+}
+
 /* The text report of a job, as a string (freed by the caller). */
 __attribute__((noinline)) static char *text_of(const struct nsp_job *job) {
   char *buf = NULL;
@@ -216,6 +238,7 @@ int main(void) {
       cmocka_unit_test(test_dup_gpu),
       cmocka_unit_test(test_env_kinds),
       cmocka_unit_test(test_dup_rank),
+      cmocka_unit_test(test_count_words),
       cmocka_unit_test(test_sites_in_headline_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
