@@ -193,6 +193,25 @@ static void test_count_words(void **state) {
   nsp_job_destroy(job);
 }
 
+/* A recv that timed out: the error's hint names the call as a send/recv,
+ * not "a collective". */
+static void test_timeout_hint_p2p(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) g[r] = rank_on(r, 2, WORLD, 0, &w[r]);
+  nsp_tracegen_p2p(g[0], NSP_API_Send, w[0], 4, ncclInt32, 1);
+  nsp_tracegen_fail_next(g[1], ncclSystemError, "timed out waiting for rank 0");
+  nsp_tracegen_p2p(g[1], NSP_API_Recv, w[1], 4, ncclInt32, 0);
+  struct nsp_job *job = analyse_gens(g, 2);
+  const struct nsp_finding *e = NULL;
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+    if (nsp_job_finding(job, i)->kind == NSP_FIND_ERROR) e = nsp_job_finding(job, i);
+  assert_non_null(e);
+  assert_contains(e->hint, "a send/recv waited too long");
+  nsp_job_destroy(job);
+}
+
 /* The text report of a job, as a string (freed by the caller). */
 __attribute__((noinline)) static char *text_of(const struct nsp_job *job) {
   char *buf = NULL;
@@ -239,6 +258,7 @@ int main(void) {
       cmocka_unit_test(test_env_kinds),
       cmocka_unit_test(test_dup_rank),
       cmocka_unit_test(test_count_words),
+      cmocka_unit_test(test_timeout_hint_p2p),
       cmocka_unit_test(test_sites_in_headline_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
