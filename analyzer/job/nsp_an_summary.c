@@ -288,11 +288,13 @@ int nsp_an_build_summary(struct nsp_job *job) {
     const struct nsp_finding *f = &job->findings[0].pub;
     size_t counts[NSP_FIND_KIND_COUNT] = {0};
     for (size_t i = 0; i < job->nfindings; i++) counts[job->findings[i].pub.kind]++;
-    nsp_sbuf_printf(&b, "%zu finding%s (", job->nfindings, job->nfindings == 1 ? "" : "s");
+    /* "3 findings (hang: 3)": a kind's name is no noun to count. */
+    nsp_sbuf_count(&b, job->nfindings, "finding", NULL);
+    nsp_sbuf_printf(&b, " (");
     int first = 1;
     for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
       if (!counts[k]) continue;
-      nsp_sbuf_printf(&b, "%s%zu %s", first ? "" : ", ", counts[k], nsp_finding_kind_name(k));
+      nsp_sbuf_printf(&b, "%s%s: %zu", first ? "" : ", ", nsp_finding_kind_name(k), counts[k]);
       first = 0;
     }
     nsp_sbuf_printf(&b, ") in %zu trace%s. The first problem (%s)", job->ntraces, job->ntraces == 1 ? "" : "s",

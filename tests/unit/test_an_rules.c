@@ -458,7 +458,7 @@ static void test_order(void **state) {
   assert_ranks(f2->odd_ranks, f2->nodd, "1");
   /* Rank 1's last call was on the other communicator. */
   assert_true(f2->sides[0].procs[0].call.comm_id == 0xbbbb);
-  assert_contains(nsp_job_summary(job), "3 findings (1 redop-mismatch, 1 stopped-early, 1 error)");
+  assert_contains(nsp_job_summary(job), "3 findings (redop-mismatch: 1, stopped-early: 1, error: 1)");
   assert_contains(nsp_job_summary(job), "The first problem (redop-mismatch) is on communicator 000000000000aaaa");
   nsp_job_destroy(job);
 }
