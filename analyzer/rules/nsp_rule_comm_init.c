@@ -364,7 +364,6 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     int ret = 0;
     if (!na && kept) {
       struct nsp_sbuf ab = {0};
-      nsp_sbuf_printf(&ab, "%s ", kept == 1 ? "rank" : "ranks");
       nsp_an_put_ranks(&ab, miss, kept);
       nsp_sbuf_printf(&ab, " never called it (no trace)");
       ret = nsp_an_take_lead(fp, &ab);

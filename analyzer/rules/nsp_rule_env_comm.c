@@ -396,7 +396,6 @@ static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
   NSP_TRY(ret);
   /* The headline names the ranks without a trace, not the traced ones. */
   if (f->pub.nodd) {
-    nsp_sbuf_printf(&b, "%s ", f->pub.nodd == 1 ? "rank" : "ranks");
     nsp_an_put_ranks(&b, f->pub.odd_ranks, f->pub.nodd);
   } else {
     nsp_sbuf_printf(&b, "%zu ranks", missing);

@@ -609,6 +609,9 @@ static void assert_no_init(struct run *r) {
   assert_true(f->nsides >= 1);
   assert_side(&f->sides[0], "0-1,3");
   assert_non_null(strstr(f->message, "rank 2"));
+  /* The headline names the rank that never called it, too. */
+  print_message("# headline: %s\n", nsp_job_headline(r->job));
+  assert_non_null(strstr(nsp_job_headline(r->job), ": rank 2 never called it (no trace); ranks 0-1,3 wait inside it"));
 }
 
 static void test_no_init(void **state) {
@@ -1104,6 +1107,9 @@ static void test_env_dup_gpu(void **state) {
   snprintf(want, sizeof want, "ranks 0-1 (%s) share one GPU: %s; ranks 2-3 (%s) share one GPU: %s", this_host,
            f->sides[0].text, this_host, f->sides[1].text);
   assert_string_equal(f->message, want);
+  snprintf(want, sizeof want, ": ranks 0-1 share one GPU, %s; ranks 2-3 share one GPU, %s (env duplicate gpu)",
+           f->sides[0].text, f->sides[1].text);
+  assert_non_null(strstr(nsp_job_headline(r.job), want));
   run_done(&r);
 }
 
@@ -1210,6 +1216,9 @@ static void test_env_missing(void **state) {
       assert_string_equal(f->message, "communicator has 2 ranks but 1 has a trace; no trace for rank 0");
     }
   }
+  /* The headline (the odd half first) names the rank without a trace, not the traced one. */
+  print_message("# headline: %s\n", nsp_job_headline(r.job));
+  assert_non_null(strstr(nsp_job_headline(r.job), ": rank 0 has no trace (1 of 2 traced) (env missing ranks)"));
   run_done(&r);
 }
 

@@ -73,7 +73,7 @@ static void test_init_wait_untraced(void **state) {
   assert_int_equal(nsp_job_analyze(job), 0);
   const struct nsp_finding *f = nsp_job_finding(job, 0);
   assert_int_equal(f->kind, NSP_FIND_COMM_INIT_WAIT);
-  assert_contains(nsp_job_headline(job), "rank 2 never called it (no trace)");
+  assert_contains(nsp_job_headline(job), "did not complete: rank 2 never called it (no trace); ");
   assert_contains(nsp_job_headline(job), "ranks 0-1,3 wait inside it");
   /* WORLD_SIZE=4 with 3 traces, and no communicator was ever made. */
   const struct nsp_finding *ws = NULL;
@@ -97,7 +97,7 @@ static void test_missing_rank(void **state) {
   struct nsp_job *job = analyse_gens(g, 1);
   const struct nsp_finding *f = nsp_job_finding(job, 0);
   assert_int_equal(f->kind, NSP_FIND_ENV_MISSING_RANKS);
-  assert_contains(nsp_job_headline(job), "rank 1 has no trace (1 of 2 traced)");
+  assert_contains(nsp_job_headline(job), "communicator 000000000000aaaa: rank 1 has no trace (1 of 2 traced)");
   assert_null(strstr(nsp_job_headline(job), "rank 0"));
   nsp_job_destroy(job);
 }
@@ -116,7 +116,7 @@ static void test_dup_gpu(void **state) {
   }
   struct nsp_job *job = analyse_gens(g, 2);
   assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_ENV_DUP_GPU);
-  assert_contains(nsp_job_headline(job), "ranks 0-1 share one GPU, GPU-1111");
+  assert_contains(nsp_job_headline(job), "communicator 000000000000aaaa: ranks 0-1 share one GPU, GPU-1111");
   nsp_job_destroy(job);
 }
 
@@ -177,7 +177,7 @@ static void test_dup_rank(void **state) {
   struct nsp_job *job = analyse_gens(g, 4);
   assert_true(nsp_job_nfindings(job) > 0);
   assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_ENV_DUP_RANK);
-  assert_contains(nsp_job_headline(job), "rank 1 is claimed by 2 processes");
+  assert_contains(nsp_job_headline(job), "communicator 000000000000aaaa: rank 1 is claimed by 2 processes (env");
   nsp_job_destroy(job);
 }
 
