@@ -533,6 +533,13 @@ struct nsp_finding {
                            follows from ("caused by"); SIZE_MAX none */
   const char *setting;  /* env-nccl-setting, env-world-size: the variable */
   const char *hint_id;  /* error: the row of the hint table used; NULL */
+  /* The headline's first clause where the sides alone would not say it:
+   * the ranks to look at, named, and what they did. "rank 2 never called
+   * it (no trace)" (comm-init-wait: ranks no side holds, before the
+   * sides), "rank 1 has no trace (1 of 2 traced)" (env-missing-ranks),
+   * "ranks 0-1 share one GPU, GPU-..." (env-duplicate-gpu; by-value
+   * findings: instead of the sides); NULL otherwise. */
+  const char *lead;
 };
 
 struct nsp_job;
@@ -640,6 +647,12 @@ const char *nsp_job_summary(const struct nsp_job *job);
  * name (the kinds table); without findings, the summary's first sentence
  * (with what the traces could not see).  "" before nsp_job_analyze. */
 const char *nsp_job_headline(const struct nsp_job *job);
+
+/* The order in which the headline names f's sides, into order (room for
+ * f->nsides indices): a single odd side (the one holding exactly its odd
+ * ranks) first, then the others as they are.  The call-site lines under
+ * the headline follow it.  Returns f->nsides. */
+size_t nsp_finding_side_order(const struct nsp_finding *f, size_t *order);
 
 /* What the traces could not see, counted in processes (traces), after
  * nsp_job_analyze: the summary's "but: ..." (docs/REPORT.md, "The

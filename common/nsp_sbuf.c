@@ -67,3 +67,10 @@ void nsp_sbuf_quoted(struct nsp_sbuf *b, const char *s) {
   }
   nsp_sbuf_printf(b, "\"");
 }
+
+void nsp_sbuf_count(struct nsp_sbuf *b, unsigned long long n, const char *one, const char *many) {
+  if (n == 1 || many) nsp_sbuf_printf(b, "%llu %s", n, n == 1 ? one : many);
+  else nsp_sbuf_printf(b, "%llu %ss", n, one);
+}
+
+const char *nsp_plural(unsigned long long n, const char *one, const char *many) { return n == 1 ? one : many; }

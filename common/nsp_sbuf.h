@@ -19,6 +19,13 @@ void nsp_sbuf_printf(struct nsp_sbuf *b, const char *fmt, ...) __attribute__((fo
  * and \\ (as the analyzer's nsp_escape.h writes quoted strings); control
  * bytes are left to the writers, which escape every string they print. */
 void nsp_sbuf_quoted(struct nsp_sbuf *b, const char *s);
+/* Appends "N thing" or "N things": one when n == 1, else many (NULL:
+ * one with an "s"), as "1 record", "2 records", "3 processes" (many
+ * "processes").  Every count the analyzer prints goes through it or
+ * nsp_plural. */
+void nsp_sbuf_count(struct nsp_sbuf *b, unsigned long long n, const char *one, const char *many);
+/* one when n == 1, else many: for printf's "%llu %s". */
+const char *nsp_plural(unsigned long long n, const char *one, const char *many);
 /* The string ("" when nothing was written), which the caller frees, and
  * the buffer emptied; NULL when some printf ran out of memory. */
 char *nsp_sbuf_take(struct nsp_sbuf *b);

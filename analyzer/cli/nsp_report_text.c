@@ -504,8 +504,12 @@ static void put_headline(FILE *out, const struct nsp_job *job) {
   const struct nsp_finding *f = nsp_job_finding(job, 0);
   int shape = sides_of(f);
   size_t nsides = shape == NSP_SIDES_ORIGIN_BY_RESULT || shape == NSP_SIDES_ORIGIN_BY_SIGNAL ? 1 : f->nsides;
-  for (size_t s = 0; s < nsides && s < 4; s++) {
-    const struct nsp_side *sd = &f->sides[s];
+  /* In the headline's order (the odd side first), the first four. */
+  size_t stack[8], *order = f->nsides <= 8 ? stack : malloc(f->nsides * sizeof *order);
+  if (!order) return;
+  nsp_finding_side_order(f, order);
+  for (size_t i = 0; i < nsides && i < 4; i++) {
+    const struct nsp_side *sd = &f->sides[order[i]];
     for (size_t p = 0; p < sd->nranks; p++) {
       const struct nsp_callsite *cs = sd->procs[p].site;
       if (!cs || !cs->nframes) continue;
@@ -517,6 +521,7 @@ static void put_headline(FILE *out, const struct nsp_job *job) {
       break;
     }
   }
+  if (order != stack) free(order);
 }
 
 int nsp_report_text(const struct nsp_job *job, FILE *out) {

@@ -172,6 +172,13 @@ int nsp_an_take_message(struct nsp_finding_priv *f, struct nsp_sbuf *b) {
   return 0;
 }
 
+int nsp_an_take_lead(struct nsp_finding_priv *f, struct nsp_sbuf *b) {
+  free(f->lead);
+  f->lead = nsp_sbuf_take(b);
+  f->pub.lead = f->lead;
+  return f->lead ? 0 : NSP_AN_ENOMEM;
+}
+
 int nsp_an_side_from_items(struct nsp_job *job, struct nsp_side *s, const struct nsp_an_item *it, size_t n) {
   int *ranks;
   struct nsp_proc *procs;
@@ -200,6 +207,7 @@ void nsp_an_finding_free(struct nsp_finding_priv *f) {
   free(f->message);
   free(f->hint_owned);
   free(f->setting_owned);
+  free(f->lead);
 }
 
 /* ---- sides grouped by a key ------------------------------------------- */

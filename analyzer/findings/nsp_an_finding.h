@@ -18,6 +18,7 @@ struct nsp_finding_priv {
   char *message;
   char *hint_owned;
   char *setting_owned;
+  char *lead; /* pub.lead */
   /* p2p: what pass 2 must fetch */
   size_t p2p_member[2]; /* sender, receiver member (SIZE_MAX none) */
   int order;            /* enum nsp_finding_class of its kind (the kinds
@@ -84,6 +85,10 @@ int nsp_an_mark_odd(struct nsp_finding_priv *f);
 /* Makes what b holds f's message (b is emptied).  0, or NSP_AN_ENOMEM
  * when b ran out of memory. */
 int nsp_an_take_message(struct nsp_finding_priv *f, struct nsp_sbuf *b);
+
+/* Makes what b holds f's lead clause (nsp_finding.lead; b is emptied).
+ * 0, or NSP_AN_ENOMEM. */
+int nsp_an_take_lead(struct nsp_finding_priv *f, struct nsp_sbuf *b);
 /* f's side with this role (enum nsp_side_role), or NULL. */
 const struct nsp_side *nsp_an_side_with_role(const struct nsp_finding_priv *f, int role);
 
@@ -163,6 +168,11 @@ void nsp_an_put_drop_reasons(struct nsp_sbuf *b, const struct nsp_trace *t);
  * ended without a clean exit (...)" per process (up to 4). */
 void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f,
                           const struct nsp_side *s);
+/* What a stopped-early finding's traces cannot tell, into b: "; rank 1's
+ * trace is cut at byte 5349, so it may have gone further" for each process
+ * of the sides behind (all but the last) whose file is cut.  Its message
+ * and its headline say it. */
+void nsp_an_put_cut_caveats(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f);
 /* A wall time relative to the job's start, "+1.234567 s", into b. */
 void nsp_an_put_time(struct nsp_sbuf *b, const struct nsp_job *job, int64_t t);
 /* "; rank 1 aborted this communicator at +T s" when member m (NULL:

@@ -375,6 +375,18 @@ static int end_notable(const struct nsp_end_info *e) {
   return e->state == NSP_END_RUNNING || e->state == NSP_END_KILLED || e->state == NSP_END_CRASHED;
 }
 
+void nsp_an_put_cut_caveats(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {
+  for (size_t s = 0; s + 1 < f->nsides; s++)
+    for (size_t p = 0; p < f->sides[s].nranks; p++) {
+      unsigned long long at;
+      if (nsp_an_trace_cut(job->traces[f->sides[s].procs[p].trace], &at)) {
+        nsp_sbuf_printf(b, "; ");
+        nsp_an_put_rank(b, job, f->sides[s].procs[p].rank, f->sides[s].procs[p].trace);
+        nsp_sbuf_printf(b, "'s trace is cut at byte %llu, so it may have gone further", at);
+      }
+    }
+}
+
 void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f,
                           const struct nsp_side *s) {
   size_t notable = 0, same = 0;

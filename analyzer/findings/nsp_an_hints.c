@@ -161,6 +161,19 @@ static int put_setting(struct nsp_sbuf *b, struct nsp_job *job, const char *name
   return 0;
 }
 
+/* A cause that begins "a collective" is about the failing call: when that
+ * was a send/recv or another call (a group's end, an init), its words. */
+#define NSP_CAUSE_COLL "a collective"
+static void put_cause(struct nsp_sbuf *b, const char *cause, const struct nsp_call *c) {
+  size_t n = strlen(NSP_CAUSE_COLL);
+  int k = c->api >= 0 ? nsp_api_kind(c->api) : -1;
+  if (strncmp(cause, NSP_CAUSE_COLL, n) || k == NSP_K_COLL) {
+    nsp_sbuf_printf(b, "%s", cause);
+    return;
+  }
+  nsp_sbuf_printf(b, "%s%s", k == NSP_K_P2P ? "a send/recv" : "a call", cause + n);
+}
+
 int nsp_an_error_hint(struct nsp_job *job, struct nsp_finding_priv *f) {
   if (!f->pub.nsides || !f->sides[0].nranks) return 0;
   const struct nsp_call *c = &f->sides[0].procs[0].call;
@@ -168,7 +181,8 @@ int nsp_an_error_hint(struct nsp_job *job, struct nsp_finding_priv *f) {
   if (row == SIZE_MAX) return 0;
   const struct nsp_hint *h = &nsp_hints[row];
   struct nsp_sbuf b = {0};
-  nsp_sbuf_printf(&b, "%s - check %s", h->cause, h->check);
+  put_cause(&b, h->cause, c);
+  nsp_sbuf_printf(&b, " - check %s", h->check);
   if (h->settings) {
     char names[256];
     snprintf(names, sizeof names, "%s", h->settings);

@@ -38,8 +38,9 @@ static void put_where(struct nsp_sbuf *b, const struct nsp_finding *f, int with_
 }
 
 /* The sides in the order a reader compares them: a single odd side first
- * ("rank 1 passed X where ranks 0,2-3 passed Y"), else as they are. */
-static size_t side_order(const struct nsp_finding *f, size_t *order) {
+ * ("rank 1 passed X where ranks 0,2-3 passed Y"), else as they are
+ * (nsp_analyze.h). */
+size_t nsp_finding_side_order(const struct nsp_finding *f, size_t *order) {
   size_t n = f->nsides, k = 0, odd = SIZE_MAX;
   for (size_t s = 0; f->nodd && s < n; s++)
     if (f->sides[s].nranks == f->nodd && !memcmp(f->sides[s].ranks, f->odd_ranks, f->nodd * sizeof(int))) odd = s;
@@ -58,9 +59,11 @@ static void put_sides(struct nsp_sbuf *b, const struct nsp_job *job, const struc
   size_t order[HL_SIDES + 1], stack[8];
   size_t *all = f->nsides <= 8 ? stack : malloc(f->nsides * sizeof *all);
   if (!all) return;
-  size_t n = side_order(f, all);
+  size_t n = nsp_finding_side_order(f, all);
   for (size_t i = 0; i < n && i <= HL_SIDES; i++) order[i] = all[i];
   if (all != stack) free(all);
+  /* The ranks no side holds first: they are the ones to look at. */
+  if (f->lead) nsp_sbuf_printf(b, "%s%s", f->lead, n ? "; " : "");
   for (size_t i = 0; i < n && i < HL_SIDES; i++) {
     const struct nsp_side *s = &f->sides[order[i]];
     if (i) nsp_sbuf_printf(b, "%s", n == 2 ? two : ", ");
@@ -138,6 +141,8 @@ static void hl_by_last_seq(struct nsp_sbuf *b, const struct nsp_job *job, const 
     nsp_an_put_side_ranks(b, job, f, hi);
     nsp_sbuf_printf(b, " reached seq %llu", (unsigned long long)hi->call.seq);
   }
+  /* Its caveats: a reader acting on the line alone must see them. */
+  nsp_an_put_cut_caveats(b, job, f);
 }
 
 static void hl_origin_by_result(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {
@@ -191,11 +196,21 @@ static void hl_by_role(struct nsp_sbuf *b, const struct nsp_job *job, const stru
   put_sides(b, job, f, role_phrase, NULL, "; ");
 }
 
+/* "rank 3 has NCCL version 2.27.3": the side's value with its verb. */
+static void value_phrase(struct nsp_sbuf *b, const struct nsp_finding *f, const struct nsp_side *s, const void *ctx) {
+  (void)f;
+  (void)ctx;
+  nsp_sbuf_printf(b, " %s %s", s->nranks == 1 ? "has" : "have", s->text ? s->text : "");
+}
+
 static void hl_by_value(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {
   if (f->comm_id) {
     nsp_sbuf_printf(b, "communicator %016llx: ", (unsigned long long)f->comm_id);
   }
-  put_sides(b, job, f, text_phrase, " ", " where ");
+  /* A lead says what the ranks to look at hold; the sides' bare values
+   * would only repeat it without its verb. */
+  if (f->lead) nsp_sbuf_printf(b, "%s", f->lead);
+  else put_sides(b, job, f, value_phrase, NULL, " where ");
 }
 
 static void hl_origin_by_signal(struct nsp_sbuf *b, const struct nsp_job *job, const struct nsp_finding *f) {

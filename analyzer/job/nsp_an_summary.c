@@ -152,7 +152,8 @@ static int put_trace_gaps(struct nsp_sbuf *b, const struct nsp_job *job, const s
     NSP_CLAUSE();
     nsp_sbuf_printf(b, "'s trace is damaged at byte %zu (", t->damage_at);
     if (t->damaged > 1) nsp_sbuf_printf(b, "%u damaged regions, ", t->damaged);
-    nsp_sbuf_printf(b, "%zu bytes skipped)", t->damage_skipped);
+    nsp_sbuf_count(b, t->damage_skipped, "byte", NULL);
+    nsp_sbuf_printf(b, " skipped)");
   } else if (nsp_an_trace_cut(t, &at)) {
     NSP_CLAUSE();
     nsp_sbuf_printf(b, "'s trace is cut at byte %llu", at);
@@ -162,20 +163,27 @@ static int put_trace_gaps(struct nsp_sbuf *b, const struct nsp_job *job, const s
   }
   if (t->orphan_calls) {
     NSP_CLAUSE();
-    nsp_sbuf_printf(b, "'s trace lost the records of its communicators (%llu calls on them not analysed)",
-                    (unsigned long long)t->orphan_calls);
+    nsp_sbuf_printf(b, "'s trace lost the records of its communicators (");
+    nsp_sbuf_count(b, t->orphan_calls, "call", NULL);
+    nsp_sbuf_printf(b, " on them not analysed)");
   }
   if (t->bad_seq) {
     NSP_CLAUSE();
-    nsp_sbuf_printf(b, "'s trace has %llu collectives without a usable seq", (unsigned long long)t->bad_seq);
+    nsp_sbuf_printf(b, "'s trace has ");
+    nsp_sbuf_count(b, t->bad_seq, "collective", NULL);
+    nsp_sbuf_printf(b, " without a usable seq");
   }
   if (t->rebind_refused) {
     NSP_CLAUSE();
-    nsp_sbuf_printf(b, "'s trace has %llu COMM records that were ignored", (unsigned long long)t->rebind_refused);
+    nsp_sbuf_printf(b, "'s trace has ");
+    nsp_sbuf_count(b, t->rebind_refused, "COMM record", NULL);
+    nsp_sbuf_printf(b, " that %s ignored", nsp_plural(t->rebind_refused, "was", "were"));
   }
   if (t->longer_copy) {
     NSP_CLAUSE();
-    nsp_sbuf_printf(b, "'s trace has a copy %zu bytes longer that was not read", t->longer_copy);
+    nsp_sbuf_printf(b, "'s trace has a copy ");
+    nsp_sbuf_count(b, t->longer_copy, "byte", NULL);
+    nsp_sbuf_printf(b, " longer that was not read");
   }
   if (t->pend_overflow) {
     NSP_CLAUSE();
@@ -187,7 +195,8 @@ static int put_trace_gaps(struct nsp_sbuf *b, const struct nsp_job *job, const s
   }
   if (t->ring_lost) {
     NSP_CLAUSE();
-    nsp_sbuf_printf(b, "'s crash ring lost %llu records", (unsigned long long)t->ring_lost);
+    nsp_sbuf_printf(b, "'s crash ring lost ");
+    nsp_sbuf_count(b, t->ring_lost, "record", NULL);
   }
 #undef NSP_CLAUSE
   return n > 0;
@@ -266,8 +275,12 @@ int nsp_an_build_summary(struct nsp_job *job) {
     else
       nsp_sbuf_printf(&b, "No problems found in %s%zu trace%s (", partial ? "what was recorded in " : "", job->ntraces,
                       job->ntraces == 1 ? "" : "s");
-    nsp_sbuf_printf(&b, "%zu communicator%s, %llu collective calls, %llu send/recv calls)", job->ncomms,
-                    job->ncomms == 1 ? "" : "s", (unsigned long long)ncoll, (unsigned long long)np2p);
+    nsp_sbuf_count(&b, job->ncomms, "communicator", NULL);
+    nsp_sbuf_printf(&b, ", ");
+    nsp_sbuf_count(&b, ncoll, "collective call", NULL);
+    nsp_sbuf_printf(&b, ", ");
+    nsp_sbuf_count(&b, np2p, "send/recv call", NULL);
+    nsp_sbuf_printf(&b, ")");
     if (partial) nsp_sbuf_printf(&b, "; coverage is incomplete: %s", gaps);
     if (caveats) nsp_sbuf_printf(&b, ", but: %s", cav);
     nsp_sbuf_printf(&b, ".");
@@ -275,11 +288,13 @@ int nsp_an_build_summary(struct nsp_job *job) {
     const struct nsp_finding *f = &job->findings[0].pub;
     size_t counts[NSP_FIND_KIND_COUNT] = {0};
     for (size_t i = 0; i < job->nfindings; i++) counts[job->findings[i].pub.kind]++;
-    nsp_sbuf_printf(&b, "%zu finding%s (", job->nfindings, job->nfindings == 1 ? "" : "s");
+    /* "3 findings (hang: 3)": a kind's name is no noun to count. */
+    nsp_sbuf_count(&b, job->nfindings, "finding", NULL);
+    nsp_sbuf_printf(&b, " (");
     int first = 1;
     for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
       if (!counts[k]) continue;
-      nsp_sbuf_printf(&b, "%s%zu %s", first ? "" : ", ", counts[k], nsp_finding_kind_name(k));
+      nsp_sbuf_printf(&b, "%s%s: %zu", first ? "" : ", ", nsp_finding_kind_name(k), counts[k]);
       first = 0;
     }
     nsp_sbuf_printf(&b, ") in %zu trace%s. The first problem (%s)", job->ntraces, job->ntraces == 1 ? "" : "s",

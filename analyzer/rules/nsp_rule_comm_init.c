@@ -361,7 +361,20 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
     /* Ranks of x that no process claimed: no job rank to give. */
     nsp_an_put_ranks(b, miss, kept);
     nsp_sbuf_printf(b, ", which never called it");
+    /* No side holds them (no trace): the headline names them. */
+    int ret = 0;
+    if (!na && kept) {
+      struct nsp_sbuf ab = {0};
+      nsp_an_put_ranks(&ab, miss, kept);
+      nsp_sbuf_printf(&ab, " never called it (no trace)");
+      ret = nsp_an_take_lead(fp, &ab);
+    }
     free(miss);
+    if (ret) {
+      free(rk);
+      free(nsp_sbuf_take(b));
+      return ret;
+    }
   } else {
     nsp_sbuf_printf(b, " for ");
     n = na ? comm_ranks(na, rk) : 0;

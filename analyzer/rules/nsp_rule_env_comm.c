@@ -47,7 +47,7 @@ static int rule_dup_rank(struct nsp_job *job, struct nsp_an_comm *c) {
   struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_ENV_DUP_RANK, c);
   if (!f) return NSP_AN_ENOMEM;
   NSP_TRY(nsp_an_alloc_sides(f, nsides));
-  struct nsp_sbuf b = {0};
+  struct nsp_sbuf b = {0}, lead = {0};
   size_t s = 0;
   for (size_t k = 0, j; k < c->nmembers && s < nsides; k = j) {
     const struct nsp_member *a = &job->members[c->members[k]];
@@ -60,13 +60,14 @@ static int rule_dup_rank(struct nsp_job *job, struct nsp_an_comm *c) {
       snprintf(buf, sizeof buf, "rank %d in %zu processes", a->rank, j - k);
       NSP_TRY(nsp_an_set_side_text(side, buf));
       nsp_sbuf_printf(&b, "%srank %d is claimed by %zu processes:", s > 1 ? "; " : "", a->rank, j - k);
+      nsp_sbuf_printf(&lead, "%srank %d is claimed by %zu processes", s > 1 ? "; " : "", a->rank, j - k);
       for (size_t p = 0; p < side->nranks && p < 4; p++)
         nsp_sbuf_printf(&b, "%s %s pid %u (%s)", p ? "," : "", side->procs[p].host, side->procs[p].pid,
                         job->traces[side->procs[p].trace]->info.path);
     }
   }
   NSP_TRY(nsp_an_take_message(f, &b));
-  return 0;
+  return nsp_an_take_lead(f, &lead);
 }
 
 /* Union-find over member positions k of c. */
@@ -129,9 +130,9 @@ static void gpu_text(const struct nsp_job *job, const size_t *order, size_t cnt,
 }
 
 /* A side of env-duplicate-gpu: members order[0..cnt) (one host identity)
- * on one GPU; its words into the message b. */
+ * on one GPU; its words into the message b and the headline's lead. */
 static int dup_gpu_side(struct nsp_job *job, struct nsp_side *side, const size_t *order, size_t cnt,
-                        struct nsp_sbuf *b) {
+                        struct nsp_sbuf *b, struct nsp_sbuf *lead) {
   NSP_TRY(nsp_an_side_from_members(job, side, order, cnt));
   char buf[400];
   const char *value;
@@ -143,6 +144,9 @@ static int dup_gpu_side(struct nsp_job *job, struct nsp_side *side, const size_t
   nsp_sbuf_printf(b, " (");
   nsp_an_put_hosts(b, side);
   nsp_sbuf_printf(b, ") share one GPU: %s", buf);
+  nsp_sbuf_printf(lead, "%s", lead->len ? "; " : "");
+  nsp_an_put_comm_ranks(lead, job, job->comms[job->members[order[0]].comm]->info.id, side->ranks, side->nranks);
+  nsp_sbuf_printf(lead, " share one GPU, %s", buf);
   return 0;
 }
 
@@ -241,7 +245,7 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_an_comm *c) {
    * host identity are a side of the finding; a GPU shared across host
    * identities is a note. */
   struct nsp_finding_priv *f = NULL;
-  struct nsp_sbuf b = {0};
+  struct nsp_sbuf b = {0}, lead = {0};
   size_t s = 0;
   for (size_t k = 0; k < n && !ret && merged; k++) {
     if (uf_find(parent, k) != k) continue;
@@ -264,15 +268,16 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_an_comm *c) {
       nsp_call_clear(&side->call);
       f->pub.sides = f->sides;
       qsort_r(order + i, j - i, sizeof *order, nsp_an_cmp_member_rank, job);
-      ret = dup_gpu_side(job, side, order + i, j - i, &b);
+      ret = dup_gpu_side(job, side, order + i, j - i, &b, &lead);
     }
     if (!ret && nid > 1 && cnt > 1) ret = shared_gpu_note(job, order, cnt);
   }
   if (!ret && f) {
     ret = nsp_an_take_message(f, &b);
-  } else {
-    free(nsp_sbuf_take(&b));
+    if (!ret) ret = nsp_an_take_lead(f, &lead);
   }
+  free(nsp_sbuf_take(&b));
+  free(nsp_sbuf_take(&lead));
   for (size_t i = 0; keys && i < nk; i++) free(keys[i].key);
   free(keys);
   free(parent);
@@ -390,7 +395,15 @@ static int rule_missing(struct nsp_job *job, struct nsp_an_comm *c) {
   if (list) ret = nsp_an_set_odd(f, list, nl);
   free(list);
   NSP_TRY(nsp_an_take_message(f, &b));
-  return ret;
+  NSP_TRY(ret);
+  /* The headline names the ranks without a trace, not the traced ones. */
+  if (f->pub.nodd) {
+    nsp_an_put_ranks(&b, f->pub.odd_ranks, f->pub.nodd);
+  } else {
+    nsp_sbuf_printf(&b, "%zu ranks", missing);
+  }
+  nsp_sbuf_printf(&b, " %s no trace (%zu of %d traced)", missing == 1 ? "has" : "have", have, nr);
+  return nsp_an_take_lead(f, &b);
 }
 
 /* The four checks of one communicator, so that findings are made

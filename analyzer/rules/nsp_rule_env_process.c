@@ -248,8 +248,12 @@ static int rule_world_size(struct nsp_job *job, struct nsp_an_item *it) {
       if (bad && groups_match(job, ws)) bad = 0;
       if (!bad) continue;
     }
-    snprintf(extra, sizeof extra, "%zu process%s traced, largest communicator %d ranks", ntraced,
-             ntraced == 1 ? "" : "es", largest);
+    if (largest > 0)
+      snprintf(extra, sizeof extra, "%zu %s traced, largest communicator %d %s", ntraced,
+               nsp_plural(ntraced, "process", "processes"), largest, nsp_plural((unsigned)largest, "rank", "ranks"));
+    else /* nobody's ncclCommInitRank completed */
+      snprintf(extra, sizeof extra, "%zu %s traced, no communicator was made", ntraced,
+               nsp_plural(ntraced, "process", "processes"));
     if (!differ) {
       /* One value that disagrees with the traces: a single side. */
       qsort(it, n, sizeof *it, nsp_an_cmp_item);

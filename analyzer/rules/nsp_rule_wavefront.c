@@ -340,15 +340,7 @@ static int message(struct nsp_job *job, struct nsp_finding_priv *fp) {
   if (low->nranks > shown) nsp_sbuf_printf(b, "; ...");
   nsp_an_put_side_ends(b, job, f, low);
   /* What the traces cannot tell: a cut file, ranks left out for drops. */
-  for (size_t s = 0; s + 1 < f->nsides; s++)
-    for (size_t p = 0; p < f->sides[s].nranks; p++) {
-      unsigned long long at;
-      if (nsp_an_trace_cut(job->traces[f->sides[s].procs[p].trace], &at)) {
-        nsp_sbuf_printf(b, "; ");
-        nsp_an_put_rank(b, job, f->sides[s].procs[p].rank, f->sides[s].procs[p].trace);
-        nsp_sbuf_printf(b, "'s trace is cut at byte %llu, so it may have gone further", at);
-      }
-    }
+  nsp_an_put_cut_caveats(b, job, f);
   /* Linked to a mismatch elsewhere (the link above): the ranks behind
    * are blocked in it. */
   const struct nsp_finding_priv *cause = fp->cause_id != SIZE_MAX ? nsp_an_finding_by_id(job, fp->cause_id) : NULL;

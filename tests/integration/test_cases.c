@@ -610,6 +610,9 @@ static void assert_no_init(struct run *r) {
   assert_true(f->nsides >= 1);
   assert_side(&f->sides[0], "0-1,3");
   assert_non_null(strstr(f->message, "rank 2"));
+  /* The headline names the rank that never called it, too. */
+  print_message("# headline: %s\n", nsp_job_headline(r->job));
+  assert_non_null(strstr(nsp_job_headline(r->job), ": rank 2 never called it (no trace); ranks 0-1,3 wait inside it"));
 }
 
 static void test_no_init(void **state) {
@@ -1105,6 +1108,9 @@ static void test_env_dup_gpu(void **state) {
   snprintf(want, sizeof want, "ranks 0-1 (%s) share one GPU: %s; ranks 2-3 (%s) share one GPU: %s", this_host,
            f->sides[0].text, this_host, f->sides[1].text);
   assert_string_equal(f->message, want);
+  snprintf(want, sizeof want, ": ranks 0-1 share one GPU, %s; ranks 2-3 share one GPU, %s (env duplicate gpu)",
+           f->sides[0].text, f->sides[1].text);
+  assert_non_null(strstr(nsp_job_headline(r.job), want));
   run_done(&r);
 }
 
@@ -1211,6 +1217,12 @@ static void test_env_missing(void **state) {
       assert_string_equal(f->message, "communicator has 2 ranks but 1 has a trace; no trace for rank 0");
     }
   }
+  /* The headline (of either finding: they are of one class) names the
+   * rank without a trace, not the traced ones. */
+  print_message("# headline: %s\n", nsp_job_headline(r.job));
+  assert_non_null(strstr(nsp_job_headline(r.job), nsp_job_finding(r.job, 0)->comm_id == w->id
+                                                      ? ": rank 3 has no trace (3 of 4 traced) (env missing ranks)"
+                                                      : ": rank 0 has no trace (1 of 2 traced) (env missing ranks)"));
   run_done(&r);
 }
 

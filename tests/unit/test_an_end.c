@@ -333,7 +333,7 @@ static void test_never_init(void **state) {
                               "ncclCommInitRank for rank 2, which never called it; the process to look at: job rank "
                               "2 (h2 pid 102), its last call: all-reduce 8 x float32 sum (32 bytes) seq 5 on "
                               "communicator 000000000000aaaa");
-  assert_contains(nsp_job_summary(job), "1 finding (1 comm-init-wait)");
+  assert_contains(nsp_job_summary(job), "1 finding (comm-init-wait: 1)");
   char *txt = text_of(job);
   assert_contains(txt, "[1] comm-init-wait on communicator 000000000000beef (CommInitRank), at +");
   assert_contains(txt, "side 1: job rank 2: never called ncclCommInitRank for it");

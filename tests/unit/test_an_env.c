@@ -85,7 +85,7 @@ static void test_versions(void **state) {
   assert_ranks(d->odd_ranks, d->nodd, "3");
   assert_int_equal(count_kind(job, NSP_FIND_ENV_RUNTIME), 0);
   /* Environment findings come after the others, in their own section. */
-  assert_contains(nsp_job_summary(job), "3 findings (1 env-nccl-version, 1 env-nccl-path, 1 env-driver-version)");
+  assert_contains(nsp_job_summary(job), "3 findings (env-nccl-version: 1, env-nccl-path: 1, env-driver-version: 1)");
   nsp_job_destroy(job);
 }
 
