@@ -456,6 +456,7 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
       put(&j, o, "parent", jid(c->parent_id));
       put(&j, o, "color", jint(c->color));
       put(&j, o, "key", jint(c->key));
+      put(&j, o, "keys_differ", json_object_new_boolean(c->keys_differ));
     } else {
       put_null(o, "parent");
       put_null(o, "color");
@@ -464,6 +465,9 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
     put(&j, o, "comm_name", jstr(c->name));
     if (c->api >= 0) put(&j, o, "created_by", jstr(nsp_api_name(c->api)));
     put(&j, o, "ranks_traced", jranks(&j, c->ranks, c->ntraced));
+    /* The process of each traced rank by its job rank (-1 unknown). */
+    if (c->job_ranks) put(&j, o, "job_ranks_traced", jranks(&j, c->job_ranks, c->ntraced));
+    else put_null(o, "job_ranks_traced");
     put(&j, o, "max_seq", jint((int64_t)c->max_seq));
     put(&j, o, "collective_calls", jint((int64_t)c->ncoll));
     put(&j, o, "p2p_calls", jint((int64_t)c->np2p));

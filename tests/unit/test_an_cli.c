@@ -645,6 +645,10 @@ static void test_json_report(void **state) {
   assert_string_equal(get_str(child, "comm_name"), "tp:2");
   static const int64_t r01[] = {0, 1};
   assert_int_array(get(child, "ranks_traced"), r01, 2);
+  /* Its ranks 0-1 are job ranks 2-3, each with its own key. */
+  static const int64_t r23[] = {2, 3};
+  assert_int_array(get(child, "job_ranks_traced"), r23, 2);
+  assert_true(json_object_get_boolean(get(child, "keys_differ")));
 
   json_object *finds = get(root, "findings");
   assert_int_equal(json_object_array_length(finds), 1);
