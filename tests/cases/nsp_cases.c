@@ -611,16 +611,17 @@ static void nsp_cases_scatter(struct nsp_cases_job *job, struct nsp_cases_comm *
   nsp_cases_free(job, recv);
 }
 
-/* All-reduce with a PreMulSum op: each rank scales its input by rank+1. */
-static void nsp_cases_premulsum(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
-                                ncclDataType_t t, size_t count)
+/* All-reduce with a PreMulSum op (host scalar): each rank scales its
+ * input by k, or by its rank+1 when per_rank. */
+static void nsp_cases_premulsum_by(struct nsp_cases_job *job, struct nsp_cases_comm *cc, ncclDataType_t t,
+                                   size_t count, double k, int per_rank)
 {
   void *buf = nsp_cases_alloc(job, count, t);
   unsigned char scalar[8];
   ncclRedOp_t op;
   size_t i;
   int seq, p;
-  nsp_standin_store_elem(scalar, t, 0, cc->rank + 1);
+  nsp_standin_store_elem(scalar, t, 0, per_rank ? cc->rank + 1 : k);
   nsp_cases_check(job, cc, NC(ncclRedOpCreatePreMulSum(&op, scalar, t, ncclScalarHostImmediate,
                                                        cc->comm)), K_PM, t, count);
   seq = ++cc->seq;
@@ -630,11 +631,18 @@ static void nsp_cases_premulsum(struct nsp_cases_job *job, struct nsp_cases_comm
   for (i = 0; i < count; i++) {
     double want = 0;
     for (p = 0; p < cc->nranks; p++)
-      want += (p + 1) * nsp_cases_val(K_PM, seq, p, i, ncclSum);
+      want += (per_rank ? p + 1 : k) * nsp_cases_val(K_PM, seq, p, i, ncclSum);
     nsp_cases_verify(job, cc, K_PM, t, buf, i, want);
   }
   nsp_cases_check(job, cc, NC(ncclRedOpDestroy(op, cc->comm)), K_PM, t, count);
   nsp_cases_free(job, buf);
+}
+
+/* All-reduce with a PreMulSum op: each rank scales its input by rank+1. */
+static void nsp_cases_premulsum(struct nsp_cases_job *job, struct nsp_cases_comm *cc,
+                                ncclDataType_t t, size_t count)
+{
+  nsp_cases_premulsum_by(job, cc, t, count, 0, 1);
 }
 
 /* Each rank sends to rank+1 and receives from rank-1 in one group, as
@@ -1164,32 +1172,6 @@ static void nsp_cases_c2d_stall(struct nsp_cases_job *job)
 
 /* ---- table and main --------------------------------------------------------- */
 
-/* All-reduce with a PreMulSum op every rank makes with scalar k (host). */
-static void nsp_cases_premulsum_k(struct nsp_cases_job *job, struct nsp_cases_comm *cc, ncclDataType_t t,
-                                  size_t count, double k)
-{
-  void *buf = nsp_cases_alloc(job, count, t);
-  unsigned char scalar[8];
-  ncclRedOp_t op;
-  size_t i;
-  int seq, p;
-  nsp_standin_store_elem(scalar, t, 0, k);
-  nsp_cases_check(job, cc, NC(ncclRedOpCreatePreMulSum(&op, scalar, t, ncclScalarHostImmediate,
-                                                       cc->comm)), K_PM, t, count);
-  seq = ++cc->seq;
-  nsp_cases_fill(buf, t, count, K_PM, seq, cc->rank, ncclSum);
-  nsp_cases_check(job, cc, NC(ncclAllReduce(buf, buf, count, t, op, cc->comm, nsp_cases_stream)), K_PM, t, count);
-  nsp_cases_sync(job, cc, K_PM, t, count);
-  for (i = 0; i < count; i++) {
-    double want = 0;
-    for (p = 0; p < cc->nranks; p++)
-      want += k * nsp_cases_val(K_PM, seq, p, i, ncclSum);
-    nsp_cases_verify(job, cc, K_PM, t, buf, i, want);
-  }
-  nsp_cases_check(job, cc, NC(ncclRedOpDestroy(op, cc->comm)), K_PM, t, count);
-  nsp_cases_free(job, buf);
-}
-
 /* premul-handles: rank 1 makes a PreMulSum op first (and keeps it), so
  * its later ops have other handles; every rank then all-reduces with a
  * premulsum(float32 host 0.25) op, made and destroyed each step. */
@@ -1203,7 +1185,7 @@ static void nsp_cases_premul_handles(struct nsp_cases_job *job)
     nsp_cases_check(job, w, NC(ncclRedOpCreatePreMulSum(&extra, &one, ncclFloat32, ncclScalarHostImmediate,
                                                          w->comm)), K_PM, ncclFloat32, 1);
   for (step = 0; step < 4; step++) {
-    nsp_cases_premulsum_k(job, w, ncclFloat32, 40, 0.25);
+    nsp_cases_premulsum_by(job, w, ncclFloat32, 40, 0.25, 0);
     nsp_cases_allreduce(job, w, ncclFloat32, 64, ncclSum);
   }
   if (job->rank == 1)

@@ -27,6 +27,7 @@
 #include "nsp_names.h"
 #include "nsp_reader.h"
 #include "nsp_report.h"
+#include "tests/nsp_report_capture.h"
 
 static const char *launch_exe, *cases_exe, *shim_so;
 static const char *standin_nccl_so, *standin_host_so; /* the env tests' extra stand-ins */
@@ -1533,12 +1534,7 @@ static void print_lines(const char *name, const char *text) {
  * passed its own key; perf names its last-arriving ranks with their job
  * ranks, and its JSON gives them. */
 static void assert_split_reports(struct run *r) {
-  char *text = NULL, *perf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  assert_non_null(f);
-  assert_int_equal(nsp_report_text(r->job, f), 0);
-  fclose(f);
+  char *text = nsp_report_capture(nsp_report_text, r->job), *perf;
   print_lines("text", strstr(text, "\nTraces (") ? strstr(text, "\nTraces (") + 1 : text);
   assert_non_null(strstr(text, "\n  job rank 1 "));
   assert_non_null(strstr(text, "\n  job rank 3 "));
@@ -1551,10 +1547,7 @@ static void assert_split_reports(struct run *r) {
   assert_null(strstr(text, " key 0"));
   free(text);
   assert_int_equal(nsp_job_perf(r->job), 0);
-  f = open_memstream(&perf, &len);
-  assert_non_null(f);
-  assert_int_equal(nsp_report_perf_text(r->job, f), 0);
-  fclose(f);
+  perf = nsp_report_capture(nsp_report_perf_text, r->job);
   print_lines("perf", perf);
   /* On the odd split {1,3}: whoever arrived last is named with its job rank. */
   const char *c1 = strstr(perf, "color 1)");

@@ -26,6 +26,7 @@
 #include "nsp_report.h"
 #include "nsp_tracegen.h"
 #include "nsp_an_test.h"
+#include "tests/nsp_report_capture.h"
 
 /* The generator's default clock pair: realtime 1.7e18 at monotonic 1e9. */
 #define RT0 1700000000000000000ll
@@ -78,16 +79,7 @@ static void print_findings(const struct nsp_job *job) {
 }
 
 /* The text report of a job, as a string (freed by the caller). */
-static char *text_of(const struct nsp_job *job) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  assert_non_null(f);
-  assert_int_equal(nsp_report_text(job, f), 0);
-  fclose(f);
-  if (getenv("NSP_VERBOSE")) fputs(buf, stderr); /* the whole report, which failures cut short */
-  return buf;
-}
+static char *text_of(const struct nsp_job *job) { return nsp_report_capture(nsp_report_text, job); }
 
 /* A process killed: its ring left behind with a heartbeat long before
  * any "now" the tests use. */

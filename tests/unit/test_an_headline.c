@@ -13,6 +13,7 @@
 
 #include "nsp_an_test.h"
 #include "nsp_report.h"
+#include "tests/nsp_report_capture.h"
 
 #define WORLD 0xaaaaull
 #define AR(g, c) nsp_tracegen_coll(g, NSP_API_AllReduce, c, 8, ncclFloat32, ncclSum, -1)
@@ -215,15 +216,7 @@ static void test_timeout_hint_p2p(void **state) {
 }
 
 /* The text report of a job, as a string (freed by the caller). */
-__attribute__((noinline)) static char *text_of(const struct nsp_job *job) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  assert_non_null(f);
-  assert_int_equal(nsp_report_text(job, f), 0);
-  fclose(f);
-  return buf;
-}
+static char *text_of(const struct nsp_job *job) { return nsp_report_capture(nsp_report_text, job); }
 
 /* Rank 2 passes float16 where ranks 0-1 pass float32: the call-site lines
  * under the headline list the sides in its order, the odd rank first. */
