@@ -25,7 +25,8 @@
  *   skip_allreduce rank 1 skipped its loss all-reduce (1 float) at step 5 of
  *                  a loop of gradient (4096 floats) and loss all-reduces:
  *                  from seq 12 its calls are rank 0's one seq earlier; the
- *                  watchdog ended both 30 s later
+ *                  watchdog ended both 30 s later (NCCLSPY_RING=256: crash
+ *                  rings of 316 KiB)
  *   ddp_amp_subgroup  4 ranks, healthy DDP + AMP with a float16 all-gather
  *                  each step in subgroups {0,1} and {2,3}: no finding
  * usage: test_gpu_traces DATA_DIR CASE */
@@ -216,7 +217,7 @@ static void test_skip_allreduce(void **state) {
   assert_int_equal(f->odd_ranks[0], 1);
   assert_non_null(strstr(f->message, "rank 1 skipped an all-reduce at seq 12 (its calls from seq 12 on match rank 0's "
                                      "from seq 13 on)"));
-  assert_string_equal(nsp_job_headline(job), "communicator 906c7a79dc7f20ab: rank 1 skipped an all-reduce at seq 12 "
+  assert_string_equal(nsp_job_headline(job), "communicator 2eab117378de280f: rank 1 skipped an all-reduce at seq 12 "
                                              "(its calls from seq 12 on match rank 0's from seq 13 on) (seq shift)");
   for (size_t i = 0; i < nsp_job_nfindings(job); i++) {
     const struct nsp_finding *g = nsp_job_finding(job, i);
