@@ -40,6 +40,8 @@ struct nsp_rec_ext {
   const char *const *frame_module;
   const uint64_t *frame_offset;
   const char *const *frame_symbol;
+  /* NSP_REC_MODULE (1.6) */
+  const char *module_path, *build_id;
 };
 
 /* One record in memory: what the shim fills in its ring slot (128 bytes)

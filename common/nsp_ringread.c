@@ -478,6 +478,7 @@ static int next_state(struct nsp_ringread *rr, struct nsp_rec *rec) {
   nsp_rec_inflight_set_dtype(rec, work ? c->dtype : -1);
   nsp_rec_inflight_set_redop(rec, work ? c->redop : -1);
   nsp_rec_inflight_set_peer(rec, work ? c->peer : -1);
+  nsp_rec_inflight_set_pysite(rec, work && le(d + RH_MINOR, 2) >= 2 ? c->pysite : 0);
   nsp_rec_inflight_set_group_id(rec, c->group_id);
   nsp_rec_inflight_set_group_depth(rec, c->group_depth);
   nsp_rec_inflight_set_tid(rec, rr->flight_tid[i]);

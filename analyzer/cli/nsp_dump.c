@@ -107,13 +107,15 @@ static void text_header(FILE *out, const char *path, const struct nsp_file_heade
           h->pid, nsp_nccl_version_str(h->nccl_version, vb, sizeof vb), h->realtime_ns, h->monotonic_ns, h->flags);
 }
 
-static void text_frames(FILE *out, const struct nsp_rec_ext *x) {
+/* A native stack as module+0xoffset symbol; a Python one (unit PYFRAMES)
+ * as file:line function. */
+static void text_frames(FILE *out, const struct nsp_rec_ext *x, int python) {
   uint32_t n = x ? x->nframes : 0;
   fprintf(out, "%" PRIu32 " [", n);
   for (uint32_t i = 0; i < n; i++) {
     fprintf(out, "%s", i ? "; " : "");
     nsp_put_quoted(out, x->frame_module[i]);
-    fprintf(out, "+0x%" PRIx64 " ", x->frame_offset[i]);
+    fprintf(out, python ? ":%" PRIu64 " " : "+0x%" PRIx64 " ", x->frame_offset[i]);
     nsp_put_quoted(out, x->frame_symbol[i]);
   }
   fputc(']', out);
@@ -162,7 +164,7 @@ static void text_record(FILE *out, const struct nsp_file_header *h, const struct
       continue;
     }
     if (f->loc == NSP_FLOC_FRAMES) {
-      text_frames(out, r->ext);
+      text_frames(out, r->ext, f->unit == NSP_UNIT_PYFRAMES);
       continue;
     }
     uint64_t v = nsp_field_uint(r, f);
@@ -245,14 +247,15 @@ static void json_header(FILE *out, const char *path, const struct nsp_file_heade
 }
 
 /* A stack: [{module, offset, symbol}]. */
-static json_object *json_frames(const struct nsp_rec_ext *x) {
+/* Native frames: module, offset, symbol; Python ones: file, line, function. */
+static json_object *json_frames(const struct nsp_rec_ext *x, int python) {
   json_object *fr = json_object_new_array();
   for (uint32_t i = 0; fr && x && i < x->nframes; i++) {
     json_object *f = json_object_new_object();
     if (!f) continue;
-    jput(f, "module", js(x->frame_module[i]));
-    jput(f, "offset", json_object_new_uint64(x->frame_offset[i]));
-    jput(f, "symbol", js(x->frame_symbol[i]));
+    jput(f, python ? "file" : "module", js(x->frame_module[i]));
+    jput(f, python ? "line" : "offset", json_object_new_uint64(x->frame_offset[i]));
+    jput(f, python ? "function" : "symbol", js(x->frame_symbol[i]));
     if (json_object_array_add(fr, f) != 0) json_object_put(f);
   }
   return fr;
@@ -277,7 +280,7 @@ static void json_record(FILE *out, const struct nsp_file_header *h, const struct
       for (uint32_t e = 0; env && e < r->ext->nenv; e++) jput(env, r->ext->env[2 * e], js(r->ext->env[2 * e + 1]));
       jput(o, f->name, env);
     } else if (f->loc == NSP_FLOC_FRAMES) {
-      jput(o, f->name, json_frames(r->ext));
+      jput(o, f->name, json_frames(r->ext, f->unit == NSP_UNIT_PYFRAMES));
     } else {
       uint64_t v = nsp_field_uint(r, f);
       char key[64], b[32];

@@ -41,7 +41,7 @@
 
 #define NSP_MAGIC "NCCLSPY\0" /* 8 bytes at offset 0 */
 #define NSP_FORMAT_MAJOR 1    /* bumped on incompatible change */
-#define NSP_FORMAT_MINOR 5    /* bumped when fields or kinds are added */
+#define NSP_FORMAT_MINOR 6    /* bumped when fields or kinds are added */
 #define NSP_HEADER_SIZE 128
 #define NSP_HOST_MAX 64
 
@@ -133,6 +133,7 @@ enum nsp_call_mask {
   NSP_CM_RESULT = 1u << 8,
   NSP_CM_FLAGS = 1u << 9,
   NSP_CM_SITE = 1u << 10, /* 1.1 */
+  NSP_CM_PYSITE = 1u << 11, /* 1.6 */
 };
 
 /* Header flags. */
@@ -187,7 +188,7 @@ enum nsp_header_flags {
  * recovered from its slot, without frames. */
 #define NSP_RING_MAGIC "NSPRING\0" /* 8 bytes at offset 0 */
 #define NSP_RING_MAJOR 1
-#define NSP_RING_MINOR 1
+#define NSP_RING_MINOR 2
 #define NSP_RING_BYTE_ORDER 0x01020304u
 #define NSP_RING_MAX_FIELDS 32
 
@@ -269,7 +270,8 @@ struct nsp_inflight_call {
   int32_t rank, nranks, color, key;
   uint32_t split_index;
   uint8_t api;
-  uint8_t reserved[7];
+  uint8_t reserved[3];
+  uint32_t pysite;       /* ring minor 2 (format 1.6): the Python call site; 0 none */
 };
 struct nsp_ring_inflight {
   uint64_t gen;          /* seqlock: odd while `call` changes */

@@ -84,11 +84,13 @@
   U(PID, "a process id")                                                                       \
   U(TID, "a thread id")                                                                        \
   U(SITE, "a call-site id (CALLSITE records), from 1; 0 none")                                 \
+  U(PYSITE, "a Python call-site id (PYSITE records), from 1; 0 none")                          \
   U(POS, "a ring position")                                                                    \
   U(COUNT, "a number of things")                                                               \
   U(TEXT, "a string")                                                                          \
   U(ENV, "an environment: name, value pairs")                                                  \
-  U(FRAMES, "a stack: module path, offset in the module, symbol")
+  U(FRAMES, "a stack: module path, offset in the module, symbol")                             \
+  U(PYFRAMES, "a Python stack: file, line, function (on the wire as a stack's module, offset, symbol)")
 
 /* The memory form of one record: struct nsp_rec's members, in order, and
  * their ids in the crash ring's field table (NSP_RF_<ID>, from 1, in this
@@ -115,7 +117,8 @@
   S(T_EXIT, t_exit, uint64_t, 0, 0)                      \
   S(LAST_ERROR, last_error, const char *, 0, 0)          \
   S(EXT, ext, const struct nsp_rec_ext *, 0, 0)          \
-  S(SITE, site, uint32_t, 0, 0)
+  S(SITE, site, uint32_t, 0, 0)                          \
+  S(PYSITE, pysite, uint32_t, 0, 0)
 
 /* Named values of fields: the bits of each flags field and the values of
  * DROPPED's reason.  N(P, NAME, value, word, since, meaning) makes the
@@ -139,6 +142,11 @@
   N(P, ABANDONED, 1u << 4, "abandoned", 1, "its communicator was aborted or revoked first")                   \
   N(P, UNTRACKED, 1u << 5, "untracked", 1, "no event could be recorded: completion unknown")
 #define NSP_REC_NAMES_SITE(N, P) N(P, FULL, 1u << 0, "full", 1, "a full stack (taken on an error or a fatal signal)")
+#define NSP_REC_NAMES_PYSITE(N, P)                                                                          \
+  N(P, BORROWED, 1u << 0, "borrowed", 6,                                                                     \
+    "the calling thread ran no Python code (an autograd or other native worker thread): the stack is that of " \
+    "the process's main Python thread, read while the call was made")                                        \
+  N(P, TRUNCATED, 1u << 1, "truncated", 6, "the stack was deeper than the frames kept (NCCLSPY_PYSITE_DEPTH)")
 #define NSP_REC_NAMES_SIG(N, P)                                                                                 \
   N(P, TRUNCATED, 1u << 0, "truncated", 3, "the stack was deeper than the frames kept, or did not fit its blob") \
   N(P, FAULTED, 1u << 1, "faulted", 3, "taking the stack faulted: it stops where that happened")                 \
@@ -206,7 +214,13 @@
     "record has if it returns.")                                                                          \
   K(RINGSTATE, ringstate, 16, 5, NO, READER, NONE,                                                          \
     "A crash ring was left next to the trace, as a reader found it: made by the reader, before the "      \
-    "INFLIGHT records.  A process that exits cleanly removes its ring.")
+    "INFLIGHT records.  A process that exits cleanly removes its ring.")                                 \
+  K(PYSITE, pysite, 17, 6, YES, RING, PYSITE,                                                               \
+    "A Python call site: the innermost frames of the calling thread's Python stack, written once per "     \
+    "distinct site before the first CALL or in-flight call that names it; frames innermost first.")       \
+  K(MODULE, module, 18, 6, YES, RING, NONE,                                                                 \
+    "A loaded module (executable or shared object) that CALLSITE or SIGNAL frames name: its path and GNU " \
+    "build-id, written once per module, before the first CALLSITE that names it when it can be.")
 
 /* Fields of each kind, in wire order:
  * F(K, name, enc, cm, pred, loc, C type, unit, since, default, meaning).
@@ -289,7 +303,9 @@
   F(K, last_error, S, RESULT, DEF, R(last_error), const char *, TEXT, 0, "", "ncclGetLastError() on failure")          \
   F(K, flags, V, FLAGS, PREV(0), R(flags), uint16_t, FLAGS, 0, 0,                                                     \
     "NSP_CALL_*")                                                                                                  \
-  F(K, site, V, SITE, PREV(0), R(site), uint32_t, SITE, 1, 0, "its call site (CALLSITE); 0 none")
+  F(K, site, V, SITE, PREV(0), R(site), uint32_t, SITE, 1, 0, "its call site (CALLSITE); 0 none")                   \
+  F(K, pysite, V, PYSITE, PREV(0), R(pysite), uint32_t, PYSITE, 6, 0,                                              \
+    "its Python call site (PYSITE), taken when the call was entered; 0 none")
 
 #define NSP_REC_FIELDS_REDOP(F, K)                                                                                \
   F(K, api, V, ALWAYS, NONE, R(api), uint8_t, API, 0, 0, "RedOpCreatePreMulSum or RedOpDestroy")                     \
@@ -398,7 +414,9 @@
   F(K, color, Z, ALWAYS, NONE, X(color), int32_t, NUM, 5, -1, "split: color; -1")                               \
   F(K, key, Z, ALWAYS, NONE, X(key), int32_t, NUM, 5, -1, "split: key; -1")                                     \
   F(K, split_index, V, ALWAYS, NONE, X(split_index), uint32_t, COUNT, 5, 0,                                    \
-    "split, shrink: the parent's splits and shrinks before this one")
+    "split, shrink: the parent's splits and shrinks before this one")                            \
+  F(K, pysite, V, ALWAYS, NONE, R(pysite), uint32_t, PYSITE, 6, 0,                                         \
+    "the call's Python call site (PYSITE), taken when it was entered; 0 none")
 
 #define NSP_REC_FIELDS_RINGSTATE(F, K)                                                                            \
   F(K, heartbeat, V, ALWAYS, NONE, R(t_enter), uint64_t, MONO, 5, 0,                                              \
@@ -409,5 +427,18 @@
   F(K, inflight, V, ALWAYS, NONE, R(count), uint64_t, COUNT, 5, 0, "INFLIGHT records that follow")                 \
   F(K, unslotted, V, ALWAYS, NONE, R(aux), uint32_t, COUNT, 5, 0,                                                 \
     "threads that called NCCL but found no free in-flight entry: their calls in flight are not known")
+
+#define NSP_REC_FIELDS_PYSITE(F, K)                                                                   \
+  F(K, site, V, ALWAYS, NONE, R(pysite), uint32_t, PYSITE, 6, 0, "the id CALL and INFLIGHT records name it by") \
+  F(K, flags, V, ALWAYS, NONE, R(flags), uint16_t, FLAGS, 6, 0, "NSP_PYSITE_*")                               \
+  F(K, tid, V, ALWAYS, NONE, R(aux), uint32_t, TID, 6, 0, "the thread whose stack it is")                     \
+  F(K, frames, FRAMES, ALWAYS, NONE, XFRAMES(), uint32_t, PYFRAMES, 6, 0,                                    \
+    "file (co_filename), line, function (co_qualname from 3.11, co_name before), innermost first")
+
+#define NSP_REC_FIELDS_MODULE(F, K)                                                                      \
+  F(K, path, S, ALWAYS, NONE, X(module_path), const char *, TEXT, 6, "",                                 \
+    "its path as the dynamic loader has it (the main program: /proc/self/exe's target)")                \
+  F(K, build_id, S, ALWAYS, NONE, X(build_id), const char *, TEXT, 6, "",                                \
+    "its GNU build-id (NT_GNU_BUILD_ID), lower-case hex; \"\" when it has none")
 
 #endif /* NCCLSPY_TRACE_SCHEMA_H */
