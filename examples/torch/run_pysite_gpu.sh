@@ -8,7 +8,7 @@
 #   bench_pysite    dist.all_reduce 4 KiB in one process, Python sites on
 #                   and off in interleaved rounds.
 # Results under $OUT: reports.txt (ncclspy), fr.txt (torchfrtrace),
-# bench.txt, traces.tgz.
+# bench.txt, traces.tgz.  NSP_NO_BENCH=1 skips the bench.
 set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
@@ -43,7 +43,7 @@ TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEM
 # 2. DDP+AMP, gradient all-reduce mismatch.
 NSP_BUILD_DIR=build-gpu NSP_TRACE_ROOT=$traces/b OUT=$out/ddp examples/torch/run_gpu.sh ddp_grad_dtype:90
 # 3. The cost of Python sites in a torch loop, one process.
-(cd examples/torch && NCCLSPY_LIB=$top/build-gpu/shim/libncclspy.so LD_PRELOAD=$top/build-gpu/shim/libncclspy.so \
+[ -n "${NSP_NO_BENCH:-}" ] || (cd examples/torch && NCCLSPY_LIB=$top/build-gpu/shim/libncclspy.so LD_PRELOAD=$top/build-gpu/shim/libncclspy.so \
    NCCLSPY_DIR=/tmp/nsp-bench timeout 240 python3 -m torch.distributed.run --nproc_per_node=1 bench_pysite.py 300) \
    >"$out/bench.txt" 2>&1
 tail -20 "$out/bench.txt"
