@@ -71,13 +71,13 @@ void nsp_an_modules_free(struct nsp_trace *t) {
   t->nmodules = t->modules_cap = 0;
 }
 
+#if NSP_HAVE_LIBDW
+
 static const struct nsp_an_module *module_of(const struct nsp_trace *t, const char *path) {
   for (size_t i = 0; path && path[0] && i < t->nmodules; i++)
     if (!strcmp(t->modules[i].path, path)) return &t->modules[i];
   return NULL;
 }
-
-#if NSP_HAVE_LIBDW
 
 /* ---- the symbolizer: modules opened, frames looked up ------------------- */
 
