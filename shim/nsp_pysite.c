@@ -270,12 +270,15 @@ uint32_t nsp_pysite_current(void) {
   }
   if (n == 0) return 0;
   if (trunc) flags |= NSP_PYSITE_TRUNCATED;
-  uint64_t key = mix(mix(0x6e7370707973ull, (uint64_t)flags << 32 | tid), (uint64_t)n);
+  /* One multiply per frame on the chain; the words of a frame are mixed
+   * apart from it, so the frames' work overlaps. */
+  uint64_t key = mix(0x6e7370707973ull, (uint64_t)flags << 32 | tid) ^ (uint64_t)n;
   for (int i = 0; i < n; i++) {
-    key = mix(key, raw[i].code);
-    key = mix(key, raw[i].filename);
-    key = mix(key, (uint64_t)(uint32_t)raw[i].lasti << 32 | (uint32_t)raw[i].firstlineno);
+    uint64_t w = (raw[i].code * 0xff51afd7ed558ccdull) ^ (raw[i].filename * 0xc4ceb9fe1a85ec53ull) ^
+                 ((uint64_t)(uint32_t)raw[i].lasti << 32 | (uint32_t)raw[i].firstlineno);
+    key = (key ^ w) * 0x9e3779b97f4a7c15ull;
   }
+  key ^= key >> 29;
   return site_of(key, raw, n, flags, tid);
 }
 

@@ -117,9 +117,10 @@ struct nsp_setting_def {
                "through unrecorded, `1` records only, `2` timing off, `3` timing on, and, to "  \
                "take timing off apart, `4` the untimed event recorded and given back at once, " \
                "`5` only the stream's capture check; any other byte: as the other settings "    \
-               "say; a second byte `p` leaves Python call sites out of those calls (how `examples/torch/bench_timing.py` measures every mode on one "          \
-               "communicator). Calls in modes `1`, `4` and `5` are recorded as untracked. The " \
-               "mode applies to calls outside groups: a group's events go in at "               \
+               "say (how `examples/torch/bench_timing.py` measures every mode on one "          \
+               "communicator). A second byte `p` leaves Python call sites out of those calls "  \
+               "(`bench/nsp_bench_py.c`). Calls in modes `1`, `4` and `5` are recorded as "    \
+               "untracked. The mode applies to calls outside groups: a group's events go in at "               \
                "`ncclGroupEnd`, as the other settings say. A path that is not a regular file "  \
                "of at least one byte (missing, empty, a directory, a FIFO) gives one warning "  \
                "and is not used. Write it in place; do not truncate it")                        \
