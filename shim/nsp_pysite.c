@@ -94,8 +94,8 @@ static int init_python(void) {
   else if (minor == 13) {
     const void *rt = nsp_dlsym_real(RTLD_DEFAULT, "_PyRuntime");
     if (!rt) why = "no _PyRuntime";
-    else nsp_pysite_layout_313(L, rt, &why);
-  } else if (minor < 0 || nsp_pysite_layout_known(L, minor)) why = "a version of Python other than 3.10 to 3.13";
+    else nsp_pysite_read_layout_313(L, rt, &why);
+  } else if (minor < 0 || nsp_pysite_read_layout_known(L, minor)) why = "a version of Python other than 3.10 to 3.13";
   if (!why) {
     L->code_type = (uintptr_t)nsp_dlsym_real(RTLD_DEFAULT, "PyCode_Type");
     L->unicode_type = (uintptr_t)nsp_dlsym_real(RTLD_DEFAULT, "PyUnicode_Type");
@@ -141,7 +141,7 @@ static void record_pysite(uint32_t id, const struct nsp_pysite_raw *raw, int n, 
   size_t bytes = sizeof(struct nsp_rec_ext) + (size_t)n * (2 * sizeof(char *) + sizeof(uint64_t));
   int k = 0;
   for (int i = 0; i < n; i++) {
-    if (nsp_pysite_resolve(&nsp_pysite_L, &raw[i], safe, &fr[k])) {
+    if (nsp_pysite_read_resolve(&nsp_pysite_L, &raw[i], safe, &fr[k])) {
       if (flags & NSP_PYSITE_BORROWED) break; /* changed under us: keep what was read */
       continue;
     }
@@ -247,14 +247,14 @@ uint32_t nsp_pysite_current(void) {
   int trunc = 0, flags = 0;
   uintptr_t ts = (uintptr_t)nsp_py_tstate();
   uint32_t tid = my_tid();
-  int n = ts ? nsp_pysite_walk(&nsp_pysite_L, ts, 0, raw, nsp_pysite_depth, &trunc) : 0;
+  int n = ts ? nsp_pysite_read_walk(&nsp_pysite_L, ts, 0, raw, nsp_pysite_depth, &trunc) : 0;
   if (n == 0 && nsp_pysite_borrow) {
     /* No Python on this thread: the main Python thread's stack, read with
      * system calls (it runs meanwhile).  Microseconds, on threads that
      * run no Python. */
     uintptr_t m = main_tstate();
     if (!m || m == ts) return 0;
-    n = nsp_pysite_walk(&nsp_pysite_L, m, 1, raw, nsp_pysite_depth, &trunc);
+    n = nsp_pysite_read_walk(&nsp_pysite_L, m, 1, raw, nsp_pysite_depth, &trunc);
     flags = NSP_PYSITE_BORROWED;
     tid = 0;
     if (nsp_pysite_L.ts_native_tid >= 0)

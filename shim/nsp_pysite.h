@@ -54,12 +54,12 @@ struct nsp_pysite_layout {
 
 /* Fills L for CPython 3.minor (10, 11, 12) from the versions' headers.
  * 0, or -1 for another minor.  Types are left for the caller. */
-int nsp_pysite_layout_known(struct nsp_pysite_layout *L, int minor);
+int nsp_pysite_read_layout_known(struct nsp_pysite_layout *L, int minor);
 /* Fills L for 3.13 from a _Py_DebugOffsets (the start of _PyRuntime):
  * checks its cookie "xdebugpy", that its version is 3.13, that it is not
  * a free-threaded build, and that every offset lies inside its struct.
  * 0, or -1 (*why says what failed).  Types are left for the caller. */
-int nsp_pysite_layout_313(struct nsp_pysite_layout *L, const void *debug_offsets, const char **why);
+int nsp_pysite_read_layout_313(struct nsp_pysite_layout *L, const void *debug_offsets, const char **why);
 
 /* Reads n bytes at addr into buf with process_vm_readv on this process:
  * a fault (unmapped memory) gives -1, never a signal.  0 when read. */
@@ -82,10 +82,10 @@ struct nsp_pysite_raw {
  * code frames lie beyond them; -1 when a check failed (a code object
  * whose type is not L->code_type, a frame not of frame_type, a read
  * that faulted, more than 4096 frames: a corrupt chain or a cycle). */
-int nsp_pysite_walk(const struct nsp_pysite_layout *L, uintptr_t ts, int safe,
+int nsp_pysite_read_walk(const struct nsp_pysite_layout *L, uintptr_t ts, int safe,
                     struct nsp_pysite_raw *out, int depth, int *truncated);
 /* The thread state's current frame (0 none), or -1 on a failed read. */
-int nsp_pysite_ts_frame(const struct nsp_pysite_layout *L, uintptr_t ts, int safe, uintptr_t *frame);
+int nsp_pysite_read_ts_frame(const struct nsp_pysite_layout *L, uintptr_t ts, int safe, uintptr_t *frame);
 
 /* One frame resolved: file (co_filename), function (co_qualname from
  * 3.11, co_name for 3.10), line.  Strings are cut at 511 bytes; a
@@ -98,14 +98,14 @@ struct nsp_pysite_frame {
 /* Resolves raw frame f (its code object read again, with safe reads when
  * safe).  0, or -1 when a check failed (types of the code object, its
  * strings and line table). */
-int nsp_pysite_resolve(const struct nsp_pysite_layout *L, const struct nsp_pysite_raw *f, int safe,
+int nsp_pysite_read_resolve(const struct nsp_pysite_layout *L, const struct nsp_pysite_raw *f, int safe,
                        struct nsp_pysite_frame *out);
 
 /* Line of the instruction at index lasti (code units) in a line table.
  * 3.10's co_linetable (PEP 626: byte pairs of offset delta, line delta;
  * -128 no line); 3.11 to 3.13's co_linetable (the location table of
  * PEP 657, Objects/locations.md).  -1: no line; firstlineno for lasti < 0. */
-int nsp_pysite_line310(const uint8_t *tab, size_t n, int firstlineno, int lasti);
-int nsp_pysite_line311(const uint8_t *tab, size_t n, int firstlineno, int lasti);
+int nsp_pysite_read_line310(const uint8_t *tab, size_t n, int firstlineno, int lasti);
+int nsp_pysite_read_line311(const uint8_t *tab, size_t n, int firstlineno, int lasti);
 
 #endif /* NSP_PYSITE_H */

@@ -40,7 +40,7 @@ static uint32_t span_of(uint32_t a, uint32_t b, uint32_t c, int32_t d) {
   return m + 8;
 }
 
-int nsp_pysite_layout_known(struct nsp_pysite_layout *L, int minor) {
+int nsp_pysite_read_layout_known(struct nsp_pysite_layout *L, int minor) {
   memset(L, 0, sizeof *L);
   L->minor = minor;
   L->ts_next = 8;
@@ -133,7 +133,7 @@ _Static_assert(sizeof(struct dbg313) == 584, "3.13 _Py_DebugOffsets size");
 /* A field of 1 to 8 bytes at off lies in a struct of size bytes. */
 static int inside(uint64_t off, uint64_t size) { return size <= 65536 && off < size; }
 
-int nsp_pysite_layout_313(struct nsp_pysite_layout *L, const void *debug_offsets, const char **why) {
+int nsp_pysite_read_layout_313(struct nsp_pysite_layout *L, const void *debug_offsets, const char **why) {
   struct dbg313 d;
   memcpy(&d, debug_offsets, sizeof d);
   *why = NULL;
@@ -196,7 +196,7 @@ int nsp_pysite_layout_313(struct nsp_pysite_layout *L, const void *debug_offsets
   return 0;
 }
 
-int nsp_pysite_ts_frame(const struct nsp_pysite_layout *L, uintptr_t ts, int safe, uintptr_t *frame) {
+int nsp_pysite_read_ts_frame(const struct nsp_pysite_layout *L, uintptr_t ts, int safe, uintptr_t *frame) {
   uint8_t buf[SPAN_MAX];
   const uint8_t *t = view(ts, L->ts_span, safe, buf);
   if (!t) return -1;
@@ -212,12 +212,12 @@ int nsp_pysite_ts_frame(const struct nsp_pysite_layout *L, uintptr_t ts, int saf
 
 #define WALK_MAX 4096 /* frames followed at most: a longer chain is taken as corrupt */
 
-int nsp_pysite_walk(const struct nsp_pysite_layout *L, uintptr_t ts, int safe,
+int nsp_pysite_read_walk(const struct nsp_pysite_layout *L, uintptr_t ts, int safe,
                     struct nsp_pysite_raw *out, int depth, int *truncated) {
   uint8_t fb[SPAN_MAX], cb[SPAN_MAX];
   uintptr_t f;
   *truncated = 0;
-  if (nsp_pysite_ts_frame(L, ts, safe, &f)) return -1;
+  if (nsp_pysite_read_ts_frame(L, ts, safe, &f)) return -1;
   int n = 0;
   uintptr_t mark = 0; /* Brent's cycle check: the frame at the last power-of-two step */
   for (int steps = 0; f; steps++) {
@@ -317,7 +317,7 @@ static int read_str(const struct nsp_pysite_layout *L, uintptr_t s, int safe, ch
   return 0;
 }
 
-int nsp_pysite_line310(const uint8_t *tab, size_t n, int firstlineno, int lasti) {
+int nsp_pysite_read_line310(const uint8_t *tab, size_t n, int firstlineno, int lasti) {
   if (lasti < 0) return firstlineno;
   /* CPython 3.10 Objects/codeobject.c: PyCode_Addr2Line(co, f_lasti * 2),
    * the address ranges [start, end) advanced pair by pair. */
@@ -347,7 +347,7 @@ static int varint(const uint8_t *t, size_t n, size_t *i, unsigned *v) {
   return 0;
 }
 
-int nsp_pysite_line311(const uint8_t *tab, size_t n, int firstlineno, int lasti) {
+int nsp_pysite_read_line311(const uint8_t *tab, size_t n, int firstlineno, int lasti) {
   if (lasti < 0) return firstlineno;
   long line = firstlineno, at = 0;
   size_t i = 0;
@@ -376,7 +376,7 @@ int nsp_pysite_line311(const uint8_t *tab, size_t n, int firstlineno, int lasti)
   return -1;
 }
 
-int nsp_pysite_resolve(const struct nsp_pysite_layout *L, const struct nsp_pysite_raw *f, int safe,
+int nsp_pysite_read_resolve(const struct nsp_pysite_layout *L, const struct nsp_pysite_raw *f, int safe,
                        struct nsp_pysite_frame *out) {
   uint8_t cb[SPAN_MAX], bb[64];
   const uint8_t *cp = view(f->code, L->co_span, safe, cb);
@@ -397,6 +397,6 @@ int nsp_pysite_resolve(const struct nsp_pysite_layout *L, const struct nsp_pysit
   size_t n = (size_t)len > sizeof tab ? sizeof tab : (size_t)len;
   if (safe ? nsp_pysite_read_safe(lt + L->b_sval, tab, n) : (memcpy(tab, (const void *)(lt + L->b_sval), n), 0))
     return -1;
-  out->line = L->minor == 10 ? nsp_pysite_line310(tab, n, first, f->lasti) : nsp_pysite_line311(tab, n, first, f->lasti);
+  out->line = L->minor == 10 ? nsp_pysite_read_line310(tab, n, first, f->lasti) : nsp_pysite_read_line311(tab, n, first, f->lasti);
   return 0;
 }

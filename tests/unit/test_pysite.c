@@ -32,8 +32,8 @@ static void check_real(const struct pysite_lines *t, size_t n, int minor) {
   for (size_t k = 0; k < n; k++)
     for (size_t i = 0; i < t[k].nexp; i++) {
       int lasti = t[k].exp[i][0], want = t[k].exp[i][1];
-      int got = minor == 10 ? nsp_pysite_line310(t[k].tab, t[k].ntab, t[k].firstlineno, lasti)
-                            : nsp_pysite_line311(t[k].tab, t[k].ntab, t[k].firstlineno, lasti);
+      int got = minor == 10 ? nsp_pysite_read_line310(t[k].tab, t[k].ntab, t[k].firstlineno, lasti)
+                            : nsp_pysite_read_line311(t[k].tab, t[k].ntab, t[k].firstlineno, lasti);
       if (got != want) fail_msg("3.%d %s: instruction %d: line %d, co_lines() says %d", minor, t[k].name, lasti, got, want);
       checked++;
     }
@@ -54,9 +54,9 @@ static const uint8_t tab310[] = {4, 1, 6, 2, 0, 127, 2, 3, 2, 0x80};
 static void hand_310(void **state) {
   (void)state;
   int want[] = {101, 101, 103, 103, 103, 233, -1};
-  for (int i = 0; i < 7; i++) assert_int_equal(nsp_pysite_line310(tab310, sizeof tab310, 100, i), want[i]);
-  assert_int_equal(nsp_pysite_line310(tab310, sizeof tab310, 100, 7), -1); /* past the end */
-  assert_int_equal(nsp_pysite_line310(tab310, sizeof tab310, 100, -1), 100);
+  for (int i = 0; i < 7; i++) assert_int_equal(nsp_pysite_read_line310(tab310, sizeof tab310, 100, i), want[i]);
+  assert_int_equal(nsp_pysite_read_line310(tab310, sizeof tab310, 100, 7), -1); /* past the end */
+  assert_int_equal(nsp_pysite_read_line310(tab310, sizeof tab310, 100, -1), 100);
 }
 
 /* Objects/locations.md: short form (code 0), one-line form (code 11:
@@ -66,9 +66,9 @@ static const uint8_t tab311[] = {0x81, 0x00, 0xda, 0x01, 0x02, 0xe8, 0x05, 0xf1,
 static void hand_311(void **state) {
   (void)state;
   int want[] = {10, 10, 11, 11, 11, 9, 49, 49, -1, -1};
-  for (int i = 0; i < 10; i++) assert_int_equal(nsp_pysite_line311(tab311, sizeof tab311, 10, i), want[i]);
+  for (int i = 0; i < 10; i++) assert_int_equal(nsp_pysite_read_line311(tab311, sizeof tab311, 10, i), want[i]);
   /* A table cut inside an entry gives no line, not a read past it. */
-  assert_int_equal(nsp_pysite_line311(tab311, 9, 10, 6), -1);
+  assert_int_equal(nsp_pysite_read_line311(tab311, 9, 10, 6), -1);
 }
 
 /* ---- fake interpreter memory ---- */
@@ -172,8 +172,8 @@ static void layout_of(struct nsp_pysite_layout *L, int minor) {
     uint8_t d[600];
     const char *why;
     fake_debug_offsets(d);
-    assert_int_equal(nsp_pysite_layout_313(L, d, &why), 0);
-  } else assert_int_equal(nsp_pysite_layout_known(L, minor), 0);
+    assert_int_equal(nsp_pysite_read_layout_313(L, d, &why), 0);
+  } else assert_int_equal(nsp_pysite_read_layout_known(L, minor), 0);
   L->code_type = (uintptr_t)code_type;
   L->unicode_type = (uintptr_t)unicode_type;
   L->bytes_type = (uintptr_t)bytes_type;
@@ -201,7 +201,7 @@ static void walk_version(int minor, int safe) {
 
   struct nsp_pysite_raw raw[8];
   int trunc;
-  int n = nsp_pysite_walk(&L, (uintptr_t)ts, safe, raw, 8, &trunc);
+  int n = nsp_pysite_read_walk(&L, (uintptr_t)ts, safe, raw, 8, &trunc);
   assert_int_equal(n, 3);
   assert_int_equal(trunc, 0);
   assert_ptr_equal((void *)raw[0].code, c_step);
@@ -210,15 +210,15 @@ static void walk_version(int minor, int safe) {
   const char *files[] = {"/job/caf?.py", "/job/train.py", "/job/train.py"};
   const char *funcs[] = {"st\xc3\xa9p", "Trainer.train", "main"};
   for (int i = 0; i < 3; i++) {
-    assert_int_equal(nsp_pysite_resolve(&L, &raw[i], safe, &fr), 0);
+    assert_int_equal(nsp_pysite_read_resolve(&L, &raw[i], safe, &fr), 0);
     assert_string_equal(fr.file, files[i]);
     assert_string_equal(fr.func, funcs[i]);
   }
-  assert_int_equal(nsp_pysite_resolve(&L, &raw[0], safe, &fr), 0);
+  assert_int_equal(nsp_pysite_read_resolve(&L, &raw[0], safe, &fr), 0);
   int l0 = fr.line;
-  assert_int_equal(nsp_pysite_resolve(&L, &raw[1], safe, &fr), 0);
+  assert_int_equal(nsp_pysite_read_resolve(&L, &raw[1], safe, &fr), 0);
   int l1 = fr.line;
-  assert_int_equal(nsp_pysite_resolve(&L, &raw[2], safe, &fr), 0);
+  assert_int_equal(nsp_pysite_read_resolve(&L, &raw[2], safe, &fr), 0);
   int l2 = fr.line;
   if (minor == 10) { /* lasti 0 -> 101-100+first; 5 -> 233-100+first; 2 -> 103-100+first */
     assert_int_equal(l0, 301);
@@ -231,28 +231,28 @@ static void walk_version(int minor, int safe) {
   }
 
   /* Depth 2 of 3: the outermost is left out, and said to be. */
-  n = nsp_pysite_walk(&L, (uintptr_t)ts, safe, raw, 2, &trunc);
+  n = nsp_pysite_read_walk(&L, (uintptr_t)ts, safe, raw, 2, &trunc);
   assert_int_equal(n, 2);
   assert_int_equal(trunc, 1);
 
   /* No frames: a thread state of a thread that runs no Python. */
-  assert_int_equal(nsp_pysite_walk(&L, (uintptr_t)mk_tstate(&L, NULL), safe, raw, 8, &trunc), 0);
+  assert_int_equal(nsp_pysite_read_walk(&L, (uintptr_t)mk_tstate(&L, NULL), safe, raw, 8, &trunc), 0);
 
   /* A corrupt layout: the middle code object's type is not code. */
   put_ptr(c_train, L.ob_type, unicode_type);
-  assert_int_equal(nsp_pysite_walk(&L, (uintptr_t)ts, safe, raw, 8, &trunc), -1);
+  assert_int_equal(nsp_pysite_read_walk(&L, (uintptr_t)ts, safe, raw, 8, &trunc), -1);
   put_ptr(c_train, L.ob_type, code_type);
   /* A filename that is not a str: no frame. */
   put_ptr(c_main, L.co_filename, c_main);
   raw[0].code = (uintptr_t)c_main;
-  assert_int_equal(nsp_pysite_resolve(&L, &raw[0], safe, &fr), -1);
+  assert_int_equal(nsp_pysite_read_resolve(&L, &raw[0], safe, &fr), -1);
   /* A cycle in the frame chain: bounded, no site. */
   put_ptr(f_main, L.fr_previous, f_train);
-  assert_int_equal(nsp_pysite_walk(&L, (uintptr_t)ts, safe, raw, 8, &trunc), -1);
-  assert_int_equal(nsp_pysite_walk(&L, (uintptr_t)ts, safe, raw, 64, &trunc), -1);
+  assert_int_equal(nsp_pysite_read_walk(&L, (uintptr_t)ts, safe, raw, 8, &trunc), -1);
+  assert_int_equal(nsp_pysite_read_walk(&L, (uintptr_t)ts, safe, raw, 64, &trunc), -1);
   if (safe) { /* a dangling frame pointer: a failed read, not a crash */
     put_ptr(f_main, L.fr_previous, (void *)(uintptr_t)0x10);
-    assert_int_equal(nsp_pysite_walk(&L, (uintptr_t)ts, safe, raw, 8, &trunc), -1);
+    assert_int_equal(nsp_pysite_read_walk(&L, (uintptr_t)ts, safe, raw, 8, &trunc), -1);
   }
 }
 
@@ -268,23 +268,23 @@ static void debug_offsets_checked(void **state) {
   const char *why;
   fake_debug_offsets(d);
   d[0] = 'X';
-  assert_int_equal(nsp_pysite_layout_313(&L, d, &why), -1);
+  assert_int_equal(nsp_pysite_read_layout_313(&L, d, &why), -1);
   fake_debug_offsets(d);
   d[16] = 1; /* free_threaded */
-  assert_int_equal(nsp_pysite_layout_313(&L, d, &why), -1);
+  assert_int_equal(nsp_pysite_read_layout_313(&L, d, &why), -1);
   assert_string_equal(why, "a free-threaded build");
   fake_debug_offsets(d);
   uint64_t v = 0x030e00f0;
   memcpy(d + 8, &v, 8);
-  assert_int_equal(nsp_pysite_layout_313(&L, d, &why), -1);
+  assert_int_equal(nsp_pysite_read_layout_313(&L, d, &why), -1);
   fake_debug_offsets(d);
   v = 5000; /* current_frame past thread_state.size */
   memcpy(d + 184, &v, 8);
   v = 100;
   memcpy(d + 152, &v, 8);
-  assert_int_equal(nsp_pysite_layout_313(&L, d, &why), -1);
-  assert_int_equal(nsp_pysite_layout_known(&L, 9), -1);
-  assert_int_equal(nsp_pysite_layout_known(&L, 14), -1);
+  assert_int_equal(nsp_pysite_read_layout_313(&L, d, &why), -1);
+  assert_int_equal(nsp_pysite_read_layout_known(&L, 9), -1);
+  assert_int_equal(nsp_pysite_read_layout_known(&L, 14), -1);
 }
 
 int main(void) {
