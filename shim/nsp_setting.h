@@ -99,6 +99,12 @@ struct nsp_setting_def {
     .unit = "frames",                                                                           \
     .meaning = "return addresses that key a call site, and the frames recorded for it "         \
                "({range}; a failed call's whole stack is taken)")                               \
+  X(PYSITES, .type = NSP_ST_SWITCH, .def = 1,                                                   \
+    .meaning = "0: do not record Python call sites (the file, line and function of the "       \
+               "calling thread's Python frames; CPython 3.10 to 3.13, read without the GIL)")   \
+  X(PYSITE_DEPTH, .type = NSP_ST_INT, .def = 8, .lo = 1, .hi = 64, .unit = "frames",            \
+    .meaning = "innermost Python frames that key a Python call site and are recorded for it "   \
+               "({range})")                                                                     \
   X(SIGNALS, .type = NSP_ST_SWITCH, .def = 1,                                                   \
     .meaning = "0: install no handler for fatal signals. Otherwise, from the first NCCL call, " \
                "a SIGSEGV, SIGBUS, SIGABRT, SIGILL or SIGFPE writes a SIGNAL record (the "      \
@@ -112,8 +118,9 @@ struct nsp_setting_def {
                "take timing off apart, `4` the untimed event recorded and given back at once, " \
                "`5` only the stream's capture check; any other byte: as the other settings "    \
                "say (how `examples/torch/bench_timing.py` measures every mode on one "          \
-               "communicator). Calls in modes `1`, `4` and `5` are recorded as untracked. The " \
-               "mode applies to calls outside groups: a group's events go in at "               \
+               "communicator). A second byte `p` leaves Python call sites out of those calls "  \
+               "(`bench/nsp_bench_py.c`). Calls in modes `1`, `4` and `5` are recorded as "    \
+               "untracked. The mode applies to calls outside groups: a group's events go in at "               \
                "`ncclGroupEnd`, as the other settings say. A path that is not a regular file "  \
                "of at least one byte (missing, empty, a directory, a FIFO) gives one warning "  \
                "and is not used. Write it in place; do not truncate it")                        \

@@ -390,6 +390,19 @@ NSP_HIDDEN void nsp_site_atfork(int phase);
  * (found by path).  Never waits for a lock (a module is skipped then). */
 NSP_HIDDEN void nsp_site_note_frames(const struct nsp_rec_ext *x);
 
+/* ---- Python call sites (nsp_pysite.c; the reader: nsp_pysite.h) ---- */
+/* The id of the calling thread's Python call site (writing its PYSITE
+ * record the first time), taken at a wrapper's entry; a thread that runs
+ * no Python borrows the main Python thread's stack.  0 when Python sites
+ * are off (NCCLSPY_PYSITES=0, no Python, an unsupported one) or the
+ * stack could not be read. */
+NSP_HIDDEN uint32_t nsp_pysite_current(void);
+/* True when Python call sites are recorded. */
+NSP_HIDDEN int nsp_pysite_enabled(void);
+/* Fork handlers' part: phase 0 takes the lock, 1 releases it in the
+ * parent, 2 in the child (which forgets the sites: its trace is new). */
+NSP_HIDDEN void nsp_pysite_atfork(int phase);
+
 /* ---- fatal signals (nsp_signal.c) ---- */
 /* Installs the handler for SIGSEGV, SIGBUS, SIGABRT, SIGILL and SIGFPE
  * (once per process; a forked child keeps it), unless NCCLSPY_SIGNALS=0,

@@ -159,7 +159,7 @@ static void comm_settle(struct nsp_comm *c) {
 static void record_call_c(int api, struct nsp_comm *c, ncclComm_t comm, const void *sendbuff,
                           const void *recvbuff, size_t count, int dtype, int redop, int peer,
                           cudaStream_t stream, int result, uint64_t t0, uint64_t t1,
-                          struct nsp_track *trk, void *caller) {
+                          struct nsp_track *trk, void *caller, uint32_t pysite) {
   if (c && NSP_UNLIKELY(atomic_load_explicit(&c->pending, memory_order_relaxed))) comm_settle(c);
   uint64_t seq = 0;
   int kind = nsp_api_kind(api);
@@ -197,6 +197,7 @@ static void record_call_c(int api, struct nsp_comm *c, ncclComm_t comm, const vo
   r->t_enter = t0;
   r->t_exit = t1;
   r->site = site;
+  nsp_rec_call_set_pysite(r, pysite);
   r->flags = (sendbuff && sendbuff == recvbuff ? NSP_CALL_IN_PLACE : 0) |
              (trk && trk->off ? NSP_CALL_UNTRACKED : 0);
   if (NSP_UNLIKELY(result != ncclSuccess)) r->last_error = last_error_text(comm, result);
@@ -208,7 +209,7 @@ static void record_call(int api, ncclComm_t comm, const void *sendbuff, const vo
                         size_t count, int dtype, int redop, int peer, cudaStream_t stream,
                         int result, uint64_t t0, uint64_t t1, struct nsp_track *trk) {
   record_call_c(api, nsp_comm_find(comm), comm, sendbuff, recvbuff, count, dtype, redop, peer,
-                stream, result, t0, t1, trk, NULL);
+                stream, result, t0, t1, trk, NULL, 0);
 }
 
 /* The one path of every recording wrapper: find the real function (a
@@ -284,6 +285,10 @@ static inline void flight_work(struct nsp_inflight_call *fl, int kind, struct ns
   struct nsp_comm *c = nsp_comm_find(comm);                             \
   int mode = nsp_comm_mode(c);                                          \
   if (NSP_UNLIKELY(mode == NSP_MODE_PASS)) return real args;            \
+  /* Python call site: at the entry, its record before the in-flight    \
+   * entry names it.  Benchmarks: a bench-mode file's second byte 'p'   \
+   * leaves it out (bench/nsp_bench_py.c). */                           \
+  uint32_t pysite = NSP_UNLIKELY(c && c->bench_mode && c->bench_mode[1] == 'p') ? 0 : nsp_pysite_current(); \
   if (mode == NSP_MODE_RECORD) {                                        \
     memset(trk, 0, sizeof *trk);                                        \
     trk->off = 1;                                                       \
@@ -305,9 +310,9 @@ static inline void flight_work(struct nsp_inflight_call *fl, int kind, struct ns
 #define NSP_WORK_WRAPPER_(name, kind, params, args, op)                                        \
   NSP_EXPORT ncclResult_t nccl##name params {                                                  \
     NSP_CALL_WITH(name, args, NSP_TRACK_ENTER(args, stream),                                   \
-                  flight_work(fl, kind, c, NSP_APPLY(NSP_CALL_FIELDS_, op)),                   \
+                  (flight_work(fl, kind, c, NSP_APPLY(NSP_CALL_FIELDS_, op)), fl->pysite = pysite), \
                   record_call_c(NSP_API_##name, c, comm, NSP_APPLY(NSP_CALL_FIELDS_, op), stream, \
-                                res, t0, t1, trk, __builtin_return_address(0)));               \
+                                res, t0, t1, trk, __builtin_return_address(0), pysite));       \
   }
 /* One wrapper per row of kind NSP_K_COLL or NSP_K_P2P; the other kinds'
  * wrappers are written out below. */

@@ -330,12 +330,13 @@ static void *writer_main(void *arg) {
 
 /* ---- start, exit, fork ---- */
 
-/* Lock order: start, site, resolve, comm, files (the ring file's blob
+/* Lock order: start, site, pysite, resolve, comm, files (the ring file's blob
  * lock).  Every lock the shim's threads can hold is taken here, so the
  * child never inherits one held by a thread that did not come along. */
 static void at_fork_prepare(void) {
   pthread_mutex_lock(&nsp_start_lock);
   nsp_site_atfork(0);
+  nsp_pysite_atfork(0);
   nsp_resolve_atfork(0);
   nsp_comm_atfork(0);
   nsp_files_atfork(0);
@@ -344,6 +345,7 @@ static void at_fork_parent(void) {
   nsp_files_atfork(1);
   nsp_comm_atfork(1);
   nsp_resolve_atfork(1);
+  nsp_pysite_atfork(1);
   nsp_site_atfork(1);
   pthread_mutex_unlock(&nsp_start_lock);
 }
@@ -351,6 +353,7 @@ static void at_fork_child(void) {
   nsp_files_atfork(1);
   nsp_comm_atfork(1);
   nsp_resolve_atfork(1);
+  nsp_pysite_atfork(2);
   nsp_site_atfork(1);
   /* The writer thread did not come along, and the parent's ring and files
    * stay the parent's: the child lets go of them (never writing into the

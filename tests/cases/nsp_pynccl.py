@@ -12,6 +12,12 @@ writes the ncclUniqueId there; nsp_launch sets it), and
     NSP_PYNCCL_LIBNCCL  the library (default "libnccl.so.2")
     NSP_PYNCCL_STEPS    all-reduces (default 20), 1024 float32 sums each
     NSP_PYNCCL_ODD      "R:S:C": rank R passes count C at step S (from 1)
+    NSP_PYNCCL_ODD_LINE set: rank R makes that call from another line
+                        (odd_all_reduce) than the others (NCCLLibrary.call)
+    NSP_PYNCCL_THREAD   "S:LIB": at step S every rank's all-reduce runs on
+                        a native thread of LIB (tests/cases/nsp_pythread.c)
+                        that the Python main thread waits for
+Lines the tests look for carry a comment "nsp-pysite: <what>".
 Every result is checked.  A call that fails, or wrong values, ends the rank
 as a watchdog would (ncclCommAbort, exit 1).  At the end: "rank R returned
 N calls" on stdout.  Exit status: 0 healthy, 1 an NCCL error or wrong
@@ -59,9 +65,14 @@ class NCCLLibrary:
             self._funcs[name] = f
 
     def call(self, name, *args):
-        r = self._funcs[name](*args)
+        r = self._funcs[name](*args)  # nsp-pysite: call
         self.calls += 1
         return r
+
+
+def odd_all_reduce(nccl, *args):
+    nccl.calls += 1
+    return nccl._funcs["ncclAllReduce"](*args)  # nsp-pysite: odd
 
 
 def main():
@@ -71,6 +82,9 @@ def main():
     path = os.environ.get("NSP_UID_FILE", "")
     odd = os.environ.get("NSP_PYNCCL_ODD", "")
     odd_rank, odd_step, odd_count = (int(v) for v in odd.split(":")) if odd else (-1, 0, 0)
+    odd_line = bool(os.environ.get("NSP_PYNCCL_ODD_LINE"))
+    thread = os.environ.get("NSP_PYNCCL_THREAD", "")
+    thread_step, thread_lib = (int(thread.split(":", 1)[0]), thread.split(":", 1)[1]) if thread else (0, "")
     if rank < 0 or nranks < 1 or not path:
         print("usage: RANK=r WORLD_SIZE=n NSP_UID_FILE=f nsp_pynccl.py", file=sys.stderr)
         return 2
@@ -114,8 +128,18 @@ def main():
         for i in range(n):
             x[i] = rank + 1 + (i + step) % 7
             y[i] = -1
-        res = nccl.call("ncclAllReduce", ctypes.addressof(x), ctypes.addressof(y), count,
-                        ncclFloat32, ncclSum, comm, None)
+        args = (ctypes.addressof(x), ctypes.addressof(y), count, ncclFloat32, ncclSum, comm, None)
+        if step == thread_step:
+            helper = ctypes.CDLL(thread_lib)
+            helper.nsp_pythread_all_reduce.restype = ctypes.c_int
+            helper.nsp_pythread_all_reduce.argtypes = [ctypes.c_void_p] + FUNCTIONS[4][2]
+            fn = ctypes.cast(nccl._funcs["ncclAllReduce"], ctypes.c_void_p)
+            nccl.calls += 1
+            res = helper.nsp_pythread_all_reduce(fn, *args)  # nsp-pysite: thread
+        elif odd_line and rank == odd_rank and step == odd_step:
+            res = odd_all_reduce(nccl, *args)
+        else:
+            res = nccl.call("ncclAllReduce", *args)
         bad = res != 0
         for i in range(min(count, n)):
             if bad:

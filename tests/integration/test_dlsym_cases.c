@@ -19,6 +19,15 @@
  *                    group, and rank 0 waits in ncclGroupEnd).
  * The mismatch cases assert the finding a user would act on: its kind,
  * communicator, seq and the ranks and counts on each side.
+ * Python call sites (ctypes only; shim/nsp_pysite.c):
+ *   ctypes_pysite      at the 2nd all-reduce both ranks' calls run on a
+ *                      native thread their Python main thread waits for
+ *                      (tests/cases/nsp_pythread.c): a borrowed site naming
+ *                      the main thread's waiting line; at the 4th rank 1
+ *                      calls from another line of the script with another
+ *                      count: each CALL's site names its own line;
+ *   ctypes_pysite_off  the same with NCCLSPY_PYSITES=0: no site at all.
+ * Expected lines are those of the script's "nsp-pysite: <what>" comments.
  *
  * usage: test_dlsym_cases NSP_LAUNCH LIBNCCLSPY STANDIN_NCCL XLA_STUB PYTHON PYNCCL_PY CASE */
 #include <setjmp.h>
@@ -34,10 +43,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include "nsp_analyze.h"
 #include "nsp_names.h"
+#include "nsp_reader.h"
+#include "nsp_record.h"
 
 static const char *launch_exe, *shim_so, *standin_so, *xla_exe, *python_exe, *pynccl_py;
+/* More "-e NAME=VALUE" for the ranks (NULL-terminated), set by a test. */
+static const char *extra_env[4];
 
 struct run {
   char dir[64];
@@ -73,9 +88,14 @@ static void run_job(struct run *r, const char *caller, const char *odd, int limi
     char log[128];
     snprintf(log, sizeof log, "%s/ranks.log", r->dir);
     if (!freopen(log, "w", stdout)) _exit(126);
-    char *argv[32] = {(char *)launch_exe, "-n", "2", "-t", limit, "-e", env_preload, "-e", env_dir,
-                      "-e", env_uid, "-e", env_lib, "-e", env_odd, "--"};
-    int k = 16;
+    char *argv[40] = {(char *)launch_exe, "-n", "2", "-t", limit, "-e", env_preload, "-e", env_dir,
+                      "-e", env_uid, "-e", env_lib, "-e", env_odd};
+    int k = 15;
+    for (int e = 0; extra_env[e]; e++) {
+      argv[k++] = "-e";
+      argv[k++] = (char *)extra_env[e];
+    }
+    argv[k++] = "--";
     if (xla) {
       argv[k++] = (char *)xla_exe;
     } else {
@@ -188,6 +208,173 @@ static void killed(const char *caller) {
   run_done(&r);
 }
 
+/* ---- Python call sites ---- */
+
+/* The line of the script's comment "nsp-pysite: <what>". */
+static int marker_line(const char *what) {
+  FILE *f = fopen(pynccl_py, "r");
+  assert_non_null(f);
+  char line[1024], want[64];
+  snprintf(want, sizeof want, "nsp-pysite: %s", what);
+  int n = 0, at = 0;
+  while (fgets(line, sizeof line, f)) {
+    n++;
+    if (strstr(line, want)) at = n;
+  }
+  fclose(f);
+  assert_true(at > 0);
+  return at;
+}
+
+/* What one rank's trace says about its all-reduces' Python sites. */
+struct pysite_seen {
+  int rank;
+  uint32_t pid;
+  unsigned npysites;
+  struct {
+    uint64_t seq, count;
+    uint32_t pysite;
+  } calls[32];
+  unsigned ncalls;
+  struct {
+    uint32_t id, flags, tid, nframes;
+    char file[512], func[256];
+    uint64_t line;
+  } sites[16];
+};
+
+static void read_pysites(struct run *r, struct pysite_seen seen[2]) {
+  memset(seen, 0, 2 * sizeof *seen);
+  DIR *d = opendir(r->dir);
+  assert_non_null(d);
+  struct dirent *e;
+  int ntraces = 0;
+  while ((e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if (l < 8 || strcmp(e->d_name + l - 8, ".ncclspy")) continue;
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/%s", r->dir, e->d_name);
+    struct nsp_reader *rd = nsp_reader_open(path, err, sizeof err);
+    assert_non_null(rd);
+    struct pysite_seen s;
+    memset(&s, 0, sizeof s);
+    s.rank = -1;
+    struct nsp_rec rec;
+    while (nsp_reader_next(rd, &rec) > 0) {
+      if (rec.kind == NSP_REC_PROCESS) s.pid = rec.ext->pid;
+      else if (rec.kind == NSP_REC_COMM) s.rank = rec.ext->rank;
+      else if (rec.kind == NSP_REC_CALL && nsp_rec_call_api(&rec) == NSP_API_AllReduce && s.ncalls < 32) {
+        s.calls[s.ncalls].seq = nsp_rec_call_seq(&rec);
+        s.calls[s.ncalls].count = nsp_rec_call_count(&rec);
+        s.calls[s.ncalls++].pysite = nsp_rec_call_pysite(&rec);
+      } else if (rec.kind == NSP_REC_PYSITE) {
+        s.npysites++;
+        assert_true(s.npysites <= 16);
+        __typeof__(&s.sites[0]) t = &s.sites[s.npysites - 1];
+        t->id = nsp_rec_pysite_site(&rec);
+        t->flags = nsp_rec_pysite_flags(&rec);
+        t->tid = nsp_rec_pysite_tid(&rec);
+        t->nframes = rec.ext->nframes;
+        assert_true(t->nframes > 0);
+        snprintf(t->file, sizeof t->file, "%s", rec.ext->frame_module[0]);
+        snprintf(t->func, sizeof t->func, "%s", rec.ext->frame_symbol[0]);
+        t->line = rec.ext->frame_offset[0];
+        print_message("# rank pid %u: pysite %u flags %u tid %u: %s:%llu %s (%u frames)\n", s.pid, t->id,
+                      t->flags, t->tid, t->file, (unsigned long long)t->line, t->func, t->nframes);
+      }
+    }
+    nsp_reader_destroy(rd);
+    assert_true(s.rank == 0 || s.rank == 1);
+    seen[s.rank] = s;
+    ntraces++;
+  }
+  closedir(d);
+  assert_int_equal(ntraces, 2);
+}
+
+/* The site of rank s's all-reduce at seq; fails when it has none. */
+static const __typeof__(((struct pysite_seen *)0)->sites[0]) *site_at(const struct pysite_seen *s, uint64_t seq,
+                                                                       uint64_t *count) {
+  for (unsigned i = 0; i < s->ncalls; i++) {
+    if (s->calls[i].seq != seq) continue;
+    *count = s->calls[i].count;
+    for (unsigned k = 0; k < s->npysites; k++)
+      if (s->sites[k].id == s->calls[i].pysite) return &s->sites[k];
+    fail_msg("rank %d: the all-reduce at seq %llu names Python site %u, which its trace lacks", s->rank,
+             (unsigned long long)seq, s->calls[i].pysite);
+  }
+  fail_msg("rank %d: no all-reduce at seq %llu", s->rank, (unsigned long long)seq);
+  return NULL;
+}
+
+static void assert_frame(const __typeof__(((struct pysite_seen *)0)->sites[0]) *t, int line, const char *func,
+                         const char *func310) {
+  char want[PATH_MAX], got[PATH_MAX];
+  assert_non_null(realpath(pynccl_py, want));
+  assert_non_null(realpath(t->file, got));
+  assert_string_equal(got, want);
+  assert_int_equal(t->line, line);
+  if (strcmp(t->func, func)) assert_string_equal(t->func, func310); /* 3.10 names co_name */
+}
+
+static void pysite_job(struct run *r, int off) {
+  static char thread_env[PATH_MAX + 64];
+  const char *lib = getenv("NSP_PYTHREAD_LIB");
+  assert_non_null(lib);
+  snprintf(thread_env, sizeof thread_env, "NSP_PYNCCL_THREAD=2:%s", lib);
+  extra_env[0] = "NSP_PYNCCL_ODD_LINE=1";
+  extra_env[1] = thread_env;
+  extra_env[2] = off ? "NCCLSPY_PYSITES=0" : NULL;
+  extra_env[3] = NULL;
+  run_job(r, "ctypes", "1:4:1000", 60, 3000);
+  memset(extra_env, 0, sizeof extra_env);
+  assert_int_equal(r->launch_status, 1);
+}
+
+static void test_ctypes_pysite(void **state) {
+  static struct run r;
+  pysite_job(&r, 0);
+  struct pysite_seen seen[2];
+  read_pysites(&r, seen);
+  uint64_t count;
+  for (int k = 0; k < 2; k++) {
+    /* seq 1 and 3: the usual line, innermost (NCCLLibrary.call). */
+    const __typeof__(seen[0].sites[0]) *t = site_at(&seen[k], 1, &count);
+    assert_int_equal(t->flags, 0);
+    assert_frame(t, marker_line("call"), "NCCLLibrary.call", "call");
+    assert_true(t->nframes >= 2);
+    assert_ptr_equal(site_at(&seen[k], 3, &count), t);
+    /* seq 2: on a native thread; the main thread's waiting line. */
+    t = site_at(&seen[k], 2, &count);
+    assert_int_equal(t->flags & 1, 1); /* NSP_PYSITE_BORROWED */
+    assert_int_equal(t->tid, seen[k].pid);
+    assert_frame(t, marker_line("thread"), "main", "main");
+    /* seq 4: rank 1 from odd_all_reduce with 1000 elements. */
+    t = site_at(&seen[k], 4, &count);
+    if (k == 0) {
+      assert_int_equal(count, 1024);
+      assert_frame(t, marker_line("call"), "NCCLLibrary.call", "call");
+    } else {
+      assert_int_equal(count, 1000);
+      assert_frame(t, marker_line("odd"), "odd_all_reduce", "odd_all_reduce");
+    }
+  }
+  run_done(&r);
+}
+
+static void test_ctypes_pysite_off(void **state) {
+  static struct run r;
+  pysite_job(&r, 1);
+  struct pysite_seen seen[2];
+  read_pysites(&r, seen);
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(seen[k].npysites, 0);
+    assert_true(seen[k].ncalls >= 4);
+    for (unsigned i = 0; i < seen[k].ncalls; i++) assert_int_equal(seen[k].calls[i].pysite, 0);
+  }
+  run_done(&r);
+}
+
 static void test_xla(void **state) { healthy("xla"); }
 static void test_xla_count(void **state) { count_mismatch("xla"); }
 static void test_xla_killed(void **state) { killed("xla"); }
@@ -213,6 +400,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_teardown(test_ctypes, teardown),
       cmocka_unit_test_teardown(test_ctypes_count, teardown),
       cmocka_unit_test_teardown(test_ctypes_killed, teardown),
+      cmocka_unit_test_teardown(test_ctypes_pysite, teardown),
+      cmocka_unit_test_teardown(test_ctypes_pysite_off, teardown),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[7]);
