@@ -52,6 +52,7 @@ struct nsp_tracegen {
   int auto_complete;
   uint64_t gpu_ns;
   uint32_t site, nsites;
+  uint32_t pysite, npysites; /* format 1.6 */
   /* the last call, for completions */
   uint32_t last_comm;
   int last_api, last_peer, last_kind; /* last_kind: 0 none, 1 call, 2 group */
@@ -333,6 +334,7 @@ static void call_base(struct nsp_tracegen *g, struct nsp_rec *r, int api, uint32
   r->redop = -1;
   r->dtype = -1;
   r->site = g->site;
+  r->pysite = g->pysite;
   stamp(g, r);
   take_result(g, r);
 }
@@ -567,6 +569,7 @@ static int inflight(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t t_e
   }
   nsp_rec_inflight_set_t_enter(r, t_enter);
   nsp_rec_inflight_set_tid(r, g->pid);
+  nsp_rec_inflight_set_pysite(r, g->pysite);
   nsp_rec_inflight_set_group_id(r, g->group_id);
   nsp_rec_inflight_set_group_depth(r, g->group_depth);
   return emit(g, r);
@@ -672,3 +675,27 @@ int nsp_tracegen_write(struct nsp_tracegen *g, const char *dir, size_t keep, cha
   if (fclose(f) != 0) ok = 0;
   return ok ? 0 : -1;
 }
+
+/* ---- format 1.6: Python call sites ---------------------------------------- */
+
+uint32_t nsp_tracegen_pysite(struct nsp_tracegen *g, uint32_t flags, uint32_t tid, size_t n, const char *const *files,
+                             const uint64_t *lines, const char *const *functions) {
+  struct nsp_rec_ext x;
+  memset(&x, 0, sizeof x);
+  x.nframes = (uint32_t)n;
+  x.frame_module = files;
+  x.frame_offset = lines;
+  x.frame_symbol = functions;
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_PYSITE;
+  r.peer = r.redop = r.dtype = -1;
+  r.ext = &x;
+  uint32_t id = ++g->npysites;
+  nsp_rec_pysite_set_site(&r, id);
+  nsp_rec_pysite_set_flags(&r, (uint16_t)flags);
+  nsp_rec_pysite_set_tid(&r, tid ? tid : g->pid);
+  return emit(g, &r) < 0 ? 0 : id;
+}
+
+void nsp_tracegen_set_pysite(struct nsp_tracegen *g, uint32_t pysite) { g->pysite = pysite; }
