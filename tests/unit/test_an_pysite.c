@@ -227,12 +227,12 @@ static void test_hang_borrowed(void **state) {
   char *text = nsp_report_capture(nsp_report_text, job);
   char *fp = findings_part(text);
   /* Not arrived: rank 1's last call, from eval_step. */
-  assert_contains(fp, "Python call site:\n            /home/u/proj/train.py:57 in eval_step\n");
+  assert_contains(fp, "            Python call site:\n                /home/u/proj/train.py:57 in eval_step\n");
   /* Waiting: the main thread's stack, which waited in backward(). */
   assert_contains(fp, "Python stack of the main thread (thread 4242), which was waiting in it; the call came from a "
                       "thread without Python:\n"
-                      "            /home/u/proj/train.py:77 in train_step\n"
-                      "            ... 3 library frames called from it, innermost torch/autograd/graph.py:768 in "
+                      "                /home/u/proj/train.py:77 in train_step\n"
+                      "                ... 3 library frames called from it, innermost torch/autograd/graph.py:768 in "
                       "_engine_run_backward\n");
   assert_contains(text, "\n  rank 1: /home/u/proj/train.py:57 in eval_step\n");
   assert_contains(text, "\n  rank 0: /home/u/proj/train.py:77 in train_step (the main thread's Python stack)\n");
