@@ -96,7 +96,7 @@ static void put_pyframes(FILE *out, const struct nsp_pysite *ps, int indent) {
   }
   if (ps->ntotal > n || (ps->flags & NSP_PYSITE_TRUNCATED)) {
     put_indent(out, indent);
-    fprintf(out, "... deeper frames not recorded (NCCLSPY_PYSITE_DEPTH)\n");
+    fprintf(out, "... deeper frames not recorded (the shim keeps the innermost ones)\n");
   }
 }
 
