@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <json-c/json.h>
@@ -355,11 +356,45 @@ static void test_hostile(void **state) {
   nsp_job_destroy(job);
 }
 
+/* `ncclspy dump` writes PYSITE records and CALL's pysite: file:line
+ * function in text, {file, line, function} in JSON. */
+static void test_dump(void **state) {
+  (void)state;
+  char dir[] = "/tmp/nsp_pysite_XXXXXX", path[512];
+  assert_non_null(mkdtemp(dir));
+  uint32_t w;
+  struct nsp_tracegen *g = rank_on(0, 1, WORLD, 0, &w);
+  assert_int_equal(nsp_tracegen_pysite(g, NSP_PYSITE_BORROWED, 77, 3, R1_FILES, R1_LINES, R1_FUNCS), 1);
+  nsp_tracegen_set_pysite(g, 1);
+  assert_int_equal(AR(g, w, ncclFloat32), 1);
+  assert_int_equal(nsp_tracegen_write(g, dir, SIZE_MAX, path, sizeof path), 0);
+  nsp_tracegen_destroy(g);
+  for (int json = 0; json < 2; json++) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    assert_non_null(out);
+    assert_int_equal(nsp_dump_file(path, json, out, stderr), 0);
+    assert_int_equal(fclose(out), 0);
+    if (json) {
+      assert_contains(buf, "\"record\":\"pysite\"");
+      assert_contains(buf, "{\"file\":\"/home/u/proj/train.py\",\"line\":57,\"function\":\"eval_step\"}");
+    } else {
+      assert_contains(buf, "PYSITE site=1 flags=0x1(borrowed) tid=77 frames=3 [");
+      assert_contains(buf, "\"/home/u/proj/train.py\":57 \"eval_step\"");
+      assert_contains(buf, " pysite=1");
+    }
+    free(buf);
+  }
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mismatch_two_lines), cmocka_unit_test(test_side_shares_site),
       cmocka_unit_test(test_hang_borrowed),      cmocka_unit_test(test_native_only),
-      cmocka_unit_test(test_hostile),
+      cmocka_unit_test(test_hostile),           cmocka_unit_test(test_dump),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
