@@ -394,14 +394,20 @@ static int finish_call(struct nsp_tracegen *g, struct nsp_rec *r) {
   return ret;
 }
 
+/* An ext holding n frames (a CALLSITE's or a PYSITE's). */
+static void frames_ext(struct nsp_rec_ext *x, size_t n, const char *const *modules, const uint64_t *offsets,
+                       const char *const *symbols) {
+  memset(x, 0, sizeof *x);
+  x->nframes = (uint32_t)n;
+  x->frame_module = modules;
+  x->frame_offset = offsets;
+  x->frame_symbol = symbols;
+}
+
 uint32_t nsp_tracegen_callsite(struct nsp_tracegen *g, uint32_t flags, size_t n, const char *const *modules,
                                const uint64_t *offsets, const char *const *symbols) {
   struct nsp_rec_ext x;
-  memset(&x, 0, sizeof x);
-  x.nframes = (uint32_t)n;
-  x.frame_module = modules;
-  x.frame_offset = offsets;
-  x.frame_symbol = symbols;
+  frames_ext(&x, n, modules, offsets, symbols);
   struct nsp_rec r;
   memset(&r, 0, sizeof r);
   r.kind = NSP_REC_CALLSITE;
@@ -678,24 +684,25 @@ int nsp_tracegen_write(struct nsp_tracegen *g, const char *dir, size_t keep, cha
 
 /* ---- format 1.6: Python call sites ---------------------------------------- */
 
-uint32_t nsp_tracegen_pysite(struct nsp_tracegen *g, uint32_t flags, uint32_t tid, size_t n, const char *const *files,
-                             const uint64_t *lines, const char *const *functions) {
+int nsp_tracegen_pysite_as(struct nsp_tracegen *g, uint32_t id, uint32_t flags, uint32_t tid, size_t n,
+                           const char *const *files, const uint64_t *lines, const char *const *functions) {
   struct nsp_rec_ext x;
-  memset(&x, 0, sizeof x);
-  x.nframes = (uint32_t)n;
-  x.frame_module = files;
-  x.frame_offset = lines;
-  x.frame_symbol = functions;
+  frames_ext(&x, n, files, lines, functions);
   struct nsp_rec r;
   memset(&r, 0, sizeof r);
   r.kind = NSP_REC_PYSITE;
   r.peer = r.redop = r.dtype = -1;
   r.ext = &x;
-  uint32_t id = ++g->npysites;
   nsp_rec_pysite_set_site(&r, id);
   nsp_rec_pysite_set_flags(&r, (uint16_t)flags);
   nsp_rec_pysite_set_tid(&r, tid ? tid : g->pid);
-  return emit(g, &r) < 0 ? 0 : id;
+  return emit(g, &r);
+}
+
+uint32_t nsp_tracegen_pysite(struct nsp_tracegen *g, uint32_t flags, uint32_t tid, size_t n, const char *const *files,
+                             const uint64_t *lines, const char *const *functions) {
+  uint32_t id = ++g->npysites;
+  return nsp_tracegen_pysite_as(g, id, flags, tid, n, files, lines, functions) < 0 ? 0 : id;
 }
 
 void nsp_tracegen_set_pysite(struct nsp_tracegen *g, uint32_t pysite) { g->pysite = pysite; }

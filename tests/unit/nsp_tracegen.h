@@ -195,6 +195,10 @@ int nsp_tracegen_write(struct nsp_tracegen *g, const char *dir, size_t keep, cha
  * after nsp_tracegen_set_pysite(g, id) name it (0: none). */
 uint32_t nsp_tracegen_pysite(struct nsp_tracegen *g, uint32_t flags, uint32_t tid, size_t n, const char *const *files,
                              const uint64_t *lines, const char *const *functions);
+/* A PYSITE record with id `id` as given (a repeated or stray id, for
+ * tests of hostile traces); the ids nsp_tracegen_pysite gives go on. */
+int nsp_tracegen_pysite_as(struct nsp_tracegen *g, uint32_t id, uint32_t flags, uint32_t tid, size_t n,
+                           const char *const *files, const uint64_t *lines, const char *const *functions);
 void nsp_tracegen_set_pysite(struct nsp_tracegen *g, uint32_t pysite);
 
 #endif /* NSP_TRACEGEN_H */

@@ -299,19 +299,7 @@ static void test_hostile(void **state) {
   assert_int_equal(AR(g[0], w[0], ncclFloat16), 1);
   /* rank 1: site 1, then a second record with id 1 (ignored), then a huge one */
   assert_int_equal(nsp_tracegen_pysite(g[1], 0, 0, 3, R1_FILES, R1_LINES, R1_FUNCS), 1);
-  struct nsp_rec_ext x;
-  memset(&x, 0, sizeof x);
-  x.nframes = 6;
-  x.frame_module = R0_FILES;
-  x.frame_offset = R0_LINES;
-  x.frame_symbol = R0_FUNCS;
-  struct nsp_rec rec;
-  memset(&rec, 0, sizeof rec);
-  rec.kind = NSP_REC_PYSITE;
-  rec.peer = rec.redop = rec.dtype = -1;
-  rec.ext = &x;
-  nsp_rec_pysite_set_site(&rec, 1);
-  assert_int_equal(nsp_tracegen_record(g[1], &rec), 0);
+  assert_int_equal(nsp_tracegen_pysite_as(g[1], 1, 0, 0, 6, R0_FILES, R0_LINES, R0_FUNCS), 0);
   enum { HUGE = 256 };
   static char big[4096];
   memset(big, 'x', sizeof big - 1);
