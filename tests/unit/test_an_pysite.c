@@ -344,6 +344,37 @@ static void test_hostile(void **state) {
   nsp_job_destroy(job);
 }
 
+/* A process killed inside ncclCommDestroy (call-never-returned): its
+ * side names the Python line that called it, from the INFLIGHT record. */
+static void test_never_returned(void **state) {
+  (void)state;
+  static const char *const df[] = {"/opt/conda/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
+                                   "/home/u/proj/train.py"};
+  static const uint64_t dl[] = {2100, 140};
+  static const char *const dn[] = {"destroy_process_group", "cleanup"};
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_on(r, 2, WORLD, 1, &w[r]);
+    assert_int_equal(AR(g[r], w[r], ncclFloat32), 1);
+  }
+  nsp_tracegen_set_exit(g[0], 0);
+  assert_int_equal(nsp_tracegen_pysite(g[0], 0, 0, 2, df, dl, dn), 1);
+  assert_int_equal(nsp_tracegen_ringstate(g[0], nsp_tracegen_now(g[0]) + 5 * SEC, 0, 0, 1, 0), 0);
+  nsp_tracegen_set_pysite(g[0], 1);
+  assert_int_equal(nsp_tracegen_inflight_call(g[0], NSP_API_CommDestroy, w[0], 0), 0);
+  struct nsp_job *job = job_of_gens_at(g, 2, 0, "");
+  assert_int_equal(nsp_job_analyze(job), 0);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_CALL_NEVER_RETURNED);
+  assert_non_null(f->sides[0].procs[0].pysite);
+  char *text = nsp_report_capture(nsp_report_text, job);
+  assert_contains(text, "\n  rank 0: /home/u/proj/train.py:140 in cleanup\n");
+  assert_contains(text, "Python call site of rank 0:\n            /home/u/proj/train.py:140 in cleanup\n");
+  free(text);
+  nsp_job_destroy(job);
+}
+
 /* `ncclspy dump` writes PYSITE records and CALL's pysite: file:line
  * function in text, {file, line, function} in JSON. */
 static void test_dump(void **state) {
@@ -383,6 +414,7 @@ int main(void) {
       cmocka_unit_test(test_mismatch_two_lines), cmocka_unit_test(test_side_shares_site),
       cmocka_unit_test(test_hang_borrowed),      cmocka_unit_test(test_native_only),
       cmocka_unit_test(test_hostile),           cmocka_unit_test(test_dump),
+      cmocka_unit_test(test_never_returned),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
