@@ -76,10 +76,12 @@ int nsp_pyframe_library(const char *file, size_t *short_at) {
     const char *hit = NULL;
     switch (library[i].match) {
       case PY_DIR: hit = at_component(file, library[i].pattern); break;
-      case PY_FILE:
-        hit = at_component(file, library[i].pattern);
-        while (hit && hit[strlen(library[i].pattern)]) hit = at_component(hit + 1, library[i].pattern);
+      case PY_FILE: {
+        size_t n = strlen(file), pn = strlen(library[i].pattern);
+        const char *tail = n >= pn ? file + n - pn : NULL;
+        hit = tail && !strcmp(tail, library[i].pattern) && (tail == file || tail[-1] == '/') ? tail : NULL;
         break;
+      }
       case PY_STDLIB: hit = stdlib_at(file); break;
       case PY_PREFIX: hit = !strncmp(file, library[i].pattern, strlen(library[i].pattern)) ? file : NULL; break;
     }

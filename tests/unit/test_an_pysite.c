@@ -375,6 +375,37 @@ static void test_never_returned(void **state) {
   nsp_job_destroy(job);
 }
 
+/* The library-frame table: which paths are library code and the part
+ * of each that the report shows. */
+static void test_library_table(void **state) {
+  (void)state;
+  static const struct {
+    const char *file, *shown; /* shown NULL: the program's own */
+  } t[] = {
+      {"/opt/conda/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
+       "torch/distributed/distributed_c10d.py"},
+      {"torch/nn/parallel/distributed.py", "torch/nn/parallel/distributed.py"},
+      {"/usr/lib/python3/dist-packages/torch/nn/modules/module.py", "torch/nn/modules/module.py"},
+      {"/usr/lib/python3/dist-packages/torch/nn/modules/module.pyx", NULL},
+      {"/usr/lib/python3.12/contextlib.py", "contextlib.py"},
+      {"/opt/conda/lib64/python3.10/threading.py", "threading.py"},
+      {"<frozen runpy>", "<frozen runpy>"},
+      {"/opt/conda/lib/python3.11/site-packages/mypkg/model.py", NULL},
+      {"/usr/lib/python3/dist-packages/mypkg/model.py", NULL},
+      {"/home/u/mytorch/distributed/x.py", NULL},
+      {"/home/u/proj/train.py", NULL},
+      {"", NULL},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    size_t at = SIZE_MAX;
+    int lib = nsp_pyframe_library(t[i].file, &at);
+    if (lib != (t[i].shown != NULL)) fail_msg("%s: library %d", t[i].file, lib);
+    if (lib) assert_string_equal(t[i].file + at, t[i].shown);
+  }
+  assert_true(nsp_pyframe_nlibrary() > 10);
+  assert_null(nsp_pyframe_library_row(nsp_pyframe_nlibrary(), NULL));
+}
+
 /* `ncclspy dump` writes PYSITE records and CALL's pysite: file:line
  * function in text, {file, line, function} in JSON. */
 static void test_dump(void **state) {
@@ -414,7 +445,7 @@ int main(void) {
       cmocka_unit_test(test_mismatch_two_lines), cmocka_unit_test(test_side_shares_site),
       cmocka_unit_test(test_hang_borrowed),      cmocka_unit_test(test_native_only),
       cmocka_unit_test(test_hostile),           cmocka_unit_test(test_dump),
-      cmocka_unit_test(test_never_returned),
+      cmocka_unit_test(test_never_returned),     cmocka_unit_test(test_library_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
