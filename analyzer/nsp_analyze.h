@@ -159,6 +159,18 @@ struct nsp_frame {
   const char *module;   /* path of the object ("/usr/lib/libtorch_cuda.so"); "" unknown */
   uint64_t offset;      /* pc - load address of the module */
   const char *symbol;   /* "" when unknown */
+  /* From the module's debug information (elfutils' libdw), when the file
+   * at `module` is readable where the analysis runs and its GNU build-id
+   * is the one the trace's MODULE record gives; NULL / 0 otherwise
+   * (analyzer/model/nsp_an_symbolize.c).  For inlined code, the innermost
+   * inlined function and its line. */
+  const char *function; /* "nsp_cases_allreduce" */
+  const char *file;     /* the source file as the debug information names it
+                           (an absolute path when it was compiled so) */
+  int line;             /* from 1; 0 unknown */
+  int interrupted;      /* 1: offset is the interrupted instruction itself (a
+                           fatal signal's innermost frame); 0: a return
+                           address, just after its call */
 };
 
 /* Where a call was made (NSP_REC_CALLSITE), innermost frame first.

@@ -365,6 +365,14 @@ NSP_HIDDEN void nsp_files_forget(void);
 /* fork: 0 prepare (takes the blob lock), 1 parent / child (releases it). */
 NSP_HIDDEN void nsp_files_atfork(int phase);
 
+/* ---- build-ids (nsp_buildid.c) ---- */
+struct dl_phdr_info;
+/* The GNU build-id of a loaded module, from its PT_NOTE segments in memory
+ * (no file I/O), as lower-case hex into hex (cap bytes with the NUL).
+ * Returns the hex digits written, or 0 (hex "") when the module has none,
+ * its notes are malformed or cap is too small. */
+NSP_HIDDEN size_t nsp_buildid_of(const struct dl_phdr_info *info, char *hex, size_t cap);
+
 /* ---- call sites (nsp_site.c) ---- */
 /* The id of the calling stack's call site (writing its CALLSITE record the
  * first time), taken from inside a wrapper; `caller` is the wrapper's
@@ -377,6 +385,10 @@ NSP_HIDDEN int nsp_site_enabled(void);
 /* Fork handlers' part: phase 0 takes the call-site lock (waiting for any
  * thread inside libunwind), phase 1 releases it, in parent and child. */
 NSP_HIDDEN void nsp_site_atfork(int phase);
+/* The writer thread took a SIGNAL record (x: its frames): writes a MODULE
+ * record for each module they name that has none yet and is still loaded
+ * (found by path).  Never waits for a lock (a module is skipped then). */
+NSP_HIDDEN void nsp_site_note_frames(const struct nsp_rec_ext *x);
 
 /* ---- fatal signals (nsp_signal.c) ---- */
 /* Installs the handler for SIGSEGV, SIGBUS, SIGABRT, SIGILL and SIGFPE

@@ -8,6 +8,17 @@
  * record; calls carry its id.  On a non-success result a deeper stack is
  * taken and recorded as its own site (NSP_SITE_FULL).
  *
+ * Modules.  Before the first CALLSITE record whose frames name a module,
+ * a MODULE record gives its path and GNU build-id (read from its notes in
+ * memory, nsp_buildid.c: no file I/O), once per module path, so that the
+ * analyzer can find the module's debug information later.  The program
+ * itself is named by /proc/self/exe's target (read once, at the first
+ * call), not by dladdr's argv[0], which is relative to a directory the
+ * analyzer does not know; SIGNAL frames name it so too.  The modules of a
+ * SIGNAL record's frames get their MODULE records when the writer thread
+ * takes the record (nsp_site_note_frames), if it still runs then; frames
+ * of a module no record names are shown as module+offset.
+ *
  * Settings: NCCLSPY_CALLSITES=0 turns call sites off (their cost per call
  * is in bench/README.md).  Built without libunwind, call sites are off and
  * the PROCESS record's tracking bits say so. */
@@ -16,6 +27,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nsp_config.h"
 #include "nsp_hash.h"
@@ -39,28 +51,45 @@ static pthread_mutex_t nsp_site_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t nsp_nsites;
 static int nsp_sites_on = -1;
 static uintptr_t nsp_self_lo, nsp_self_hi; /* the shim's own code: skipped */
+static uintptr_t nsp_exe_lo, nsp_exe_hi;   /* the program's loaded segments */
+static char nsp_exe_path[1024];            /* /proc/self/exe's target; "" unknown */
+
+/* Module paths whose MODULE record was written (FNV-1a hashes; 0 free).
+ * Full: later modules get none, and their frames print as offsets. */
+#define NSP_SITE_MODULES 2048 /* power of two; at most 1536 modules */
+static uint64_t nsp_site_mods[NSP_SITE_MODULES];
+static unsigned nsp_site_nmods;
+static pthread_mutex_t nsp_site_mod_lock = PTHREAD_MUTEX_INITIALIZER; /* after nsp_site_lock */
 
 static const char nsp_site_marker = 0;
 
+/* [lo, hi): from the object's first to its last loaded segment. */
+static void object_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) {
+  *lo = UINTPTR_MAX;
+  *hi = 0;
+  for (int j = 0; j < info->dlpi_phnum; j++) {
+    const ElfW(Phdr) *q = &info->dlpi_phdr[j];
+    if (q->p_type != PT_LOAD) continue;
+    uintptr_t a = info->dlpi_addr + q->p_vaddr, b = a + q->p_memsz;
+    if (a < *lo) *lo = a;
+    if (b > *hi) *hi = b;
+  }
+}
+
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
-  (void)arg;
+  int *first = arg;
+  if (*first) { /* the main program comes first */
+    *first = 0;
+    object_range(info, &nsp_exe_lo, &nsp_exe_hi);
+  }
   uintptr_t me = (uintptr_t)&nsp_site_marker;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD) continue;
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
     if (me < lo || me >= hi) continue;
-    /* The whole object: from its first to its last loaded segment. */
-    nsp_self_lo = UINTPTR_MAX;
-    nsp_self_hi = 0;
-    for (int j = 0; j < info->dlpi_phnum; j++) {
-      const ElfW(Phdr) *q = &info->dlpi_phdr[j];
-      if (q->p_type != PT_LOAD) continue;
-      uintptr_t a = info->dlpi_addr + q->p_vaddr, b = a + q->p_memsz;
-      if (a < nsp_self_lo) nsp_self_lo = a;
-      if (b > nsp_self_hi) nsp_self_hi = b;
-    }
+    object_range(info, &nsp_self_lo, &nsp_self_hi);
     return 1;
   }
   return 0;
@@ -71,7 +100,10 @@ static void init_sites(void) {
   if (nsp_sites_on < 0) {
     nsp_sites_on = (int)nsp_setting(NSP_SET_CALLSITES);
     nsp_site_depth = (int)nsp_setting(NSP_SET_CALLSITE_DEPTH);
-    dl_iterate_phdr(find_self, NULL);
+    int first = 1;
+    dl_iterate_phdr(find_self, &first);
+    ssize_t n = readlink("/proc/self/exe", nsp_exe_path, sizeof nsp_exe_path - 1);
+    nsp_exe_path[n > 0 ? n : 0] = 0;
     /* Global, not per-thread: a per-thread cache is freed by a thread-exit
      * destructor that ThreadSanitizer builds crash in; we unwind only on
      * one call in 64 per call site, so its lock costs nothing. */
@@ -90,6 +122,70 @@ static int take_stack(void **ips, int max) {
   return k;
 }
 
+/* The loaded object that holds addr (addr != 0), or whose path is path
+ * (the program: nsp_exe_path): its build-id. */
+struct mod_find {
+  uintptr_t addr;
+  const char *path;
+  char hex[2 * 64 + 1];
+  int found;
+};
+
+static int find_module(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  struct mod_find *f = arg;
+  uintptr_t lo, hi;
+  object_range(info, &lo, &hi);
+  const char *name = info->dlpi_name ? info->dlpi_name : "";
+  int is_exe = lo == nsp_exe_lo && hi == nsp_exe_hi;
+  if (f->addr ? f->addr < lo || f->addr >= hi : strcmp(f->path, is_exe ? nsp_exe_path : name)) return 0;
+  nsp_buildid_of(info, f->hex, sizeof f->hex);
+  f->found = 1;
+  return 1;
+}
+
+/* Writes a MODULE record for the module named path (holding addr, or 0:
+ * found by its path) unless one was written.  Takes nsp_site_mod_lock;
+ * without wait when trylock (the writer thread), skipping the module then. */
+static void note_module(const char *path, uintptr_t addr, int trylock) {
+  if (!path || !*path) return;
+  if (trylock ? pthread_mutex_trylock(&nsp_site_mod_lock) : pthread_mutex_lock(&nsp_site_mod_lock)) return;
+  size_t len = strnlen(path, 1024);
+  uint64_t key = nsp_fnv1a(NSP_FNV_INIT, path, len);
+  if (!key) key = 1;
+  size_t i = (size_t)key & (NSP_SITE_MODULES - 1);
+  while (nsp_site_mods[i] && nsp_site_mods[i] != key) i = (i + 1) & (NSP_SITE_MODULES - 1);
+  if (nsp_site_mods[i] || nsp_site_nmods >= NSP_SITE_MODULES / 4 * 3) goto out; /* written, or full */
+  struct mod_find f = {.addr = addr, .path = path};
+  dl_iterate_phdr(find_module, &f);
+  if (!f.found) goto out; /* unloaded meanwhile: no build-id to give */
+  size_t hl = strlen(f.hex);
+  struct nsp_rec_ext *x = calloc(1, sizeof *x + len + 1 + hl + 1);
+  if (!x) goto out;
+  char *s = (char *)(x + 1);
+  memcpy(s, path, len);
+  memcpy(s + len + 1, f.hex, hl);
+  x->module_path = s;
+  x->build_id = s + len + 1;
+  struct nsp_rec *r = nsp_ring_reserve();
+  if (!r) { /* the ring is full: try again at the next site */
+    free(x);
+    goto out;
+  }
+  r->kind = NSP_REC_MODULE;
+  r->ext = x;
+  nsp_ring_commit(r);
+  nsp_site_mods[i] = key;
+  nsp_site_nmods++;
+out:
+  pthread_mutex_unlock(&nsp_site_mod_lock);
+}
+
+void nsp_site_note_frames(const struct nsp_rec_ext *x) {
+  if (nsp_sites_on <= 0 || !x) return;
+  for (uint32_t i = 0; i < x->nframes; i++) note_module(x->frame_module[i], 0, 1);
+}
+
 /* Writes a CALLSITE record for a new site: frames resolved now, while the
  * modules are loaded. */
 static void record_site(uint32_t id, void **ips, int n, int full) {
@@ -97,7 +193,10 @@ static void record_site(uint32_t id, void **ips, int n, int full) {
   Dl_info info[NSP_SITE_FULL_DEPTH];
   for (int i = 0; i < n; i++) {
     /* A return address points after the call: look up the call itself. */
-    if (!dladdr((char *)ips[i] - 1, &info[i])) memset(&info[i], 0, sizeof info[i]);
+    uintptr_t at = (uintptr_t)ips[i] - 1;
+    if (!dladdr((void *)at, &info[i])) memset(&info[i], 0, sizeof info[i]);
+    if (info[i].dli_fname && nsp_exe_path[0] && at >= nsp_exe_lo && at < nsp_exe_hi) info[i].dli_fname = nsp_exe_path;
+    if (info[i].dli_fbase) note_module(info[i].dli_fname, at, 0);
     bytes += (info[i].dli_fname ? strnlen(info[i].dli_fname, 1024) : 0) + 1 +
              (info[i].dli_sname ? strnlen(info[i].dli_sname, 1024) : 0) + 1;
   }
@@ -203,8 +302,13 @@ int nsp_site_enabled(void) {
 }
 
 void nsp_site_atfork(int phase) {
-  if (phase == 0) pthread_mutex_lock(&nsp_site_lock);
-  else pthread_mutex_unlock(&nsp_site_lock);
+  if (phase == 0) {
+    pthread_mutex_lock(&nsp_site_lock);
+    pthread_mutex_lock(&nsp_site_mod_lock);
+  } else {
+    pthread_mutex_unlock(&nsp_site_mod_lock);
+    pthread_mutex_unlock(&nsp_site_lock);
+  }
 }
 
 #else /* no libunwind at build time */
@@ -218,5 +322,7 @@ uint32_t nsp_site_current(int failed, void *caller) {
 int nsp_site_enabled(void) { return 0; }
 
 void nsp_site_atfork(int phase) { (void)phase; }
+
+void nsp_site_note_frames(const struct nsp_rec_ext *x) { (void)x; }
 
 #endif

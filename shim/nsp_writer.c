@@ -256,6 +256,8 @@ static size_t drain(struct nsp_file *f) {
     if (r->kind == NSP_REC_COMM && r->ext && (r->result == ncclSuccess || r->result == ncclInProgress))
       nsp_files_rename_rank(r->ext->rank);
     if (f->fd >= 0 && !f->capped) add_rec(f, r);
+    /* The modules a fatal signal's frames name, while they are loaded. */
+    if (r->kind == NSP_REC_SIGNAL && r->ext) nsp_site_note_frames(r->ext);
     nsp_ring_take();
     n++;
     if (f->frame.len >= (1u << 20)) file_flush(f);

@@ -104,7 +104,8 @@ static json_object *end_json(struct jctx *j, const struct nsp_job *job, const st
   return o;
 }
 
-/* {"id", "flags", "frames": [{"module", "offset", "symbol"}], "skipped", "total"} */
+/* {"id", "flags", "frames": [{"module", "offset", "symbol"[, "function"][, "file",
+ * "line"]}], "skipped", "total"} */
 static json_object *site_json(struct jctx *j, const struct nsp_callsite *cs) {
   json_object *o = json_object_new_object();
   if (!o) return NULL;
@@ -117,6 +118,12 @@ static json_object *site_json(struct jctx *j, const struct nsp_callsite *cs) {
       put(j, x, "module", jstr(cs->frames[i].module));
       put(j, x, "offset", jint((int64_t)cs->frames[i].offset));
       put(j, x, "symbol", jstr(cs->frames[i].symbol));
+      /* From the module's debug information, when it was found. */
+      if (cs->frames[i].function) put(j, x, "function", jstr(cs->frames[i].function));
+      if (cs->frames[i].file && cs->frames[i].line > 0) {
+        put(j, x, "file", jstr(cs->frames[i].file));
+        put(j, x, "line", jint(cs->frames[i].line));
+      }
     }
     push(j, fr, x);
   }

@@ -98,11 +98,19 @@ static const char *base_name(const char *path) {
  * signal's stack: NSP_TEXT_STACK). */
 #define NSP_TEXT_FRAMES 4
 #define NSP_TEXT_STACK 8
-/* "at SYMBOL (MODULE+0xOFFSET)" or "at MODULE+0xOFFSET", one line. */
+/* "at FUNCTION (FILE:LINE)" when the module's debug information gave them
+ * (FILE: the source file's base name; JSON has its path), else "at SYMBOL
+ * (MODULE+0xOFFSET)" or "at MODULE+0xOFFSET", one line. */
 static void put_frame(FILE *out, const struct nsp_frame *fr) {
   fprintf(out, "at ");
-  if (fr->symbol[0]) {
-    nsp_put_esc(out, fr->symbol);
+  const char *name = fr->function && fr->function[0] ? fr->function : fr->symbol;
+  if (fr->file && fr->file[0] && fr->line > 0) {
+    nsp_put_esc(out, name[0] ? name : "?");
+    fprintf(out, " (");
+    nsp_put_esc(out, base_name(fr->file));
+    fprintf(out, ":%d)\n", fr->line);
+  } else if (name[0]) {
+    nsp_put_esc(out, name);
     fprintf(out, " (");
     nsp_put_esc(out, base_name(fr->module));
     fprintf(out, "+0x%" PRIx64 ")\n", fr->offset);

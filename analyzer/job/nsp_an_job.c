@@ -37,6 +37,7 @@ void nsp_job_destroy(struct nsp_job *job) {
   for (size_t r = 0; r < job->nruns; r++) free(job->runs[r].id);
   free(job->runs);
   free(job->run_sel);
+  nsp_an_sym_destroy(job->sym);
   free(job);
 }
 

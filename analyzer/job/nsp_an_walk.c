@@ -66,6 +66,21 @@ static int rule_messages(struct nsp_job *job, const struct nsp_rule *r) {
   return 0;
 }
 
+/* Native frames as function and file:line: the signal stacks, and the
+ * call sites findings name (pass 2 found them). */
+static int symbolize(struct nsp_job *job) {
+  for (size_t i = 0; i < job->ntraces; i++) NSP_TRY(nsp_an_symbolize_stack(job, job->traces[i], job->traces[i]->sig_stack));
+  for (size_t i = 0; i < job->nfindings; i++) {
+    const struct nsp_finding *f = &job->findings[i].pub;
+    for (size_t k = 0; k < f->nsides; k++)
+      for (size_t p = 0; p < f->sides[k].nranks; p++) {
+        const struct nsp_proc *pr = &f->sides[k].procs[p];
+        if (pr->site && pr->trace < job->ntraces) NSP_TRY(nsp_an_symbolize_stack(job, job->traces[pr->trace], pr->site));
+      }
+  }
+  return 0;
+}
+
 int nsp_an_run_rules(struct nsp_job *job) {
   NSP_TRY(nsp_an_prepare(job));
   for (size_t r = 0; r < nsp_nrules; r++) {
@@ -84,6 +99,7 @@ int nsp_an_run_rules(struct nsp_job *job) {
   NSP_TRY(nsp_an_fetch_sites(job));
   NSP_TRY(proc_comm_ranks(job));
   NSP_TRY(proc_comm_ends(job));
+  NSP_TRY(symbolize(job));
   /* The other messages (the checks wrote some), finding by finding. */
   for (size_t i = 0; i < job->nfindings; i++) {
     struct nsp_finding_priv *f = &job->findings[i];

@@ -818,6 +818,9 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
       case NSP_REC_SIGNAL:
         NSP_TRY(nsp_an_signal_load(t, &rec));
         break;
+      case NSP_REC_MODULE:
+        NSP_TRY(nsp_an_module_add(t, &rec));
+        break;
       default:
         break;
     }

@@ -166,6 +166,7 @@ void nsp_an_trace_free(struct nsp_trace *t) {
   free(t->launcher);
   nsp_an_sites_free(t);
   nsp_an_pysites_free(t);
+  nsp_an_modules_free(t);
   nsp_an_signal_free(t);
   nsp_an_end_free(t);
   nsp_pend_free(&t->pend);

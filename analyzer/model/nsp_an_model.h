@@ -378,6 +378,10 @@ struct nsp_trace {
   /* The NCCL functions its CALL records name (bit api % 8 of byte api / 8):
    * what a process that joined no communicator did. */
   uint8_t api_seen[(NSP_API_COUNT + 7) / 8];
+  /* MODULE records (format 1.6): the path and build-id of each module its
+   * frames name (nsp_an_symbolize.c). */
+  struct nsp_an_module *modules;
+  size_t nmodules, modules_cap;
 };
 
 /* A PreMulSum op as ncclRedOpCreatePreMulSum made it (a REDOP record). */
@@ -454,6 +458,7 @@ struct nsp_job {
   size_t nruns;
   int run_all;
   char err[512];
+  struct nsp_an_sym *sym; /* modules opened for debug information (nsp_an_symbolize.c) */
 };
 
 /* One run among the traces (job/nsp_an_runs.c): its public view, the
@@ -539,6 +544,33 @@ void nsp_an_sites_free(struct nsp_trace *t);
  * skip_runtime_top the C/C++ runtime frames on top too (raise, abort,
  * terminate).  Kept to 16 frames.  NULL when out of memory. */
 struct nsp_callsite *nsp_an_stack_make(const struct nsp_rec_ext *x, uint32_t id, uint32_t flags, int skip_runtime_top);
+/* ---- native frames as function and file:line (nsp_an_symbolize.c) ----------- */
+/* Keeps a MODULE record's path and build-id (the first record of a path). */
+int nsp_an_module_add(struct nsp_trace *t, const struct nsp_rec *rec);
+void nsp_an_modules_free(struct nsp_trace *t);
+/* Fills the function, file and line of cs's frames (cs from t) whose
+ * module t's MODULE records name, when the module's file is readable here
+ * and has the recorded build-id; a note, once per module, names a module
+ * whose build-id differs.  Without libdw at build time it does nothing.
+ * Returns 0 or NSP_AN_ENOMEM. */
+int nsp_an_symbolize_stack(struct nsp_job *job, const struct nsp_trace *t, const struct nsp_callsite *cs);
+/* The symbolizer alone (tests): modules opened once, results cached. */
+struct nsp_an_sym;
+struct nsp_an_sym *nsp_an_sym_create(void);
+void nsp_an_sym_destroy(struct nsp_an_sym *s);
+enum {
+  NSP_AN_SYM_NONE = 0,        /* left as it was (no file, no build-id to check, no name) */
+  NSP_AN_SYM_RESOLVED = 1,    /* fr->function and/or fr->file and line set */
+  NSP_AN_SYM_CHANGED = 2,     /* the file's build-id is not build_id */
+  NSP_AN_SYM_CHANGED_NEW = 3, /* the same, the first time this module is asked for */
+};
+/* Looks fr (fr->offset from the start of the module's first loaded page;
+ * fr->interrupted says whether it is the instruction itself or a return
+ * address) up in the file at path, whose build-id must be build_id (lower-case
+ * hex).  Strings set in fr live as long as s.  Returns NSP_AN_SYM_* or
+ * NSP_AN_ENOMEM. */
+int nsp_an_sym_frame(struct nsp_an_sym *s, const char *path, const char *build_id, struct nsp_frame *fr);
+
 /* True when a frame is NCCL's, ncclspy's or c10d's (left out of reports). */
 int nsp_an_frame_skipped(const char *module, const char *symbol);
 /* Asks pass 2 (job/nsp_an_pass2.c) for the call sites (native and

@@ -76,6 +76,9 @@ struct nsp_callsite *nsp_an_stack_make(const struct nsp_rec_ext *x, uint32_t id,
     fr[kept].symbol = str;
     str += sl;
     fr[kept].offset = x->frame_offset[i];
+    fr[kept].function = fr[kept].file = NULL; /* nsp_an_symbolize */
+    fr[kept].line = 0;
+    fr[kept].interrupted = id == 0 && i == 0; /* a signal's innermost frame */
     kept++;
   }
   cs->id = id;

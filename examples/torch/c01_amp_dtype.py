@@ -8,7 +8,7 @@ torchrun --nproc_per_node=2 examples/torch/c01_amp_dtype.py
 import torch
 import torch.distributed as dist
 
-from common import log, setup
+from common import fr_dump, log, setup
 
 
 def main():
@@ -23,6 +23,7 @@ def main():
     dist.all_reduce(b)
     torch.cuda.synchronize()  # rank 1 hangs here
     log(rank, f"seq 2 returned {b[:4].tolist()} (expected {float(world)})")
+    fr_dump(rank)  # with TORCH_FR_DUMP_TEMP_FILE set: the flight recorder's view too
     dist.destroy_process_group()
 
 

@@ -31,3 +31,16 @@ def setup(timeout_s=30):
 
 def log(rank, msg):
     print(f"[rank {rank}] {msg}", flush=True)
+
+
+def fr_dump(rank):
+    """With TORCH_FR_DUMP_TEMP_FILE set (and TORCH_NCCL_TRACE_BUFFER_SIZE > 0),
+    writes this rank's PyTorch flight recorder dump where its watchdog
+    would on a timeout: so a rank that did not time out can be read by
+    torchfrtrace next to one that did (ncclspy side by side with it)."""
+    prefix = os.environ.get("TORCH_FR_DUMP_TEMP_FILE")
+    if not prefix:
+        return
+    data = torch._C._distributed_c10d._dump_nccl_trace()
+    with open(f"{prefix}{rank}", "wb") as f:
+        f.write(data)

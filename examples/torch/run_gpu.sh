@@ -15,12 +15,12 @@ mkdir -p "$out"
 # NVLink multicast stays off on shared hosts.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The failure cases end by PyTorch's watchdog; skip its 60 s debug dump.
-export TORCH_NCCL_DUMP_ON_TIMEOUT=0
+export TORCH_NCCL_DUMP_ON_TIMEOUT=${TORCH_NCCL_DUMP_ON_TIMEOUT:-0}
 # Fewer GPUs than ranks: every rank on GPU 0 (examples/torch/common.py).
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 [ "$ngpu" -lt "${NSP_NPROC:-2}" ] && export NSP_ONE_GPU=1
 build=${NSP_BUILD_DIR:-build-gpu}
-if ! { [ -d "$build" ] || meson setup "$build" -Dlibunwind=disabled -Dtests=disabled; } >"$out/build.log" 2>&1 ||
+if ! { [ -d "$build" ] || meson setup "$build" -Dlibunwind="${NSP_LIBUNWIND:-disabled}" -Dtests=disabled; } >"$out/build.log" 2>&1 ||
    ! ninja -C "$build" ${NSP_SHIM_ONLY:+shim/libncclspy.so} >>"$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
   exit 1

@@ -23,6 +23,9 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
+#include "nsp_config.h"
 #include "nsp_analyze.h"
 #include "nsp_names.h"
 #include "nsp_reader.h"
@@ -1821,6 +1824,121 @@ static void test_err_split(void **state) {
   run_done(&r);
 }
 
+/* ---- issue #14: native frames with function and file:line (libdw) ---- */
+
+/* The first line of nsp_cases.c (NSP_CASES_SOURCE) holding `needle`, from 1;
+ * fails when none does. */
+static int cases_line_of(const char *needle) {
+  FILE *f = fopen(NSP_CASES_SOURCE, "r");
+  assert_non_null(f);
+  char line[4096];
+  int n = 0, found = 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    n++;
+    found = strstr(line, needle) != NULL;
+  }
+  fclose(f);
+  if (!found) fail_msg("no line of %s holds %s", NSP_CASES_SOURCE, needle);
+  return n;
+}
+
+static char *json_plain(const struct nsp_job *job) {
+  struct json_object *o = nsp_report_json_object(job);
+  assert_non_null(o);
+  char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+  json_object_put(o);
+  assert_non_null(s);
+  return s;
+}
+
+/* c01 run from a copy of the case program: each side's call site names
+ * the all-reduce's line in nsp_cases.c (text and JSON).  Then the copy is
+ * replaced by another program: its build-id no longer matches the trace's
+ * MODULE record, so frames are offsets and a note says why.  Built
+ * without libdw, frames are module+offset as before, with no note. */
+static void test_native_lines(void **state) {
+  int want = cases_line_of("NC(ncclAllReduce(buf, buf, count, t, op, cc->comm, nsp_cases_stream)), K_AR");
+  char bin[64] = "/tmp/nsp-case-bin-XXXXXX", exe[128], cmd[512], libdir[PATH_MAX], env[PATH_MAX + 32];
+  assert_non_null(mkdtemp(bin));
+  snprintf(exe, sizeof exe, "%s/nsp_cases", bin);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", cases_exe, exe);
+  assert_int_equal(system(cmd), 0);
+  /* The copy's rpath ($ORIGIN/../standin) finds no stand-in from here. */
+  snprintf(libdir, sizeof libdir, "%s", standin_nccl_so);
+  *strrchr(libdir, '/') = 0;
+  snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s", libdir);
+  const char *saved = cases_exe;
+  cases_exe = exe;
+  struct run r;
+  struct job_opts o = {.nranks = 2, .limit_s = 120, .all_env = env};
+  run_job_ex(&r, "c01", &o);
+  cases_exe = saved;
+  const struct nsp_finding *f = first_of(&r, NSP_FIND_DTYPE_MISMATCH);
+  char at[64], in_json[128];
+  snprintf(at, sizeof at, "nsp_cases_allreduce (nsp_cases.c:%d)", want);
+  snprintf(in_json, sizeof in_json, "\"line\":%d", want);
+  char *text = nsp_report_capture(nsp_report_text, r.job);
+  char *json = json_plain(r.job);
+  print_lines("text", text);
+  for (size_t k = 0; k < f->nsides; k++) {
+    const struct nsp_callsite *cs = f->sides[k].procs[0].site;
+    assert_non_null(cs);
+    assert_true(cs->nframes > 0);
+    const struct nsp_frame *fr = &cs->frames[0];
+    print_message("# side %zu frame 0: %s+0x%llx %s (%s:%d)\n", k, fr->module, (unsigned long long)fr->offset,
+                  fr->function ? fr->function : "-", fr->file ? fr->file : "-", fr->line);
+    assert_string_equal(fr->module, exe); /* /proc/self/exe's target, not argv[0] */
+#if NSP_HAVE_LIBDW
+    assert_non_null(fr->function);
+    assert_string_equal(fr->function, "nsp_cases_allreduce");
+    assert_non_null(fr->file);
+    char src[PATH_MAX];
+    assert_non_null(realpath(NSP_CASES_SOURCE, src));
+    assert_string_equal(fr->file, src); /* absolute, against the compilation directory */
+    assert_int_equal(fr->line, want);
+#else
+    assert_true(!fr->file || !fr->file[0]);
+#endif
+  }
+#if NSP_HAVE_LIBDW
+  assert_contains(text, at);
+  assert_contains(json, in_json);
+  assert_contains(json, "\"function\":\"nsp_cases_allreduce\"");
+  assert_contains(json, "nsp_cases.c\"");
+#else
+  assert_null(strstr(text, "nsp_cases.c:"));
+  assert_null(strstr(json, "\"line\":"));
+#endif
+  free(text);
+  free(json);
+
+  /* The program changed since the job ran. */
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", launch_exe, exe);
+  assert_int_equal(system(cmd), 0);
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  assert_int_equal(nsp_job_add_path(job, r.dir), 2);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  text = nsp_report_capture(nsp_report_text, job);
+  print_lines("changed", text);
+  assert_null(strstr(text, "nsp_cases.c:"));
+  assert_contains(text, "nsp_cases+0x");
+  char note[256];
+  snprintf(note, sizeof note, "%s changed since the job ran (build-id differs): its frames are shown as offsets", exe);
+  int noted = 0;
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++) noted += strstr(nsp_job_note(job, i), note) != NULL;
+#if NSP_HAVE_LIBDW
+  assert_int_equal(noted, 1);
+#else
+  assert_int_equal(noted, 0);
+#endif
+  free(text);
+  nsp_job_destroy(job);
+  run_done(&r);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", bin);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s NSP_LAUNCH NSP_CASES LIBNCCLSPY CASE STANDIN_NCCL STANDIN_HOST\n", argv[0]);
@@ -1855,6 +1973,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_launcher_killed),
       cmocka_unit_test(test_group_multi), cmocka_unit_test(test_p2p_size), cmocka_unit_test(test_no_split2),
       cmocka_unit_test(test_err_split),
+      cmocka_unit_test(test_native_lines),
   };
   char filter[32];
   snprintf(filter, sizeof filter, "test_%s", argv[4]);

@@ -1,6 +1,8 @@
 /* test_sites.c - call sites: two functions that all-reduce get two sites
  * whose frames name them, each recorded once however often it is called,
- * and a failing call gets a full stack of its own.
+ * and a failing call gets a full stack of its own.  Each module a site's
+ * frames name has a MODULE record before that site, with its build-id; the
+ * program's own frames name it by /proc/self/exe's target.
  * Run with LD_PRELOAD=libncclspy.so; built with -rdynamic so that dladdr
  * can name this program's functions. */
 #include <dirent.h>
@@ -56,7 +58,7 @@ int main(void) {
   }
   int status;
   waitpid(pid, &status, 0);
-  printf("1..5\n");
+  printf("1..8\n");
   check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child ran");
   DIR *d = opendir(dir);
   struct dirent *e;
@@ -68,10 +70,30 @@ int main(void) {
   struct nsp_reader *r = path[0] ? nsp_reader_open(path, err, sizeof err) : NULL;
   struct nsp_rec rec;
   int sites = 0, full = 0, fwd_site = 0, bwd_site = 0, calls_with_site = 0, calls = 0, tracked = 0;
+  /* MODULE records seen so far (path, build-id), and frames naming a module
+   * none had named before them. */
+  char modules[64][2][512];
+  int nmodules = 0, unnamed = 0, module_dups = 0, exe_frames = 0, exe_id_ok = 0;
+  char exe[512] = "";
+  ssize_t xl = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[xl > 0 ? xl : 0] = 0;
   uint32_t fwd_id = 0, bwd_id = 0;
   while (r && nsp_reader_next(r, &rec) == 1) {
     if (rec.kind == NSP_REC_PROCESS) tracked = (rec.ext->tracking & NSP_TRACK_CALLSITES) != 0;
+    if (rec.kind == NSP_REC_MODULE && nmodules < 64) {
+      for (int m = 0; m < nmodules; m++) module_dups += !strcmp(modules[m][0], rec.ext->module_path);
+      snprintf(modules[nmodules][0], 512, "%s", rec.ext->module_path);
+      snprintf(modules[nmodules][1], 512, "%s", rec.ext->build_id);
+      if (!strcmp(rec.ext->module_path, exe)) exe_id_ok = !strcmp(rec.ext->build_id, "00112233445566778899aabbccddeeff01234567");
+      nmodules++;
+    }
     if (rec.kind == NSP_REC_CALLSITE) {
+      for (uint32_t i = 0; i < rec.ext->nframes; i++) {
+        int named = 0;
+        for (int m = 0; m < nmodules; m++) named |= !strcmp(modules[m][0], rec.ext->frame_module[i]);
+        unnamed += !named;
+        exe_frames += !strcmp(rec.ext->frame_module[i], exe);
+      }
       sites++;
       full += (rec.flags & NSP_SITE_FULL) != 0;
       for (uint32_t i = 0; i < rec.ext->nframes; i++) {
@@ -90,6 +112,10 @@ int main(void) {
   check(sites == 3 && full == 1, "three sites in all (two, and the failing call's full stack)");
   check(calls == 401 && calls_with_site == 401, "every call names its site");
   printf("# %d sites (%d full), %d of %d calls with a site\n", sites, full, calls_with_site, calls);
+  check(nmodules > 1 && !unnamed && !module_dups, "every module a site names has one MODULE record before it");
+  check(exe_frames > 0, "the program's own frames name it by /proc/self/exe's target");
+  check(exe_id_ok, "the program's MODULE record has its build-id, as linked");
+  printf("# %d modules, %d frames before their module, %d of the program\n", nmodules, unnamed, exe_frames);
   char cmd[4200];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) return 1;
