@@ -187,6 +187,56 @@ struct nsp_callsite {
   size_t ntotal;        /* frames in the record */
 };
 
+/* One frame of a Python call site (a PYSITE record, format 1.6). */
+struct nsp_pyframe {
+  const char *file;     /* co_filename as the interpreter had it ("/home/u/train.py");
+                           "" unknown; longer than 400 bytes: "..." and its last 400 */
+  uint64_t line;        /* line number; 0 unknown */
+  const char *function; /* co_qualname (3.11 on) or co_name ("Trainer.step",
+                           "<module>"); "" unknown; cut at 200 bytes */
+  int library;          /* 1: library code, a path of the library-frame table
+                           (nsp_pyframe_library): folded in the text report */
+  const char *short_file; /* library frames: the path from the table's pattern on
+                           ("torch/distributed/distributed_c10d.py", "contextlib.py");
+                           else file */
+};
+
+/* Where a call was made in Python (format 1.6): the innermost frames of
+ * the calling thread's Python stack, innermost first, kept whole (up to
+ * 64 frames).  A call made on a thread that ran no Python (an autograd
+ * or other native worker) has the process's main Python thread's stack:
+ * NSP_PYSITE_BORROWED, tid that thread. */
+struct nsp_pysite {
+  uint32_t id;          /* the trace's Python site id */
+  uint32_t flags;       /* NSP_PYSITE_BORROWED, NSP_PYSITE_TRUNCATED (the stack was
+                           deeper than the shim keeps) */
+  uint32_t tid;         /* the thread whose stack it is */
+  size_t nframes;       /* frames kept */
+  const struct nsp_pyframe *frames;
+  size_t ntotal;        /* frames in the record (nframes unless over 64) */
+  size_t first;         /* the first frame of the program's own (not library
+                           code): the line to look at; nframes when every frame
+                           kept is library code */
+};
+
+/* Whether a Python file is library code (docs/REPORT.md, "Python library
+ * frames"): a path containing one of the table's directories or files
+ * (torch/distributed/, torch/autograd/, deepspeed/comm/, ...) at a path
+ * component's start, the Python standard library (a file under
+ * .../lib/pythonX.Y/ outside site-packages and dist-packages), or a
+ * frozen module ("<frozen runpy>").  Returns 1 and, when short_at is not
+ * NULL, the offset in file where the part to show begins (the pattern's
+ * match; after "pythonX.Y/"); 0 for the program's own code. */
+int nsp_pyframe_library(const char *file, size_t *short_at);
+/* The library-frame table, row i (i < nsp_pyframe_nlibrary()): its
+ * pattern ("torch/distributed/") and what it holds; NULL past the end. */
+size_t nsp_pyframe_nlibrary(void);
+const char *nsp_pyframe_library_row(size_t i, const char **what);
+/* True when a and b hold the same frames (file, line, function each) and
+ * flags: ranks with different site ids may share a site.  NULL equals
+ * only NULL. */
+int nsp_pysite_same(const struct nsp_pysite *a, const struct nsp_pysite *b);
+
 /* A fatal signal a process received (NSP_REC_SIGNAL, format 1.3).  Signal
  * and code numbers are Linux's (traces are read on any machine). */
 struct nsp_signal {
@@ -337,6 +387,7 @@ struct nsp_inflight {
   uint32_t split_index; /* split, shrink: the parent's splits and shrinks before it */
   uint32_t tid;         /* the calling thread */
   int64_t wait_ns;      /* entry to the process's last sign of life (ns) */
+  const struct nsp_pysite *pysite; /* format 1.6: its Python call site; NULL none */
 };
 
 /* A libnccl the shim did not interpose, loaded in the process (a LIBNCCL
@@ -406,6 +457,8 @@ struct nsp_trace_info {
                               by the world-size, missing-rank and setting checks */
   const char *run_id;      /* the identity of the run it belongs to
                               (nsp_run_info.id) */
+  /* Since format 1.6: */
+  size_t npysites;         /* Python call sites read (PYSITE records kept) */
 };
 
 /* One run (or attempt) among the traces given (nsp_job_run; docs/REPORT.md,
@@ -475,6 +528,9 @@ struct nsp_proc {
    * call at the seq for mismatches, the k-th send/recv, the error's call,
    * the last or waiting call of a hang); NULL when the trace has none. */
   const struct nsp_callsite *site;
+  /* The Python call site of that call (format 1.6), shown before site;
+   * NULL when the trace has none (no Python, or sites off). */
+  const struct nsp_pysite *pysite;
   int64_t wait_ns;      /* waiting ranks: enqueue to the end of the trace; 0 */
   uint32_t done_flags;  /* waiting ranks: NSP_DONE_ABANDONED (its communicator
                            was aborted first) or NSP_DONE_ERROR (the event

@@ -63,4 +63,22 @@ const char *nsp_nccl_version_str(int code, char *buf, size_t buflen);
  * a write error or NULL root.  Shared by the report and perf writers. */
 int nsp_report_json_emit(struct json_object *root, FILE *out);
 
+/* Python call sites in the text report (nsp_report_py.c).  One line, no
+ * newline: the first frame of the program's own, "FILE:LINE in FUNCTION"
+ * (" (the main thread's Python stack)" when borrowed); returns 0 and
+ * writes nothing when ps is NULL or empty. */
+int nsp_report_put_pyline(FILE *out, const struct nsp_pysite *ps);
+/* A site's lines: at indent "Python call site of RANKS:" (ranks NULL:
+ * "Python call site:"; a borrowed stack says whose it is), the first
+ * frame of the program's own, the library frames called from it folded
+ * into one line, then the outer frames (library runs folded), at
+ * indent + 4. */
+void nsp_report_put_pysite(FILE *out, const struct nsp_pysite *ps, int indent, const char *ranks);
+/* The Python site every process of side s shares (by content), or NULL. */
+const struct nsp_pysite *nsp_report_side_pysite(const struct nsp_side *s);
+/* Side s's distinct Python sites (up to max), each once with the ranks
+ * that share it. */
+void nsp_report_put_side_pysites(FILE *out, const struct nsp_job *job, const struct nsp_finding *f,
+                                 const struct nsp_side *s, int indent, size_t max);
+
 #endif /* NSP_REPORT_H */

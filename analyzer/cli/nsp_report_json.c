@@ -133,6 +133,35 @@ static json_object *site_json(struct jctx *j, const struct nsp_callsite *cs) {
   return o;
 }
 
+/* A Python call site (format 1.6): {"id", "tid", "borrowed", "truncated",
+ * "frames": [{"file", "line", "function", "library"}] (innermost first,
+ * all kept), "first" (index of the first frame of the program's own; null
+ * when every frame is library code), "total"}. */
+static json_object *pysite_json(struct jctx *j, const struct nsp_pysite *ps) {
+  json_object *o = json_object_new_object();
+  if (!o) return NULL;
+  put(j, o, "id", jint(ps->id));
+  put(j, o, "tid", jint(ps->tid));
+  put(j, o, "borrowed", json_object_new_boolean((ps->flags & NSP_PYSITE_BORROWED) != 0));
+  put(j, o, "truncated", json_object_new_boolean((ps->flags & NSP_PYSITE_TRUNCATED) != 0));
+  json_object *fr = json_object_new_array();
+  for (size_t i = 0; fr && i < ps->nframes; i++) {
+    json_object *x = json_object_new_object();
+    if (x) {
+      put(j, x, "file", jstr(ps->frames[i].file));
+      put(j, x, "line", jint((int64_t)ps->frames[i].line));
+      put(j, x, "function", jstr(ps->frames[i].function));
+      put(j, x, "library", json_object_new_boolean(ps->frames[i].library));
+    }
+    push(j, fr, x);
+  }
+  put(j, o, "frames", fr);
+  if (ps->first < ps->nframes) put(j, o, "first", jint((int64_t)ps->first));
+  else put_null(o, "first");
+  put(j, o, "total", jint((int64_t)ps->ntotal));
+  return o;
+}
+
 /* A fatal signal: {"signo", "signal", "code", "code_name", "code_text",
  * "addr", "tid", "sender_pid", "flags", "time_ns", "t_rel_ns", "died"}
  * and, with_stack, "stack" (a site object) when there is one. */
@@ -269,6 +298,7 @@ static json_object *finding_json(struct jctx *j, const struct nsp_job *job, cons
         if (pr->done_flags & NSP_DONE_ABANDONED) put(j, po, "abandoned", json_object_new_boolean(1));
         if (pr->done_flags & NSP_DONE_ERROR) put(j, po, "gpu_error", json_object_new_boolean(1));
       }
+      if (pr->pysite) put(j, po, "pysite", pysite_json(j, pr->pysite));
       if (pr->site) put(j, po, "site", site_json(j, pr->site));
       if (pr->signal) put(j, po, "signal", signal_json(j, job, pr->signal, 0));
       if (pr->end) put(j, po, "end", end_json(j, job, pr->end));
@@ -404,6 +434,7 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
     if (t->end_ns) put(&j, o, "end_time_ns", jint(t->end_ns));
     put(&j, o, "completions", jint((int64_t)t->completions));
     put(&j, o, "call_sites", jint((int64_t)t->nsites));
+    put(&j, o, "python_sites", jint((int64_t)t->npysites));
     put(&j, o, "signals", jint((int64_t)t->signals));
     if (t->signal) put(&j, o, "signal", signal_json(&j, job, t->signal, 1));
     json_object *pr = json_object_new_array();
@@ -429,6 +460,7 @@ struct json_object *nsp_report_json_object(const struct nsp_job *job) {
         }
         put(&j, io, "tid", jint(x->tid));
         put(&j, io, "wait_ns", jint(x->wait_ns));
+        if (x->pysite) put(&j, io, "pysite", pysite_json(&j, x->pysite));
       }
       push(&j, inf, io);
     }

@@ -323,6 +323,13 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
   int err = shape == NSP_SIDES_ORIGIN_BY_RESULT;
   int detail = shape == NSP_SIDES_BY_LAST_SEQ || err || hang || sig;
   size_t shown = s->nranks < NSP_TEXT_PROCS ? s->nranks : NSP_TEXT_PROCS;
+  /* A Python call site every process of a detailed side shares: once, first. */
+  const struct nsp_pysite *side_py = detail && !sig && !err && s->nranks > 1 ? nsp_report_side_pysite(s) : NULL;
+  if (side_py) {
+    char rb[320];
+    nsp_format_side_ranks(rb, sizeof rb, job, f, s);
+    nsp_report_put_pysite(out, side_py, 8, rb);
+  }
   for (size_t p = 0; p < shown; p++) {
     const struct nsp_proc *pr = &s->procs[p];
     if (detail) {
@@ -343,6 +350,7 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
       if (sig) {
         if (p == 0) put_frames(out, pr->site, 12, si == 0 ? NSP_TEXT_STACK : NSP_TEXT_FRAMES);
       } else if (!err || (si == 0 && p == 0)) {
+        if (!side_py) nsp_report_put_pysite(out, pr->pysite, 12, NULL);
         put_site(out, pr->site, 12);
       }
     } else {
@@ -359,6 +367,8 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
   }
   if (detail) return;
   fputc('\n', out);
+  /* The side's Python call sites first, each once, with the ranks that share it. */
+  nsp_report_put_side_pysites(out, job, f, s, 8, 3);
   /* The side's call sites, each once, with the ranks that share it. */
   int shown_sites = 0;
   for (size_t p = 0; p < s->nranks && shown_sites < 3; p++) {
@@ -499,6 +509,11 @@ static void put_trace_end(FILE *out, const struct nsp_job *job, const struct nsp
     else fprintf(out, "nccl%s", nsp_api_name(c->api));
     put_time(out, job, " since ", c->time_ns);
     fprintf(out, " (never returned; %.3f s to its last sign of life)\n", (double)t->inflight[i].wait_ns / 1e9);
+    if (t->inflight[i].pysite && t->inflight[i].pysite->nframes) {
+      fprintf(out, "              from ");
+      nsp_report_put_pyline(out, t->inflight[i].pysite);
+      fputc('\n', out);
+    }
   }
 }
 
@@ -518,6 +533,18 @@ static void put_headline(FILE *out, const struct nsp_job *job) {
   nsp_finding_side_order(f, order);
   for (size_t i = 0; i < nsides && i < 4; i++) {
     const struct nsp_side *sd = &f->sides[order[i]];
+    /* A Python call site first: its frame of the program's own. */
+    size_t py = 0;
+    while (py < sd->nranks && !(sd->procs[py].pysite && sd->procs[py].pysite->nframes)) py++;
+    if (py < sd->nranks) {
+      char rb[320];
+      if (sd->nranks == 1 || shape == NSP_SIDES_ORIGIN_BY_RESULT) nsp_format_proc_rank(rb, sizeof rb, job, f, &sd->procs[py]);
+      else nsp_format_side_ranks(rb, sizeof rb, job, f, sd);
+      fprintf(out, "  %s: ", rb);
+      nsp_report_put_pyline(out, sd->procs[py].pysite);
+      fputc('\n', out);
+      continue;
+    }
     for (size_t p = 0; p < sd->nranks; p++) {
       const struct nsp_callsite *cs = sd->procs[p].site;
       if (!cs || !cs->nframes) continue;

@@ -108,6 +108,7 @@ void nsp_an_proc_last_call(struct nsp_proc *p, const struct nsp_trace *t) {
     p->call = t->last_call.call;
     p->call.last_error = NULL;
     p->site = nsp_an_site(t, t->last_call.site);
+    p->pysite = nsp_an_pysite(t, t->last_call.pysite);
   }
   if (t->blocked.valid) {
     p->blocked = t->blocked.call;

@@ -60,7 +60,7 @@ struct p2p_req {
   int api, peer;
   uint64_t seq;
   struct nsp_call *out;
-  const struct nsp_callsite **site_out;
+  struct nsp_proc *site_out; /* gets the native and Python call sites */
 };
 
 static int cmp_req(const void *pa, const void *pb) {
@@ -84,7 +84,10 @@ static int p2p_found(const struct nsp_trace *t, const struct nsp_rec *rec, void 
   if (!hit || hit->out->time_ns) return 0;
   hit->out->time_ns = (int64_t)(rec->t_enter + (uint64_t)t->off_ns);
   hit->out->result = rec->result;
-  if (hit->site_out) *hit->site_out = nsp_an_site(t, rec->site);
+  if (hit->site_out) {
+    hit->site_out->site = nsp_an_site(t, rec->site);
+    hit->site_out->pysite = nsp_an_pysite(t, rec->pysite);
+  }
   if (rec->last_error && !(hit->out->last_error = strdup(rec->last_error))) return NSP_AN_ENOMEM;
   return 1;
 }
@@ -101,7 +104,7 @@ int nsp_an_fetch_p2p(struct nsp_job *job) {
       const struct nsp_member *m = &job->members[f->p2p_member[s]];
       NSP_TRY(nsp_grow(&req, &cap, n + 1, sizeof *req));
       req[n++] = (struct p2p_req){m->trace,          m->local,   side->call.api, side->call.peer, side->call.seq,
-                                  &side->call, side->nranks ? &((struct nsp_proc *)side->procs)[0].site : NULL};
+                                  &side->call, side->nranks ? &((struct nsp_proc *)side->procs)[0] : NULL};
     }
   }
   if (!n) return 0;
@@ -137,14 +140,16 @@ static int site_found(const struct nsp_trace *t, const struct nsp_rec *rec, void
   (void)arg;
   struct nsp_site_req *req = reqv;
   if (nsp_api_kind(rec->api) != NSP_K_COLL) return 0;
-  struct nsp_site_req key = {req[0].trace, rec->comm, rec->seq, NULL};
+  struct nsp_site_req key = {req[0].trace, rec->comm, rec->seq, NULL, 0};
   struct nsp_site_req *hit = bsearch(&key, req, n, sizeof *req, cmp_site_req);
   if (!hit) return 0;
   while (hit > req && !cmp_site_req(hit - 1, &key)) hit--;
   int found = 0;
   for (; hit < req + n && !cmp_site_req(hit, &key); hit++) {
-    if (*hit->out) continue;
-    *hit->out = nsp_an_site(t, rec->site);
+    if (hit->done) continue;
+    hit->done = 1;
+    hit->out->site = nsp_an_site(t, rec->site);
+    hit->out->pysite = nsp_an_pysite(t, rec->pysite);
     found++;
   }
   return found;

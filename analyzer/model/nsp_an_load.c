@@ -164,6 +164,7 @@ static int note_error(struct nsp_trace *t, int source, int api, uint64_t comm_id
   t->first_err.last_error = le;
   t->first_err.valid = 1;
   t->first_err.site = source == NSP_SRC_CALL ? rec->site : 0;
+  t->first_err.pysite = source == NSP_SRC_CALL ? rec->pysite : 0;
   return 0;
 }
 
@@ -531,6 +532,7 @@ static int on_call(struct nsp_job *job, struct nsp_trace *t, const struct nsp_re
   lc->result = rec->result;
   t->last_call.valid = 1;
   t->last_call.site = rec->site;
+  t->last_call.pysite = rec->pysite;
   t->last_call.local = rec->comm;
   t->last_call.mono = rec->t_enter;
   t->last_call.peer_key = rec->peer;
@@ -598,6 +600,8 @@ static int on_inflight(struct nsp_job *job, struct nsp_trace *t, const struct ns
     f->split_index = nsp_rec_inflight_split_index(rec);
   }
   f->tid = nsp_rec_inflight_tid(rec);
+  uint32_t pysite = nsp_rec_inflight_pysite(rec);
+  f->pysite = nsp_an_pysite(t, pysite); /* its PYSITE record comes before it */
   if (t_enter > t->max_call_mono) t->max_call_mono = t_enter;
   int kind = nsp_api_kind(api);
   if (!m || (kind != NSP_K_COLL && kind != NSP_K_P2P)) return 0;
@@ -606,6 +610,7 @@ static int on_inflight(struct nsp_job *job, struct nsp_trace *t, const struct ns
     t->last_call.call = *c;
     t->last_call.valid = 1;
     t->last_call.site = 0;
+    t->last_call.pysite = f->pysite ? pysite : 0;
     t->last_call.local = local;
     t->last_call.mono = t_enter;
     t->last_call.peer_key = c->peer;
@@ -631,6 +636,7 @@ static int on_inflight(struct nsp_job *job, struct nsp_trace *t, const struct ns
     sig_of(&m->inflight_sig, t, local, api, c->count, c->dtype, nsp_rec_inflight_redop(rec), c->peer);
     m->inflight_t = c->time_ns;
     m->inflight_mono = t_enter;
+    m->inflight_pysite = f->pysite ? pysite : 0;
   }
   return 0;
 }
@@ -806,6 +812,9 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
       case NSP_REC_CALLSITE:
         NSP_TRY(nsp_an_site_add(t, &rec));
         break;
+      case NSP_REC_PYSITE:
+        NSP_TRY(nsp_an_pysite_add(t, &rec));
+        break;
       case NSP_REC_SIGNAL:
         NSP_TRY(nsp_an_signal_load(t, &rec));
         break;
@@ -869,6 +878,7 @@ static void finish_inflight(struct nsp_job *job, struct nsp_trace *t, uint64_t f
     m->pend_t = m->inflight_t;
     m->pend_mono = m->inflight_mono;
     m->pend_site = 0;
+    m->pend_pysite = m->inflight_pysite;
     m->pend_state = NSP_PEND_WAIT;
     m->pend_inflight = 1;
   }
@@ -882,6 +892,7 @@ static void finish_inflight(struct nsp_job *job, struct nsp_trace *t, uint64_t f
     t->blocked.call = *c;
     t->blocked.valid = 1;
     t->blocked.site = 0;
+    t->blocked.pysite = t->inflight[i].pysite ? t->inflight[i].pysite->id : 0;
     t->blocked.mono = mono;
   }
 }
@@ -931,6 +942,7 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
     m->pend_t = nsp_an_wall(t, e->t_enter);
     m->pend_mono = e->t_enter;
     m->pend_site = e->site;
+    m->pend_pysite = e->pysite;
     m->pend_state = e->state;
   }
   if (first) {
@@ -940,6 +952,7 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
     c->done = 0;
     t->blocked.valid = 1;
     t->blocked.site = first->site;
+    t->blocked.pysite = first->pysite;
     t->blocked.local = first->local;
     t->blocked.mono = first->t_enter;
   }
@@ -1124,5 +1137,8 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   if (t->pend_overflow)
     NSP_TRY(nsp_job_notef(job, "%s: more than a million calls awaited completion at once; later ones were taken "
                                "as completed", path));
+  if (t->pysites_dropped)
+    NSP_TRY(nsp_job_notef(job, "%s: %llu Python call sites past the %zu kept were not read; calls naming them show "
+                               "none", path, (unsigned long long)t->pysites_dropped, t->info.npysites));
   return 1;
 }

@@ -165,6 +165,7 @@ void nsp_an_trace_free(struct nsp_trace *t) {
   free(t->nccl_path);
   free(t->launcher);
   nsp_an_sites_free(t);
+  nsp_an_pysites_free(t);
   nsp_an_modules_free(t);
   nsp_an_signal_free(t);
   nsp_an_end_free(t);

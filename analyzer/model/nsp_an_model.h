@@ -57,6 +57,7 @@ struct nsp_pend {
   uint64_t seq, group_id, count, t_enter; /* t_enter: monotonic ns */
   uint64_t stream;
   uint32_t local, site;
+  uint32_t pysite;      /* its Python call site (format 1.6); 0 none */
   int32_t api, peer, dtype, redop;
   uint8_t state;        /* NSP_PEND_* */
   size_t gprev, gnext;  /* calls of the same group; SIZE_MAX ends */
@@ -192,6 +193,7 @@ struct nsp_member {
   int64_t pend_t;       /* its entry, wall clock */
   uint64_t pend_mono;   /* its entry, monotonic */
   uint32_t pend_site;
+  uint32_t pend_pysite; /* its Python call site (format 1.6); 0 none */
   uint8_t pend_state;   /* NSP_PEND_WAIT, _ABANDONED or _FAILED */
   uint64_t npending;    /* collectives that never completed */
   uint64_t done_seq;    /* highest collective seq with a COMPLETION (NSP_DONE_OK): it
@@ -207,6 +209,7 @@ struct nsp_member {
   struct nsp_sig inflight_sig;
   int64_t inflight_t;
   uint64_t inflight_mono;
+  uint32_t inflight_pysite; /* its Python call site (format 1.6); 0 none */
   int last_inflight;
   uint64_t nuntracked;  /* calls with NSP_CALL_UNTRACKED (1.4): completion not asked for */
   /* Format 1.4: the last collective NCCL refused (an error result) while
@@ -252,6 +255,7 @@ struct nsp_event {
   char *last_error;     /* owned copy behind call.last_error */
   int valid;
   uint32_t site;        /* call-site id of the call; 0 none */
+  uint32_t pysite;      /* Python call-site id of the call (format 1.6); 0 none */
   uint32_t local;       /* comm index in the trace */
   uint64_t mono;        /* entry, monotonic ns */
   int32_t peer_key;     /* the peer field as the CALL had it (completion key) */
@@ -307,6 +311,10 @@ struct nsp_trace {
   struct nsp_callsite **sites; /* call sites, filtered (nsp_an_site.c) */
   size_t sites_cap;
   struct nsp_u64map site_by_id; /* site id -> index in sites */
+  struct nsp_pysite **pysites;  /* Python call sites (nsp_an_pysite.c), info.npysites */
+  size_t pysites_cap, pysite_bytes;
+  struct nsp_u64map pysite_by_id; /* Python site id -> index in pysites */
+  uint64_t pysites_dropped;     /* PYSITE records past the bounds, not kept */
   int pend_overflow;
   int refused_take_no_seq; /* format >= 1.4: a call that returned an error
                               (not ncclInProgress) took no seq */
@@ -398,12 +406,14 @@ struct nsp_call_key {
   int32_t api;
 };
 
-/* A call-site lookup pass 2 makes for a finding's process. */
+/* A call-site lookup pass 2 makes for a finding's process: its native
+ * and Python call sites go to out->site and out->pysite. */
 struct nsp_site_req {
   size_t trace;
   uint32_t local;
   uint64_t seq;         /* collective seq */
-  const struct nsp_callsite **out;
+  struct nsp_proc *out;
+  int done;
 };
 
 struct nsp_finding_priv; /* findings/nsp_an_finding.h */
@@ -563,9 +573,19 @@ int nsp_an_sym_frame(struct nsp_an_sym *s, const char *path, const char *build_i
 
 /* True when a frame is NCCL's, ncclspy's or c10d's (left out of reports). */
 int nsp_an_frame_skipped(const char *module, const char *symbol);
-/* Asks pass 2 (job/nsp_an_pass2.c) for the call site of a member's
- * collective at seq, to be stored in *out.  0 or NSP_AN_ENOMEM. */
-int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t seq, const struct nsp_callsite **out);
+/* Asks pass 2 (job/nsp_an_pass2.c) for the call sites (native and
+ * Python) of a member's collective at seq, to be stored in out->site and
+ * out->pysite.  0 or NSP_AN_ENOMEM. */
+int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t seq, struct nsp_proc *out);
+
+/* ---- Python call sites (nsp_an_pysite.c) ------------------------------------ */
+
+/* Stores a PYSITE record in t (the first of an id; bounded: see the
+ * file); 0 or NSP_AN_ENOMEM. */
+int nsp_an_pysite_add(struct nsp_trace *t, const struct nsp_rec *rec);
+/* The Python site with this id in t, or NULL (id 0, unknown). */
+const struct nsp_pysite *nsp_an_pysite(const struct nsp_trace *t, uint32_t id);
+void nsp_an_pysites_free(struct nsp_trace *t);
 
 /* ---- after loading (nsp_an_prepare.c) ------------------------------------- */
 

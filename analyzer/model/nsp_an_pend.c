@@ -151,6 +151,7 @@ void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec) {
   e->t_enter = rec->t_enter;
   e->local = rec->comm;
   e->site = rec->site;
+  e->pysite = rec->pysite;
   e->api = rec->api;
   e->peer = rec->peer;
   e->dtype = rec->dtype;

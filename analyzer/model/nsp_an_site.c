@@ -119,10 +119,22 @@ void nsp_an_sites_free(struct nsp_trace *t) {
   nsp_u64map_free(&t->site_by_id);
 }
 
-int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t seq,
-                     const struct nsp_callsite **out) {
-  if (!job->traces[trace]->info.nsites) return 0; /* no call sites in that trace */
+int nsp_an_want_site(struct nsp_job *job, size_t trace, uint32_t local, uint64_t seq, struct nsp_proc *out) {
+  const struct nsp_trace *t = job->traces[trace];
+  if (!t->info.nsites && !t->info.npysites) return 0; /* no call sites in that trace */
+  /* A collective in flight has no CALL record to read again; its
+   * INFLIGHT record named its Python site (a native one it has none). */
+  uint64_t comm_id = 0;
+  for (size_t i = 0; t->ninflight && i < job->nmembers && !comm_id; i++)
+    if (job->members[i].trace == trace && job->members[i].local == local) comm_id = job->comms[job->members[i].comm]->info.id;
+  for (size_t i = 0; comm_id && i < t->ninflight; i++) {
+    const struct nsp_inflight *f = &t->inflight[i];
+    if (f->call.comm_id == comm_id && f->call.seq == seq && nsp_api_kind(f->call.api) == NSP_K_COLL) {
+      out->pysite = f->pysite;
+      return 0;
+    }
+  }
   NSP_TRY(nsp_grow(&job->site_req, &job->site_req_cap, job->nsite_req + 1, sizeof *job->site_req));
-  job->site_req[job->nsite_req++] = (struct nsp_site_req){trace, local, seq, out};
+  job->site_req[job->nsite_req++] = (struct nsp_site_req){trace, local, seq, out, 0};
   return 0;
 }

@@ -281,7 +281,7 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
     /* Where each rank made its call at s_min: pass 2 looks it up. */
     for (size_t p = 0; p < j - i && !ret; p++) {
       const struct nsp_member *m = &job->members[mi[p]];
-      ret = nsp_an_want_site(job, m->trace, m->local, s_min, &((struct nsp_proc *)side->procs)[p].site);
+      ret = nsp_an_want_site(job, m->trace, m->local, s_min, &((struct nsp_proc *)side->procs)[p]);
     }
     i = j;
   }

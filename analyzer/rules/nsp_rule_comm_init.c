@@ -165,7 +165,8 @@ static int look_proc(struct nsp_job *job, struct nsp_proc *pr, const struct wait
   pr->call.time_ns = m->last_t;
   pr->call.in_flight = m->last_inflight;
   pr->site = NULL;
-  return nsp_an_want_site(job, m->trace, m->local, m->last_seq, &pr->site);
+  pr->pysite = NULL;
+  return nsp_an_want_site(job, m->trace, m->local, m->last_seq, pr);
 }
 
 /* One creation's finding: its waiters w[0..n) (sorted by trace). */

@@ -29,6 +29,7 @@ static int err_proc(struct nsp_job *job, struct nsp_proc *p, const struct nsp_tr
   p->call = t->first_err.call;
   p->call.last_error = NULL;
   p->site = nsp_an_site(t, t->first_err.site);
+  p->pysite = nsp_an_pysite(t, t->first_err.pysite);
   if (t->first_err.call.last_error && !(p->call.last_error = strdup(t->first_err.call.last_error)))
     return NSP_AN_ENOMEM;
   return 0;

@@ -172,7 +172,7 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
           if (m->last_seq) {
             nsp_an_call_from_sig(&pr->call, &m->last_sig, c->info.id, m->last_seq);
             pr->call.time_ns = m->last_t;
-            ret = nsp_an_want_site(job, m->trace, m->local, m->last_seq, &pr->site);
+            ret = nsp_an_want_site(job, m->trace, m->local, m->last_seq, pr);
           }
           break;
         case NSP_ROLE_NOT_ARRIVED:
@@ -188,6 +188,7 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
           pr->call.done = 0;
           pr->call.in_flight = infl;
           pr->site = infl ? NULL : nsp_an_site(t, m->pend_site); /* a call in flight has no record */
+          pr->pysite = nsp_an_pysite(t, infl ? m->inflight_pysite : m->pend_pysite); /* its INFLIGHT has it */
           pr->wait_ns = t->t_last <= mono                  ? 0
                         : t->t_last - mono > (uint64_t)INT64_MAX ? INT64_MAX /* a hostile time */
                                                                  : (int64_t)(t->t_last - mono);
@@ -201,7 +202,7 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
         default:
           nsp_an_call_from_sig(&pr->call, m->first_diff == h ? &m->diff_sig : &ref->sig, c->info.id, h);
           pr->call.done = role == NSP_ROLE_COMPLETED ? 1 : role == NSP_ROLE_FAILED ? 0 : -1;
-          ret = nsp_an_want_site(job, m->trace, m->local, h, &pr->site);
+          ret = nsp_an_want_site(job, m->trace, m->local, h, pr);
           break;
       }
     }

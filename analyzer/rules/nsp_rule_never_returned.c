@@ -87,6 +87,7 @@ static int check(struct nsp_job *job) {
       struct nsp_proc *pr = (struct nsp_proc *)&side->procs[p];
       const struct nsp_inflight *x = stuck_in(job->traces[group[p]]);
       pr->call = x->call;
+      pr->pysite = x->pysite;
       pr->wait_ns = x->wait_ns;
       if (!f->pub.time_ns || pr->call.time_ns < f->pub.time_ns) f->pub.time_ns = pr->call.time_ns;
     }

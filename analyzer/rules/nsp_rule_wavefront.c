@@ -78,7 +78,7 @@ static int extra_at_end(struct nsp_job *job, struct nsp_an_comm *c, const size_t
     if (!ret) ret = nsp_an_set_side_text(side, buf);
     for (size_t p = 0; p < cnt && !ret && s; p++) {
       const struct nsp_member *m = &job->members[from[p]];
-      ret = nsp_an_want_site(job, m->trace, m->local, low + 1, &((struct nsp_proc *)side->procs)[p].site);
+      ret = nsp_an_want_site(job, m->trace, m->local, low + 1, &((struct nsp_proc *)side->procs)[p]);
     }
     if (!s) f->pub.time_ns = m0->end_t;
   }
@@ -194,6 +194,7 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
       if (t->last_call.valid) {
         pr->call = t->last_call.call;
         pr->site = nsp_an_site(t, t->last_call.site);
+        pr->pysite = nsp_an_pysite(t, t->last_call.pysite);
       }
       pr->call.last_error = NULL;
     }

@@ -108,7 +108,7 @@ enum nsp_site_flags { NSP_REC_NAMES_SITE(NSP_NAME_ENUM_, SITE) };
 enum nsp_call_flags { NSP_REC_NAMES_CALL(NSP_NAME_ENUM_, CALL) };
 enum nsp_comm_flags { NSP_REC_NAMES_COMM(NSP_NAME_ENUM_, COMM) };
 enum nsp_drop_reason { NSP_REC_NAMES_DROP(NSP_NAME_ENUM_, DROP) };
-enum nsp_pysite_flags { NSP_REC_NAMES_PYSITE(NSP_NAME_ENUM_, PYSITE) };
+enum nsp_pysite_flags { NSP_REC_NAMES_PYSITE(NSP_NAME_ENUM_, PYSITE) }; /* 1.6 */
 #undef NSP_NAME_ENUM_
 /* Counts of drops by reason are arrays indexed by NSP_DROP_* (index 0:
  * unknown): NSP_DROP_END entries, the reasons being 1, 2, ... in the

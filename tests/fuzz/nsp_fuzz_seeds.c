@@ -139,6 +139,11 @@ static struct nsp_tracegen *every_kind(int rank, uint64_t world_id) {
   x.frame_offset = offs;
   struct nsp_rec site = {.kind = NSP_REC_CALLSITE, .site = 1, .flags = NSP_SITE_FULL, .ext = &x, .peer = -1, .redop = -1};
   nsp_tracegen_record(g, &site);
+  /* A Python call site (1.6): a library frame on the program's own. */
+  const char *pyf[2] = {"/usr/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", "/srv/train.py"};
+  const char *pyn[2] = {"all_reduce", "step"};
+  uint64_t pyl[2] = {2501, 42};
+  nsp_tracegen_set_pysite(g, nsp_tracegen_pysite(g, 0, 0, 2, pyf, pyl, pyn));
   nsp_tracegen_coll(g, NSP_API_AllReduce, w, 1024, ncclFloat16, ncclSum, -1);
   struct nsp_rec done = {.kind = NSP_REC_COMPLETION, .comm = w, .api = NSP_API_AllReduce, .seq = 1, .peer = -1,
                          .redop = -1, .flags = NSP_DONE_OK | NSP_DONE_TIMED, .t_enter = 2000000000ull,

@@ -52,6 +52,7 @@ struct nsp_tracegen {
   int auto_complete;
   uint64_t gpu_ns;
   uint32_t site, nsites;
+  uint32_t pysite, npysites; /* format 1.6 */
   /* the last call, for completions */
   uint32_t last_comm;
   int last_api, last_peer, last_kind; /* last_kind: 0 none, 1 call, 2 group */
@@ -333,6 +334,7 @@ static void call_base(struct nsp_tracegen *g, struct nsp_rec *r, int api, uint32
   r->redop = -1;
   r->dtype = -1;
   r->site = g->site;
+  r->pysite = g->pysite;
   stamp(g, r);
   take_result(g, r);
 }
@@ -392,14 +394,20 @@ static int finish_call(struct nsp_tracegen *g, struct nsp_rec *r) {
   return ret;
 }
 
+/* An ext holding n frames (a CALLSITE's or a PYSITE's). */
+static void frames_ext(struct nsp_rec_ext *x, size_t n, const char *const *modules, const uint64_t *offsets,
+                       const char *const *symbols) {
+  memset(x, 0, sizeof *x);
+  x->nframes = (uint32_t)n;
+  x->frame_module = modules;
+  x->frame_offset = offsets;
+  x->frame_symbol = symbols;
+}
+
 uint32_t nsp_tracegen_callsite(struct nsp_tracegen *g, uint32_t flags, size_t n, const char *const *modules,
                                const uint64_t *offsets, const char *const *symbols) {
   struct nsp_rec_ext x;
-  memset(&x, 0, sizeof x);
-  x.nframes = (uint32_t)n;
-  x.frame_module = modules;
-  x.frame_offset = offsets;
-  x.frame_symbol = symbols;
+  frames_ext(&x, n, modules, offsets, symbols);
   struct nsp_rec r;
   memset(&r, 0, sizeof r);
   r.kind = NSP_REC_CALLSITE;
@@ -567,6 +575,7 @@ static int inflight(struct nsp_tracegen *g, int api, uint32_t comm, uint64_t t_e
   }
   nsp_rec_inflight_set_t_enter(r, t_enter);
   nsp_rec_inflight_set_tid(r, g->pid);
+  nsp_rec_inflight_set_pysite(r, g->pysite);
   nsp_rec_inflight_set_group_id(r, g->group_id);
   nsp_rec_inflight_set_group_depth(r, g->group_depth);
   return emit(g, r);
@@ -672,3 +681,28 @@ int nsp_tracegen_write(struct nsp_tracegen *g, const char *dir, size_t keep, cha
   if (fclose(f) != 0) ok = 0;
   return ok ? 0 : -1;
 }
+
+/* ---- format 1.6: Python call sites ---------------------------------------- */
+
+int nsp_tracegen_pysite_as(struct nsp_tracegen *g, uint32_t id, uint32_t flags, uint32_t tid, size_t n,
+                           const char *const *files, const uint64_t *lines, const char *const *functions) {
+  struct nsp_rec_ext x;
+  frames_ext(&x, n, files, lines, functions);
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_PYSITE;
+  r.peer = r.redop = r.dtype = -1;
+  r.ext = &x;
+  nsp_rec_pysite_set_site(&r, id);
+  nsp_rec_pysite_set_flags(&r, (uint16_t)flags);
+  nsp_rec_pysite_set_tid(&r, tid ? tid : g->pid);
+  return emit(g, &r);
+}
+
+uint32_t nsp_tracegen_pysite(struct nsp_tracegen *g, uint32_t flags, uint32_t tid, size_t n, const char *const *files,
+                             const uint64_t *lines, const char *const *functions) {
+  uint32_t id = ++g->npysites;
+  return nsp_tracegen_pysite_as(g, id, flags, tid, n, files, lines, functions) < 0 ? 0 : id;
+}
+
+void nsp_tracegen_set_pysite(struct nsp_tracegen *g, uint32_t pysite) { g->pysite = pysite; }

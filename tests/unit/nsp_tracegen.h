@@ -187,4 +187,18 @@ const size_t *nsp_tracegen_frame_offsets(struct nsp_tracegen *g, size_t *n);
  * the path goes to path (pathlen bytes) when path is not NULL. */
 int nsp_tracegen_write(struct nsp_tracegen *g, const char *dir, size_t keep, char *path, size_t pathlen);
 
+/* ---- format 1.6: Python call sites ---------------------------------------- */
+
+/* Writes a PYSITE record of n frames (innermost first: file, line,
+ * function) of thread tid (0: the pid) with NSP_PYSITE_* flags, and
+ * returns its id (from 1; 0 on failure).  The CALL and INFLIGHT records
+ * after nsp_tracegen_set_pysite(g, id) name it (0: none). */
+uint32_t nsp_tracegen_pysite(struct nsp_tracegen *g, uint32_t flags, uint32_t tid, size_t n, const char *const *files,
+                             const uint64_t *lines, const char *const *functions);
+/* A PYSITE record with id `id` as given (a repeated or stray id, for
+ * tests of hostile traces); the ids nsp_tracegen_pysite gives go on. */
+int nsp_tracegen_pysite_as(struct nsp_tracegen *g, uint32_t id, uint32_t flags, uint32_t tid, size_t n,
+                           const char *const *files, const uint64_t *lines, const char *const *functions);
+void nsp_tracegen_set_pysite(struct nsp_tracegen *g, uint32_t pysite);
+
 #endif /* NSP_TRACEGEN_H */

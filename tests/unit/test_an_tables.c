@@ -10,9 +10,13 @@
  *       every kind has a hint;
  *     - its table under "### NCCL settings" has one row per line of the
  *       settings table (common/nsp_nccl_settings.h), in its order (sorted
- *       by name, which the lookup needs), with the same class and meaning.
+ *       by name, which the lookup needs), with the same class and meaning;
+ *     - its table under "### Python library frames" has one row per line
+ *       of the library-frame table (analyzer/model/nsp_pyframes.h), in its
+ *       order, with the same pattern and meaning.
  *   test_an_tables --markdown  prints the rows the docs should have
- *   (--markdown-settings: those of the settings table).
+ *   (--markdown-settings: those of the settings table; --markdown-pyframes:
+ *   those of the library-frame table).
  *
  * Adding a kind without its rule or its docs row fails here. */
 #include <stdio.h>
@@ -113,6 +117,28 @@ static void check_settings(const char *path) {
      "a name not in it is unknown, or rank-specific when it holds RANK");
 }
 
+/* The library-frame table's row i, as docs/REPORT.md writes it. */
+static void pyframe_row(char *buf, size_t len, size_t i) {
+  const char *what = "";
+  const char *pattern = nsp_pyframe_library_row(i, &what);
+  snprintf(buf, len, "| `%s` | %s |", pattern, what);
+}
+
+static void check_pyframes(const char *path) {
+  static char rows[64][1024];
+  int n = doc_rows(path, "### Python library frames", rows, (int)(sizeof rows / sizeof *rows));
+  int want_n = (int)nsp_pyframe_nlibrary();
+  ok(n >= 0, "%s has a section \"### Python library frames\"", path);
+  ok(n == want_n, "it lists %d patterns, the library-frame table %d", n, want_n);
+  for (int i = 0; i < want_n; i++) {
+    char want[1024];
+    pyframe_row(want, sizeof want, (size_t)i);
+    int same = i < n && !strcmp(rows[i], want);
+    ok(same, "library-frame row %d", i + 1);
+    if (!same) printf("#   want: %s\n#   have: %s\n", want, i < n ? rows[i] : "(none)");
+  }
+}
+
 static void check_rules(void) {
   for (int k = 0; k < NSP_FIND_KIND_COUNT; k++) {
     int makers = 0;
@@ -157,12 +183,21 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
+  if (argc == 2 && !strcmp(argv[1], "--markdown-pyframes")) {
+    for (size_t i = 0; i < nsp_pyframe_nlibrary(); i++) {
+      char buf[1024];
+      pyframe_row(buf, sizeof buf, i);
+      puts(buf);
+    }
+    return 0;
+  }
   if (argc != 2) {
-    fprintf(stderr, "usage: test_an_tables REPORT.md | --markdown | --markdown-settings\n");
+    fprintf(stderr, "usage: test_an_tables REPORT.md | --markdown | --markdown-settings | --markdown-pyframes\n");
     return 2;
   }
   check_docs(argv[1]);
   check_settings(argv[1]);
+  check_pyframes(argv[1]);
   check_rules();
   check_names();
   printf("1..%d\n", tests);
