@@ -49,6 +49,8 @@
 #include "nsp_names.h"
 #include "nsp_reader.h"
 #include "nsp_record.h"
+#include "nsp_report.h"
+#include "tests/nsp_report_capture.h"
 
 static const char *launch_exe, *shim_so, *standin_so, *xla_exe, *python_exe, *pynccl_py;
 /* More "-e NAME=VALUE" for the ranks (NULL-terminated), set by a test. */
@@ -359,6 +361,24 @@ static void test_ctypes_pysite(void **state) {
       assert_frame(t, marker_line("odd"), "odd_all_reduce", "odd_all_reduce");
     }
   }
+  /* The report's headline names each side's own line: rank 0's usual
+   * call, rank 1's odd_all_reduce. */
+  char *text = nsp_report_capture(nsp_report_text, r.job);
+  assert_true(!strncmp(text, "seq 4 all-reduce on communicator", 32));
+  for (int k = 0; k < 2; k++) {
+    char head[32], want[64];
+    snprintf(head, sizeof head, "\n  rank %d: ", k);
+    snprintf(want, sizeof want, "nsp_pynccl.py:%d in %s", marker_line(k ? "odd" : "call"),
+             k ? "odd_all_reduce" : "");
+    const char *line = strstr(text, head);
+    assert_non_null(line);
+    const char *end = strchr(line + 1, '\n');
+    assert_non_null(end);
+    print_message("# headline:%.*s\n", (int)(end - line - 1), line + 1);
+    const char *at = strstr(line, want);
+    assert_true(at && at < end);
+  }
+  free(text);
   run_done(&r);
 }
 
