@@ -32,7 +32,7 @@ traces=${NSP_TRACE_ROOT:-/tmp/ncclspy-gpu}
 fr=/tmp/nsp-fr
 rm -rf "$fr" && mkdir -p "$fr"
 TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=$fr/nccl_trace_rank_ \
-  NSP_TRACE_ROOT=$traces/a OUT=$out/c01 examples/torch/run_gpu.sh c01_amp_dtype:90
+  NSP_TRACE_ROOT=$traces/a OUT=$out/c01 examples/torch/run_gpu.sh c01_amp_dtype:60
 {
   ls -la "$fr"
   echo "=== torchfrtrace $fr -p nccl_trace_rank_"
