@@ -5,9 +5,12 @@
  * any Python API that needs it: the thread sits in our wrapper, so its
  * frame chain cannot change meanwhile.  Per call only the (code object,
  * instruction) pairs of the innermost NCCLSPY_PYSITE_DEPTH frames are
- * read and hashed, with each code object's filename object and first
- * line so that a code object freed and another made at its address is
- * unlikely to alias; a known hash gives the site's id at once.  A new one
+ * read and hashed, from the frames alone once the first walks have passed
+ * every check (the code objects are not touched: in a training loop they
+ * are often out of cache, which doubled the cost); a known hash gives the
+ * site's id at once.  A code object freed and another made at its
+ * address with an instruction at the same index would alias: code objects
+ * live as long as their functions' modules, so we accept that.  A new one
  * is resolved under a lock (strings, and lines from the line tables) and
  * written as a PYSITE record before the call's in-flight entry and CALL
  * name it.
@@ -61,6 +64,11 @@ static void *(*nsp_py_main_interp)(void);   /* PyInterpreterState_Main */
 static void *(*nsp_py_thread_head)(void *); /* PyInterpreterState_ThreadHead */
 static _Atomic int nsp_pysite_warned_off, nsp_pysite_warned_full, nsp_pysite_warned_check;
 static NSP_TLS uint32_t nsp_pysite_tid; /* this thread's id, 0 not asked yet */
+/* Walks of the calling thread's own frames that passed every check
+ * (code objects' types, incomplete frames) before the layout is trusted
+ * and such walks stop reading code objects (nsp_pysite_layout.trusted). */
+#define NSP_PYSITE_CHECKED_WALKS 64
+static _Atomic uint32_t nsp_pysite_checked;
 
 /* A function the interpreter exports, or NULL. */
 static void (*py_fn(const char *name))(void) {
@@ -248,6 +256,9 @@ uint32_t nsp_pysite_current(void) {
   uintptr_t ts = (uintptr_t)nsp_py_tstate();
   uint32_t tid = my_tid();
   int n = ts ? nsp_pysite_read_walk(&nsp_pysite_L, ts, 0, raw, nsp_pysite_depth, &trunc) : 0;
+  if (n > 0 && NSP_UNLIKELY(!__atomic_load_n(&nsp_pysite_L.trusted, __ATOMIC_RELAXED)) &&
+      atomic_fetch_add_explicit(&nsp_pysite_checked, 1, memory_order_relaxed) + 1 >= NSP_PYSITE_CHECKED_WALKS)
+    __atomic_store_n(&nsp_pysite_L.trusted, 1, __ATOMIC_RELAXED);
   if (n == 0 && nsp_pysite_borrow) {
     /* No Python on this thread: the main Python thread's stack, read with
      * system calls (it runs meanwhile).  Microseconds, on threads that
@@ -274,8 +285,7 @@ uint32_t nsp_pysite_current(void) {
    * apart from it, so the frames' work overlaps. */
   uint64_t key = mix(0x6e7370707973ull, (uint64_t)flags << 32 | tid) ^ (uint64_t)n;
   for (int i = 0; i < n; i++) {
-    uint64_t w = (raw[i].code * 0xff51afd7ed558ccdull) ^ (raw[i].filename * 0xc4ceb9fe1a85ec53ull) ^
-                 ((uint64_t)(uint32_t)raw[i].lasti << 32 | (uint32_t)raw[i].firstlineno);
+    uint64_t w = (raw[i].code * 0xff51afd7ed558ccdull) ^ (uint64_t)(uint32_t)raw[i].lasti;
     key = (key ^ w) * 0x9e3779b97f4a7c15ull;
   }
   key ^= key >> 29;

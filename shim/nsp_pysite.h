@@ -50,6 +50,13 @@ struct nsp_pysite_layout {
   uint32_t b_size, b_sval;     /* PyBytesObject ob_size, ob_sval */
   /* type objects; frame_type only for 3.10 (NULL: not checked) */
   uintptr_t code_type, unicode_type, bytes_type, frame_type;
+  /* Set (and read) atomically once walks of this process's own threads
+   * have passed every check a number of times: from then on the calling
+   * thread's own frames are walked reading the frames alone (previous,
+   * owner, code pointer, instruction pointer), not their code objects,
+   * which a training loop's caches may not hold.  The code objects are
+   * still checked when a new site is resolved. */
+  int trusted;
 };
 
 /* Fills L for CPython 3.minor (10, 11, 12) from the versions' headers.
@@ -65,9 +72,10 @@ int nsp_pysite_read_layout_313(struct nsp_pysite_layout *L, const void *debug_of
  * a fault (unmapped memory) gives -1, never a signal.  0 when read. */
 int nsp_pysite_read_safe(uintptr_t addr, void *buf, size_t n);
 
-/* One frame as keyed per call: the code object and the instruction's
- * index in it (code units), plus what makes a code object reused at the
- * same address unlikely to alias (its filename object and first line). */
+/* One frame as walked: the code object and the instruction's index in it
+ * (code units), which key a site, plus the code object's filename object
+ * and first line when the walk checked it (0 when the layout is trusted
+ * and the code object was not read). */
 struct nsp_pysite_raw {
   uintptr_t code, filename;
   int32_t lasti, firstlineno;

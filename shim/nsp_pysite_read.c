@@ -220,6 +220,7 @@ int nsp_pysite_read_walk(const struct nsp_pysite_layout *L, uintptr_t ts, int sa
   if (nsp_pysite_read_ts_frame(L, ts, safe, &f)) return -1;
   int n = 0;
   uintptr_t mark = 0; /* Brent's cycle check: the frame at the last power-of-two step */
+  int check = safe || !__atomic_load_n(&L->trusted, __ATOMIC_RELAXED);
   for (int steps = 0; f; steps++) {
     if (steps >= WALK_MAX || f == mark) return -1;
     if (!(steps & (steps - 1))) mark = f;
@@ -232,6 +233,25 @@ int nsp_pysite_read_walk(const struct nsp_pysite_layout *L, uintptr_t ts, int sa
       continue;
     }
     uintptr_t code = ptr_at(fp, L->fr_code);
+    if (!check) {
+      /* The calling thread's frames, the layout proven: no code object
+       * is read (every frame in the chain of a thread inside a call is
+       * past its prologue, so none is incomplete). */
+      if (n == depth) {
+        *truncated = 1;
+        break;
+      }
+      int32_t lasti = L->minor == 10 ? i32_at(fp, L->fr_instr)
+                                     : (int32_t)(((intptr_t)ptr_at(fp, L->fr_instr) -
+                                                  (intptr_t)(code + L->co_code_adaptive)) / 2);
+      out[n].code = code;
+      out[n].lasti = lasti;
+      out[n].filename = 0;
+      out[n].firstlineno = 0;
+      n++;
+      f = prev;
+      continue;
+    }
     const uint8_t *cp = view(code, L->co_span, safe, cb);
     if (!cp) return -1;
     if (ptr_at(cp, L->ob_type) != L->code_type) return -1;
