@@ -43,7 +43,8 @@ TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEM
 # 2. DDP+AMP, gradient all-reduce mismatch.
 NSP_BUILD_DIR=build-gpu NSP_TRACE_ROOT=$traces/b OUT=$out/ddp examples/torch/run_gpu.sh ddp_grad_dtype:90
 # 3. The cost of Python sites in a torch loop, one process.
-[ -n "${NSP_NO_BENCH:-}" ] || (cd examples/torch && NCCLSPY_LIB=$top/build-gpu/shim/libncclspy.so LD_PRELOAD=$top/build-gpu/shim/libncclspy.so \
+# (the ring at its default size: a small one would drop records here)
+[ -n "${NSP_NO_BENCH:-}" ] || (cd examples/torch && unset NCCLSPY_RING && NCCLSPY_LIB=$top/build-gpu/shim/libncclspy.so LD_PRELOAD=$top/build-gpu/shim/libncclspy.so \
    NCCLSPY_DIR=/tmp/nsp-bench timeout 240 python3 -m torch.distributed.run --nproc_per_node=1 bench_pysite.py 300) \
    >"$out/bench.txt" 2>&1
 tail -20 "$out/bench.txt"
