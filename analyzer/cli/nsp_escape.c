@@ -131,3 +131,40 @@ int nsp_json_add(struct json_object *o, const char *key, struct json_object *v) 
   free(tmp);
   return ret;
 }
+
+/* A C++ function's name as a person reads it at 3am: template arguments
+ * and parameter lists left out ("c10d::ProcessGroupNCCL::collective<...>
+ * (...) [clone .constprop.0]" is "c10d::ProcessGroupNCCL::collective"),
+ * operator names kept; at most cap - 1 bytes.  JSON keeps the whole name. */
+const char *nsp_short_function(const char *in, char *buf, size_t cap) {
+  size_t k = 0;
+  int depth = 0;
+  for (const char *p = in; *p && k + 1 < cap; p++) {
+    if (depth == 0 && (!strncmp(p, "operator", 8) || !strncmp(p, "(anonymous namespace)", 21))) {
+      /* operator<, operator(), operator[], operator<<=, ...: the name
+       * itself; "(anonymous namespace)" as it is */
+      size_t n = 8;
+      if (*p == '(') n = 21;
+      else if (!strncmp(p + 8, "()", 2) || !strncmp(p + 8, "[]", 2)) n = 10;
+      else
+        while (p[n] && strchr("<>=!~+-*/%^&|,", p[n]) && n < 12) n++;
+      for (size_t i = 0; i < n && k + 1 < cap; i++) buf[k++] = p[i];
+      p += n - 1;
+      continue;
+    }
+    if (*p == '<' || *p == '(') {
+      depth++;
+      continue;
+    }
+    if (*p == '>' || *p == ')') {
+      if (depth > 0) depth--;
+      continue;
+    }
+    if (depth) continue;
+    if (*p == ' ' && !strncmp(p, " [clone", 7)) break;
+    buf[k++] = *p;
+  }
+  while (k && buf[k - 1] == ' ') k--;
+  buf[k] = 0;
+  return k ? buf : in;
+}

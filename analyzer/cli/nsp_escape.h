@@ -59,4 +59,11 @@ struct json_object *nsp_json_string(const char *s);
  * memory: v's ownership is as with json_object_object_add. */
 int nsp_json_add(struct json_object *o, const char *key, struct json_object *v);
 
+/* A C++ function's name shortened for the text report: template arguments,
+ * parameter lists and " [clone ...]" left out, operator names kept
+ * ("ns::Cls::f<int>(int*) [clone .constprop.0]" -> "ns::Cls::f").  Writes
+ * at most cap - 1 bytes into buf (cap > 0) and returns buf, or in itself
+ * when nothing would be left. */
+const char *nsp_short_function(const char *in, char *buf, size_t cap);
+
 #endif /* NSP_ESCAPE_H */

@@ -103,7 +103,9 @@ static const char *base_name(const char *path) {
  * (MODULE+0xOFFSET)" or "at MODULE+0xOFFSET", one line. */
 static void put_frame(FILE *out, const struct nsp_frame *fr) {
   fprintf(out, "at ");
-  const char *name = fr->function && fr->function[0] ? fr->function : fr->symbol;
+  char shortened[160];
+  const char *name = fr->function && fr->function[0] ? nsp_short_function(fr->function, shortened, sizeof shortened)
+                                                     : fr->symbol;
   if (fr->file && fr->file[0] && fr->line > 0) {
     nsp_put_esc(out, name[0] ? name : "?");
     fprintf(out, " (");

@@ -23,6 +23,7 @@
  * packages install them).  Results are cached per (module, address).
  *
  * Built without libdw, frames stay as recorded. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +271,30 @@ static char *source_path(const char *file, const char *comp_dir) {
   return out;
 }
 
+/* A C++ symbol ("_Z...") demangled by the C++ runtime's own demangler
+ * (libstdc++'s __cxa_demangle, found at run time: the analyzer is C and
+ * links no C++ library), in a malloc'd string; NULL when it is not
+ * mangled, or no demangler is there.  Functions of C++ libraries without
+ * DWARF (libtorch) come from their symbol tables in this form. */
+static char *demangle(const char *sym) {
+  typedef char *(*demangler)(const char *, char *, size_t *, int *);
+  static demangler fn;
+  static int tried;
+  if (!sym || strncmp(sym, "_Z", 2) != 0) return NULL;
+  if (!tried) {
+    tried = 1;
+    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (h) fn = (demangler)(uintptr_t)dlsym(h, "__cxa_demangle");
+  }
+  int status = -1;
+  char *out = fn ? fn(sym, NULL, NULL, &status) : NULL;
+  if (out && status != 0) {
+    free(out);
+    out = NULL;
+  }
+  return out;
+}
+
 /* Looks addr up in m (MOD_OK); the result's index in s->res, or -1 when
  * out of memory. */
 static ssize_t lookup(struct nsp_an_sym *s, size_t mi, uint64_t addr) {
@@ -285,7 +310,7 @@ static ssize_t lookup(struct nsp_an_sym *s, size_t mi, uint64_t addr) {
   Dwfl_Line *ln = dwfl_module_getsrc(m->mod, addr);
   int line = 0;
   const char *file = ln ? dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL) : NULL;
-  if (fn && !(r->function = nsp_strdup(fn))) return -1;
+  if (fn && !(r->function = demangle(fn)) && !(r->function = nsp_strdup(fn))) return -1;
   if (file && line > 0) {
     if (!(r->file = source_path(file, dwfl_line_comp_dir(ln)))) {
       free(r->function);

@@ -705,6 +705,36 @@ static int teardown_dirs(void **state) {
   return 0;
 }
 
+/* C++ names as the text report shows them: what a person needs (the
+ * qualified function), not libtorch's 1,000-character template soup. */
+static void test_short_function(void **state) {
+  (void)state;
+  char b[160];
+  struct {
+    const char *in, *want;
+  } cases[] = {
+      {"c10d::ProcessGroupNCCL::collective<c10d::ProcessGroupNCCL::allreduce_impl(at::Tensor&, char const*, "
+       "c10d::AllreduceOptions const&)::{lambda(at::Tensor&, at::Tensor&, ncclComm*, c10::cuda::CUDAStream&)#1}>"
+       "(at::Tensor&, at::Tensor&) [clone .constprop.0]",
+       "c10d::ProcessGroupNCCL::collective"},
+      {"c10d::ops::(anonymous namespace)::allreduce_CUDA(c10::ArrayRef<at::Tensor>, long)",
+       "c10d::ops::(anonymous namespace)::allreduce_CUDA"},
+      {"std::function<void ()>::operator()() const", "std::function::operator() const"},
+      {"bool operator< <int>(int const&, int const&)", "bool operator<"},
+      {"std::vector<int>::operator[](unsigned long)", "std::vector::operator[]"},
+      {"nsp_cases_allreduce", "nsp_cases_allreduce"},
+      {"main", "main"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const char *got = nsp_short_function(cases[i].in, b, sizeof b);
+    print_message("# %s -> %s\n", cases[i].in, got);
+    assert_string_equal(got, cases[i].want);
+  }
+  /* Cut at cap - 1 bytes. */
+  char small[8];
+  assert_string_equal(nsp_short_function("abcdefghijkl", small, sizeof small), "abcdefg");
+}
+
 int main(void) {
   if (nsp_case_mkdtemp(tmpdir, sizeof tmpdir) < 0) return 2;
   const struct CMUnitTest tests[] = {
@@ -717,6 +747,7 @@ int main(void) {
       cmocka_unit_test(test_plain_text),
       cmocka_unit_test(test_put_escaped),
       cmocka_unit_test(test_utf8_valid),
+      cmocka_unit_test(test_short_function),
   };
   int ret = cmocka_run_group_tests(tests, setup_dirs, teardown_dirs);
   nsp_case_rmdir(tmpdir);

@@ -23,7 +23,7 @@
 #include "nsp_an_model.h"
 #include "nsp_shim.h"
 
-static const char *symlib_path;
+static const char *symlib_path, *symlib_cxx_path;
 
 static __attribute__((noinline)) void *return_address(void) {
   void *ra = __builtin_return_address(0);
@@ -175,16 +175,44 @@ static void test_unmatched(void **state) {
   nsp_an_sym_destroy(s);
 }
 
+/* A function of a C++ library without DWARF (libtorch's case): its
+ * symbol-table name, demangled. */
+static void test_cxx_symbol(void **state) {
+  (void)state;
+  void *h = dlopen(symlib_cxx_path, RTLD_NOW);
+  assert_non_null(h);
+  void *sym = dlsym(h, "_ZN4c10d16ProcessGroupNCCL10collectiveIiEEiPi");
+  assert_non_null(sym);
+  char path[PATH_MAX], id[130];
+  struct nsp_frame pc = frame_of(sym, 1, 0, path, sizeof path, id);
+  struct nsp_an_sym *s = nsp_an_sym_create();
+  assert_non_null(s);
+  int r = nsp_an_sym_frame(s, path, id, &pc);
+  print_message("# -> %d: %s\n", r, pc.function ? pc.function : "-");
+#if NSP_HAVE_LIBDW
+  assert_int_equal(r, NSP_AN_SYM_RESOLVED);
+  assert_non_null(pc.function);
+  assert_string_equal(pc.function, "int c10d::ProcessGroupNCCL::collective<int>(int*)");
+  assert_null(pc.file);
+#else
+  assert_int_equal(r, NSP_AN_SYM_NONE);
+#endif
+  nsp_an_sym_destroy(s);
+  dlclose(h);
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s SYMLIB_SO\n", argv[0]);
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s SYMLIB_SO SYMLIB_CXX_SO\n", argv[0]);
     return 2;
   }
   symlib_path = argv[1];
+  symlib_cxx_path = argv[2];
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_program),
       cmocka_unit_test(test_library),
       cmocka_unit_test(test_unmatched),
+      cmocka_unit_test(test_cxx_symbol),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
