@@ -54,6 +54,11 @@ static struct {
 } nsp_pysites[NSP_PYSITE_SLOTS];
 static pthread_mutex_t nsp_pysite_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t nsp_npysites;
+/* Borrowed sites (NSP_PYSITE_BORROWED) made so far, and their cap: a
+ * quarter of the table at most. */
+#define NSP_PYSITE_MAX_BORROWED 256
+static uint32_t nsp_nborrowed;
+static _Atomic int nsp_pysite_warned_borrowed;
 /* -1 not looked yet; 0 off; 1 on (own stacks); borrowing apart. */
 static _Atomic int nsp_pysite_on = -1;
 static int nsp_pysite_borrow; /* process_vm_readv works: native threads borrow */
@@ -211,6 +216,17 @@ static uint32_t site_of(uint64_t key, const struct nsp_pysite_raw *raw, int n, i
                       NSP_PYSITE_SLOTS / 4 * 3);
         break;
       }
+      if ((flags & NSP_PYSITE_BORROWED) && nsp_nborrowed >= NSP_PYSITE_MAX_BORROWED) {
+        /* A main thread that runs on while native threads call (an XLA
+         * executor beside it) would make a new site at every call and
+         * starve the sites of the program's own calls. */
+        nsp_warn_once(&nsp_pysite_warned_borrowed,
+                      "more than %d Python stacks borrowed from the main thread for calls from threads "
+                      "without Python (it keeps running while they call): such calls get no Python call "
+                      "site from now on", NSP_PYSITE_MAX_BORROWED);
+        break;
+      }
+      if (flags & NSP_PYSITE_BORROWED) nsp_nborrowed++;
       id = ++nsp_npysites;
       /* The record goes in the ring before any call can name the id. */
       record_pysite(id, raw, n, flags, tid);
@@ -283,7 +299,9 @@ uint32_t nsp_pysite_current(void) {
   if (trunc) flags |= NSP_PYSITE_TRUNCATED;
   /* One multiply per frame on the chain; the words of a frame are mixed
    * apart from it, so the frames' work overlaps. */
-  uint64_t key = mix(0x6e7370707973ull, (uint64_t)flags << 32 | tid) ^ (uint64_t)n;
+  /* Not the thread: one site per distinct stack, whichever thread (a
+   * pool of short-lived threads calling from one line is one site). */
+  uint64_t key = mix(0x6e7370707973ull, (uint64_t)flags << 32) ^ (uint64_t)n;
   for (int i = 0; i < n; i++) {
     uint64_t w = (raw[i].code * 0xff51afd7ed558ccdull) ^ (uint64_t)(uint32_t)raw[i].lasti;
     key = (key ^ w) * 0x9e3779b97f4a7c15ull;
@@ -306,6 +324,7 @@ void nsp_pysite_atfork(int phase) {
     /* The child's trace starts afresh: its sites are written again. */
     for (size_t i = 0; i < NSP_PYSITE_SLOTS; i++) atomic_store_explicit(&nsp_pysites[i].key, 0, memory_order_relaxed);
     nsp_pysite_tid = 0;
+    nsp_npysites = nsp_nborrowed = 0;
   }
   pthread_mutex_unlock(&nsp_pysite_lock);
 }

@@ -109,7 +109,8 @@ void nsp_report_put_pysite(FILE *out, const struct nsp_pysite *ps, int indent, c
     fprintf(out, "Python stack of the main thread");
     if (ranks) fprintf(out, " of %s", ranks);
     else fprintf(out, " (thread %" PRIu32 ")", ps->tid);
-    fprintf(out, ", which was waiting in it; the call came from a thread without Python:\n");
+    fprintf(out, " when the call was made (the call came from a thread without Python: an autograd or "
+                 "other native thread, which the main thread may have been waiting for, as in backward()):\n");
   } else if (ranks) {
     fprintf(out, "Python call site of %s:\n", ranks);
   } else {

@@ -12,6 +12,10 @@ writes the ncclUniqueId there; nsp_launch sets it), and
     NSP_PYNCCL_LIBNCCL  the library (default "libnccl.so.2")
     NSP_PYNCCL_STEPS    all-reduces (default 20), 1024 float32 sums each
     NSP_PYNCCL_ODD      "R:S:C": rank R passes count C at step S (from 1)
+    NSP_PYNCCL_PYTHREADS set: every all-reduce on a new Python thread
+    NSP_PYNCCL_BUSY        "N:LIB": after the steps, N all-reduces on a
+                           native thread (LIB: nsp_pythread.c) while this
+                           thread runs Python through 2000 lines
     NSP_PYNCCL_ODD_LINE set: rank R makes that call from another line
                         (odd_all_reduce) than the others (NCCLLibrary.call)
     NSP_PYNCCL_THREAD   "S:LIB": at step S every rank's all-reduce runs on
@@ -26,6 +30,7 @@ values, 2 usage.
 import ctypes
 import os
 import sys
+import threading
 import time
 
 ncclResult_t = ctypes.c_int
@@ -83,6 +88,7 @@ def main():
     odd = os.environ.get("NSP_PYNCCL_ODD", "")
     odd_rank, odd_step, odd_count = (int(v) for v in odd.split(":")) if odd else (-1, 0, 0)
     odd_line = bool(os.environ.get("NSP_PYNCCL_ODD_LINE"))
+    pythreads = bool(os.environ.get("NSP_PYNCCL_PYTHREADS"))
     thread = os.environ.get("NSP_PYNCCL_THREAD", "")
     thread_step, thread_lib = (int(thread.split(":", 1)[0]), thread.split(":", 1)[1]) if thread else (0, "")
     if rank < 0 or nranks < 1 or not path:
@@ -136,6 +142,14 @@ def main():
             fn = ctypes.cast(nccl._funcs["ncclAllReduce"], ctypes.c_void_p)
             nccl.calls += 1
             res = helper.nsp_pythread_all_reduce(fn, *args)  # nsp-pysite: thread
+        elif pythreads:
+            # each step's call on a new, short-lived Python thread, from
+            # one line: one call site, whichever thread
+            out = []
+            t = threading.Thread(target=lambda: out.append(nccl.call("ncclAllReduce", *args)))  # nsp-pysite: pythread
+            t.start()
+            t.join()
+            res = out[0] if out else 1
         elif odd_line and rank == odd_rank and step == odd_step:
             res = odd_all_reduce(nccl, *args)
         else:
@@ -151,6 +165,30 @@ def main():
                   file=sys.stderr)
             nccl.call("ncclCommAbort", comm)
             print("rank %d returned %d calls" % (rank, nccl.calls))
+            return 1
+    busy = os.environ.get("NSP_PYNCCL_BUSY", "")
+    if busy:
+        # A native thread makes N all-reduces while this thread runs
+        # Python through many lines (it does not wait): its borrowed
+        # stacks are many, and capped.
+        calls, lib = int(busy.split(":", 1)[0]), busy.split(":", 1)[1]
+        helper = ctypes.CDLL(lib)
+        helper.nsp_pythread_start.argtypes = [ctypes.c_void_p] + FUNCTIONS[4][2] + [ctypes.c_int]
+        fn = ctypes.cast(nccl._funcs["ncclAllReduce"], ctypes.c_void_p)
+        args = (ctypes.addressof(x), ctypes.addressof(y), n, ncclFloat32, ncclSum, comm, None)
+        spin = {}
+        exec(compile("def spin(k):\n" + "".join("    k += %d\n" % i for i in range(2000)) + "    return k\n",
+                     "nsp_spin.py", "exec"), spin)
+        if helper.nsp_pythread_start(fn, *args, calls) != 0:
+            return 1
+        k = 0
+        done = [None]
+        waiter = threading.Thread(target=lambda: done.__setitem__(0, helper.nsp_pythread_join()))
+        waiter.start()
+        while waiter.is_alive():
+            k = spin["spin"](k)
+        nccl.calls += calls
+        if done[0] != calls:
             return 1
     if nccl.call("ncclCommDestroy", comm) != 0:
         return 1

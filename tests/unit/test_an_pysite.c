@@ -230,8 +230,9 @@ static void test_hang_borrowed(void **state) {
   /* Not arrived: rank 1's last call, from eval_step. */
   assert_contains(fp, "            Python call site:\n                /home/u/proj/train.py:57 in eval_step\n");
   /* Waiting: the main thread's stack, which waited in backward(). */
-  assert_contains(fp, "Python stack of the main thread (thread 4242), which was waiting in it; the call came from a "
-                      "thread without Python:\n"
+  assert_contains(fp, "Python stack of the main thread (thread 4242) when the call was made (the call came from a "
+                      "thread without Python: an autograd or other native thread, which the main thread may have been "
+                      "waiting for, as in backward()):\n"
                       "                /home/u/proj/train.py:77 in train_step\n"
                       "                ... 3 library frames called from it, innermost torch/autograd/graph.py:768 in "
                       "_engine_run_backward\n");
