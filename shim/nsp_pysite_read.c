@@ -287,8 +287,44 @@ int nsp_pysite_read_walk(const struct nsp_pysite_layout *L, uintptr_t ts, int sa
 
 #define STR_MAX 511
 
-/* A str object into out (size STR_MAX + 1); -1 when it is not one. */
-static int read_str(const struct nsp_pysite_layout *L, uintptr_t s, int safe, char *out) {
+/* bytes (UTF-8, len of them) into out (size STR_MAX + 1): whole when they
+ * fit and nothing was cut before them; else the first STR_MAX bytes, or
+ * with tail "..." and the last ones (a file's path: its name is at its
+ * end), cut at a character boundary either way.  cut: the bytes are
+ * already the end of a longer string. */
+static void fit(const char *bytes, size_t len, int tail, int cut, char *out) {
+  if (len <= STR_MAX && !cut) {
+    memcpy(out, bytes, len);
+    out[len] = 0;
+    return;
+  }
+  if (!tail) {
+    size_t n = len < STR_MAX ? len : STR_MAX;
+    while (n > 0 && n < len && ((unsigned char)bytes[n] & 0xc0) == 0x80) n--;
+    memcpy(out, bytes, n);
+    out[n] = 0;
+    return;
+  }
+  size_t start = len > STR_MAX - 3 ? len - (STR_MAX - 3) : 0;
+  while (start < len && ((unsigned char)bytes[start] & 0xc0) == 0x80) start++;
+  memcpy(out, "...", 3);
+  memcpy(out + 3, bytes + start, len - start);
+  out[3 + len - start] = 0;
+}
+
+/* Reads n bytes at addr into buf (safe: never faulting); 0, or -1. */
+static int copy_from(uintptr_t addr, void *buf, size_t n, int safe) {
+  if (safe) return nsp_pysite_read_safe(addr, buf, n);
+  memcpy(buf, (const void *)addr, n);
+  return 0;
+}
+
+/* A str object into out (size STR_MAX + 1) as UTF-8, cut as fit() says
+ * (tail: keep its end); -1 when it is not one.  CPython keeps a str as
+ * ASCII, Latin-1, UCS-2 or UCS-4 code points (and may cache a UTF-8
+ * copy): the code points are encoded here, so two names that differ only
+ * outside ASCII stay different. */
+static int read_str(const struct nsp_pysite_layout *L, uintptr_t s, int safe, int tail, char *out) {
   uint8_t hb[SPAN_MAX];
   /* The ASCII header first: a short ASCII string is no larger. */
   const uint8_t *h = view(s, L->u_ascii_size, safe, hb);
@@ -299,41 +335,43 @@ static int read_str(const struct nsp_pysite_layout *L, uintptr_t s, int safe, ch
   memcpy(&state, h + L->u_state, sizeof state);
   unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
   if (len < 0 || !compact || (kind != 1 && kind != 2 && kind != 4)) return -1;
-  size_t n = len > STR_MAX ? STR_MAX : (size_t)len;
+  char buf[STR_MAX * 4 + 4];
+  /* At most STR_MAX code points, from the end of the string when tail. */
+  size_t n = len > STR_MAX ? STR_MAX : (size_t)len, skip = tail && (size_t)len > n ? (size_t)len - n : 0;
   if (ascii) {
-    if (safe ? nsp_pysite_read_safe(s + L->u_ascii_size, out, n) : (memcpy(out, (const void *)(s + L->u_ascii_size), n), 0))
-      return -1;
-    out[n] = 0;
+    if (copy_from(s + L->u_ascii_size + skip, buf, n, safe)) return -1;
     for (size_t i = 0; i < n; i++)
-      if ((unsigned char)out[i] >= 0x80) out[i] = '?';
+      if ((unsigned char)buf[i] >= 0x80) buf[i] = '?'; /* not ASCII after all: torn or not a str */
+    fit(buf, n, tail, skip > 0, out);
     return 0;
   }
   if (!(h = view(s, L->u_compact_size, safe, hb))) return -1;
-  uintptr_t utf8 = ptr_at(h, L->u_utf8);
-  if (utf8) { /* CPython's cached UTF-8 copy */
-    int64_t ul;
-    memcpy(&ul, h + L->u_utf8 - 8, sizeof ul);
-    if (ul < 0) return -1;
-    n = ul > STR_MAX ? STR_MAX : (size_t)ul;
-    if (safe ? nsp_pysite_read_safe(utf8, out, n) : (memcpy(out, (const void *)utf8, n), 0)) return -1;
-    /* Cut at a character boundary. */
-    if ((size_t)ul > n)
-      while (n > 0 && ((unsigned char)out[n] & 0xc0) == 0x80) n--;
-    out[n] = 0;
-    return 0;
-  }
-  /* Latin-1, UCS-2 or UCS-4 data: ASCII kept, '?' for the rest. */
   uint8_t raw[STR_MAX * 4];
-  if (safe ? nsp_pysite_read_safe(s + L->u_compact_size, raw, n * kind)
-           : (memcpy(raw, (const void *)(s + L->u_compact_size), n * kind), 0))
-    return -1;
+  if (copy_from(s + L->u_compact_size + skip * kind, raw, n * kind, safe)) return -1;
+  size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t c = kind == 1 ? raw[i] : kind == 2 ? (uint32_t)(raw[2 * i] | raw[2 * i + 1] << 8)
                                                 : (uint32_t)(raw[4 * i] | raw[4 * i + 1] << 8 |
                                                              raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24);
-    out[i] = c < 0x80 ? (char)c : '?';
+    if (c >= 0xd800 && c < 0xe000) c = 0xfffd; /* a lone surrogate (surrogateescape) */
+    if (c > 0x10ffff) return -1;
+    if (c < 0x80) {
+      buf[k++] = (char)c;
+    } else if (c < 0x800) {
+      buf[k++] = (char)(0xc0 | c >> 6);
+      buf[k++] = (char)(0x80 | (c & 0x3f));
+    } else if (c < 0x10000) {
+      buf[k++] = (char)(0xe0 | c >> 12);
+      buf[k++] = (char)(0x80 | ((c >> 6) & 0x3f));
+      buf[k++] = (char)(0x80 | (c & 0x3f));
+    } else {
+      buf[k++] = (char)(0xf0 | c >> 18);
+      buf[k++] = (char)(0x80 | ((c >> 12) & 0x3f));
+      buf[k++] = (char)(0x80 | ((c >> 6) & 0x3f));
+      buf[k++] = (char)(0x80 | (c & 0x3f));
+    }
   }
-  out[n] = 0;
+  fit(buf, k, tail, skip > 0, out);
   return 0;
 }
 
@@ -401,8 +439,8 @@ int nsp_pysite_read_resolve(const struct nsp_pysite_layout *L, const struct nsp_
   uint8_t cb[SPAN_MAX], bb[64];
   const uint8_t *cp = view(f->code, L->co_span, safe, cb);
   if (!cp || ptr_at(cp, L->ob_type) != L->code_type) return -1;
-  if (read_str(L, ptr_at(cp, L->co_filename), safe, out->file) ||
-      read_str(L, ptr_at(cp, L->co_name), safe, out->func))
+  if (read_str(L, ptr_at(cp, L->co_filename), safe, 1, out->file) ||
+      read_str(L, ptr_at(cp, L->co_name), safe, 0, out->func))
     return -1;
   int first = i32_at(cp, L->co_firstlineno);
   uintptr_t lt = ptr_at(cp, L->co_linetable);

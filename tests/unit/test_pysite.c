@@ -207,7 +207,9 @@ static void walk_version(int minor, int safe) {
   assert_ptr_equal((void *)raw[0].code, c_step);
   assert_ptr_equal((void *)raw[2].code, c_main);
   struct nsp_pysite_frame fr;
-  const char *files[] = {"/job/caf?.py", "/job/train.py", "/job/train.py"};
+  /* é (UCS-2 0x00e9) as UTF-8, not '?': names that differ only there
+   * stay different. */
+  const char *files[] = {"/job/caf\xc3\xa9.py", "/job/train.py", "/job/train.py"};
   const char *funcs[] = {"st\xc3\xa9p", "Trainer.train", "main"};
   for (int i = 0; i < 3; i++) {
     assert_int_equal(nsp_pysite_read_resolve(&L, &raw[i], safe, &fr), 0);
@@ -234,6 +236,32 @@ static void walk_version(int minor, int safe) {
   n = nsp_pysite_read_walk(&L, (uintptr_t)ts, safe, raw, 2, &trunc);
   assert_int_equal(n, 2);
   assert_int_equal(trunc, 1);
+
+  /* Once the layout is trusted, the calling thread's own frames are walked
+   * without reading code objects: the same code objects and order. */
+  if (!safe) {
+    struct nsp_pysite_raw fast[8];
+    L.trusted = 1;
+    /* (3.11 and 3.12's incomplete frame is kept: no code object is read
+     * to tell; a thread inside a call has none in its chain) */
+    int nf = minor == 11 || minor == 12 ? 4 : 3;
+    assert_int_equal(nsp_pysite_read_walk(&L, (uintptr_t)ts, 0, fast, 8, &trunc), nf);
+    assert_ptr_equal((void *)fast[0].code, c_step);
+    assert_ptr_equal((void *)fast[nf - 1].code, c_main);
+    L.trusted = 0;
+  }
+
+  /* A long path keeps its end (the file's name), marked as cut. */
+  char longp[1200];
+  memset(longp, 'd', sizeof longp);
+  longp[0] = '/';
+  strcpy(longp + sizeof longp - 20, "/long_module.py");
+  uint8_t *c_long = mk_code(&L, mk_str(&L, longp, 0, NULL), mk_str(&L, "f", 0, NULL), 10);
+  raw[0].code = (uintptr_t)c_long;
+  assert_int_equal(nsp_pysite_read_resolve(&L, &raw[0], safe, &fr), 0);
+  assert_int_equal(strlen(fr.file), 511);
+  assert_true(!strncmp(fr.file, "...ddd", 6));
+  assert_string_equal(fr.file + 511 - 15, "/long_module.py");
 
   /* No frames: a thread state of a thread that runs no Python. */
   assert_int_equal(nsp_pysite_read_walk(&L, (uintptr_t)mk_tstate(&L, NULL), safe, raw, 8, &trunc), 0);
