@@ -74,7 +74,8 @@ int nsp_report_put_pyline(FILE *out, const struct nsp_pysite *ps);
  * another side's site (others[0..nothers), NULL entries skipped) shows
  * the same frame (file, line, function) but its stack differs, the frame
  * where ps departs from it, going outward from the shown frame, then
- * " (via SHOWN)" (SHOWN with its file's base name); when only the library
+ * " (via SHOWN)" (SHOWN with its file's base name; a stack cut short
+ * differs only where it has frames); when only the library
  * frames called from the shown one differ, SHOWN then " (calling FRAME)". */
 int nsp_report_put_pyline_among(FILE *out, const struct nsp_pysite *ps, const struct nsp_pysite *const *others,
                                 size_t nothers, int last);

@@ -57,12 +57,14 @@ static int frame_same(const struct nsp_pyframe *a, const struct nsp_pyframe *b) 
 /* Steps from ps's shown frame (index at) to the first frame where ps
  * departs from o (shown at o_at), going outward (dir 1) or inward (dir
  * -1): the first step where ps has a frame and o has none or another;
- * SIZE_MAX when ps has none that differs. */
+ * SIZE_MAX when ps has none that differs, or o's stack was cut there (its
+ * frames further out are not known). */
 static size_t depart(const struct nsp_pysite *ps, size_t at, const struct nsp_pysite *o, size_t o_at, int dir) {
   for (size_t k = 1;; k++) {
     if (dir > 0 ? at + k >= ps->nframes : k > at) return SIZE_MAX;
     size_t i = dir > 0 ? at + k : at - k;
     int o_has = dir > 0 ? o_at + k < o->nframes : k <= o_at;
+    if (!o_has && dir > 0 && (o->ntotal > o->nframes || (o->flags & NSP_PYSITE_TRUNCATED))) return SIZE_MAX;
     if (!o_has || !frame_same(&ps->frames[i], &o->frames[dir > 0 ? o_at + k : o_at - k])) return k;
   }
 }
@@ -85,7 +87,7 @@ int nsp_report_put_pyline_among(FILE *out, const struct nsp_pysite *ps, const st
     if (k < in_k) in_k = k;
   }
   if (out_k != SIZE_MAX) {
-    put_pyframe(out, &ps->frames[at + out_k], PY_FULL);
+    put_pyframe(out, &ps->frames[at + out_k], ps->frames[at + out_k].library);
     fprintf(out, " (via ");
     put_pyframe(out, fr, PY_BASE);
     fputc(')', out);

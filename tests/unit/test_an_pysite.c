@@ -447,6 +447,28 @@ static void test_wrapper_calls_differ(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Rank 1's stack was cut right after the wrapper's frame: its callers
+ * are not known, so rank 0's line does not claim its caller differs. */
+static void test_wrapper_cut_stack(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_on(r, 2, WORLD, 0, &w[r]);
+    assert_int_equal(r ? nsp_tracegen_pysite(g[r], NSP_PYSITE_TRUNCATED, 0, 1, W_ODD_FILES, W_ODD_LINES, W_ODD_FUNCS)
+                       : nsp_tracegen_pysite(g[r], 0, 0, 3, W_ODD_FILES, W_ODD_LINES, W_ODD_FUNCS),
+                     1);
+    nsp_tracegen_set_pysite(g[r], 1);
+    assert_int_equal(AR(g[r], w[r], r ? ncclFloat32 : ncclFloat16), 1);
+  }
+  struct nsp_job *job = job_of_gens_at(g, 2, 0, "");
+  assert_int_equal(nsp_job_analyze(job), 0);
+  char *text = nsp_report_capture(nsp_report_text, job);
+  assert_contains(text, "\n  rank 0: /srv/job/pync.py:49 in Nccl.ar\n  rank 1: /srv/job/pync.py:49 in Nccl.ar\n\n");
+  free(text);
+  nsp_job_destroy(job);
+}
+
 /* The same shown frame and the same stack on both sides (by content; the
  * sides differ in the dtype only): the headline is as it was, no "via". */
 static void test_same_stack_unchanged(void **state) {
@@ -612,7 +634,7 @@ int main(void) {
       cmocka_unit_test(test_never_returned),     cmocka_unit_test(test_library_table),
       cmocka_unit_test(test_wrapper_callers),    cmocka_unit_test(test_same_stack_unchanged),
       cmocka_unit_test(test_hang_last_call_label), cmocka_unit_test(test_stopped_early_last_call),
-      cmocka_unit_test(test_wrapper_calls_differ),
+      cmocka_unit_test(test_wrapper_calls_differ), cmocka_unit_test(test_wrapper_cut_stack),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
