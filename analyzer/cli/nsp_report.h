@@ -68,12 +68,27 @@ int nsp_report_json_emit(struct json_object *root, FILE *out);
  * (" (the main thread's Python stack)" when borrowed); returns 0 and
  * writes nothing when ps is NULL or empty. */
 int nsp_report_put_pyline(FILE *out, const struct nsp_pysite *ps);
+/* The headline's line of a side (docs/REPORT.md, "The headline"): as
+ * nsp_report_put_pyline, "last call from " first when last (the site is
+ * the process's last call, not the call the finding names); and where
+ * another side's site (others[0..nothers), NULL entries skipped) shows
+ * the same frame (file, line, function) but its stack differs, the frame
+ * where ps departs from it, going outward from the shown frame, then
+ * " (via SHOWN)" (SHOWN with its file's base name; a stack cut short
+ * differs only where it has frames); when only the library
+ * frames called from the shown one differ, SHOWN then " (calling FRAME)". */
+int nsp_report_put_pyline_among(FILE *out, const struct nsp_pysite *ps, const struct nsp_pysite *const *others,
+                                size_t nothers, int last);
 /* A site's lines: at indent "Python call site of RANKS:" (ranks NULL:
  * "Python call site:"; a borrowed stack says whose it is), the first
  * frame of the program's own, the library frames called from it folded
  * into one line, then the outer frames (library runs folded), at
  * indent + 4. */
 void nsp_report_put_pysite(FILE *out, const struct nsp_pysite *ps, int indent, const char *ranks);
+/* As nsp_report_put_pysite; last: the site is the last call's of the
+ * process ("Python call site of its last call:", "Python call site of the
+ * last call of RANKS:"). */
+void nsp_report_put_pysite_of(FILE *out, const struct nsp_pysite *ps, int indent, const char *ranks, int last);
 /* The Python site every process of side s shares (by content), or NULL. */
 const struct nsp_pysite *nsp_report_side_pysite(const struct nsp_side *s);
 /* Side s's distinct Python sites (up to max), each once with the ranks

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ncclspy/trace.h"
 
@@ -19,9 +20,21 @@
  * of the program's own. */
 #define NSP_TEXT_PYOUTER 4
 
-/* "FILE:LINE in FUNCTION"; a library frame with its short path. */
+/* How put_pyframe writes a frame's file. */
+enum { PY_FULL, PY_SHORT, PY_BASE };
+
+/* "FILE:LINE in FUNCTION": the whole path, a library frame's short path,
+ * or (PY_BASE) the short path of a library frame and the base name of
+ * another. */
 static void put_pyframe(FILE *out, const struct nsp_pyframe *fr, int shorten) {
-  nsp_put_esc(out, fr->file[0] ? shorten ? fr->short_file : fr->file : "?");
+  const char *file = fr->file;
+  if (shorten == PY_BASE && !fr->library) {
+    const char *slash = strrchr(file, '/');
+    if (slash && slash[1]) file = slash + 1;
+  } else if (shorten) {
+    file = fr->short_file;
+  }
+  nsp_put_esc(out, file[0] ? file : "?");
   if (fr->line) fprintf(out, ":%" PRIu64, fr->line);
   if (fr->function[0]) {
     fprintf(out, " in ");
@@ -36,14 +49,62 @@ static const struct nsp_pyframe *line_frame(const struct nsp_pysite *ps) {
   return &ps->frames[ps->first < ps->nframes ? ps->first : ps->nframes - 1];
 }
 
-int nsp_report_put_pyline(FILE *out, const struct nsp_pysite *ps) {
+/* Frames a and b are the same line (file, line, function). */
+static int frame_same(const struct nsp_pyframe *a, const struct nsp_pyframe *b) {
+  return a->line == b->line && !strcmp(a->file, b->file) && !strcmp(a->function, b->function);
+}
+
+/* Steps from ps's shown frame (index at) to the first frame where ps
+ * departs from o (shown at o_at), going outward (dir 1) or inward (dir
+ * -1): the first step where ps has a frame and o has none or another;
+ * SIZE_MAX when ps has none that differs, or o's stack was cut there (its
+ * frames further out are not known). */
+static size_t depart(const struct nsp_pysite *ps, size_t at, const struct nsp_pysite *o, size_t o_at, int dir) {
+  for (size_t k = 1;; k++) {
+    if (dir > 0 ? at + k >= ps->nframes : k > at) return SIZE_MAX;
+    size_t i = dir > 0 ? at + k : at - k;
+    int o_has = dir > 0 ? o_at + k < o->nframes : k <= o_at;
+    if (!o_has && dir > 0 && (o->ntotal > o->nframes || (o->flags & NSP_PYSITE_TRUNCATED))) return SIZE_MAX;
+    if (!o_has || !frame_same(&ps->frames[i], &o->frames[dir > 0 ? o_at + k : o_at - k])) return k;
+  }
+}
+
+int nsp_report_put_pyline_among(FILE *out, const struct nsp_pysite *ps, const struct nsp_pysite *const *others,
+                                size_t nothers, int last) {
   const struct nsp_pyframe *fr = line_frame(ps);
   if (!fr) return 0;
-  put_pyframe(out, fr, fr->library);
+  if (last) fprintf(out, "last call from ");
+  /* The sides whose shown line is this one but whose stacks differ:
+   * where ps departs from the nearest of them, outward first (its own
+   * callers), else inward (the library frames it called). */
+  size_t out_k = SIZE_MAX, in_k = SIZE_MAX, at = (size_t)(fr - ps->frames);
+  for (size_t j = 0; j < nothers && !fr->library; j++) {
+    const struct nsp_pyframe *ofr = line_frame(others[j]);
+    if (!ofr || ofr->library || !frame_same(fr, ofr) || nsp_pysite_same(ps, others[j])) continue;
+    size_t o_at = (size_t)(ofr - others[j]->frames), k = depart(ps, at, others[j], o_at, 1);
+    if (k < out_k) out_k = k;
+    k = depart(ps, at, others[j], o_at, -1);
+    if (k < in_k) in_k = k;
+  }
+  if (out_k != SIZE_MAX) {
+    put_pyframe(out, &ps->frames[at + out_k], ps->frames[at + out_k].library);
+    fprintf(out, " (via ");
+    put_pyframe(out, fr, PY_BASE);
+    fputc(')', out);
+  } else {
+    put_pyframe(out, fr, fr->library);
+    if (in_k != SIZE_MAX) {
+      fprintf(out, " (calling ");
+      put_pyframe(out, &ps->frames[at - in_k], PY_BASE);
+      fputc(')', out);
+    }
+  }
   if (fr->library) fprintf(out, " (library code: no frame of the program's own was kept)");
   if (ps->flags & NSP_PYSITE_BORROWED) fprintf(out, " (the main thread's Python stack)");
   return 1;
 }
+
+int nsp_report_put_pyline(FILE *out, const struct nsp_pysite *ps) { return nsp_report_put_pyline_among(out, ps, NULL, 0, 0); }
 
 static void put_indent(FILE *out, int indent) { fprintf(out, "%*s", indent, ""); }
 
@@ -100,7 +161,7 @@ static void put_pyframes(FILE *out, const struct nsp_pysite *ps, int indent) {
   }
 }
 
-void nsp_report_put_pysite(FILE *out, const struct nsp_pysite *ps, int indent, const char *ranks) {
+void nsp_report_put_pysite_of(FILE *out, const struct nsp_pysite *ps, int indent, const char *ranks, int last) {
   if (!ps || !ps->nframes) return;
   put_indent(out, indent);
   if (ps->flags & NSP_PYSITE_BORROWED) {
@@ -109,14 +170,19 @@ void nsp_report_put_pysite(FILE *out, const struct nsp_pysite *ps, int indent, c
     fprintf(out, "Python stack of the main thread");
     if (ranks) fprintf(out, " of %s", ranks);
     else fprintf(out, " (thread %" PRIu32 ")", ps->tid);
-    fprintf(out, " when the call was made (the call came from a thread without Python: an autograd or "
-                 "other native thread, which the main thread may have been waiting for, as in backward()):\n");
+    fprintf(out, " %s (the call came from a thread without Python: an autograd or other native thread, "
+                 "which the main thread may have been waiting for, as in backward()):\n",
+            last ? "at the last call" : "when the call was made");
   } else if (ranks) {
-    fprintf(out, "Python call site of %s:\n", ranks);
+    fprintf(out, "Python call site of %s%s:\n", last ? "the last call of " : "", ranks);
   } else {
-    fprintf(out, "Python call site:\n");
+    fprintf(out, "Python call site%s:\n", last ? " of its last call" : "");
   }
   put_pyframes(out, ps, indent + 4);
+}
+
+void nsp_report_put_pysite(FILE *out, const struct nsp_pysite *ps, int indent, const char *ranks) {
+  nsp_report_put_pysite_of(out, ps, indent, ranks, 0);
 }
 
 const struct nsp_pysite *nsp_report_side_pysite(const struct nsp_side *s) {

@@ -305,6 +305,15 @@ static void put_proc_rank(FILE *out, const struct nsp_job *job, const struct nsp
   fputs(rb, out);
 }
 
+/* Whether the call sites of side s are its processes' last calls rather
+ * than the call the finding names: every side of "stopped-early", the
+ * ranks of a hang that did not arrive (or whose arrival is unknown). */
+static int side_last_call(const struct nsp_finding *f, const struct nsp_side *s) {
+  int shape = sides_of(f);
+  return shape == NSP_SIDES_BY_LAST_SEQ ||
+         (shape == NSP_SIDES_BY_ROLE && (s->role == NSP_ROLE_NOT_ARRIVED || s->role == NSP_ROLE_ARRIVAL_UNKNOWN));
+}
+
 static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, size_t si) {
   const struct nsp_side *s = &f->sides[si];
   fprintf(out, "    side %zu: ", si + 1);
@@ -330,7 +339,7 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
   if (side_py) {
     char rb[320];
     nsp_format_side_ranks(rb, sizeof rb, job, f, s);
-    nsp_report_put_pysite(out, side_py, 8, rb);
+    nsp_report_put_pysite_of(out, side_py, 8, rb, side_last_call(f, s));
   }
   for (size_t p = 0; p < shown; p++) {
     const struct nsp_proc *pr = &s->procs[p];
@@ -352,7 +361,7 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
       if (sig) {
         if (p == 0) put_frames(out, pr->site, 12, si == 0 ? NSP_TEXT_STACK : NSP_TEXT_FRAMES);
       } else if (!err || (si == 0 && p == 0)) {
-        if (!side_py) nsp_report_put_pysite(out, pr->pysite, 12, NULL);
+        if (!side_py) nsp_report_put_pysite_of(out, pr->pysite, 12, NULL, side_last_call(f, s));
         put_site(out, pr->site, 12);
       }
     } else {
@@ -533,17 +542,31 @@ static void put_headline(FILE *out, const struct nsp_job *job) {
   size_t stack[8], *order = f->nsides <= 8 ? stack : malloc(f->nsides * sizeof *order);
   if (!order) return;
   nsp_finding_side_order(f, order);
-  for (size_t i = 0; i < nsides && i < 4; i++) {
+  /* Each side's Python site (its first process with one), so that sides
+   * showing the same line can each name where their stacks part. */
+  const struct nsp_pysite *shown[4] = {NULL};
+  size_t nshown = nsides < 4 ? nsides : 4;
+  for (size_t i = 0; i < nshown; i++) {
     const struct nsp_side *sd = &f->sides[order[i]];
+    for (size_t p = 0; p < sd->nranks && !shown[i]; p++)
+      if (sd->procs[p].pysite && sd->procs[p].pysite->nframes) shown[i] = sd->procs[p].pysite;
+  }
+  for (size_t i = 0; i < nshown; i++) {
+    const struct nsp_side *sd = &f->sides[order[i]];
+    int last = side_last_call(f, sd);
     /* A Python call site first: its frame of the program's own. */
     size_t py = 0;
-    while (py < sd->nranks && !(sd->procs[py].pysite && sd->procs[py].pysite->nframes)) py++;
-    if (py < sd->nranks) {
+    while (py < sd->nranks && sd->procs[py].pysite != shown[i]) py++;
+    if (shown[i]) {
+      const struct nsp_pysite *others[3];
+      size_t no = 0;
+      for (size_t j = 0; j < nshown; j++)
+        if (j != i) others[no++] = shown[j];
       char rb[320];
       if (sd->nranks == 1 || shape == NSP_SIDES_ORIGIN_BY_RESULT) nsp_format_proc_rank(rb, sizeof rb, job, f, &sd->procs[py]);
       else nsp_format_side_ranks(rb, sizeof rb, job, f, sd);
       fprintf(out, "  %s: ", rb);
-      nsp_report_put_pyline(out, sd->procs[py].pysite);
+      nsp_report_put_pyline_among(out, shown[i], others, no, last);
       fputc('\n', out);
       continue;
     }
@@ -553,7 +576,7 @@ static void put_headline(FILE *out, const struct nsp_job *job) {
       char rb[320];
       if (sd->nranks == 1 || shape == NSP_SIDES_ORIGIN_BY_RESULT) nsp_format_proc_rank(rb, sizeof rb, job, f, &sd->procs[p]);
       else nsp_format_side_ranks(rb, sizeof rb, job, f, sd);
-      fprintf(out, "  %s: ", rb);
+      fprintf(out, "  %s: %s", rb, last ? "last call " : "");
       put_frame(out, &cs->frames[0]);
       break;
     }

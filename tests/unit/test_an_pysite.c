@@ -228,7 +228,7 @@ static void test_hang_borrowed(void **state) {
   char *text = nsp_report_capture(nsp_report_text, job);
   char *fp = findings_part(text);
   /* Not arrived: rank 1's last call, from eval_step. */
-  assert_contains(fp, "            Python call site:\n                /home/u/proj/train.py:57 in eval_step\n");
+  assert_contains(fp, "            Python call site of its last call:\n                /home/u/proj/train.py:57 in eval_step\n");
   /* Waiting: the main thread's stack, which waited in backward(). */
   assert_contains(fp, "Python stack of the main thread (thread 4242) when the call was made (the call came from a "
                       "thread without Python: an autograd or other native thread, which the main thread may have been "
@@ -236,7 +236,7 @@ static void test_hang_borrowed(void **state) {
                       "                /home/u/proj/train.py:77 in train_step\n"
                       "                ... 3 library frames called from it, innermost torch/autograd/graph.py:768 in "
                       "_engine_run_backward\n");
-  assert_contains(text, "\n  rank 1: /home/u/proj/train.py:57 in eval_step\n");
+  assert_contains(text, "\n  rank 1: last call from /home/u/proj/train.py:57 in eval_step\n");
   assert_contains(text, "\n  rank 0: /home/u/proj/train.py:77 in train_step (the main thread's Python stack)\n");
   /* Traces: the call in flight, then its line. */
   assert_contains(text, "to its last sign of life)\n              from /home/u/proj/train.py:77 in train_step (the main "
@@ -376,6 +376,192 @@ static void test_never_returned(void **state) {
   nsp_job_destroy(job);
 }
 
+/* The user's own NCCL wrapper (a PyNccl copy): every rank calls through
+ * Nccl.ar at pync.py:49, ranks 0,2 from even_step and ranks 1,3 from
+ * odd_step; ranks 0,2 also have a library frame inside the wrapper (the
+ * stacks are compared from the shown frame, not by index).  The shown
+ * frames are the same, so each headline line names its own caller, the
+ * wrapper after "via". */
+static const char *const W_EVEN_FILES[] = {"/usr/lib/python3.11/contextlib.py", "/srv/job/pync.py",
+                                           "/srv/job/four.py", "/srv/job/four.py"};
+static const uint64_t W_EVEN_LINES[] = {81, 49, 8, 11};
+static const char *const W_EVEN_FUNCS[] = {"inner", "Nccl.ar", "even_step", "<module>"};
+static const char *const W_ODD_FILES[] = {"/srv/job/pync.py", "/srv/job/four.py", "/srv/job/four.py"};
+static const uint64_t W_ODD_LINES[] = {49, 10, 11};
+static const char *const W_ODD_FUNCS[] = {"Nccl.ar", "odd_step", "<module>"};
+
+static void test_wrapper_callers(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[4];
+  uint32_t w[4];
+  for (int r = 0; r < 4; r++) {
+    g[r] = rank_on(r, 4, WORLD, 0, &w[r]);
+    assert_int_equal(AR(g[r], w[r], ncclFloat32), 1);
+    uint32_t id = r % 2 ? nsp_tracegen_pysite(g[r], 0, 0, 3, W_ODD_FILES, W_ODD_LINES, W_ODD_FUNCS)
+                        : nsp_tracegen_pysite(g[r], 0, 0, 4, W_EVEN_FILES, W_EVEN_LINES, W_EVEN_FUNCS);
+    assert_int_equal(id, 1);
+    nsp_tracegen_set_pysite(g[r], id);
+    assert_int_equal(nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], r % 2 ? 1000 : 1024, ncclFloat32, ncclSum, -1), 2);
+  }
+  struct nsp_job *job = job_of_gens_at(g, 4, 0, "");
+  assert_int_equal(nsp_job_analyze(job), 0);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_COUNT_MISMATCH);
+  char *text = nsp_report_capture(nsp_report_text, job);
+  assert_contains(text, "\n  ranks 0,2: /srv/job/four.py:8 in even_step (via pync.py:49 in Nccl.ar)\n"
+                        "  ranks 1,3: /srv/job/four.py:10 in odd_step (via pync.py:49 in Nccl.ar)\n\n");
+  /* The findings' blocks list the frames as before. */
+  char *fp = findings_part(text);
+  assert_contains(fp, "Python call site of ranks 0,2:\n            /srv/job/pync.py:49 in Nccl.ar\n"
+                      "            ... 1 library frame called from it, innermost contextlib.py:81 in inner\n"
+                      "            /srv/job/four.py:8 in even_step\n");
+  assert_null(strstr(fp, "(via"));
+  free(fp);
+  free(text);
+  nsp_job_destroy(job);
+}
+
+/* The same shown line and the same callers, but the library frames it
+ * called differ (a wrapper dispatching by name): each line names the
+ * library frame after "calling". */
+static void test_wrapper_calls_differ(void **state) {
+  (void)state;
+  static const char *const cf[] = {"/opt/conda/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
+                                   "/home/u/proj/train.py", "/home/u/proj/train.py"};
+  static const uint64_t c0l[] = {2501, 42, 88}, c1l[] = {2700, 42, 88};
+  static const char *const c0n[] = {"all_reduce", "step", "main"}, *const c1n[] = {"broadcast", "step", "main"};
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_on(r, 2, WORLD, 0, &w[r]);
+    assert_int_equal(nsp_tracegen_pysite(g[r], 0, 0, 3, cf, r ? c1l : c0l, r ? c1n : c0n), 1);
+    nsp_tracegen_set_pysite(g[r], 1);
+    assert_int_equal(AR(g[r], w[r], r ? ncclFloat32 : ncclFloat16), 1);
+  }
+  struct nsp_job *job = job_of_gens_at(g, 2, 0, "");
+  assert_int_equal(nsp_job_analyze(job), 0);
+  char *text = nsp_report_capture(nsp_report_text, job);
+  assert_contains(text, "\n  rank 0: /home/u/proj/train.py:42 in step (calling torch/distributed/distributed_c10d.py:2501 "
+                        "in all_reduce)\n  rank 1: /home/u/proj/train.py:42 in step (calling "
+                        "torch/distributed/distributed_c10d.py:2700 in broadcast)\n\n");
+  free(text);
+  nsp_job_destroy(job);
+}
+
+/* Rank 1's stack was cut right after the wrapper's frame: its callers
+ * are not known, so rank 0's line does not claim its caller differs. */
+static void test_wrapper_cut_stack(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_on(r, 2, WORLD, 0, &w[r]);
+    assert_int_equal(r ? nsp_tracegen_pysite(g[r], NSP_PYSITE_TRUNCATED, 0, 1, W_ODD_FILES, W_ODD_LINES, W_ODD_FUNCS)
+                       : nsp_tracegen_pysite(g[r], 0, 0, 3, W_ODD_FILES, W_ODD_LINES, W_ODD_FUNCS),
+                     1);
+    nsp_tracegen_set_pysite(g[r], 1);
+    assert_int_equal(AR(g[r], w[r], r ? ncclFloat32 : ncclFloat16), 1);
+  }
+  struct nsp_job *job = job_of_gens_at(g, 2, 0, "");
+  assert_int_equal(nsp_job_analyze(job), 0);
+  char *text = nsp_report_capture(nsp_report_text, job);
+  assert_contains(text, "\n  rank 0: /srv/job/pync.py:49 in Nccl.ar\n  rank 1: /srv/job/pync.py:49 in Nccl.ar\n\n");
+  free(text);
+  nsp_job_destroy(job);
+}
+
+/* The same shown frame and the same stack on both sides (by content; the
+ * sides differ in the dtype only): the headline is as it was, no "via". */
+static void test_same_stack_unchanged(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_on(r, 2, WORLD, 0, &w[r]);
+    if (r) assert_int_equal(nsp_tracegen_pysite(g[r], 0, 0, 3, R1_FILES, R1_LINES, R1_FUNCS), 1);
+    uint32_t id = nsp_tracegen_pysite(g[r], 0, 0, 6, R0_FILES, R0_LINES, R0_FUNCS);
+    assert_int_equal(id, r ? 2 : 1);
+    nsp_tracegen_set_pysite(g[r], id);
+    assert_int_equal(AR(g[r], w[r], r ? ncclFloat32 : ncclFloat16), 1);
+  }
+  struct nsp_job *job = job_of_gens_at(g, 2, 0, "");
+  assert_int_equal(nsp_job_analyze(job), 0);
+  assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_DTYPE_MISMATCH);
+  char *text = nsp_report_capture(nsp_report_text, job);
+  assert_contains(text, "\n  rank 0: /home/u/proj/train.py:42 in step\n  rank 1: /home/u/proj/train.py:42 in step\n\n");
+  assert_null(strstr(text, "(via"));
+  assert_null(strstr(text, "last call"));
+  free(text);
+  nsp_job_destroy(job);
+}
+
+/* hang.py through the wrapper: rank 0 waits inside seq 2, called from
+ * train_step; rank 1 never called it, its last call (seq 1) was from
+ * <module>.  Rank 1's line is its last call's and says so; both name
+ * their caller of the shared wrapper line. */
+static void test_hang_last_call_label(void **state) {
+  (void)state;
+  static const char *const hf[] = {"/srv/job/pync.py", "/srv/job/hang.py", "/srv/job/hang.py"};
+  static const uint64_t h0l[] = {49, 9, 15}, h1l[] = {49, 6};
+  static const char *const h0n[] = {"Nccl.ar", "train_step", "<module>"}, *const h1n[] = {"Nccl.ar", "<module>"};
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_on(r, 2, WORLD, 1, &w[r]);
+    nsp_tracegen_set_exit(g[r], 0);
+    assert_int_equal(nsp_tracegen_pysite(g[r], 0, 0, 2, hf, h1l, h1n), 1);
+    nsp_tracegen_set_pysite(g[r], 1);
+    assert_int_equal(AR(g[r], w[r], ncclFloat32), 1);
+  }
+  assert_int_equal(nsp_tracegen_pysite(g[0], 0, 0, 3, hf, h0l, h0n), 2);
+  uint64_t hb = nsp_tracegen_now(g[0]) + 5 * SEC;
+  for (int r = 0; r < 2; r++) assert_int_equal(nsp_tracegen_ringstate(g[r], hb, 0, 0, r == 0, 0), 0);
+  nsp_tracegen_set_pysite(g[0], 2);
+  uint64_t seq = 0;
+  assert_int_equal(nsp_tracegen_inflight_coll(g[0], NSP_API_AllReduce, w[0], 8, ncclFloat32, ncclSum, -1, 0, &seq), 0);
+  assert_int_equal(seq, 2);
+  struct nsp_job *job = job_of_gens_at(g, 2, 0, "");
+  assert_int_equal(nsp_job_analyze(job), 0);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_HANG);
+  char *text = nsp_report_capture(nsp_report_text, job);
+  assert_contains(text, "(hang)\n  rank 1: last call from /srv/job/hang.py:6 in <module> (via pync.py:49 in Nccl.ar)\n"
+                        "  rank 0: /srv/job/hang.py:9 in train_step (via pync.py:49 in Nccl.ar)\n\n");
+  /* The not-arrived rank's block says it is its last call's. */
+  char *fp = findings_part(text);
+  assert_contains(fp, "            Python call site of its last call:\n                /srv/job/pync.py:49 in Nccl.ar\n"
+                      "                /srv/job/hang.py:6 in <module>\n");
+  assert_contains(fp, "            Python call site:\n                /srv/job/pync.py:49 in Nccl.ar\n"
+                      "                /srv/job/hang.py:9 in train_step\n");
+  free(fp);
+  free(text);
+  nsp_job_destroy(job);
+}
+
+/* stopped-early: every side's site is its last call's. */
+static void test_stopped_early_last_call(void **state) {
+  (void)state;
+  struct nsp_tracegen *g[2];
+  uint32_t w[2];
+  for (int r = 0; r < 2; r++) {
+    g[r] = rank_on(r, 2, WORLD, 0, &w[r]);
+    assert_int_equal(nsp_tracegen_pysite(g[r], 0, 0, 3, R1_FILES, R1_LINES, R1_FUNCS), 1);
+    nsp_tracegen_set_pysite(g[r], 1);
+    for (int i = 0; i < 2; i++) assert_int_equal(AR(g[r], w[r], ncclFloat32), (uint64_t)i + 1);
+  }
+  assert_int_equal(nsp_tracegen_pysite(g[0], 0, 0, 6, R0_FILES, R0_LINES, R0_FUNCS), 2);
+  nsp_tracegen_set_pysite(g[0], 2);
+  for (int i = 2; i < 4; i++) assert_int_equal(AR(g[0], w[0], ncclFloat32), (uint64_t)i + 1);
+  struct nsp_job *job = job_of_gens_at(g, 2, 0, "");
+  assert_int_equal(nsp_job_analyze(job), 0);
+  assert_int_equal(nsp_job_finding(job, 0)->kind, NSP_FIND_STOPPED_EARLY);
+  char *text = nsp_report_capture(nsp_report_text, job);
+  assert_contains(text, "(stopped early)\n  rank 1: last call from /home/u/proj/train.py:57 in eval_step\n"
+                        "  rank 0: last call from /home/u/proj/train.py:42 in step\n\n");
+  free(text);
+  nsp_job_destroy(job);
+}
+
 /* The library-frame table: which paths are library code and the part
  * of each that the report shows. */
 static void test_library_table(void **state) {
@@ -447,6 +633,9 @@ int main(void) {
       cmocka_unit_test(test_hang_borrowed),      cmocka_unit_test(test_native_only),
       cmocka_unit_test(test_hostile),           cmocka_unit_test(test_dump),
       cmocka_unit_test(test_never_returned),     cmocka_unit_test(test_library_table),
+      cmocka_unit_test(test_wrapper_callers),    cmocka_unit_test(test_same_stack_unchanged),
+      cmocka_unit_test(test_hang_last_call_label), cmocka_unit_test(test_stopped_early_last_call),
+      cmocka_unit_test(test_wrapper_calls_differ), cmocka_unit_test(test_wrapper_cut_stack),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
