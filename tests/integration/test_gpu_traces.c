@@ -29,6 +29,12 @@
  *                  rings of 316 KiB)
  *   ddp_amp_subgroup  4 ranks, healthy DDP + AMP with a float16 all-gather
  *                  each step in subgroups {0,1} and {2,3}: no finding
+ *   ddp_grad_dtype a DDP + AMP step whose gradient all-reduce mismatches
+ *                  (rank 1's output layer in float16): seq 1, rank 0 136714
+ *                  float32 vs rank 1 5130 float16, issued by autograd's
+ *                  thread; each side's Python site is the main thread's
+ *                  stack (Python 3.12), at its backward() line; rank 1
+ *                  died of SIGABRT (the watchdog), rank 0 was killed
  * usage: test_gpu_traces DATA_DIR CASE */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,6 +47,7 @@
 
 #include "nsp_analyze.h"
 #include "nsp_nccl.h"
+#include "ncclspy/trace.h"
 
 static const char *data_dir;
 
@@ -227,6 +234,42 @@ static void test_skip_allreduce(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Python call sites on real input (CPython 3.12 under torch 2.11): the
+ * gradient all-reduce came from autograd's thread, so each side's site is
+ * the main thread's stack, borrowed, whose first frame of the program's
+ * own is the line that ran backward(). */
+static void test_ddp_grad_dtype(void **state) {
+  (void)state;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ddp_grad_dtype", data_dir);
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  assert_int_equal(nsp_job_set_local_host(job, ""), 0);
+  assert_int_equal(nsp_job_set_now(job, 1796148711370010719ll + 86400ll * 1000000000ll), 0);
+  assert_int_equal(nsp_job_add_path(job, path), 2);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_int_equal(f->seq, 1);
+  assert_int_equal(f->nsides, 2);
+  for (size_t k = 0; k < 2; k++) {
+    const struct nsp_pysite *ps = f->sides[k].procs[0].pysite;
+    assert_non_null(ps);
+    assert_true(ps->flags & NSP_PYSITE_BORROWED);
+    assert_true(ps->first < ps->nframes);
+    const struct nsp_pyframe *fr = &ps->frames[ps->first];
+    print_message("# side %zu: %s:%llu in %s (%zu library frames inside it)\n", k, fr->file,
+                  (unsigned long long)fr->line, fr->function, ps->first);
+    assert_non_null(strstr(fr->file, "examples/torch/ddp_grad_dtype.py"));
+    assert_int_equal(fr->line, 34); /* scaler.scale(loss).backward() */
+    assert_string_equal(fr->function, "train_step");
+    assert_string_equal(ps->frames[0].function, "_engine_run_backward");
+    assert_true(ps->frames[0].library);
+  }
+  assert_non_null(strstr(nsp_job_headline(job), "(dtype mismatch)"));
+  nsp_job_destroy(job);
+}
+
 static void test_ddp_amp_subgroup(void **state) {
   (void)state;
   struct nsp_job *job = analyze("ddp_amp_subgroup", 4);
@@ -289,6 +332,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_pynccl_count),
       cmocka_unit_test(test_jax_dtype),
       cmocka_unit_test(test_skip_allreduce),
+      cmocka_unit_test(test_ddp_grad_dtype),
       cmocka_unit_test(test_ddp_amp_subgroup),
   };
   char filter[64];
