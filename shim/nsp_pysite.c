@@ -150,36 +150,23 @@ static inline uint64_t mix(uint64_t h, uint64_t v) {
  * Called with the lock held. */
 static void record_pysite(uint32_t id, const struct nsp_pysite_raw *raw, int n, int flags, uint32_t tid) {
   static struct nsp_pysite_frame fr[64]; /* under the lock */
+  const char *file[64], *func[64];
+  uint64_t line[64];
   int safe = nsp_pysite_borrow || (flags & NSP_PYSITE_BORROWED);
-  size_t bytes = sizeof(struct nsp_rec_ext) + (size_t)n * (2 * sizeof(char *) + sizeof(uint64_t));
   int k = 0;
   for (int i = 0; i < n; i++) {
     if (nsp_pysite_read_resolve(&nsp_pysite_L, &raw[i], safe, &fr[k])) {
       if (flags & NSP_PYSITE_BORROWED) break; /* changed under us: keep what was read */
       continue;
     }
-    bytes += strlen(fr[k].file) + 1 + strlen(fr[k].func) + 1;
+    file[k] = fr[k].file;
+    func[k] = fr[k].func;
+    line[k] = fr[k].line < 0 ? 0 : (uint64_t)fr[k].line;
     k++;
   }
   if (!k) return;
-  struct nsp_rec_ext *x = calloc(1, bytes);
+  struct nsp_rec_ext *x = nsp_frames_ext(k, file, line, func);
   if (!x) return;
-  const char **file = (const char **)(x + 1);
-  const char **func = file + k;
-  uint64_t *line = (uint64_t *)(func + k);
-  char *s = (char *)(line + k);
-  for (int i = 0; i < k; i++) {
-    size_t fl = strlen(fr[i].file), nl = strlen(fr[i].func);
-    file[i] = memcpy(s, fr[i].file, fl + 1);
-    s += fl + 1;
-    func[i] = memcpy(s, fr[i].func, nl + 1);
-    s += nl + 1;
-    line[i] = fr[i].line < 0 ? 0 : (uint64_t)fr[i].line;
-  }
-  x->nframes = (uint32_t)k;
-  x->frame_module = file;
-  x->frame_symbol = func;
-  x->frame_offset = line;
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) {
     free(x);

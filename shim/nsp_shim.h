@@ -374,6 +374,12 @@ struct dl_phdr_info;
 NSP_HIDDEN size_t nsp_buildid_of(const struct dl_phdr_info *info, char *hex, size_t cap);
 
 /* ---- call sites (nsp_site.c) ---- */
+/* The ext of a CALLSITE or PYSITE record: n frames (module or file,
+ * offset or line, symbol or function; a NULL string is ""), each string
+ * cut at 1024 bytes, in one calloc'd block that the writer frees.  NULL
+ * when out of memory. */
+NSP_HIDDEN struct nsp_rec_ext *nsp_frames_ext(int n, const char *const *mod, const uint64_t *off,
+                                              const char *const *sym);
 /* The id of the calling stack's call site (writing its CALLSITE record the
  * first time), taken from inside a wrapper; `caller` is the wrapper's
  * return address.  A deeper, separate site when `failed`.  0 when call

@@ -34,6 +34,35 @@
 #include "nsp_setting.h"
 #include "nsp_shim.h"
 
+struct nsp_rec_ext *nsp_frames_ext(int n, const char *const *mod, const uint64_t *off, const char *const *sym) {
+  size_t bytes = sizeof(struct nsp_rec_ext) + (size_t)n * (2 * sizeof(char *) + sizeof(uint64_t));
+  for (int i = 0; i < n; i++)
+    bytes += (mod[i] ? strnlen(mod[i], 1024) : 0) + 1 + (sym[i] ? strnlen(sym[i], 1024) : 0) + 1;
+  struct nsp_rec_ext *x = calloc(1, bytes);
+  if (!x) return NULL;
+  const char **m = (const char **)(x + 1);
+  const char **y = m + n;
+  uint64_t *o = (uint64_t *)(y + n);
+  char *s = (char *)(o + n);
+  for (int i = 0; i < n; i++) {
+    size_t ml = mod[i] ? strnlen(mod[i], 1024) : 0, sl = sym[i] ? strnlen(sym[i], 1024) : 0;
+    m[i] = s;
+    if (ml) memcpy(s, mod[i], ml);
+    s[ml] = 0;
+    s += ml + 1;
+    y[i] = s;
+    if (sl) memcpy(s, sym[i], sl);
+    s[sl] = 0;
+    s += sl + 1;
+    o[i] = off[i];
+  }
+  x->nframes = (uint32_t)n;
+  x->frame_module = m;
+  x->frame_symbol = y;
+  x->frame_offset = o;
+  return x;
+}
+
 #if NSP_HAVE_LIBUNWIND
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -189,40 +218,21 @@ void nsp_site_note_frames(const struct nsp_rec_ext *x) {
 /* Writes a CALLSITE record for a new site: frames resolved now, while the
  * modules are loaded. */
 static void record_site(uint32_t id, void **ips, int n, int full) {
-  size_t bytes = sizeof(struct nsp_rec_ext) + (size_t)n * (2 * sizeof(char *) + sizeof(uint64_t));
   Dl_info info[NSP_SITE_FULL_DEPTH];
+  const char *mod[NSP_SITE_FULL_DEPTH], *sym[NSP_SITE_FULL_DEPTH];
+  uint64_t off[NSP_SITE_FULL_DEPTH];
   for (int i = 0; i < n; i++) {
     /* A return address points after the call: look up the call itself. */
     uintptr_t at = (uintptr_t)ips[i] - 1;
     if (!dladdr((void *)at, &info[i])) memset(&info[i], 0, sizeof info[i]);
     if (info[i].dli_fname && nsp_exe_path[0] && at >= nsp_exe_lo && at < nsp_exe_hi) info[i].dli_fname = nsp_exe_path;
     if (info[i].dli_fbase) note_module(info[i].dli_fname, at, 0);
-    bytes += (info[i].dli_fname ? strnlen(info[i].dli_fname, 1024) : 0) + 1 +
-             (info[i].dli_sname ? strnlen(info[i].dli_sname, 1024) : 0) + 1;
-  }
-  struct nsp_rec_ext *x = calloc(1, bytes);
-  if (!x) return;
-  const char **mod = (const char **)(x + 1);
-  const char **sym = mod + n;
-  uint64_t *off = (uint64_t *)(sym + n);
-  char *s = (char *)(off + n);
-  for (int i = 0; i < n; i++) {
-    size_t ml = info[i].dli_fname ? strnlen(info[i].dli_fname, 1024) : 0;
-    size_t sl = info[i].dli_sname ? strnlen(info[i].dli_sname, 1024) : 0;
-    mod[i] = s;
-    if (ml) memcpy(s, info[i].dli_fname, ml);
-    s[ml] = 0;
-    s += ml + 1;
-    sym[i] = s;
-    if (sl) memcpy(s, info[i].dli_sname, sl);
-    s[sl] = 0;
-    s += sl + 1;
+    mod[i] = info[i].dli_fname;
+    sym[i] = info[i].dli_sname;
     off[i] = info[i].dli_fbase ? (uint64_t)((uintptr_t)ips[i] - (uintptr_t)info[i].dli_fbase) : (uint64_t)(uintptr_t)ips[i];
   }
-  x->nframes = (uint32_t)n;
-  x->frame_module = mod;
-  x->frame_symbol = sym;
-  x->frame_offset = off;
+  struct nsp_rec_ext *x = nsp_frames_ext(n, mod, off, sym);
+  if (!x) return;
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) {
     free(x);
