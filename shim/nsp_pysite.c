@@ -165,7 +165,7 @@ static void record_pysite(uint32_t id, const struct nsp_pysite_raw *raw, int n, 
     k++;
   }
   if (!k) return;
-  struct nsp_rec_ext *x = nsp_frames_ext(k, file, line, func);
+  struct nsp_rec_ext *x = nsp_site_frames_ext(k, file, line, func);
   if (!x) return;
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) {

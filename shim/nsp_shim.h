@@ -378,7 +378,7 @@ NSP_HIDDEN size_t nsp_buildid_of(const struct dl_phdr_info *info, char *hex, siz
  * offset or line, symbol or function; a NULL string is ""), each string
  * cut at 1024 bytes, in one calloc'd block that the writer frees.  NULL
  * when out of memory. */
-NSP_HIDDEN struct nsp_rec_ext *nsp_frames_ext(int n, const char *const *mod, const uint64_t *off,
+NSP_HIDDEN struct nsp_rec_ext *nsp_site_frames_ext(int n, const char *const *mod, const uint64_t *off,
                                               const char *const *sym);
 /* The id of the calling stack's call site (writing its CALLSITE record the
  * first time), taken from inside a wrapper; `caller` is the wrapper's

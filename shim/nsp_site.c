@@ -34,7 +34,7 @@
 #include "nsp_setting.h"
 #include "nsp_shim.h"
 
-struct nsp_rec_ext *nsp_frames_ext(int n, const char *const *mod, const uint64_t *off, const char *const *sym) {
+struct nsp_rec_ext *nsp_site_frames_ext(int n, const char *const *mod, const uint64_t *off, const char *const *sym) {
   size_t bytes = sizeof(struct nsp_rec_ext) + (size_t)n * (2 * sizeof(char *) + sizeof(uint64_t));
   for (int i = 0; i < n; i++)
     bytes += (mod[i] ? strnlen(mod[i], 1024) : 0) + 1 + (sym[i] ? strnlen(sym[i], 1024) : 0) + 1;
@@ -231,7 +231,7 @@ static void record_site(uint32_t id, void **ips, int n, int full) {
     sym[i] = info[i].dli_sname;
     off[i] = info[i].dli_fbase ? (uint64_t)((uintptr_t)ips[i] - (uintptr_t)info[i].dli_fbase) : (uint64_t)(uintptr_t)ips[i];
   }
-  struct nsp_rec_ext *x = nsp_frames_ext(n, mod, off, sym);
+  struct nsp_rec_ext *x = nsp_site_frames_ext(n, mod, off, sym);
   if (!x) return;
   struct nsp_rec *r = nsp_ring_reserve();
   if (!r) {

@@ -75,10 +75,22 @@ static void hand_311(void **state) {
 
 static uint64_t code_type[8], unicode_type[8], bytes_type[8], frame_type[8];
 
+/* Every fake object, freed after each test (free_objs). */
+static void *nsp_objs[4096];
+static size_t nsp_nobjs;
+
 static uint8_t *obj(size_t n) {
   uint8_t *p = calloc(1, n + 64);
   assert_non_null(p);
+  assert_true(nsp_nobjs < sizeof nsp_objs / sizeof *nsp_objs);
+  nsp_objs[nsp_nobjs++] = p;
   return p;
+}
+
+static int free_objs(void **state) {
+  (void)state;
+  while (nsp_nobjs) free(nsp_objs[--nsp_nobjs]);
+  return 0;
 }
 static void put_ptr(uint8_t *p, uint32_t off, const void *v) {
   uintptr_t x = (uintptr_t)v;
@@ -321,5 +333,5 @@ int main(void) {
       cmocka_unit_test(walk_310),    cmocka_unit_test(walk_311), cmocka_unit_test(walk_312),
       cmocka_unit_test(walk_313),    cmocka_unit_test(debug_offsets_checked),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, NULL, free_objs);
 }
