@@ -165,6 +165,13 @@ static void record_pysite(uint32_t id, const struct nsp_pysite_raw *raw, int n, 
     k++;
   }
   if (!k) return;
+  /* The main thread's outermost frame is its script's <module> (or
+   * runpy's, under -m): a borrowed stack that ends elsewhere short of the
+   * depth was read while the frames changed, and is said to be cut. */
+  if ((flags & NSP_PYSITE_BORROWED) && !(flags & NSP_PYSITE_TRUNCATED) && k == n && n < nsp_pysite_depth &&
+      strcmp(func[k - 1], "<module>") != 0 && strcmp(func[k - 1], "_run_module_as_main") != 0)
+    flags |= NSP_PYSITE_TRUNCATED;
+  if ((flags & NSP_PYSITE_BORROWED) && k < n) flags |= NSP_PYSITE_TRUNCATED;
   struct nsp_rec_ext *x = nsp_site_frames_ext(k, file, line, func);
   if (!x) return;
   struct nsp_rec *r = nsp_ring_reserve();

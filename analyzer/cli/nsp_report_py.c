@@ -100,7 +100,8 @@ int nsp_report_put_pyline_among(FILE *out, const struct nsp_pysite *ps, const st
     }
   }
   if (fr->library) fprintf(out, " (library code: no frame of the program's own was kept)");
-  if (ps->flags & NSP_PYSITE_BORROWED) fprintf(out, " (the main thread's Python stack)");
+  if (ps->flags & NSP_PYSITE_BORROWED)
+    fprintf(out, " (where the main thread was: the call came from a thread without Python)");
   return 1;
 }
 

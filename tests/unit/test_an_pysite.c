@@ -237,10 +237,11 @@ static void test_hang_borrowed(void **state) {
                       "                ... 3 library frames called from it, innermost torch/autograd/graph.py:768 in "
                       "_engine_run_backward\n");
   assert_contains(text, "\n  rank 1: last call from /home/u/proj/train.py:57 in eval_step\n");
-  assert_contains(text, "\n  rank 0: /home/u/proj/train.py:77 in train_step (the main thread's Python stack)\n");
+  assert_contains(text, "\n  rank 0: /home/u/proj/train.py:77 in train_step (where the main thread was: the call came from a thread "
+                        "without Python)\n");
   /* Traces: the call in flight, then its line. */
-  assert_contains(text, "to its last sign of life)\n              from /home/u/proj/train.py:77 in train_step (the main "
-                        "thread's Python stack)\n");
+  assert_contains(text, "to its last sign of life)\n              from /home/u/proj/train.py:77 in train_step (where the "
+                        "main thread was: the call came from a thread without Python)\n");
   free(fp);
   free(text);
   json_object *root = nsp_report_json_object(job);
