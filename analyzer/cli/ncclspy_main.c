@@ -17,6 +17,7 @@
 #include "nsp_escape.h"
 #include "ncclspy/trace.h"
 #include "nsp_report.h"
+#include "nsp_run.h"
 
 /* Exit statuses (docs/REPORT.md): UNSEEN, analyze with no finding whose
  * traces show a process that ended without a clean exit or loaded a
@@ -33,6 +34,8 @@ static const char nsp_usage_main[] =
     "  analyze [--json] [-o FILE] [--run ID|all] DIR|FILE...  merge the traces, check them, report\n"
     "  perf [--json] [-o FILE] [--run ID|all] DIR|FILE...     GPU times, bandwidths, arrival spread, stragglers\n"
     "  dump [--json] FILE...                   print every record of trace files\n"
+    "  run [--no-analyze] [-d DIR] -- COMMAND...  run COMMAND under the shim, then analyze\n"
+    "  shim-path                               print libncclspy.so's path (for LD_PRELOAD)\n"
     "  help [COMMAND]                          this text, or a command's\n"
     "\n"
     "options:\n"
@@ -508,10 +511,49 @@ static int run_dump(const struct nsp_verb *v, int argc, char **argv) {
 }
 static int run_help(const struct nsp_verb *v, int argc, char **argv);
 
+/* `run`'s analysis afterwards: the text report of dir, on stderr (the
+ * command's own output keeps stdout). */
+static int analyze_dir(const char *dir) {
+  struct nsp_job *job = nsp_job_create();
+  if (!job) return NSP_EXIT_USAGE;
+  int status = NSP_EXIT_USAGE;
+  if (nsp_job_add_path(job, dir) <= 0) {
+    fprintf(stderr, "ncclspy run: no trace in %s: did the command call NCCL?\n", dir);
+  } else if (nsp_job_analyze(job) == 0 && nsp_report_text(job, stderr) == 0) {
+    status = NSP_EXIT_CLEAN;
+  }
+  nsp_job_destroy(job);
+  return status;
+}
+static int run_run(const struct nsp_verb *v, int argc, char **argv) {
+  (void)v;
+  return nsp_cmd_run(argc, argv, analyze_dir);
+}
+static int run_shim_path(const struct nsp_verb *v, int argc, char **argv) {
+  (void)v;
+  (void)argv;
+  if (argc > 1) return usage_error("shim-path", "takes no arguments", NULL);
+  char path[4096];
+  if (nsp_shim_path(path, sizeof path) < 0) {
+    fprintf(stderr, "ncclspy shim-path: libncclspy.so is not next to this command\n");
+    return NSP_EXIT_USAGE;
+  }
+  puts(path);
+  return NSP_EXIT_CLEAN;
+}
+static const char nsp_usage_shim_path[] =
+    "usage: ncclspy shim-path\n"
+    "\n"
+    "Prints the absolute path of libncclspy.so, found next to this command,\n"
+    "for LD_PRELOAD=$(ncclspy shim-path).  Exit status: 0, or 2 when it is not\n"
+    "there.\n";
+
 static const struct nsp_verb nsp_verbs[] = {
     {"analyze", run_report, nsp_usage_analyze, &nsp_cmd_analyze},
     {"perf", run_report, nsp_usage_perf, &nsp_cmd_perf},
     {"dump", run_dump, nsp_usage_dump, NULL},
+    {"run", run_run, NULL, NULL},
+    {"shim-path", run_shim_path, nsp_usage_shim_path, NULL},
     {"help", run_help, nsp_usage_main, NULL},
 };
 
@@ -530,7 +572,7 @@ static int run_help(const struct nsp_verb *v, int argc, char **argv) {
   }
   const struct nsp_verb *about = argc < 2 ? verb_of("help") : verb_of(argv[1]);
   if (!about) return usage_error(NULL, "no such command: ", argv[1]);
-  put_usage(stdout, about->usage);
+  put_usage(stdout, about->usage ? about->usage : nsp_usage_run);
   return NSP_EXIT_CLEAN;
 }
 

@@ -1,0 +1,215 @@
+/* nsp_run.c - `ncclspy run` and `ncclspy shim-path`: start a job under the
+ * shim with one command, and say where the shim is.
+ *
+ * The shim is found next to the command itself (/proc/self/exe): in an
+ * installed tree at BINDIR/../LIBDIR/libncclspy.so (NSP_LIBDIR_FROM_BIN,
+ * from meson's bindir and libdir), in a build tree at
+ * analyzer/../shim/libncclspy.so, or beside it.  `run` prepends it to
+ * LD_PRELOAD (a preload already there is kept, after it), sets
+ * NCCLSPY_DIR unless it is set (default ncclspy-<job id> under a launcher
+ * that names its job -- every rank of `srun ncclspy run -- ...` must write
+ * into one directory -- else ncclspy-<date>-<time>), and runs the command
+ * in a child.  The child has the terminal; SIGINT and SIGQUIT from the
+ * terminal reach it as they reach us (same process group), and we ignore
+ * them while it runs; SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to us are
+ * passed on to it.  When it ends the analysis of the directory goes to
+ * stderr (not under a launcher's rank other than 0: one report per job),
+ * then ncclspy ends as the command did: its exit status, or the same
+ * signal. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nsp_config.h"
+#include "nsp_run.h"
+
+#ifndef NSP_LIBDIR_FROM_BIN
+#define NSP_LIBDIR_FROM_BIN "../lib"
+#endif
+
+int nsp_shim_path(char *out, size_t cap) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return -1;
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  if (!slash) return -1;
+  *slash = 0;
+  const char *rel[] = {"/" NSP_LIBDIR_FROM_BIN "/libncclspy.so", "/../shim/libncclspy.so", "/libncclspy.so"};
+  for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s%s", exe, rel[i]);
+    char real[PATH_MAX];
+    if (access(path, R_OK) == 0 && realpath(path, real) && strlen(real) < cap) {
+      strcpy(out, real);
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* The launcher's name for this job, or NULL: every rank gets the same. */
+static const char *job_id(void) {
+  const char *vars[] = {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v && strcmp(v, "none") != 0) return v;
+  }
+  return NULL;
+}
+
+/* This process's rank under a launcher that starts one `ncclspy run` per
+ * rank (srun, mpirun); -1 when none says. */
+static long launcher_rank(void) {
+  const char *vars[] = {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) return strtol(v, NULL, 10);
+  }
+  return -1;
+}
+
+static volatile sig_atomic_t nsp_child;
+
+static void pass_on(int sig) {
+  if (nsp_child > 0) kill((pid_t)nsp_child, sig);
+}
+
+static const char nsp_usage_run_text[] =
+    "usage: ncclspy run [--no-analyze] [-d DIR] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND with libncclspy.so preloaded (found next to this command;\n"
+    "`ncclspy shim-path` prints it), writing traces into DIR (NCCLSPY_DIR if\n"
+    "set, else ncclspy-<job id> under Slurm, torchrun or Open MPI, else\n"
+    "ncclspy-<date>-<time>), then prints `ncclspy analyze DIR` on stderr.\n"
+    "A preload already in LD_PRELOAD is kept.  The command keeps the\n"
+    "terminal; signals sent to ncclspy are passed on to it.  Use it around\n"
+    "the launcher (`ncclspy run -- torchrun ...`) or inside it (`srun\n"
+    "ncclspy run -- python ...`: only rank 0 analyses).\n"
+    "\n"
+    "options:\n"
+    "  -d, --dir DIR     write the traces there\n"
+    "  --no-analyze      do not analyse afterwards\n"
+    "\n"
+    "exit status: COMMAND's (a command killed by a signal: ncclspy ends by\n"
+    "the same signal); 2 usage error; 127 COMMAND not found, 126 not run.\n";
+const char *const nsp_usage_run = nsp_usage_run_text;
+
+int nsp_cmd_run(int argc, char **argv, int (*analyze)(const char *dir)) {
+  static const struct option opts[] = {
+      {"dir", required_argument, NULL, 'd'},
+      {"no-analyze", no_argument, NULL, 'n'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *dir = NULL;
+  int no_analyze = 0, c;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "+:d:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'd': dir = optarg; break;
+      case 'n': no_analyze = 1; break;
+      case 'h': fputs(nsp_usage_run, stdout); return 0;
+      default:
+        fprintf(stderr, "ncclspy run: %s; see `ncclspy help run`\n",
+                c == ':' ? "an option needs a value" : "unknown option");
+        return 2;
+    }
+  }
+  if (optind >= argc) {
+    fprintf(stderr, "ncclspy run: no command given (ncclspy run -- COMMAND ...); see `ncclspy help run`\n");
+    return 2;
+  }
+  char shim[PATH_MAX];
+  if (nsp_shim_path(shim, sizeof shim) < 0) {
+    fprintf(stderr, "ncclspy run: libncclspy.so is not next to this command (looked in %s, ../shim, and "
+                    "beside it); set LD_PRELOAD yourself\n", NSP_LIBDIR_FROM_BIN);
+    return 2;
+  }
+  /* The directory: -d, else NCCLSPY_DIR, else a new name. */
+  char made[256];
+  if (!dir) dir = getenv("NCCLSPY_DIR");
+  if (!dir || !*dir) {
+    const char *id = job_id();
+    if (id) {
+      snprintf(made, sizeof made, "ncclspy-%.200s", id);
+    } else {
+      time_t now = time(NULL);
+      struct tm tm;
+      localtime_r(&now, &tm);
+      strftime(made, sizeof made, "ncclspy-%Y%m%d-%H%M%S", &tm);
+    }
+    dir = made;
+  }
+  if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+    fprintf(stderr, "ncclspy run: cannot make %s: %s\n", dir, strerror(errno));
+    return 2;
+  }
+  const char *old = getenv("LD_PRELOAD");
+  size_t len = strlen(shim) + (old ? strlen(old) : 0) + 2;
+  char *preload = malloc(len);
+  if (!preload) return 2;
+  if (old && *old && !strstr(old, shim)) snprintf(preload, len, "%s:%s", shim, old);
+  else snprintf(preload, len, "%s", old && *old ? old : shim);
+  setenv("LD_PRELOAD", preload, 1);
+  setenv("NCCLSPY_DIR", dir, 1);
+  free(preload);
+
+  /* Terminal signals reach the child directly; the others are passed on. */
+  struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = pass_on}, oint, oquit;
+  sigemptyset(&ign.sa_mask);
+  sigemptyset(&fwd.sa_mask);
+  int passed[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+  struct sigaction saved[4];
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "ncclspy run: fork: %s\n", strerror(errno));
+    return 126;
+  }
+  if (pid == 0) {
+    execvp(argv[optind], argv + optind);
+    int e = errno;
+    fprintf(stderr, "ncclspy run: %s: %s\n", argv[optind], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  nsp_child = pid;
+  sigaction(SIGINT, &ign, &oint);
+  sigaction(SIGQUIT, &ign, &oquit);
+  for (int i = 0; i < 4; i++) sigaction(passed[i], &fwd, &saved[i]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  nsp_child = 0;
+  sigaction(SIGINT, &oint, NULL);
+  sigaction(SIGQUIT, &oquit, NULL);
+  for (int i = 0; i < 4; i++) sigaction(passed[i], &saved[i], NULL);
+
+  long rank = launcher_rank();
+  if (!no_analyze && rank <= 0 && analyze) {
+    fprintf(stderr, "\n== ncclspy analyze %s ==\n", dir);
+    analyze(dir);
+  }
+  if (WIFSIGNALED(status)) {
+    /* End as the command did: the same signal, its default action. */
+    int sig = WTERMSIG(status);
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    fflush(NULL);
+    raise(sig);
+    return 128 + sig; /* a signal whose default is to go on */
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 126;
+}
