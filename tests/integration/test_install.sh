@@ -1,0 +1,32 @@
+#!/bin/bash
+# test_install.sh - what `meson install` puts in place (into a DESTDIR):
+# the command and the shim, which `ncclspy shim-path` finds from there;
+# the trace format's headers and their pkg-config file, with which a
+# program compiles; bash completion.  TAP.
+#   test_install.sh BUILD_DIR
+set -u
+build=$(readlink -f "$1")
+dest=$(mktemp -d /tmp/nsp-install-XXXXXX)
+trap 'rm -rf "$dest"' EXIT
+n=0 failed=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+echo "1..5"
+DESTDIR=$dest meson install -C "$build" --no-rebuild --quiet >"$dest/install.log" 2>&1
+ok $? "meson install into $dest"
+bin=$(find "$dest" -path '*/bin/ncclspy' | head -1)
+shim=$(find "$dest" -name libncclspy.so | head -1)
+[ -n "$bin" ] && [ -n "$shim" ] && [ "$("$bin" shim-path)" = "$(readlink -f "$shim")" ]
+ok $? "the installed ncclspy finds the installed shim ($shim)"
+pc=$(find "$dest" -name ncclspy-trace.pc | head -1)
+prefix=$(sed -n 's/^prefix=//p' "$pc")
+cflags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$dest$prefix" --cflags ncclspy-trace)
+printf '#include <ncclspy/trace.h>\nint main(void) { return NSP_FORMAT_MAJOR == 1 && NSP_REC_PYSITE == 17 ? 0 : 1; }\n' >"$dest/t.c"
+cc $cflags -o "$dest/t" "$dest/t.c" && "$dest/t"
+ok $? "a program compiles against <ncclspy/trace.h> with pkg-config's ncclspy-trace ($cflags)"
+[ -f "$(dirname "$(dirname "$bin")")/include/ncclspy/trace_schema.h" ]
+ok $? "trace_schema.h installed beside trace.h"
+comp=$(find "$dest" -path '*/bash-completion/completions/ncclspy' | head -1)
+[ -n "$comp" ] && bash -c "source '$comp' && complete -p ncclspy" >/dev/null 2>&1 &&
+  [ "$(bash -c "source '$comp'; COMP_WORDS=(ncclspy ru); COMP_CWORD=1; _ncclspy; echo \${COMPREPLY[*]}")" = run ]
+ok $? "bash completion installed and completes 'ncclspy ru' to run"
+exit $failed
