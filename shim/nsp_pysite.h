@@ -46,7 +46,6 @@ struct nsp_pysite_layout {
   uint32_t u_length, u_state;  /* PyASCIIObject */
   uint32_t u_ascii_size;       /* sizeof(PyASCIIObject): ASCII data follows */
   uint32_t u_compact_size;     /* sizeof(PyCompactUnicodeObject): other data follows */
-  uint32_t u_utf8;             /* PyCompactUnicodeObject.utf8 (utf8_length just before) */
   uint32_t b_size, b_sval;     /* PyBytesObject ob_size, ob_sval */
   /* type objects; frame_type only for 3.10 (NULL: not checked) */
   uintptr_t code_type, unicode_type, bytes_type, frame_type;
@@ -72,13 +71,11 @@ int nsp_pysite_read_layout_313(struct nsp_pysite_layout *L, const void *debug_of
  * a fault (unmapped memory) gives -1, never a signal.  0 when read. */
 int nsp_pysite_read_safe(uintptr_t addr, void *buf, size_t n);
 
-/* One frame as walked: the code object and the instruction's index in it
- * (code units), which key a site, plus the code object's filename object
- * and first line when the walk checked it (0 when the layout is trusted
- * and the code object was not read). */
+/* One frame as walked, and as a site is keyed per call: the code object
+ * and the instruction's index in it (code units). */
 struct nsp_pysite_raw {
-  uintptr_t code, filename;
-  int32_t lasti, firstlineno;
+  uintptr_t code;
+  int32_t lasti;
 };
 
 /* Walks the frames of thread state ts, innermost first, keeping up to
@@ -96,9 +93,9 @@ int nsp_pysite_read_walk(const struct nsp_pysite_layout *L, uintptr_t ts, int sa
 int nsp_pysite_read_ts_frame(const struct nsp_pysite_layout *L, uintptr_t ts, int safe, uintptr_t *frame);
 
 /* One frame resolved: file (co_filename), function (co_qualname from
- * 3.11, co_name for 3.10), line.  Strings are cut at 511 bytes; a
- * non-ASCII string is its cached UTF-8 copy when CPython made one, else
- * '?' for each character outside ASCII. */
+ * 3.11, co_name for 3.10), line.  Strings are UTF-8, encoded from the
+ * str's code points, at most 511 bytes: a function keeps its start, a file
+ * its end after "...". */
 struct nsp_pysite_frame {
   char file[512], func[512];
   int line; /* -1: no line (a location-less instruction) */

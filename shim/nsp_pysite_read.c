@@ -59,14 +59,14 @@ int nsp_pysite_read_layout_known(struct nsp_pysite_layout *L, int minor) {
     L->cf_current = -1;
     L->fr_previous = 24, L->fr_code = 32, L->fr_instr = 96, L->fr_owner = -1;
     L->co_firstlineno = 40, L->co_filename = 104, L->co_name = 112, L->co_linetable = 120;
-    L->u_ascii_size = 48, L->u_compact_size = 72, L->u_utf8 = 56;
+    L->u_ascii_size = 48, L->u_compact_size = 72;
     break;
   case 11:
     L->ts_frame = 56, L->cf_current = 8, L->ts_native_tid = 160;
     L->fr_previous = 48, L->fr_code = 32, L->fr_instr = 56, L->fr_owner = 69;
     L->co_firstlineno = 72, L->co_filename = 112, L->co_name = 128 /* co_qualname */;
     L->co_linetable = 136, L->co_firsttraceable = 168, L->co_code_adaptive = 184;
-    L->u_ascii_size = 48, L->u_compact_size = 72, L->u_utf8 = 56;
+    L->u_ascii_size = 48, L->u_compact_size = 72;
     break;
   case 12:
     L->ts_frame = 56, L->cf_current = 0, L->ts_native_tid = 144;
@@ -74,7 +74,7 @@ int nsp_pysite_read_layout_known(struct nsp_pysite_layout *L, int minor) {
     L->owner_cstack = 3;
     L->co_firstlineno = 68, L->co_filename = 112, L->co_name = 128 /* co_qualname */;
     L->co_linetable = 136, L->co_firsttraceable = 176, L->co_code_adaptive = 192;
-    L->u_ascii_size = 40, L->u_compact_size = 56, L->u_utf8 = 48;
+    L->u_ascii_size = 40, L->u_compact_size = 56;
     break;
   default:
     return -1;
@@ -182,7 +182,6 @@ int nsp_pysite_read_layout_313(struct nsp_pysite_layout *L, const void *debug_of
   L->u_length = (uint32_t)d.unicode_object.length;
   L->u_ascii_size = (uint32_t)d.unicode_object.asciiobject_size;
   /* PyCompactUnicodeObject: PyASCIIObject, utf8_length, utf8. */
-  L->u_utf8 = L->u_ascii_size + 8;
   L->u_compact_size = L->u_ascii_size + 16;
   L->b_size = (uint32_t)d.bytes_object.ob_size;
   L->b_sval = (uint32_t)d.bytes_object.ob_sval;
@@ -246,8 +245,6 @@ int nsp_pysite_read_walk(const struct nsp_pysite_layout *L, uintptr_t ts, int sa
                                                   (intptr_t)(code + L->co_code_adaptive)) / 2);
       out[n].code = code;
       out[n].lasti = lasti;
-      out[n].filename = 0;
-      out[n].firstlineno = 0;
       n++;
       f = prev;
       continue;
@@ -275,8 +272,6 @@ int nsp_pysite_read_walk(const struct nsp_pysite_layout *L, uintptr_t ts, int sa
     }
     out[n].code = code;
     out[n].lasti = lasti;
-    out[n].filename = ptr_at(cp, L->co_filename);
-    out[n].firstlineno = i32_at(cp, L->co_firstlineno);
     n++;
     f = prev;
   }
@@ -345,7 +340,6 @@ static int read_str(const struct nsp_pysite_layout *L, uintptr_t s, int safe, in
     fit(buf, n, tail, skip > 0, out);
     return 0;
   }
-  if (!(h = view(s, L->u_compact_size, safe, hb))) return -1;
   uint8_t raw[STR_MAX * 4];
   if (copy_from(s + L->u_compact_size + skip * kind, raw, n * kind, safe)) return -1;
   size_t k = 0;

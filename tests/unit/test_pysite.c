@@ -100,7 +100,7 @@ static void put_i32(uint8_t *p, uint32_t off, int32_t v) { memcpy(p + off, &v, s
 static void put_i64(uint8_t *p, uint32_t off, int64_t v) { memcpy(p + off, &v, sizeof v); }
 
 /* A compact str: ASCII, or UCS-2 with (utf8) or without a UTF-8 copy. */
-static uint8_t *mk_str(const struct nsp_pysite_layout *L, const char *s, int ucs2, const char *utf8) {
+static uint8_t *mk_str(const struct nsp_pysite_layout *L, const char *s, int ucs2) {
   size_t n = strlen(s);
   uint8_t *o = obj(L->u_compact_size + 4 * n + 8);
   put_ptr(o, L->ob_type, unicode_type);
@@ -112,10 +112,6 @@ static uint8_t *mk_str(const struct nsp_pysite_layout *L, const char *s, int ucs
     for (size_t i = 0; i < n; i++) {
       uint16_t c = (uint8_t)s[i] == '~' ? 0x00e9 : (uint8_t)s[i];
       memcpy(o + L->u_compact_size + 2 * i, &c, 2);
-    }
-    if (utf8) {
-      put_i64(o, L->u_utf8 - 8, (int64_t)strlen(utf8));
-      put_ptr(o, L->u_utf8, utf8);
     }
   }
   return o;
@@ -198,11 +194,11 @@ static void layout_of(struct nsp_pysite_layout *L, int minor) {
 static void walk_version(int minor, int safe) {
   struct nsp_pysite_layout L;
   layout_of(&L, minor);
-  uint8_t *file = mk_str(&L, "/job/train.py", 0, NULL);
+  uint8_t *file = mk_str(&L, "/job/train.py", 0);
   /* 3.10 names a function by co_name, later ones by co_qualname. */
-  uint8_t *c_main = mk_code(&L, file, mk_str(&L, "main", 0, NULL), 100);
-  uint8_t *c_train = mk_code(&L, file, mk_str(&L, "Trainer.train", 0, NULL), 200);
-  uint8_t *c_step = mk_code(&L, mk_str(&L, "/job/caf~.py", 1, NULL), mk_str(&L, "st~p", 1, "st\xc3\xa9p"), 300);
+  uint8_t *c_main = mk_code(&L, file, mk_str(&L, "main", 0), 100);
+  uint8_t *c_train = mk_code(&L, file, mk_str(&L, "Trainer.train", 0), 200);
+  uint8_t *c_step = mk_code(&L, mk_str(&L, "/job/caf~.py", 1), mk_str(&L, "st~p", 1), 300);
   uint8_t *f_main = mk_frame(&L, c_main, minor == 10 ? 2 : 2, NULL, 0);
   uint8_t *f_train = mk_frame(&L, c_train, minor == 10 ? 5 : 6, f_main, 0);
   uint8_t *f_entry = L.owner_cstack >= 0 ? mk_frame(&L, c_main, 0, f_train, L.owner_cstack) : f_train;
@@ -268,7 +264,7 @@ static void walk_version(int minor, int safe) {
   memset(longp, 'd', sizeof longp);
   longp[0] = '/';
   strcpy(longp + sizeof longp - 20, "/long_module.py");
-  uint8_t *c_long = mk_code(&L, mk_str(&L, longp, 0, NULL), mk_str(&L, "f", 0, NULL), 10);
+  uint8_t *c_long = mk_code(&L, mk_str(&L, longp, 0), mk_str(&L, "f", 0), 10);
   raw[0].code = (uintptr_t)c_long;
   assert_int_equal(nsp_pysite_read_resolve(&L, &raw[0], safe, &fr), 0);
   assert_int_equal(strlen(fr.file), 511);
