@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "nsp_config.h"
+#include "nsp_launchers.h"
 #include "nsp_shim.h"
 
 extern char **environ;
@@ -33,35 +34,22 @@ int nsp_env_allowed(const char *name, size_t len) {
   static const char *const deny[] = {"TOKEN", "SECRET", "KEY", "PASS", "CREDENTIAL"};
   static const char *const prefixes[] = {"NCCL_", "CUDA_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_",
                                          "NCCLSPY_"};
-  /* Rank, world and run (job, step, restart) variables of torchrun,
-   * Slurm, Open MPI and PMI/PMIx. */
-  static const char *const exact[] = {
-      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
-      "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
-      "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NNODES", "SLURM_NODEID",
-      "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_RESTART_COUNT", "SLURM_JOB_NODELIST",
-      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-      "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
-      "PMIX_NAMESPACE",
-      "LD_PRELOAD"};
   for (size_t i = 0; i < sizeof deny / sizeof *deny; i++)
     if (contains(name, len, deny[i])) return 0;
   for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
     if (has_prefix(name, len, prefixes[i])) return 1;
-  for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
-    if (strlen(exact[i]) == len && !memcmp(name, exact[i], len)) return 1;
-  return 0;
+  /* Rank, world and run (job, step, restart) variables of the launchers
+   * (common/nsp_launchers.h), and the preload itself. */
+  const struct nsp_launcher_var *v;
+  for (size_t i = 0; (v = nsp_launcher_var(i)) != NULL; i++)
+    if (strlen(v->name) == len && !memcmp(name, v->name, len)) return 1;
+  return len == strlen("LD_PRELOAD") && !memcmp(name, "LD_PRELOAD", len);
 }
 
-/* The launcher that started this process, from its variables: "torchrun",
- * "slurm", "openmpi", "pmi", or "" (a static string). */
-static const char *launcher(void) {
-  /* Most specific first: torchrun under Slurm is still torchrun. */
-  if (getenv("TORCHELASTIC_RUN_ID") || getenv("TORCHELASTIC_RESTART_COUNT")) return "torchrun";
-  if (getenv("OMPI_COMM_WORLD_RANK")) return "openmpi";
-  if (getenv("SLURM_PROCID")) return "slurm";
-  if (getenv("PMI_RANK") || getenv("PMIX_RANK")) return "pmi";
-  return "";
+/* getenv, as nsp_launcher_name wants it. */
+static const char *get_env(const char *name, void *arg) {
+  (void)arg;
+  return getenv(name);
 }
 
 static int find_cudart(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -140,7 +128,7 @@ struct nsp_rec_ext *nsp_env_snapshot(int32_t nccl_version) {
   x->tracking = nsp_done_tracking() | (nsp_site_enabled() ? NSP_TRACK_CALLSITES : 0) |
                 (nsp_signal_enabled() ? NSP_TRACK_SIGNALS : 0);
   cuda_versions(&x->driver_version, &x->runtime_version);
-  x->launcher = launcher();
+  x->launcher = nsp_launcher_name(get_env, NULL);
   struct timespec rt, mt;
   clock_gettime(CLOCK_REALTIME, &rt);
   clock_gettime(CLOCK_MONOTONIC, &mt);

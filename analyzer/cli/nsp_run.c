@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "nsp_config.h"
+#include "nsp_launchers.h"
 #include "nsp_run.h"
 
 #ifndef NSP_LIBDIR_FROM_BIN
@@ -56,25 +57,20 @@ int nsp_shim_path(char *out, size_t cap) {
   return -1;
 }
 
-/* The launcher's name for this job, or NULL: every rank gets the same. */
-static const char *job_id(void) {
-  const char *vars[] = {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"};
-  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-    const char *v = getenv(vars[i]);
-    if (v && *v && strcmp(v, "none") != 0) return v;
-  }
-  return NULL;
+/* getenv, as nsp_launcher_env wants it. */
+static const char *get_env(const char *name, void *arg) {
+  (void)arg;
+  return getenv(name);
 }
 
+/* The launcher's name for this job, or NULL: every rank gets the same. */
+static const char *job_id(void) { return nsp_launcher_env(NSP_LV_JOB, get_env, NULL, NULL); }
+
 /* This process's rank under a launcher that starts one `ncclspy run` per
- * rank (srun, mpirun); -1 when none says. */
+ * rank (srun, mpirun, torchrun); -1 when none says. */
 static long launcher_rank(void) {
-  const char *vars[] = {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
-  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-    const char *v = getenv(vars[i]);
-    if (v && *v) return strtol(v, NULL, 10);
-  }
-  return -1;
+  const char *v = nsp_launcher_env(NSP_LV_RANK, get_env, NULL, NULL);
+  return v ? strtol(v, NULL, 10) : -1;
 }
 
 static volatile sig_atomic_t nsp_child;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "nsp_an_model.h"
+#include "nsp_launchers.h"
 #include "nsp_schema.h"
 #include "nsp_names.h"
 #include "nsp_reader.h"
@@ -641,6 +642,15 @@ static int on_inflight(struct nsp_job *job, struct nsp_trace *t, const struct ns
   return 0;
 }
 
+/* A variable of trace t's recorded environment (nsp_env_get_fn); NULL
+ * when it was not recorded. */
+static const char *recorded_env(const char *name, void *arg) {
+  const struct nsp_trace *t = arg;
+  for (uint32_t i = 0; i < t->info.nenv; i++)
+    if (!strcmp(t->env[2 * i], name)) return t->env[2 * i + 1];
+  return NULL;
+}
+
 static int on_process(struct nsp_trace *t, const struct nsp_rec *rec) {
   const struct nsp_rec_ext *x = rec->ext;
   t->info.ppid = x->ppid;
@@ -677,20 +687,13 @@ static int on_process(struct nsp_trace *t, const struct nsp_rec *rec) {
   t->info.env = (const char *const *)t->env;
   for (uint32_t i = 0; i < 2 * x->nenv; i++)
     if (!(t->env[i] = strdup(x->env[i] ? x->env[i] : ""))) return NSP_AN_ENOMEM;
-  /* The launcher's idea of the rank, most specific first. */
-  static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                          "PMIX_RANK"};
-  for (size_t v = 0; v < sizeof rank_vars / sizeof *rank_vars && t->env_rank < 0; v++) {
-    for (uint32_t i = 0; i < x->nenv; i++) {
-      if (strcmp(t->env[2 * i], rank_vars[v])) continue;
-      char *end;
-      long r = strtol(t->env[2 * i + 1], &end, 10);
-      if (end != t->env[2 * i + 1] && !*end && r >= 0 && r <= INT32_MAX) {
-        t->env_rank = (int)r;
-        t->env_rank_var = rank_vars[v];
-      }
-      break;
-    }
+  /* The launcher's idea of the rank, in order of trust (nsp_launchers.h). */
+  const char *name, *val = nsp_launcher_env(NSP_LV_RANK, recorded_env, t, &name);
+  char *end;
+  long r = val ? strtol(val, &end, 10) : -1;
+  if (val && end != val && !*end && r >= 0 && r <= INT32_MAX) {
+    t->env_rank = (int)r;
+    t->env_rank_var = name;
   }
   return 0;
 }
