@@ -239,9 +239,18 @@ static int rule_world_size(struct nsp_job *job, struct nsp_an_item *it) {
     for (size_t i = 1; i < n; i++) differ |= strcmp(it[i].value, it[0].value) != 0;
     char extra[200];
     long ws = strtol(it[0].value, NULL, 10);
+    /* Processes that joined no communicator but carry the same value:
+     * ranks stopped before their first NCCL call completed (a job killed
+     * while starting), counted among those traced when no communicator
+     * was made. */
+    size_t nseen = ntraced;
+    for (size_t t = 0; !differ && t < job->ntraces; t++) {
+      const char *val = nsp_an_is_rank(job, t) ? NULL : nsp_an_env_value(&job->traces[t]->info, vars[v]);
+      nseen += val && !strcmp(val, it[0].value);
+    }
     if (!differ) {
       int bad = (largest > 0 && ws != largest) || (ws > 0 && ntraced > (size_t)ws) ||
-                (largest <= 0 && ws > 0 && ntraced < (size_t)ws);
+                (largest <= 0 && ws > 0 && nseen < (size_t)ws);
       /* A job starting up: its other ranks may have no trace yet. */
       if (bad && (ws <= 0 || ntraced < (size_t)ws) && nsp_an_job_starting(job)) bad = 0;
       /* Jobs compared as one, each of them ws ranks. */
@@ -252,8 +261,8 @@ static int rule_world_size(struct nsp_job *job, struct nsp_an_item *it) {
       snprintf(extra, sizeof extra, "%zu %s traced, largest communicator %d %s", ntraced,
                nsp_plural(ntraced, "process", "processes"), largest, nsp_plural((unsigned)largest, "rank", "ranks"));
     else /* nobody's ncclCommInitRank completed */
-      snprintf(extra, sizeof extra, "%zu %s traced, no communicator was made", ntraced,
-               nsp_plural(ntraced, "process", "processes"));
+      snprintf(extra, sizeof extra, "%zu %s traced, no communicator was made", nseen,
+               nsp_plural(nseen, "process", "processes"));
     if (!differ) {
       /* One value that disagrees with the traces: a single side. */
       qsort(it, n, sizeof *it, nsp_an_cmp_item);

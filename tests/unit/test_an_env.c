@@ -177,6 +177,33 @@ static void test_world_size(void **state) {
   nsp_job_destroy(job);
 }
 
+/* A job stopped while ranks 0-1 waited in ncclCommInitRank and before
+ * ranks 2-3 made their first NCCL call (their traces hold the process
+ * alone): WORLD_SIZE=4 agrees with the four processes that carry it, so
+ * no finding.  With rank 3 not traced at all there is one. */
+static void test_world_size_ranks_without_calls(void **state) {
+  (void)state;
+  for (int traced = 4; traced >= 3; traced--) {
+    struct nsp_tracegen *g[4];
+    for (int r = 0; r < traced; r++) {
+      g[r] = gen(r);
+      assert_int_equal(nsp_tracegen_env(g[r], "WORLD_SIZE", "4"), 0);
+      if (r >= 2) continue;
+      assert_int_equal(nsp_tracegen_ringstate(g[r], nsp_tracegen_now(g[r]) + 5000000000ull, 0, 0, 1, 0), 0);
+      assert_int_equal(nsp_tracegen_inflight_init(g[r], NSP_API_CommInitRank, 0xbeef, r, 4, 0), 0);
+    }
+    struct nsp_job *job = analyse_gens(g, traced);
+    if (traced == 4) {
+      assert_int_equal(count_kind(job, NSP_FIND_ENV_WORLD_SIZE), 0);
+    } else {
+      const struct nsp_finding *f = only(job, NSP_FIND_ENV_WORLD_SIZE);
+      assert_string_equal(f->message, "WORLD_SIZE=4 on ranks 0-1 (node-a) but 3 processes traced, no communicator "
+                                      "was made");
+    }
+    nsp_job_destroy(job);
+  }
+}
+
 /* ---- communicators that do not add up ------------------------------------- */
 
 static void test_duplicate_gpu(void **state) {
@@ -763,6 +790,7 @@ int main(void) {
       cmocka_unit_test(test_versions),
       cmocka_unit_test(test_settings),
       cmocka_unit_test(test_world_size),
+      cmocka_unit_test(test_world_size_ranks_without_calls),
       cmocka_unit_test(test_duplicate_gpu),
       cmocka_unit_test(test_duplicate_gpu_bus_needs_unknown_uuid),
       cmocka_unit_test(test_duplicate_gpu_first_without_uuid),
