@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsp_launchers.h"
 #include "nsp_names.h"
 #include "nsp_nccl_settings.h"
 #include "nsp_rule.h"
@@ -220,18 +221,21 @@ static int groups_match(const struct nsp_job *job, long ws) {
 }
 
 static int rule_world_size(struct nsp_job *job, struct nsp_an_item *it) {
-  static const char *const vars[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
   int32_t largest = 0;
   for (size_t i = 0; i < job->ncomms; i++)
     if (job->comms[i]->info.nranks > largest) largest = job->comms[i]->info.nranks;
   /* Processes that joined no communicator are no ranks (a launcher). */
   size_t ntraced = 0;
   for (size_t t = 0; t < job->ntraces; t++) ntraced += nsp_an_is_rank(job, t) != 0;
-  for (size_t v = 0; v < sizeof vars / sizeof *vars; v++) {
+  /* The launchers' world-size variables (common/nsp_launchers.h). */
+  const struct nsp_launcher_var *lv;
+  for (size_t v = 0; (lv = nsp_launcher_var(v)) != NULL; v++) {
+    if (lv->role != NSP_LV_SIZE) continue;
+    const char *var = lv->name;
     size_t n = 0;
     for (size_t t = 0; t < job->ntraces; t++) {
       if (!nsp_an_is_rank(job, t)) continue;
-      const char *val = nsp_an_env_value(&job->traces[t]->info, vars[v]);
+      const char *val = nsp_an_env_value(&job->traces[t]->info, var);
       if (val) it[n++] = (struct nsp_an_item){val, t, job->traces[t]->info.rank};
     }
     if (!n) continue;
@@ -245,7 +249,7 @@ static int rule_world_size(struct nsp_job *job, struct nsp_an_item *it) {
      * was made. */
     size_t nseen = ntraced;
     for (size_t t = 0; !differ && t < job->ntraces; t++) {
-      const char *val = nsp_an_is_rank(job, t) ? NULL : nsp_an_env_value(&job->traces[t]->info, vars[v]);
+      const char *val = nsp_an_is_rank(job, t) ? NULL : nsp_an_env_value(&job->traces[t]->info, var);
       nseen += val && !strcmp(val, it[0].value);
     }
     if (!differ) {
@@ -269,23 +273,23 @@ static int rule_world_size(struct nsp_job *job, struct nsp_an_item *it) {
       struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_ENV_WORLD_SIZE, NULL);
       if (!f) return NSP_AN_ENOMEM;
       NSP_TRY(nsp_an_alloc_sides(f, 1));
-      if (!(f->setting_owned = strdup(vars[v]))) return NSP_AN_ENOMEM;
+      if (!(f->setting_owned = strdup(var))) return NSP_AN_ENOMEM;
       f->pub.setting = f->setting_owned;
       struct nsp_side *side = &f->sides[0];
       NSP_TRY(nsp_an_side_from_items(job, side, it, n));
       if (!(side->value = strdup(it[0].value))) return NSP_AN_ENOMEM;
       char buf[300];
-      snprintf(buf, sizeof buf, "%s=%s", vars[v], it[0].value);
+      snprintf(buf, sizeof buf, "%s=%s", var, it[0].value);
       NSP_TRY(nsp_an_set_side_text(side, buf));
       struct nsp_sbuf b = {0};
-      nsp_sbuf_printf(&b, "%s=%s on ", vars[v], it[0].value);
+      nsp_sbuf_printf(&b, "%s=%s on ", var, it[0].value);
       nsp_an_put_side_ranks(&b, job, &f->pub, side);
       nsp_sbuf_printf(&b, " (");
       nsp_an_put_hosts(&b, side);
       nsp_sbuf_printf(&b, ") but %s", extra);
       NSP_TRY(nsp_an_take_message(f, &b));
     } else {
-      NSP_TRY(nsp_an_finding_by_value(job, NSP_FIND_ENV_WORLD_SIZE, NULL, it, n, vars[v], vars[v], extra));
+      NSP_TRY(nsp_an_finding_by_value(job, NSP_FIND_ENV_WORLD_SIZE, NULL, it, n, var, var, extra));
     }
   }
   return 0;
