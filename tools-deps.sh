@@ -4,6 +4,9 @@
 nsp_deps() {
   pkgs="gcc meson ninja-build pkg-config libzstd-dev libjson-c-dev libcmocka-dev binutils python3"
   [ "${1:-}" = test ] && pkgs="$pkgs libunwind-dev libdw-dev"
+  # The packages' tests (suite package: the wheel, the .deb) and the man
+  # pages' (scdoc, groff).
+  [ "${1:-}" = test ] && pkgs="$pkgs scdoc groff-base git python3-mesonpy python3-venv python3-pip debhelper dpkg-dev build-essential"
   missing=""
   for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -2,7 +2,7 @@
 # test_install.sh - what `meson install` puts in place (into a DESTDIR):
 # the command and the shim, which `ncclspy shim-path` finds from there;
 # the trace format's headers and their pkg-config file, with which a
-# program compiles; bash completion.  TAP.
+# program compiles; bash completion; the man pages, when built.  TAP.
 #   test_install.sh BUILD_DIR
 set -u
 build=$(readlink -f "$1")
@@ -10,7 +10,7 @@ dest=$(mktemp -d /tmp/nsp-install-XXXXXX)
 trap 'rm -rf "$dest"' EXIT
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-echo "1..5"
+echo "1..6"
 DESTDIR=$dest meson install -C "$build" --no-rebuild --quiet >"$dest/install.log" 2>&1
 ok $? "meson install into $dest"
 bin=$(find "$dest" -path '*/bin/ncclspy' | head -1)
@@ -29,4 +29,12 @@ comp=$(find "$dest" -path '*/bash-completion/completions/ncclspy' | head -1)
 [ -n "$comp" ] && bash -c "source '$comp' && complete -p ncclspy" >/dev/null 2>&1 &&
   [ "$(bash -c "source '$comp'; COMP_WORDS=(ncclspy ru); COMP_CWORD=1; _ncclspy; echo \${COMPREPLY[*]}")" = run ]
 ok $? "bash completion installed and completes 'ncclspy ru' to run"
+if [ -f "$build/docs/ncclspy.1" ]; then
+  mandir=$(dirname "$(dirname "$(find "$dest" -path '*/man1/ncclspy.1' | head -1)")")
+  [ -f "$mandir/man7/libncclspy.7" ] && [ "$(MANPATH=$mandir man -w ncclspy 2>/dev/null)" = "$mandir/man1/ncclspy.1" ] &&
+    [ "$(MANPATH=$mandir man -w 7 libncclspy 2>/dev/null)" = "$mandir/man7/libncclspy.7" ]
+  ok $? "man pages ncclspy(1) and libncclspy(7) installed where man finds them ($mandir)"
+else
+  echo "ok 6 - # SKIP the man pages were not built (no scdoc)"
+fi
 exit $failed

@@ -6,6 +6,9 @@
  *                          the table existed
  *   test_settings doc      README's settings table, rendered from the rows
  *                          (test_settings_doc.sh diffs it against README)
+ *   test_settings scd      libncclspy(7)'s settings, rendered from the rows
+ *                          in scdoc (test_settings_doc.sh diffs it against
+ *                          docs/libncclspy.7.scd)
  *   test_settings names    the variables, one a line */
 #include <errno.h>
 #include <stdarg.h>
@@ -17,53 +20,87 @@
 #include "nsp_setting.h"
 #include "nsp_shim.h"
 
-/* ---- README's table ---- */
+/* ---- README's table, and libncclspy(7)'s ---- */
 
-static void print_default(const struct nsp_setting_def *d) {
+/* The default as README writes it (code in backticks), into buf. */
+static const char *default_text(const struct nsp_setting_def *d, char *buf, size_t len) {
   switch (d->type) {
     case NSP_ST_SWITCH:
     case NSP_ST_INT:
     case NSP_ST_POW2:
-      printf("%ld", d->def);
-      if (d->def == 0 && d->zero) printf(" (%s)", d->zero);
-      else if (d->unit) printf(" %s", d->unit);
+      if (d->def == 0 && d->zero) snprintf(buf, len, "%ld (%s)", d->def, d->zero);
+      else if (d->unit) snprintf(buf, len, "%ld %s", d->def, d->unit);
+      else snprintf(buf, len, "%ld", d->def);
       break;
-    case NSP_ST_MODE: printf("0%lo", (unsigned long)d->def); break;
+    case NSP_ST_MODE: snprintf(buf, len, "0%lo", (unsigned long)d->def); break;
     case NSP_ST_WORD: {
       const char *p = d->text;
       for (long i = d->def; i > 0 && *p; p++)
         if (*p == '|') i--;
-      printf("`%.*s`", (int)strcspn(p, "/|"), p);
+      snprintf(buf, len, "`%.*s`", (int)strcspn(p, "/|"), p);
       break;
     }
     case NSP_ST_PATH:
     case NSP_ST_NAME:
       /* A relative default path is in the working directory: "./" says so. */
-      if (!d->text) printf("unset");
-      else printf("`%s%s`", d->type == NSP_ST_PATH && d->text[0] != '/' ? "./" : "", d->text);
+      if (!d->text) snprintf(buf, len, "unset");
+      else snprintf(buf, len, "`%s%s`", d->type == NSP_ST_PATH && d->text[0] != '/' ? "./" : "", d->text);
       break;
-    case NSP_ST_FLAG: printf("unset"); break;
+    case NSP_ST_FLAG: snprintf(buf, len, "unset"); break;
   }
+  return buf;
 }
 
-static void print_meaning(const struct nsp_setting_def *d) {
+/* The meaning with "{range}" written out ("lo to hi"), into buf. */
+static const char *meaning_text(const struct nsp_setting_def *d, char *buf, size_t len) {
   const char *m = d->meaning, *r;
-  while ((r = strstr(m, "{range}"))) {
-    printf("%.*s%ld to %ld", (int)(r - m), m, d->lo, d->hi);
+  size_t used = 0;
+  buf[0] = 0;
+  while ((r = strstr(m, "{range}")) && used < len) {
+    used += (size_t)snprintf(buf + used, len - used, "%.*s%ld to %ld", (int)(r - m), m, d->lo, d->hi);
     m = r + strlen("{range}");
   }
-  printf("%s", m);
+  if (used < len) snprintf(buf + used, len - used, "%s", m);
+  return buf;
 }
 
 static int doc(void) {
   printf("| variable | default | meaning |\n|---|---|---|\n");
   for (int i = 0; i < NSP_SET_COUNT; i++) {
     const struct nsp_setting_def *d = &nsp_setting_defs[i];
-    printf("| `%s` | ", d->name);
-    print_default(d);
-    printf(" | ");
-    print_meaning(d);
-    printf(" |\n");
+    char dflt[128], meaning[4096];
+    printf("| `%s` | %s | %s |\n", d->name, default_text(d, dflt, sizeof dflt),
+           meaning_text(d, meaning, sizeof meaning));
+  }
+  return 0;
+}
+
+/* s in scdoc: `code` in bold, '_' and '*' (scdoc's underline and bold)
+ * and '\' escaped. */
+static void put_scd(const char *s) {
+  for (; *s; s++) {
+    if (*s == '`') putchar('*');
+    else if (*s == '_' || *s == '*' || *s == '\\') printf("\\%c", *s);
+    else putchar(*s);
+  }
+}
+
+/* libncclspy(7)'s SETTINGS list: per setting, a line "NAME (default:
+ * DEFAULT)", then its meaning indented, as a sentence (test_settings_doc.sh
+ * diffs it against docs/libncclspy.7.scd). */
+static int scd(void) {
+  for (int i = 0; i < NSP_SET_COUNT; i++) {
+    const struct nsp_setting_def *d = &nsp_setting_defs[i];
+    char dflt[128], meaning[4096];
+    printf("%s*", i ? "\n" : "");
+    put_scd(d->name);
+    printf("* (default: ");
+    put_scd(default_text(d, dflt, sizeof dflt));
+    printf(")\n\t");
+    meaning_text(d, meaning, sizeof meaning);
+    if (meaning[0] >= 'a' && meaning[0] <= 'z') meaning[0] = (char)(meaning[0] - 'a' + 'A');
+    put_scd(meaning);
+    printf(".\n");
   }
   return 0;
 }
@@ -219,6 +256,7 @@ static int parser(void) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "doc")) return doc();
+  if (argc > 1 && !strcmp(argv[1], "scd")) return scd();
   if (argc > 1 && !strcmp(argv[1], "names")) {
     for (int i = 0; i < NSP_SET_COUNT; i++) puts(nsp_setting_defs[i].name);
     return 0;

@@ -1,16 +1,28 @@
 #!/bin/sh
-# README's settings table is the table of shim/nsp_setting.h, rendered:
-# the same variables in the same order, with the same defaults, ranges and
-# meanings.  And every NCCLSPY_* variable the code names is a row of it.
-# usage: test_settings_doc.sh README TEST_SETTINGS SOURCE_ROOT [--update]
-# With --update, README's block is rewritten from the table instead.
+# README's settings table, and the SETTINGS list of the man page
+# libncclspy(7) (docs/libncclspy.7.scd), are the table of
+# shim/nsp_setting.h, rendered: the same variables in the same order, with
+# the same defaults, ranges and meanings.  And every NCCLSPY_* variable the
+# code names is a row of it.
+# usage: test_settings_doc.sh DOC TEST_SETTINGS SOURCE_ROOT [--update]
+# DOC: README.md (`test_settings doc`, Markdown) or a *.scd file
+# (`test_settings scd`, scdoc).  With --update, DOC's block is rewritten
+# from the table instead.
 set -eu
 readme=$1 prog=$2 root=$3
-begin='<!-- settings: made from shim/nsp_setting.h, checked by tests/shim/test_settings_doc.sh -->'
-end='<!-- /settings -->'
+case $readme in
+  *.scd)
+    what="${readme##*/}'s settings list" form=scd
+    begin='; settings: made from shim/nsp_setting.h by test_settings scd, checked by tests/shim/test_settings_doc.sh'
+    end='; /settings' ;;
+  *)
+    what="README's settings table" form=doc
+    begin='<!-- settings: made from shim/nsp_setting.h, checked by tests/shim/test_settings_doc.sh -->'
+    end='<!-- /settings -->' ;;
+esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$prog" doc > "$tmp/table"
+"$prog" $form > "$tmp/table"
 if [ "${4:-}" = --update ]; then
   awk -v b="$begin" -v e="$end" -v t="$tmp/table" '
     $0 == e { inside = 0 }
@@ -22,18 +34,18 @@ fi
 bad=0
 echo "1..3"
 if grep -qxF "$begin" "$readme" && grep -qxF "$end" "$readme"; then
-  echo "ok 1 - README marks its settings table"
+  echo "ok 1 - ${readme##*/} marks its settings"
 else
-  echo "not ok 1 - README lacks the lines '$begin' and '$end' around its settings table"
+  echo "not ok 1 - ${readme##*/} lacks the lines '$begin' and '$end' around its settings"
   bad=1
 fi
 awk -v b="$begin" -v e="$end" '$0 == e { inside = 0 } inside { print } $0 == b { inside = 1 }' \
   "$readme" > "$tmp/readme"
 if diff -u "$tmp/readme" "$tmp/table" > "$tmp/diff"; then
-  echo "ok 2 - README's settings table is the table's $(($(wc -l < "$tmp/table") - 2)) rows"
+  echo "ok 2 - $what is the table's $("$prog" names | wc -l) rows"
 else
   sed 's/^/# /' "$tmp/diff"
-  echo "not ok 2 - README's settings table differs from shim/nsp_setting.h (after changing the" \
+  echo "not ok 2 - $what differs from shim/nsp_setting.h (after changing the" \
        "table, run: $0 $readme $prog $root --update)"
   bad=1
 fi
