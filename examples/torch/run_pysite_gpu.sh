@@ -14,14 +14,7 @@ cd "$(dirname "$0")/../.."
 top=$PWD
 out=${OUT:-$top/gpu-out}
 mkdir -p "$out"
-R=$top/.dev/root
-mkdir -p "$R"
-for d in .dev/debs/*.deb; do dpkg -x "$d" "$R"; done
-for pc in "$R"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$R"/usr/share/pkgconfig/*.pc; do
-  [ -f "$pc" ] && sed -i "s#=/usr#=$R/usr#" "$pc"
-done
-export PKG_CONFIG_PATH=$R/usr/lib/x86_64-linux-gnu/pkgconfig:$R/usr/share/pkgconfig
-export LD_LIBRARY_PATH=$R/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. examples/torch/carried_debs.sh
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NSP_LIBUNWIND=enabled NCCLSPY_RING=256
 { ls /usr/bin/python3* /usr/local/bin/python3* 2>/dev/null; python3 -VV; python3 -c 'import torch; print(torch.__version__)'; } >"$out/pythons.txt" 2>&1

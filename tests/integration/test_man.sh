@@ -81,8 +81,10 @@ done
 ok $? "libncclspy(7) has an entry for each of the $("$settings" names | wc -l) settings of shim/nsp_setting.h${missing:+; missing:$missing}"
 
 # The environment variables the shim records, and the name parts it never
-# records: the string lists of nsp_env_allowed().
-names=$(sed -n '/^int nsp_env_allowed/,/^}/p' "$root/shim/nsp_env.c" | sed -n '/static const char/,/};/p' |
+# records: the string lists of nsp_env_allowed(), the launchers' variables
+# (common/nsp_launchers.h) and LD_PRELOAD.
+names=$({ sed -n '/^int nsp_env_allowed/,/^}/p' "$root/shim/nsp_env.c" | sed -n '/static const char/,/};/p'
+          grep -E '^ *X\("' "$root/common/nsp_launchers.h" | cut -d, -f2; echo '"LD_PRELOAD"'; } |
   grep -oE '"[A-Za-z_]+"' | tr -d '"')
 missing=""
 for e in $names; do
