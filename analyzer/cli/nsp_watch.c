@@ -162,7 +162,8 @@ static void make_status(const struct nsp_job *job, int64_t now, double quiet_s, 
   if (exited + killed + crashed && l < cap) {
     const char *sep = " (";
     if (exited) l += (size_t)snprintf(b + l, cap - l, "%s%zu exited", sep, exited), sep = ", ";
-    if (killed && l < cap) l += (size_t)snprintf(b + l, cap - l, "%s%zu ended without a clean exit", sep, killed), sep = ", ";
+    if (killed && l < cap)
+      l += (size_t)snprintf(b + l, cap - l, "%s%zu ended without a clean exit", sep, killed), sep = ", ";
     if (crashed && l < cap) l += (size_t)snprintf(b + l, cap - l, "%s%zu crashed", sep, crashed);
     if (l < cap) l += (size_t)snprintf(b + l, cap - l, ")");
   }
@@ -171,9 +172,11 @@ static void make_status(const struct nsp_job *job, int64_t now, double quiet_s, 
     const struct nsp_comm_info *c = nsp_job_comm(job, i);
     unsigned long long lo = (unsigned long long)nsp_job_comm_min_seq(job, i), hi = (unsigned long long)c->max_seq;
     l += (size_t)snprintf(b + l, cap - l, "%s comm %016llx seq ", i ? "," : ";", (unsigned long long)c->id);
-    if (l < cap) l += (size_t)(lo == hi ? snprintf(b + l, cap - l, "%llu", hi) : snprintf(b + l, cap - l, "%llu..%llu", lo, hi));
+    if (l < cap)
+      l += (size_t)(lo == hi ? snprintf(b + l, cap - l, "%llu", hi) : snprintf(b + l, cap - l, "%llu..%llu", lo, hi));
   }
-  if (nc > NSP_WATCH_COMMS_MAX && l < cap) l += (size_t)snprintf(b + l, cap - l, ", %zu more", nc - NSP_WATCH_COMMS_MAX);
+  if (nc > NSP_WATCH_COMMS_MAX && l < cap)
+    l += (size_t)snprintf(b + l, cap - l, ", %zu more", nc - NSP_WATCH_COMMS_MAX);
   if (k < sizeof st->key) k += (size_t)snprintf(st->key + k, sizeof st->key - k, " %zu:", nc);
   /* The processes still running longest since their last call, when at
    * least quiet_s: the oldest first. */
@@ -315,7 +318,8 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
     if (*key && strcmp(key, shown_key)) {
       if (drawn) nsp_status_clear(stdout);
       drawn = 0;
-      printf("ncclspy watch: %s: %s while the job runs:\n\n", when, *shown_key ? "the first finding changed" : "a finding");
+      printf("ncclspy watch: %s: %s while the job runs:\n\n", when,
+             *shown_key ? "the first finding changed" : "a finding");
       nsp_report_text(job, stdout);
       printf("\n");
       fflush(stdout);

@@ -140,7 +140,8 @@ static void test_watch_live_min(void **state) {
       hb = entry + 3 * SEC;
       assert_int_equal(nsp_tracegen_ringstate(g[r], hb, 0, 0, r == 0, 0), 0);
       if (r == 0)
-        assert_int_equal(nsp_tracegen_inflight_coll(g[r], NSP_API_AllReduce, w[r], 8, ncclFloat32, ncclSum, -1, entry, NULL), 0);
+        assert_int_equal(
+            nsp_tracegen_inflight_coll(g[r], NSP_API_AllReduce, w[r], 8, ncclFloat32, ncclSum, -1, entry, NULL), 0);
     }
     struct nsp_job *job = nsp_job_create();
     assert_int_equal(nsp_job_set_live_min(job, 0), NSP_AN_EINVAL);
