@@ -150,17 +150,7 @@ static void test_watch_live_min(void **state) {
     if (floor) assert_int_equal(nsp_job_set_live_min(job, 2 * (int64_t)SEC), 0);
     struct progress_seen seen = {0};
     nsp_job_set_progress(job, on_progress, &seen);
-    uint64_t bytes = 0;
-    for (int r = 0; r < 2; r++) {
-      const uint8_t *data;
-      size_t len;
-      char name[32];
-      snprintf(name, sizeof name, "t%d.ncclspy", r);
-      assert_int_equal(nsp_tracegen_bytes(g[r], &data, &len), 0);
-      assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
-      bytes += len;
-      nsp_tracegen_destroy(g[r]);
-    }
+    uint64_t bytes = add_gens(job, g, 2);
     assert_int_equal(nsp_job_set_live_min(job, SEC), NSP_AN_ESTATE); /* traces read already */
     assert_int_equal(nsp_job_analyze(job), 0);
     print_findings(job);
