@@ -656,6 +656,37 @@ int nsp_job_set_now(struct nsp_job *job, int64_t now_ns);
  * traces; returns 0, NSP_AN_ENOMEM, NSP_AN_EINVAL or NSP_AN_ESTATE. */
 int nsp_job_set_local_host(struct nsp_job *job, const char *host);
 
+/* The shortest part of the live window (above): a process heard from
+ * this long ago or less runs, and a running process's call waiting this
+ * long as of its last sign of life may be a hang; the window is the
+ * larger of it and 3 x the trace's NCCLSPY_FLUSH_MS.  Default 10 s
+ * (10000000000 ns); `ncclspy watch --hang-after` lowers it.  Call before
+ * adding traces; returns 0, NSP_AN_EINVAL (not above 0) or NSP_AN_ESTATE. */
+int nsp_job_set_live_min(struct nsp_job *job, int64_t ns);
+
+/* What reading has done so far, for a front end's progress line
+ * (nsp_job_set_progress).  Counts are of the current phase. */
+enum nsp_progress_phase {
+  NSP_PROGRESS_READ = 0, /* reading the traces added (nsp_job_add_path) */
+  NSP_PROGRESS_REREAD,   /* reading them again: one run's traces out of several
+                            (nsp_job_analyze), the figures (nsp_job_perf) */
+};
+struct nsp_job_progress {
+  int phase;            /* enum nsp_progress_phase */
+  size_t files_done;    /* trace files read through */
+  size_t files_total;   /* files known so far: a directory's when it was listed,
+                           every earlier path's; never below files_done */
+  uint64_t records;     /* records read, all files of the phase */
+  uint64_t bytes_done;  /* trace bytes (as stored: compressed) read through */
+  uint64_t bytes_total; /* bytes of the files known so far: with bytes_done, the
+                           share done, for an estimate of the time left */
+};
+/* Called while traces are read: after each file and every 16384 records.
+ * p is valid during the call only. */
+typedef void nsp_job_progress_fn(void *arg, const struct nsp_job_progress *p);
+/* Sets (fn NULL: clears) the progress callback.  Any time. */
+void nsp_job_set_progress(struct nsp_job *job, nsp_job_progress_fn *fn, void *arg);
+
 /* Which run to analyse when the traces come from more than one
  * (nsp_run_info): NULL or "" (the default) the newest (latest start),
  * "all" every trace as one job, else a run's identity, a unique prefix of
@@ -693,6 +724,17 @@ size_t nsp_job_ncomms(const struct nsp_job *job);
 const struct nsp_comm_info *nsp_job_comm(const struct nsp_job *job, size_t i);
 /* The communicator with this id, or NULL. */
 const struct nsp_comm_info *nsp_job_comm_by_id(const struct nsp_job *job, uint64_t id);
+
+/* Where each rank is (`ncclspy watch`'s status line), after analyze: the
+ * lowest last collective seq among the traced ranks of communicator i
+ * (nsp_job_comm order; a call in flight counts, 0: a rank made none);
+ * nsp_comm_info.max_seq is the highest.  0 out of range. */
+uint64_t nsp_job_comm_min_seq(const struct nsp_job *job, size_t i);
+/* When the process of trace i entered its last NCCL call (a call in
+ * flight included), wall clock ns (its host's clock); 0 none or out of
+ * range.  Its records after that (completions, heartbeats) do not count:
+ * a process waiting inside a call is quiet since it entered it. */
+int64_t nsp_job_trace_last_call_ns(const struct nsp_job *job, size_t i);
 
 /* Findings, likely cause first (see docs/REPORT.md); valid after analyze. */
 size_t nsp_job_nfindings(const struct nsp_job *job);

@@ -176,6 +176,7 @@ unsigned nsp_reader_damage(const struct nsp_reader *r, size_t *first_at, size_t 
 }
 uint64_t nsp_reader_frames(const struct nsp_reader *r) { return r->frames; }
 size_t nsp_reader_size(const struct nsp_reader *r) { return r->len; }
+size_t nsp_reader_offset(const struct nsp_reader *r) { return r->off < r->len ? r->off : r->len; }
 
 /* Appends to the problem sentence (the first damage's, plus a summary). */
 static void problem_cat(struct nsp_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -76,6 +76,10 @@ uint64_t nsp_reader_frames(const struct nsp_reader *r);
 /* The trace's length in bytes (the file's, or the buffer's). */
 size_t nsp_reader_size(const struct nsp_reader *r);
 
+/* Bytes of the trace read through so far: the offset of the next frame
+ * (the file's length once its frames are read); for progress lines. */
+size_t nsp_reader_offset(const struct nsp_reader *r);
+
 /* Frees everything; r may be NULL. */
 void nsp_reader_destroy(struct nsp_reader *r);
 

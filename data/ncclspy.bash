@@ -3,7 +3,7 @@
 _ncclspy() {
   local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "analyze perf dump run shim-path help --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "analyze perf dump run shim-path help watch --help --version" -- "$cur"))
     return
   fi
   case $cmd in
@@ -26,7 +26,12 @@ _ncclspy() {
         fi
       done
       COMPREPLY=($(compgen -W "-- --dir --no-analyze --help" -- "$cur")) ;;
-    help) COMPREPLY=($(compgen -W "analyze perf dump run shim-path" -- "$cur")) ;;
+    watch)
+      case $cur in
+        -*) COMPREPLY=($(compgen -W "--interval --hang-after --help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -d -- "$cur")) ;;
+      esac ;;
+    help) COMPREPLY=($(compgen -W "analyze perf dump run shim-path watch" -- "$cur")) ;;
   esac
 }
 complete -o default -F _ncclspy ncclspy

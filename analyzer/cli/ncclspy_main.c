@@ -17,7 +17,9 @@
 #include "nsp_escape.h"
 #include "ncclspy/trace.h"
 #include "nsp_report.h"
+#include "nsp_progress.h"
 #include "nsp_run.h"
+#include "nsp_watch.h"
 
 /* Exit statuses (docs/REPORT.md): UNSEEN, analyze with no finding whose
  * traces show a process that ended without a clean exit or loaded a
@@ -36,6 +38,7 @@ static const char nsp_usage_main[] =
     "  dump [--json] FILE...                   print every record of trace files\n"
     "  run [--no-analyze] [-d DIR] -- COMMAND...  run COMMAND under the shim, then analyze\n"
     "  shim-path                               print libncclspy.so's path (for LD_PRELOAD)\n"
+    "  watch [--interval S] [--hang-after S] DIR  analyse a running job's traces as it runs\n"
     "  help [COMMAND]                          this text, or a command's\n"
     "\n"
     "options:\n"
@@ -363,6 +366,15 @@ static void json_error(const char *why, int status, const struct nsp_job *job) {
   nsp_report_json_emit(o, stdout);
 }
 
+/* analyze's exit status for an analysed job whose report was written:
+ * findings, else what the traces could not see, else clean. */
+static int analyze_status(const struct nsp_job *job) {
+  const struct nsp_job_caveats *cv = nsp_job_caveats(job);
+  return nsp_job_nfindings(job)                          ? NSP_EXIT_FINDINGS
+         : cv->unclean || cv->libnccl || cv->incomplete ? NSP_EXIT_UNSEEN
+                                                        : NSP_EXIT_CLEAN;
+}
+
 /* `analyze` and `perf`: options, loading, analysis, the report.  Exit
  * status: perf NSP_EXIT_CLEAN, analyze NSP_EXIT_FINDINGS when it found
  * something; NSP_EXIT_USAGE on any failure. */
@@ -395,6 +407,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   const char *why = NULL; /* what failed, when the report was not written */
   char whybuf[1024];
   int status = NSP_EXIT_USAGE;
+  struct nsp_progress *progress = NULL;
   struct nsp_job *job = nsp_job_create();
   if (!job) {
     fprintf(stderr, "ncclspy: out of memory\n");
@@ -417,6 +430,9 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
       goto out;
     }
   }
+  /* On a terminal, after a second: files read, records per second. */
+  progress = nsp_progress_start(k->name);
+  nsp_job_set_progress(job, nsp_progress_update, progress);
   status = load_paths(job, argc, argv, optind, &why, whybuf, sizeof whybuf);
   if (status) goto out;
   status = NSP_EXIT_USAGE;
@@ -438,6 +454,8 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
     why = whybuf;
     goto out;
   }
+  nsp_progress_end(progress); /* cleared before the report */
+  progress = NULL;
   FILE *out = stdout;
   if (output && output_is_loaded_trace(output, job)) {
     why = "-o would overwrite an input trace";
@@ -456,12 +474,9 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
     why = NULL;
     goto out;
   }
-  const struct nsp_job_caveats *cv = nsp_job_caveats(job);
-  status = k->perf                  ? NSP_EXIT_CLEAN
-           : nsp_job_nfindings(job) ? NSP_EXIT_FINDINGS
-           : cv->unclean || cv->libnccl || cv->incomplete ? NSP_EXIT_UNSEEN
-                                        : NSP_EXIT_CLEAN;
+  status = k->perf ? NSP_EXIT_CLEAN : analyze_status(job);
 out:
+  nsp_progress_end(progress);
   if (json && why) json_error(why, status, job);
   nsp_job_destroy(job);
   return status;
@@ -548,6 +563,11 @@ static const char nsp_usage_shim_path[] =
     "for LD_PRELOAD=$(ncclspy shim-path).  Exit status: 0, or 2 when it is not\n"
     "there.\n";
 
+static int run_watch(const struct nsp_verb *v, int argc, char **argv) {
+  (void)v;
+  return nsp_cmd_watch(argc, argv, analyze_status);
+}
+
 static const struct nsp_verb nsp_verbs[] = {
     {"analyze", run_report, nsp_usage_analyze, &nsp_cmd_analyze},
     {"perf", run_report, nsp_usage_perf, &nsp_cmd_perf},
@@ -555,6 +575,7 @@ static const struct nsp_verb nsp_verbs[] = {
     {"run", run_run, NULL, NULL},
     {"shim-path", run_shim_path, nsp_usage_shim_path, NULL},
     {"help", run_help, nsp_usage_main, NULL},
+    {"watch", run_watch, nsp_usage_watch, NULL},
 };
 
 static const struct nsp_verb *verb_of(const char *name) {

@@ -48,6 +48,19 @@ int nsp_job_set_now(struct nsp_job *job, int64_t now_ns) {
   return 0;
 }
 
+int nsp_job_set_live_min(struct nsp_job *job, int64_t ns) {
+  if (!job || ns <= 0) return NSP_AN_EINVAL;
+  if (job->ntraces || job->analyzed) return NSP_AN_ESTATE;
+  job->live_min_ns = ns;
+  return 0;
+}
+
+void nsp_job_set_progress(struct nsp_job *job, nsp_job_progress_fn *fn, void *arg) {
+  if (!job) return;
+  job->progress_fn = fn;
+  job->progress_arg = arg;
+}
+
 int nsp_job_set_local_host(struct nsp_job *job, const char *host) {
   if (!job) return NSP_AN_EINVAL;
   if (job->ntraces || job->analyzed) return NSP_AN_ESTATE;
@@ -76,7 +89,10 @@ static int is_ring(const char *path) { return ends_with(path, ".ncclspy.ring"); 
  * 1 (added or already there), NSP_AN_EREAD or NSP_AN_ENOMEM. */
 static int add_file(struct nsp_job *job, const char *path, const struct stat *st) {
   for (size_t i = 0; i < job->nfiles; i++)
-    if (job->files[i].dev == (uint64_t)st->st_dev && job->files[i].ino == (uint64_t)st->st_ino) return 1;
+    if (job->files[i].dev == (uint64_t)st->st_dev && job->files[i].ino == (uint64_t)st->st_ino) {
+      nsp_an_progress_file(job, (uint64_t)st->st_size);
+      return 1;
+    }
   NSP_TRY(nsp_grow(&job->files, &job->files_cap, job->nfiles + 1, sizeof *job->files));
   job->files[job->nfiles].dev = (uint64_t)st->st_dev;
   job->files[job->nfiles].ino = (uint64_t)st->st_ino;
@@ -198,6 +214,12 @@ static int add_dir(struct nsp_job *job, const char *path) {
   /* Name order makes the report independent of readdir order. */
   if (n) qsort(names, n, sizeof *names, cmp_str);
   longest_copy_first(names, n);
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct stat st;
+    if (stat(names[i], &st) == 0) bytes += (uint64_t)st.st_size;
+  }
+  nsp_an_progress_more(job, n, bytes);
   int added = 0;
   for (size_t i = 0; i < n && ret == 0; i++) {
     struct stat st;
@@ -260,6 +282,7 @@ int nsp_job_add_path(struct nsp_job *job, const char *path) {
   }
   if (S_ISDIR(st.st_mode)) return add_dir(job, path);
   if (is_ring(path)) return 0; /* read by its trace (a shell glob names both) */
+  nsp_an_progress_more(job, 1, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0);
   if (S_ISREG(st.st_mode)) return add_file(job, path, &st);
   return nsp_an_load_trace(job, path, NULL, 0);
 }
@@ -270,6 +293,7 @@ int nsp_job_add_mem(struct nsp_job *job, const char *name, const void *data, siz
   uint8_t *copy = malloc(len);
   if (!copy) return NSP_AN_ENOMEM;
   memcpy(copy, data, len);
+  nsp_an_progress_more(job, 1, len);
   return nsp_an_load_trace(job, name, copy, len); /* takes copy */
 }
 
@@ -312,6 +336,19 @@ const struct nsp_comm_info *nsp_job_comm_by_id(const struct nsp_job *job, uint64
 size_t nsp_job_nruns(const struct nsp_job *job) { return job->nruns; }
 const struct nsp_run_info *nsp_job_run(const struct nsp_job *job, size_t i) {
   return i < job->nruns ? &job->runs[i].info : NULL;
+}
+uint64_t nsp_job_comm_min_seq(const struct nsp_job *job, size_t i) {
+  if (!job->analyzed || i >= job->ncomms) return 0;
+  const struct nsp_an_comm *c = job->comms[i];
+  uint64_t min = 0;
+  for (size_t k = 0; k < c->nmembers; k++) {
+    uint64_t s = job->members[c->members[k]].last_seq;
+    if (!k || s < min) min = s;
+  }
+  return min;
+}
+int64_t nsp_job_trace_last_call_ns(const struct nsp_job *job, size_t i) {
+  return i < job->ntraces && job->traces[i]->last_call.valid ? job->traces[i]->last_call.call.time_ns : 0;
 }
 size_t nsp_job_nfindings(const struct nsp_job *job) { return job->nfindings; }
 const struct nsp_finding *nsp_job_finding(const struct nsp_job *job, size_t i) {

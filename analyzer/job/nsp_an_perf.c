@@ -443,6 +443,7 @@ static int read_trace(struct pass *ps, size_t ti) {
   ps->nloc = 0;
   struct nsp_rec rec;
   while (!ret && nsp_reader_next(r, &rec) == 1) {
+    nsp_an_progress_record(ps->job, r);
     switch (rec.kind) {
       case NSP_REC_PROCESS:
         tracked = (rec.ext->tracking & NSP_TRACK_COMPLETION) != 0;
@@ -618,7 +619,13 @@ int nsp_job_perf(struct nsp_job *job) {
   ps.job = job;
   ps.perf = perf;
   int ret = 0;
-  for (size_t i = 0; i < job->ntraces && !ret; i++) ret = read_trace(&ps, i);
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < job->ntraces; i++) bytes += job->traces[i]->size;
+  nsp_an_progress_phase(job, NSP_PROGRESS_REREAD, job->ntraces, bytes);
+  for (size_t i = 0; i < job->ntraces && !ret; i++) {
+    ret = read_trace(&ps, i);
+    nsp_an_progress_file(job, job->traces[i]->size);
+  }
   free(ps.loc);
   free(ps.calls);
   free(ps.parts);

@@ -475,11 +475,13 @@ static int reload(struct nsp_job *job, const unsigned char *sel) {
     return NSP_AN_ENOMEM;
   }
   int ret = 0;
+  uint64_t bytes = 0;
   for (size_t i = 0; i < n && !ret; i++) {
     if (!sel[i]) continue;
     struct nsp_trace *t = job->traces[i];
     if (!(paths[nk] = strdup(t->path))) ret = NSP_AN_ENOMEM;
     mems[nk] = t->mem;
+    bytes += t->size;
     lens[nk++] = t->mem_len;
     t->mem = NULL;
   }
@@ -500,6 +502,7 @@ static int reload(struct nsp_job *job, const unsigned char *sel) {
   memset(&job->comm_by_id, 0, sizeof job->comm_by_id);
   for (size_t i = 0; i < job->nmembers; i++) nsp_an_member_free(&job->members[i]);
   job->nmembers = 0;
+  nsp_an_progress_phase(job, NSP_PROGRESS_REREAD, nk, bytes);
   for (size_t k = 0; k < nk; k++) {
     int r = ret ? 0 : nsp_an_load_trace(job, paths[k], mems[k], lens[k]); /* takes mems[k] */
     if (ret) free(mems[k]);

@@ -25,7 +25,8 @@
 #define NSP_RECENT 4096
 
 /* The shortest time a running process's call must have waited to be a
- * hang, and the longest since a heartbeat for a process to be running. */
+ * hang, and the longest since a heartbeat for a process to be running
+ * (unless nsp_job_set_live_min says otherwise). */
 #define NSP_LIVE_MIN_NS 10000000000ull
 
 /* /proc's start time is from the boot time, in whole seconds: this much
@@ -34,8 +35,8 @@
 
 uint64_t nsp_an_live_ns(const struct nsp_trace *t) {
   uint64_t flush_ms = nsp_an_env_ms(&t->info, "NCCLSPY_FLUSH_MS", 1000, 1, 3600000);
-  uint64_t ns = 3 * flush_ms * 1000000u;
-  return ns > NSP_LIVE_MIN_NS ? ns : NSP_LIVE_MIN_NS;
+  uint64_t ns = 3 * flush_ms * 1000000u, min = t->live_min_ns ? t->live_min_ns : NSP_LIVE_MIN_NS;
+  return ns > min ? ns : min;
 }
 
 int nsp_an_end_note_call(struct nsp_trace *t, int api, uint64_t t_enter) {

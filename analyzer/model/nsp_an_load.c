@@ -739,12 +739,45 @@ static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *d
   }
 }
 
+static void progress_tell(struct nsp_job *job) {
+  if (job->progress.files_total < job->progress.files_done) job->progress.files_total = job->progress.files_done;
+  if (job->progress.bytes_total < job->progress.bytes_done) job->progress.bytes_total = job->progress.bytes_done;
+  if (job->progress_fn) job->progress_fn(job->progress_arg, &job->progress);
+}
+
+void nsp_an_progress_phase(struct nsp_job *job, int phase, size_t files_total, uint64_t bytes_total) {
+  memset(&job->progress, 0, sizeof job->progress);
+  job->progress.phase = phase;
+  job->progress.files_total = files_total;
+  job->progress.bytes_total = bytes_total;
+  job->progress_base = 0;
+}
+
+void nsp_an_progress_more(struct nsp_job *job, size_t files, uint64_t bytes) {
+  job->progress.files_total += files;
+  job->progress.bytes_total += bytes;
+}
+
+void nsp_an_progress_record(struct nsp_job *job, const struct nsp_reader *r) {
+  if (++job->progress.records % 16384 || !job->progress_fn) return;
+  job->progress.bytes_done = job->progress_base + nsp_reader_offset(r);
+  progress_tell(job);
+}
+
+void nsp_an_progress_file(struct nsp_job *job, uint64_t size) {
+  job->progress.files_done++;
+  job->progress_base += size;
+  job->progress.bytes_done = job->progress_base;
+  progress_tell(job);
+}
+
 static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, struct nsp_reader *r) {
   struct nsp_rec rec;
   struct done_ctx dc = {job, t};
   int ret;
   while ((ret = nsp_reader_next(r, &rec)) == 1) {
     t->info.records++;
+    nsp_an_progress_record(job, r);
     struct nsp_member *m;
     /* Every monotonic time a record holds counts towards the trace's end,
      * but a process snapshot's (the process's start). */
@@ -981,6 +1014,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     free(mem);
     snprintf(job->err, sizeof job->err, "%s: %s", path, err);
     job->nunread++;
+    nsp_an_progress_file(job, 0);
     NSP_TRY(nsp_job_notef(job, "%s: not read: %s", path, err));
     return NSP_AN_EREAD;
   }
@@ -995,6 +1029,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     size_t size = nsp_reader_size(r);
     free(mem);
     nsp_reader_destroy(r);
+    nsp_an_progress_file(job, size);
     /* A directory's copies are read longest first (nsp_an_job.c); copies
      * named in separate arguments are read in argument order. */
     if (size > o->size) job->traces[i]->longer_copy = size - o->size;
@@ -1022,6 +1057,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   t->mem_len = mem_len;
   t->size = nsp_reader_size(r);
   t->env_rank = -1;
+  t->live_min_ns = (uint64_t)job->live_min_ns;
   t->file_rank = rank_from_name(path);
   t->path = strdup(path);
   t->host = strndup(h->host, sizeof h->host);
@@ -1124,6 +1160,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   t->ring_lost = nsp_reader_unrecovered(r);
   if (ret == 0 && nsp_reader_ring_note(r)) ret = nsp_job_notef(job, "%s: %s", path, nsp_reader_ring_note(r));
   nsp_reader_destroy(r);
+  nsp_an_progress_file(job, t->size);
   NSP_TRY(ret);
   if (t->info.dropped)
     NSP_TRY(nsp_job_notef(job, "%s: the shim dropped %llu records; comparisons near the gap may be off",

@@ -301,6 +301,7 @@ struct nsp_trace {
   /* format 1.1 */
   char *nccl_path, *launcher;
   uint64_t t_last;       /* latest monotonic timestamp of any record */
+  uint64_t live_min_ns;  /* the job's nsp_job_set_live_min when read; 0: 10 s */
   struct nsp_pend_tab pend; /* while loading only */
   struct nsp_u64map done_by_stream; /* while loading: stream -> latest entry of a completed call */
   struct nsp_u64map group_comm; /* while loading: open group id -> index + 1 in groups */
@@ -459,6 +460,13 @@ struct nsp_job {
   int run_all;
   char err[512];
   struct nsp_an_sym *sym; /* modules opened for debug information (nsp_an_symbolize.c) */
+  int64_t live_min_ns;  /* nsp_job_set_live_min; 0: 10 s */
+  /* Progress (nsp_job_set_progress): the callback, what it is told, and
+   * the bytes of the files read through before the current one. */
+  nsp_job_progress_fn *progress_fn;
+  void *progress_arg;
+  struct nsp_job_progress progress;
+  uint64_t progress_base;
 };
 
 /* One run among the traces (job/nsp_an_runs.c): its public view, the
@@ -498,8 +506,21 @@ void nsp_an_signal_free(struct nsp_trace *t);
 
 /* Calls in flight this long (ns) as of a running process's last sign of
  * life may be a hang; a process heard from this long ago or less runs:
- * max(10 s, 3 x the trace's NCCLSPY_FLUSH_MS). */
+ * max(10 s or the job's nsp_job_set_live_min, 3 x the trace's
+ * NCCLSPY_FLUSH_MS). */
 uint64_t nsp_an_live_ns(const struct nsp_trace *t);
+
+/* ---- progress (nsp_an_load.c) ----------------------------------------------- */
+
+/* A new phase of reading: counts start again at 0 of files_total files
+ * and bytes_total bytes. */
+void nsp_an_progress_phase(struct nsp_job *job, int phase, size_t files_total, uint64_t bytes_total);
+/* More files to read in this phase (a directory listed, a path added). */
+void nsp_an_progress_more(struct nsp_job *job, size_t files, uint64_t bytes);
+/* A record read from r: tells the callback every 16384. */
+void nsp_an_progress_record(struct nsp_job *job, const struct nsp_reader *r);
+/* A file of size bytes read through: tells the callback. */
+void nsp_an_progress_file(struct nsp_job *job, uint64_t size);
 /* An EXIT, RINGSTATE or LIBNCCL record while loading; 0 or NSP_AN_ENOMEM. */
 int nsp_an_end_load(struct nsp_trace *t, const struct nsp_rec *rec);
 /* A call, COMM or COMM_END record's (api, entry), remembered for

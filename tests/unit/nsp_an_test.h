@@ -39,6 +39,23 @@ static inline struct nsp_tracegen *rank_on(int r, int nranks, uint64_t comm_id, 
   return g;
 }
 
+/* Adds the traces of n generators to job as "t<R>.ncclspy" (destroying
+ * the generators); returns their bytes in all. */
+static inline size_t add_gens(struct nsp_job *job, struct nsp_tracegen **g, int n) {
+  size_t bytes = 0;
+  for (int r = 0; r < n; r++) {
+    const uint8_t *data;
+    size_t len;
+    char name[32];
+    snprintf(name, sizeof name, "t%d.ncclspy", r);
+    assert_int_equal(nsp_tracegen_bytes(g[r], &data, &len), 0);
+    assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
+    bytes += len;
+    nsp_tracegen_destroy(g[r]);
+  }
+  return bytes;
+}
+
 /* A new job holding the traces of n generators (named t0.ncclspy ...),
  * not analysed yet; the generators are destroyed.  now_ns: the analysis's
  * "now" (0: the clock); local_host: the host /proc answers for (NULL:
@@ -48,15 +65,7 @@ static inline struct nsp_job *job_of_gens_at(struct nsp_tracegen **g, int n, int
   assert_non_null(job);
   if (now_ns) assert_int_equal(nsp_job_set_now(job, now_ns), 0);
   if (local_host) assert_int_equal(nsp_job_set_local_host(job, local_host), 0);
-  for (int r = 0; r < n; r++) {
-    const uint8_t *data;
-    size_t len;
-    char name[32];
-    snprintf(name, sizeof name, "t%d.ncclspy", r);
-    assert_int_equal(nsp_tracegen_bytes(g[r], &data, &len), 0);
-    assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
-    nsp_tracegen_destroy(g[r]);
-  }
+  add_gens(job, g, n);
   return job;
 }
 

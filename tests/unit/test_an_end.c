@@ -102,6 +102,82 @@ static void sigsegv(struct nsp_tracegen *g) {
   assert_int_equal(nsp_tracegen_record(g, &s), 0);
 }
 
+/* ---- what `ncclspy watch` asks of a running job ---------------------------- */
+
+struct progress_seen {
+  size_t calls, files_done, files_total;
+  uint64_t records, bytes_done, bytes_total;
+};
+static void on_progress(void *arg, const struct nsp_job_progress *p) {
+  struct progress_seen *s = arg;
+  assert_true(p->files_done <= p->files_total);
+  assert_true(p->bytes_done <= p->bytes_total);
+  s->calls++;
+  s->files_done = p->files_done;
+  s->files_total = p->files_total;
+  s->records = p->records;
+  s->bytes_done = p->bytes_done;
+  s->bytes_total = p->bytes_total;
+}
+
+/* Two running ranks (rings with fresh heartbeats): rank 0 has waited
+ * 3 s in flight in all-reduce #3, rank 1 made #1-2 only.  Within the
+ * default 10 s live window that is no hang; with the window's floor at
+ * 2 s (`watch --hang-after 2`) it is one, rank 1 the rank to look at.
+ * The status line's figures: seqs 2..3, rank 0 quiet since its entry;
+ * the progress callback saw both files and every record. */
+static void test_watch_live_min(void **state) {
+  (void)state;
+  for (int floor = 0; floor < 2; floor++) {
+    struct nsp_tracegen *g[2];
+    uint32_t w[2];
+    uint64_t entry = 0, hb = 0;
+    for (int r = 0; r < 2; r++) {
+      g[r] = gen(r, 2, &w[r], 0);
+      AR(g[r], w[r]);
+      AR(g[r], w[r]);
+      entry = nsp_tracegen_now(g[r]);
+      hb = entry + 3 * SEC;
+      assert_int_equal(nsp_tracegen_ringstate(g[r], hb, 0, 0, r == 0, 0), 0);
+      if (r == 0)
+        assert_int_equal(
+            nsp_tracegen_inflight_coll(g[r], NSP_API_AllReduce, w[r], 8, ncclFloat32, ncclSum, -1, entry, NULL), 0);
+    }
+    struct nsp_job *job = nsp_job_create();
+    assert_int_equal(nsp_job_set_live_min(job, 0), NSP_AN_EINVAL);
+    assert_int_equal(nsp_job_set_now(job, wall_of(hb) + (int64_t)SEC / 2), 0);
+    assert_int_equal(nsp_job_set_local_host(job, ""), 0);
+    if (floor) assert_int_equal(nsp_job_set_live_min(job, 2 * (int64_t)SEC), 0);
+    struct progress_seen seen = {0};
+    nsp_job_set_progress(job, on_progress, &seen);
+    uint64_t bytes = add_gens(job, g, 2);
+    assert_int_equal(nsp_job_set_live_min(job, SEC), NSP_AN_ESTATE); /* traces read already */
+    assert_int_equal(nsp_job_analyze(job), 0);
+    print_findings(job);
+    assert_int_equal(seen.calls, 2);
+    assert_int_equal(seen.files_done, 2);
+    assert_int_equal(seen.files_total, 2);
+    assert_int_equal(seen.records, nsp_job_trace(job, 0)->records + nsp_job_trace(job, 1)->records);
+    assert_int_equal(seen.bytes_done, bytes);
+    assert_int_equal(seen.bytes_total, bytes);
+    for (int r = 0; r < 2; r++) assert_int_equal(nsp_job_trace(job, r)->end.state, NSP_END_RUNNING);
+    assert_int_equal(nsp_job_ncomms(job), 1);
+    assert_int_equal(nsp_job_comm_min_seq(job, 0), 2);
+    assert_int_equal(nsp_job_comm(job, 0)->max_seq, 3);
+    assert_int_equal(nsp_job_comm_min_seq(job, 1), 0);
+    assert_int_equal(nsp_job_trace_last_call_ns(job, 0), wall_of(entry));
+    assert_int_equal(nsp_job_trace_last_call_ns(job, 2), 0);
+    if (!floor) {
+      assert_int_equal(nsp_job_nfindings(job), 0);
+    } else {
+      const struct nsp_finding *h = the(job, NSP_FIND_HANG);
+      assert_int_equal(h->seq, 3);
+      assert_ranks(h->odd_ranks, h->nodd, "1");
+    }
+    nsp_job_destroy(job);
+  }
+}
+
 /* ---- calls in flight in the comparison ------------------------------------ */
 
 /* Four ranks of a blocking communicator: seqs 1-10 returned everywhere;
@@ -772,6 +848,7 @@ int main(void) {
       cmocka_unit_test(test_exit_variants),
       cmocka_unit_test(test_untraced_libnccl),
       cmocka_unit_test(test_shared_gpu_hostid),
+      cmocka_unit_test(test_watch_live_min),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
