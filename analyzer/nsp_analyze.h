@@ -958,8 +958,9 @@ struct nsp_calls_filter {
   /* Time window on the job clock (wall-clock ns, as nsp_call_event's
    * times): a call passes when its span [enter_ns, end] meets
    * [from_ns, to_ns), end being the later of exit_ns and gpu_end_ns, and
-   * open (to the end of time) for a call that never returned or never
-   * completed.  0: no bound on that side. */
+   * for a call that never returned or never completed the end of its
+   * trace (the later of nsp_trace_info.end_ns and end.time_ns: its last
+   * sign of life).  0: no bound on that side. */
   int64_t from_ns, to_ns;
   /* Communicator ids (nsp_comm_info.id); ncomms 0: all, and calls on no
    * communicator too. */

@@ -111,9 +111,14 @@ static int passes(const struct nsp_calls *it, const struct nsp_call_event *ev) {
   }
   if (it->f.to_ns && ev->enter_ns >= it->f.to_ns) return 0;
   if (it->f.from_ns) {
-    int open = !ev->exit_ns || (ev->call.done == 0 && !is_error(ev->call.result));
     int64_t end = ev->exit_ns > ev->gpu_end_ns ? ev->exit_ns : ev->gpu_end_ns;
-    if (!open && end < it->f.from_ns) return 0;
+    if (!ev->exit_ns || (ev->call.done == 0 && !is_error(ev->call.result))) {
+      /* It lasts as long as its trace. */
+      const struct nsp_trace_info *ti = &it->job->traces[ev->trace]->info;
+      if (ti->end_ns > end) end = ti->end_ns;
+      if (ti->end.time_ns > end) end = ti->end.time_ns;
+    }
+    if (end < it->f.from_ns) return 0;
   }
   return 1;
 }
