@@ -3,13 +3,22 @@
 _ncclspy() {
   local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "analyze perf dump run shim-path help --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "analyze perf dump export run shim-path help --help --version" -- "$cur"))
     return
   fi
   case $cmd in
     analyze | perf)
       case $cur in
         -*) COMPREPLY=($(compgen -W "--json -o --run --help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -f -- "$cur")) ;;
+      esac ;;
+    export)
+      case ${COMP_WORDS[COMP_CWORD-1]} in
+        -o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --from | --to | --comm | --ranks | --run) return ;;
+      esac
+      case $cur in
+        -*) COMPREPLY=($(compgen -W "--perfetto -o --output --from --to --comm --ranks --run --help" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -f -- "$cur")) ;;
       esac ;;
     dump)
@@ -26,7 +35,7 @@ _ncclspy() {
         fi
       done
       COMPREPLY=($(compgen -W "-- --dir --no-analyze --help" -- "$cur")) ;;
-    help) COMPREPLY=($(compgen -W "analyze perf dump run shim-path" -- "$cur")) ;;
+    help) COMPREPLY=($(compgen -W "analyze perf dump export run shim-path" -- "$cur")) ;;
   esac
 }
 complete -o default -F _ncclspy ncclspy
