@@ -979,6 +979,111 @@ int nsp_job_perf(struct nsp_job *job);
 size_t nsp_job_nperf(const struct nsp_job *job);
 const struct nsp_perf_comm *nsp_job_perf_comm(const struct nsp_job *job, size_t i);
 
+/* --- the calls one by one (`ncclspy export`, the HTML swimlane) -------- */
+
+/* A communicator's seq window of nsp_calls_filter: seqs lo..hi, both
+ * included.  Collectives by their seq; send/recv by theirs (per peer and
+ * direction: the k-th send to a peer has seq k). */
+struct nsp_seq_window {
+  uint64_t comm_id;
+  uint64_t lo, hi;
+};
+
+/* nsp_calls_filter.flags: also the calls that are not collectives or
+ * send/recv (ncclGroupStart/End with comm_id 0, queries, ...), as their
+ * CALL records have them. */
+#define NSP_CALLS_ALL_APIS 1u
+
+/* Which calls nsp_calls_next yields; a zeroed filter yields every
+ * collective and send/recv.  Arrays are copied by nsp_job_calls_open. */
+struct nsp_calls_filter {
+  /* Time window on the job clock (wall-clock ns, as nsp_call_event's
+   * times): a call passes when its span [enter_ns, end] meets
+   * [from_ns, to_ns), end being the later of exit_ns and gpu_end_ns, and
+   * for a call that never returned or never completed the end of its
+   * trace (the later of nsp_trace_info.end_ns and end.time_ns: its last
+   * sign of life).  0: no bound on that side. */
+  int64_t from_ns, to_ns;
+  /* Communicator ids (nsp_comm_info.id); ncomms 0: all, and calls on no
+   * communicator too. */
+  const uint64_t *comms;
+  size_t ncomms;
+  /* Job ranks (nsp_trace_info.rank); nranks 0: every process.  Traces of
+   * other ranks are not read. */
+  const int *ranks;
+  size_t nranks;
+  /* Seq windows: a call on a communicator that has a window passes only
+   * inside it; calls on other communicators are not affected. */
+  const struct nsp_seq_window *windows;
+  size_t nwindows;
+  unsigned flags;       /* NSP_CALLS_* */
+};
+
+/* One call as the iterator yields it.  Times are on the job clock:
+ * wall-clock (CLOCK_REALTIME) ns, each trace's CLOCK_MONOTONIC times
+ * mapped through its header's clock pair (as nsp_call.time_ns and perf's
+ * arrival spread), so calls of different hosts compare (up to the hosts'
+ * clock skew); subtract nsp_job_start_ns for the reports' "+T s". */
+struct nsp_call_event {
+  /* api, comm_id (0: none, or a communicator whose COMM record the trace
+   * lacks), seq, count (elements), dtype, redop (a PreMulSum op as its
+   * handle: nsp_format_redop names it "premulsum#N"), peer (root or peer),
+   * result and last_error (an error result: NCCL refused it, nothing was
+   * enqueued; since format 1.4 it took no seq: seq is the one the next
+   * call takes), time_ns (== enter_ns), in_flight (1: an INFLIGHT record
+   * of the trace's crash ring: it never returned), and done: 1 completed
+   * (a COMPLETION with NSP_DONE_OK or _CAPTURED, or none of the error
+   * bits); 0 never completed (a COMPLETION saying so: done_flags; no
+   * COMPLETION by the trace's end; an error result; in flight; the calls
+   * of a group whose outermost ncclGroupEnd failed); -1 not known (the
+   * trace does not track completion, the call is NSP_CALL_UNTRACKED, or
+   * the table of calls awaiting completion was full).  nsp_format_call
+   * writes it as the reports do. */
+  struct nsp_call call;
+  size_t trace;         /* nsp_job_trace index */
+  int job_rank;         /* the process's job rank (nsp_trace_info.rank); -1 unknown */
+  const struct nsp_comm_info *comm; /* the communicator of call.comm_id; NULL none */
+  int comm_rank;        /* the process's rank in it (its COMM record); -1 unknown */
+  uint64_t stream;      /* the cudaStream_t value; in flight: the stream of the
+                           process's last returned call on that communicator (an
+                           INFLIGHT record has none); 0 unknown */
+  uint64_t group_id;    /* the process's group (from 1); 0 outside groups */
+  int64_t enter_ns;     /* when the call was entered */
+  int64_t exit_ns;      /* when it returned; 0: it never returned (in flight) */
+  int64_t gpu_start_ns, gpu_end_ns; /* its COMPLETION's GPU times (NSP_DONE_TIMED;
+                           a group's calls share one); 0 not timed */
+  uint32_t done_flags;  /* NSP_DONE_* of its COMPLETION (or NSP_DONE_ERROR for a
+                           failed group); 0 none */
+  uint32_t tid;         /* in flight: the calling thread; 0 otherwise */
+  uint32_t site_id, pysite_id; /* the trace's call-site ids; 0 none */
+  const struct nsp_callsite *site;  /* NULL none */
+  const struct nsp_pysite *pysite;  /* NULL none */
+};
+
+struct nsp_calls;
+
+/* Starts a walk over the calls of an analysed job (after nsp_job_analyze),
+ * read again from its trace files, one trace after another in
+ * nsp_job_trace order.  Within a trace, a call comes when its fate is
+ * known: at its CALL record when no completion is awaited, at its
+ * COMPLETION, or at the trace's end (those never completed, by entry
+ * time; then the calls in flight).  So calls are not in time order:
+ * sort what is kept where order matters.  Memory per trace: the calls
+ * awaiting completion (the GPU's queue, as the analysis holds them), a
+ * word per communicator index; never every call.  A trace that cannot be
+ * read again is skipped (nsp_calls_skipped).  Returns 0 and the walk in
+ * *out, NSP_AN_ENOMEM, NSP_AN_EINVAL (NULL job or out), NSP_AN_ESTATE
+ * (not analysed). */
+int nsp_job_calls_open(const struct nsp_job *job, const struct nsp_calls_filter *filter, struct nsp_calls **out);
+/* The next call that passes the filter into *out (valid until the next
+ * call or nsp_calls_close).  Returns 1, 0 at the end, NSP_AN_ENOMEM. */
+int nsp_calls_next(struct nsp_calls *it, const struct nsp_call_event **out);
+/* Traces that could not be read again so far; their last reason in
+ * *why (may be NULL). */
+size_t nsp_calls_skipped(const struct nsp_calls *it, const char **why);
+/* Ends the walk; it may be NULL. */
+void nsp_calls_close(struct nsp_calls *it);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,13 +3,22 @@
 _ncclspy() {
   local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "analyze perf dump run shim-path help watch --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "analyze perf dump export run shim-path help watch --help --version" -- "$cur"))
     return
   fi
   case $cmd in
     analyze | perf)
       case $cur in
         -*) COMPREPLY=($(compgen -W "--json -o --run --help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -f -- "$cur")) ;;
+      esac ;;
+    export)
+      case ${COMP_WORDS[COMP_CWORD-1]} in
+        -o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --from | --to | --comm | --ranks | --run) return ;;
+      esac
+      case $cur in
+        -*) COMPREPLY=($(compgen -W "--perfetto -o --output --from --to --comm --ranks --run --help" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -f -- "$cur")) ;;
       esac ;;
     dump)
@@ -31,7 +40,7 @@ _ncclspy() {
         -*) COMPREPLY=($(compgen -W "--interval --hang-after --help" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -d -- "$cur")) ;;
       esac ;;
-    help) COMPREPLY=($(compgen -W "analyze perf dump run shim-path watch" -- "$cur")) ;;
+    help) COMPREPLY=($(compgen -W "analyze perf dump export run shim-path watch" -- "$cur")) ;;
   esac
 }
 complete -o default -F _ncclspy ncclspy

@@ -15,6 +15,7 @@
 #include "nsp_analyze.h"
 #include "nsp_config.h"
 #include "nsp_escape.h"
+#include "nsp_export.h"
 #include "ncclspy/trace.h"
 #include "nsp_report.h"
 #include "nsp_progress.h"
@@ -36,6 +37,8 @@ static const char nsp_usage_main[] =
     "  analyze [--json] [-o FILE] [--run ID|all] DIR|FILE...  merge the traces, check them, report\n"
     "  perf [--json] [-o FILE] [--run ID|all] DIR|FILE...     GPU times, bandwidths, arrival spread, stragglers\n"
     "  dump [--json] FILE...                   print every record of trace files\n"
+    "  export --perfetto [-o FILE] [--from T] [--to T] [--comm ID,..] [--ranks R-R,..] DIR|FILE...\n"
+    "                                          the calls as a timeline for ui.perfetto.dev\n"
     "  run [--no-analyze] [-d DIR] -- COMMAND...  run COMMAND under the shim, then analyze\n"
     "  shim-path                               print libncclspy.so's path (for LD_PRELOAD)\n"
     "  watch [--interval S] [--hang-after S] DIR  analyse a running job's traces as it runs\n"
@@ -101,6 +104,37 @@ static const char nsp_usage_dump[] =
     "exit status: 0 read cleanly, 1 a file was damaged or cut (records before the\n"
     "damage are printed), 2 usage error or a file that is not a trace.\n";
 
+static const char nsp_usage_export[] =
+    "usage: ncclspy export --perfetto [-o FILE] [--from T] [--to T] [--comm ID[,ID..]]\n"
+    "                      [--ranks R[-R][,..]] [--run ID|all] DIR|FILE...\n"
+    "\n"
+    "Writes the job's collectives and send/recvs as a Chrome trace event file\n"
+    "(JSON) that ui.perfetto.dev and chrome://tracing open: one process per rank,\n"
+    "per communicator and stream a track of CPU slices (entry to return) and one\n"
+    "of GPU slices (completion's GPU start to end), named as the report names the\n"
+    "call (\"all-reduce seq 5\"); a call that never returned, or never completed,\n"
+    "runs to the end of its trace; arrows join each collective's slices, from\n"
+    "the rank that entered it first; an instant marks each finding on the ranks\n"
+    "it names.  Times are from the job's start.\n"
+    "\n"
+    "options:\n"
+    "  --perfetto       the format (the only one so far)\n"
+    "  -o, --output FILE  write to FILE; without -o, or with -o -, standard output\n"
+    "  --from T, --to T   only calls that overlap [T, T') after the job's start:\n"
+    "                   12.5s, 300ms, 40us, 100ns, or seconds (1.5)\n"
+    "  --comm ID,..     only these communicators: an id or a prefix of it as the\n"
+    "                   report prints it (57a1d0c0), or a commName\n"
+    "  --ranks R-R,..   only these job ranks (0-3,8)\n"
+    "  --run ID|all     which run of the traces (as for analyze; default the newest)\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "A job of more than 256 ranks or about 2 million events, exported with none\n"
+    "of --from, --to, --comm, --ranks, is cut to 10 s around the first finding\n"
+    "(the last 10 s of the traces without one), said on standard error.\n"
+    "\n"
+    "exit status: 0 written, 2 usage error, no readable trace, a --comm or --ranks\n"
+    "that names nothing, or the file could not be written.\n";
+
 /* Writes words to out wrapped at 80 columns, lines after the first
  * indented by `indent` spaces. */
 static void put_wrapped(FILE *out, const char *words, int col, int indent) {
@@ -155,6 +189,10 @@ static const struct {
 } nsp_opt_args[] = {
     {"output", 'o', "a file name"},
     {"run", 0, "a run's identity, its number, or all"},
+    {"from", 0, "a time after the job's start (12.5s, 300ms)"},
+    {"to", 0, "a time after the job's start (12.5s, 300ms)"},
+    {"comm", 0, "communicator ids, prefixes or names, separated by commas"},
+    {"ranks", 0, "job ranks such as 0-3,8"},
 };
 
 /* "ncclspy[ CMD]: option 'OPT' needs WHAT" (OPT: "--run" or "-o", as
@@ -511,6 +549,204 @@ static int cmd_dump(int argc, char **argv) {
   return status;
 }
 
+/* --ranks "0-3,8": the job ranks into *out (malloc'd), *n of them; -1
+ * when the list does not parse or is too long. */
+static int parse_ranks(const char *s, int **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  size_t cap = 0;
+  const char *p = s;
+  while (*p) {
+    char *end;
+    long lo = strtol(p, &end, 10), hi = lo;
+    if (end == p || lo < 0 || lo > 1000000) return -1;
+    p = end;
+    if (*p == '-') {
+      hi = strtol(p + 1, &end, 10);
+      if (end == p + 1 || hi < lo || hi > 1000000) return -1;
+      p = end;
+    }
+    if (*p && *p++ != ',') return -1;
+    for (long r = lo; r <= hi; r++) {
+      if (*n == cap) {
+        int *v = realloc(*out, (cap = cap ? 2 * cap : 64) * sizeof *v);
+        if (!v) return -1;
+        *out = v;
+      }
+      (*out)[(*n)++] = (int)r;
+    }
+  }
+  return *n ? 0 : -1;
+}
+
+/* --comm "57a1,default_pg:0": each item an id's hex prefix or a commName
+ * naming exactly one communicator of the job (a name may name several:
+ * all of them).  Returns 0, or prints why and returns -1. */
+static int parse_comms(const struct nsp_job *job, const char *s, uint64_t **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  size_t ncomms = nsp_job_ncomms(job);
+  char *copy = strdup(s), *save = NULL;
+  if (!copy || !(*out = malloc((ncomms ? ncomms : 1) * sizeof **out))) {
+    free(copy);
+    return -1;
+  }
+  int ret = 0;
+  for (char *item = strtok_r(copy, ",", &save); item && !ret; item = strtok_r(NULL, ",", &save)) {
+    size_t hits = 0;
+    uint64_t hit = 0;
+    for (size_t i = 0; i < ncomms; i++) {
+      const struct nsp_comm_info *c = nsp_job_comm(job, i);
+      char id[20];
+      snprintf(id, sizeof id, "%016llx", (unsigned long long)c->id);
+      int by_name = c->name[0] && !strcmp(c->name, item);
+      if (!by_name && strncasecmp(id, item, strlen(item))) continue;
+      if (by_name) {
+        size_t k = 0;
+        while (k < *n && (*out)[k] != c->id) k++;
+        if (k == *n) (*out)[(*n)++] = c->id;
+        hits = SIZE_MAX;
+        continue;
+      }
+      if (hits != SIZE_MAX) {
+        hits++;
+        hit = c->id;
+      }
+    }
+    if (hits == 1) {
+      size_t k = 0;
+      while (k < *n && (*out)[k] != hit) k++;
+      if (k == *n) (*out)[(*n)++] = hit;
+    } else if (hits != SIZE_MAX) {
+      fprintf(stderr, "ncclspy export: --comm %s names %s communicator of the job (ncclspy analyze lists them)\n",
+              item, hits ? "more than one" : "no");
+      ret = -1;
+    }
+  }
+  free(copy);
+  return ret;
+}
+
+/* `export --perfetto`: options, loading, analysis, the file. */
+static int cmd_export(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"perfetto", no_argument, NULL, 'p'},
+      {"output", required_argument, NULL, 'o'},
+      {"from", required_argument, NULL, 'f'},
+      {"to", required_argument, NULL, 't'},
+      {"comm", required_argument, NULL, 'c'},
+      {"ranks", required_argument, NULL, 'R'},
+      {"run", required_argument, NULL, 'r'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  int perfetto = 0, c;
+  const char *output = NULL, *run = NULL, *from = NULL, *to = NULL, *comms = NULL, *ranks = NULL;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'p': perfetto = 1; break;
+      case 'o': output = optarg; break;
+      case 'f': from = optarg; break;
+      case 't': to = optarg; break;
+      case 'c': comms = optarg; break;
+      case 'R': ranks = optarg; break;
+      case 'r':
+        if (!*optarg) return missing_arg("export", "--run");
+        run = optarg;
+        break;
+      case 'h': fputs(nsp_usage_export, stdout); return NSP_EXIT_CLEAN;
+      default: return option_error("export", c, argv);
+    }
+  }
+  if (!perfetto) return usage_error("export", "export needs a format: --perfetto", NULL);
+  if (optind >= argc) return usage_error("export", "export needs a directory or trace file", NULL);
+  if (output && !strcmp(output, "-")) output = NULL;
+  int64_t from_rel = 0, to_rel = 0;
+  if (from && nsp_export_parse_time(from, &from_rel) < 0)
+    return usage_error("export", "--from takes a time such as 12.5s, 300ms or 1.5 (seconds), not ", from);
+  if (to && nsp_export_parse_time(to, &to_rel) < 0)
+    return usage_error("export", "--to takes a time such as 12.5s, 300ms or 1.5 (seconds), not ", to);
+  if (from && to && to_rel <= from_rel) return usage_error("export", "--to must come after --from", NULL);
+  struct nsp_export_opts eo;
+  memset(&eo, 0, sizeof eo);
+  int *rank_list = NULL;
+  uint64_t *comm_list = NULL;
+  if (ranks && parse_ranks(ranks, &rank_list, &eo.filter.nranks) < 0) {
+    free(rank_list);
+    return usage_error("export", "--ranks takes job ranks such as 0-3,8, not ", ranks);
+  }
+  eo.filter.ranks = rank_list;
+
+  int status = NSP_EXIT_USAGE;
+  const char *why = NULL;
+  char whybuf[1024];
+  struct nsp_job *job = nsp_job_create();
+  if (!job) {
+    fprintf(stderr, "ncclspy: out of memory\n");
+    goto out;
+  }
+  if (output && output_clobbers_input(output, argc, argv, optind)) goto out;
+  if (load_paths(job, argc, argv, optind, &why, whybuf, sizeof whybuf)) goto out;
+  if (run && nsp_job_select_run(job, run) < 0) {
+    fprintf(stderr, "ncclspy: out of memory\n");
+    goto out;
+  }
+  int r = nsp_job_analyze(job);
+  if (r < 0) {
+    fprintf(stderr, "ncclspy: %s\n", r == NSP_AN_EINVAL ? nsp_job_error(job) : nsp_an_strerror(r));
+    goto out;
+  }
+  if (comms && parse_comms(job, comms, &comm_list, &eo.filter.ncomms) < 0) goto out;
+  eo.filter.comms = comm_list;
+  int64_t start = nsp_job_start_ns(job);
+  if (from) eo.filter.from_ns = start + from_rel;
+  if (to) eo.filter.to_ns = start + to_rel;
+  if (ranks) {
+    size_t seen = 0;
+    for (size_t i = 0; i < nsp_job_ntraces(job); i++)
+      for (size_t k = 0; k < eo.filter.nranks; k++) seen += nsp_job_trace(job, i)->rank == rank_list[k];
+    if (!seen) {
+      fprintf(stderr, "ncclspy export: --ranks %s names no rank of the traces\n", ranks);
+      goto out;
+    }
+  }
+  uint64_t estimate = nsp_export_estimate(job);
+  /* Tests lower the ranks limit (not a user setting). */
+  const char *max_env = getenv("NSP_EXPORT_MAX_RANKS");
+  size_t max_ranks = max_env && *max_env ? (size_t)strtoul(max_env, NULL, 10) : NSP_EXPORT_MAX_RANKS;
+  if (!from && !to && !comms && !ranks &&
+      (nsp_job_ntraces(job) > max_ranks || estimate > NSP_EXPORT_MAX_EVENTS)) {
+    const char *what;
+    nsp_export_default_window(job, &eo.filter.from_ns, &eo.filter.to_ns, &what);
+    fprintf(stderr, "ncclspy export: %zu ranks, about %.1f million events: writing only +%.3f s to +%.3f s, %s; "
+                    "choose with --from, --to, --comm, --ranks\n",
+            nsp_job_ntraces(job), (double)estimate / 1e6, (double)(eo.filter.from_ns - start) / 1e9,
+            (double)(eo.filter.to_ns - start) / 1e9, what);
+  }
+  FILE *out = stdout;
+  if (output && output_is_loaded_trace(output, job)) goto out;
+  if (output && !(out = open_output(output))) goto out;
+  uint64_t nev = 0;
+  r = nsp_export_perfetto(job, &eo, out, &nev);
+  if (out != stdout && fclose(out) != 0 && r == 0) r = -1;
+  if (r < 0) {
+    fprintf(stderr, "ncclspy: could not write the timeline to %s%s%s\n", output ? output : "standard output",
+            r == -1 ? "" : ": ", r == -1 ? "" : nsp_an_strerror(r));
+    goto out;
+  }
+  if (nev > NSP_EXPORT_MAX_EVENTS)
+    fprintf(stderr, "ncclspy export: %llu events written: a browser may not open a file this big; choose with "
+                    "--from, --to, --comm, --ranks\n", (unsigned long long)nev);
+  status = NSP_EXIT_CLEAN;
+out:
+  free(rank_list);
+  free(comm_list);
+  nsp_job_destroy(job);
+  return status;
+}
+
 /* The commands (systemd's verbs[] habit): name, what runs it, its help. */
 struct nsp_verb {
   const char *name;
@@ -525,6 +761,10 @@ static int run_dump(const struct nsp_verb *v, int argc, char **argv) {
   return cmd_dump(argc, argv);
 }
 static int run_help(const struct nsp_verb *v, int argc, char **argv);
+static int run_export(const struct nsp_verb *v, int argc, char **argv) {
+  (void)v;
+  return cmd_export(argc, argv);
+}
 
 /* `run`'s analysis afterwards: the text report of dir, on stderr (the
  * command's own output keeps stdout). */
@@ -576,6 +816,7 @@ static const struct nsp_verb nsp_verbs[] = {
     {"shim-path", run_shim_path, nsp_usage_shim_path, NULL},
     {"help", run_help, nsp_usage_main, NULL},
     {"watch", run_watch, nsp_usage_watch, NULL},
+    {"export", run_export, nsp_usage_export, NULL},
 };
 
 static const struct nsp_verb *verb_of(const char *name) {

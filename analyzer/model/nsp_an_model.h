@@ -55,10 +55,12 @@ enum { NSP_PEND_FREE, NSP_PEND_WAIT, NSP_PEND_EARLY, NSP_PEND_ABANDONED, NSP_PEN
  * seq, peer) as its COMPLETION names it. */
 struct nsp_pend {
   uint64_t seq, group_id, count, t_enter; /* t_enter: monotonic ns */
+  uint64_t t_exit;      /* when the call returned, monotonic ns (the calls walk) */
   uint64_t stream;
   uint32_t local, site;
   uint32_t pysite;      /* its Python call site (format 1.6); 0 none */
   int32_t api, peer, dtype, redop;
+  int32_t result;       /* what the call returned (ncclSuccess, ncclInProgress) */
   uint8_t state;        /* NSP_PEND_* */
   size_t gprev, gnext;  /* calls of the same group; SIZE_MAX ends */
 };
@@ -73,7 +75,8 @@ struct nsp_pend_tab {
   int overflow;         /* stopped growing: later calls count as completed */
 };
 /* The entry of a CALL record (rec->kind NSP_REC_CALL): its key, arguments,
- * group, stream, call site and entry time; state NSP_PEND_FREE. */
+ * group, stream, call site, result, entry and exit times; state
+ * NSP_PEND_FREE. */
 void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec);
 void nsp_pend_init(struct nsp_pend_tab *t);
 void nsp_pend_free(struct nsp_pend_tab *t);

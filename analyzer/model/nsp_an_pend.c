@@ -149,6 +149,8 @@ void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec) {
   e->group_id = rec->group_id;
   e->count = rec->count;
   e->t_enter = rec->t_enter;
+  e->t_exit = rec->t_exit;
+  e->result = rec->result;
   e->local = rec->comm;
   e->site = rec->site;
   e->pysite = rec->pysite;

@@ -1,0 +1,92 @@
+#!/bin/bash
+# test_export.sh - `ncclspy export --perfetto` (analyzer/cli/nsp_export.c):
+# the file of a dtype mismatch (c02) and of a hang killed inside its calls
+# (hang) on the CPU stand-in, and of the real 2xH200 straggler
+# (tests/data/gpu/c11_straggler), validated against the trace event format
+# by check_trace_events.py with the values asserted; the options narrow
+# the file; a big job is cut to a window; a file with a flow's end removed
+# is refused by the checker.  TAP.
+#   test_export.sh NCCLSPY NSP_LAUNCH NSP_CASES CHECKER GPU_DATA_DIR
+set -u
+ncclspy=$(readlink -f "$1") launch=$(readlink -f "$2") cases=$(readlink -f "$3") check=$(readlink -f "$4")
+gpu=$(readlink -f "$5")
+work=$(mktemp -d /tmp/nsp-export-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+n=0 failed=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+checks() { python3 "$check" "$@" | sed 's/^/# /'; return "${PIPESTATUS[0]}"; }
+echo "1..14"
+
+NSP_STANDIN_TIMEOUT_MS=2000 "$ncclspy" run --no-analyze -d c02 -- "$launch" -n 4 -- "$cases" c02 >/dev/null 2>&1
+"$ncclspy" export --perfetto c02 -o c02.json
+rc=$?
+checks c02.json processes=4 ranks=0-3 "slice:all-reduce seq 1=0,2" "slice:all-reduce seq 1 (error)=1,3" \
+  "arg:all-reduce seq 1:dtype=bfloat16@0,2" "arg:all-reduce seq 1 (error):dtype=float32@1,3" \
+  finding:dtype-mismatch=0-3 finding:error=1,3 flows=3 instants=6
+ok $(( rc || $? )) "c02: valid; the mismatched all-reduce's slices on ranks 0,2 (bfloat16) and 1,3 (float32), one arrow to each other rank, an instant per rank the findings name"
+
+# The hang, killed (SIGKILL after 3 s) while rank 0 waits inside seq 3.
+NSP_STANDIN_TIMEOUT_MS=60000 "$ncclspy" run --no-analyze -d hang -- "$launch" -n 2 -t 3 -- "$cases" hang >/dev/null 2>&1
+"$ncclspy" export --perfetto hang -o hang.json
+rc=$?
+checks hang.json processes=2 "slice:all-reduce seq 3 (never returned)=0" "slice:all-reduce seq 2=0,1" \
+  finding:hang=0,1 flows=2
+ok $(( rc || $? )) "hang: valid; rank 0's seq 3 never returned (drawn to its trace's end), the hang marked on both ranks"
+
+"$ncclspy" export --perfetto "$gpu/c11_straggler" -o c11.json
+rc=$?
+checks c11.json processes=2 "gpu:all-reduce seq 5 (never completed)=0" "gpu:all-reduce seq 2=0,1" "gpu:all-reduce seq 4=-" "arg:all-reduce seq 4:completed=yes@0,1" \
+  "slice:all-reduce seq 5=0" finding:hang=0,1 flows=4 instants=2
+ok $(( rc || $? )) "c11 on 2xH200: GPU slices from the timed completions (seq 4 completed untimed: none), rank 0's seq 5 never completed"
+
+"$ncclspy" export --perfetto --ranks 1 c02 -o r1.json && checks r1.json processes=1 ranks=1 slices=1 finding:dtype-mismatch=1
+ok $? "--ranks 1: rank 1's process only"
+
+comm=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traceEvents"][-1]["args"]["comm"][:6])' c02.json)
+"$ncclspy" export --perfetto --comm "$comm" c02 -o comm.json && checks comm.json processes=4 slices=4 flows=3
+ok $? "--comm $comm (a prefix of the id): its calls"
+
+"$ncclspy" export --perfetto --comm ffffffffffff c02 -o none.json 2>err
+[ $? = 2 ] && grep -q "names no communicator" err
+ok $? "--comm naming no communicator: exit status 2"
+
+"$ncclspy" export --perfetto --from 2.5s hang -o late.json && checks late.json slices=1 "slice:all-reduce seq 3 (never returned)=0" min_ts=0
+ok $? "--from 2.5s: only the call still in flight then"
+
+"$ncclspy" export --perfetto --from 100 hang -o empty.json && checks empty.json processes=2 slices=0 instants=0
+ok $? "--from 100 (seconds): no call, the processes still named"
+
+"$ncclspy" export --perfetto --to 1ms c02 -o early.json && checks early.json slices=0 max_ts=1000
+ok $? "--to 1ms: nothing after it"
+
+"$ncclspy" export --perfetto -o - c02 >stdout.json && cmp -s stdout.json c02.json &&
+  "$ncclspy" export --perfetto c02 >stdout2.json && cmp -s stdout2.json c02.json
+ok $? "-o - and no -o: the same file on standard output"
+
+NSP_EXPORT_MAX_RANKS=1 "$ncclspy" export --perfetto "$gpu/c11_straggler" -o big.json 2>err
+rc=$?
+grep -q "writing only +.* s to +.* s, around the first finding" err && checks big.json processes=2 finding:hang=0,1
+ok $(( rc || $? )) "more ranks than the limit and no choice: a window around the first finding, said on stderr"
+
+"$ncclspy" export c02 >/dev/null 2>err
+[ $? = 2 ] && grep -q "needs a format" err
+ok $? "no --perfetto: usage error (2)"
+
+"$ncclspy" export --perfetto --from 12x c02 >/dev/null 2>err
+[ $? = 2 ] && grep -q "takes a time" err
+ok $? "--from 12x: usage error (2)"
+
+# The checker refuses a file with a flow's end removed.
+python3 - c02.json broken.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+i = next(i for i, e in enumerate(ev) if e["ph"] == "f")
+del ev[i]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+out=$(python3 "$check" broken.json)
+[ $? = 1 ] && echo "$out" | grep -q "1 start(s), 0 finish(es)"
+ok $? "the checker fails a file whose flow has no end ($(echo "$out" | head -1 | cut -c1-80))"
+exit $failed
