@@ -3,7 +3,7 @@
 # Sourced by demo.sh and test.sh; uses apt as root (or through sudo).
 nsp_deps() {
   pkgs="gcc meson ninja-build pkg-config libzstd-dev libjson-c-dev libcmocka-dev binutils python3"
-  [ "${1:-}" = test ] && pkgs="$pkgs libunwind-dev libdw-dev"
+  [ "${1:-}" = test ] && pkgs="$pkgs libunwind-dev libdw-dev chromium"
   missing=""
   for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
