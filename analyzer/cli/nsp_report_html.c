@@ -103,6 +103,7 @@ static const char nsp_html_css[] =
     "word-break:break-word;margin:6px 0}\n"
     "code,.mono{font-family:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:13px}\n"
     ".card{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:12px 16px;margin:12px 0}\n"
+    ".card>p:first-child{margin-top:0}.card>p:last-child{margin-bottom:0}\n"
     ".finding{border-left:6px solid #c62828}.finding.later{border-left-color:#9aa3b2}\n"
     ".finding.env{border-left-color:#e0a100}\n"
     ".finding h3{font-size:15px;margin:0 0 6px;font-weight:600}\n"
