@@ -322,12 +322,11 @@ static void put_environment(struct page *pg) {
   size_t nn = 0, cap = 0;
   for (size_t i = 0; i < nt; i++) cap += nsp_job_trace(job, i)->nenv;
   const char **names = malloc((cap + 1) * sizeof *names);
-  /* 4 PROCESS fields, then the variables; values per trace; field texts. */
-  struct env_row *rows = malloc((cap + 4) * sizeof *rows);
-  const char **vals = calloc((cap + 4) * (nt ? nt : 1), sizeof *vals);
-  char *text = malloc(nt * 4 * 32 + 1);
-  int *ranks = malloc((nt + 1) * sizeof *ranks);
-  if (!names || !rows || !vals || !text || !ranks) {
+  struct env_row *rows = NULL;
+  const char **vals = NULL;
+  char *text = NULL;
+  int *ranks = NULL;
+  if (!names) {
     pg->oom = 1;
     goto out;
   }
@@ -340,6 +339,15 @@ static void put_environment(struct page *pg) {
   for (size_t k = 0; k < nn; k++)
     if (!u || strcmp(names[u - 1], names[k])) names[u++] = names[k];
   nn = u;
+  /* 4 PROCESS fields, then the variables; values per trace; field texts. */
+  rows = malloc((nn + 4) * sizeof *rows);
+  vals = calloc((nn + 4) * (nt ? nt : 1), sizeof *vals);
+  text = malloc(nt * 4 * 32 + 1);
+  ranks = malloc((nt + 1) * sizeof *ranks);
+  if (!rows || !vals || !text || !ranks) {
+    pg->oom = 1;
+    goto out;
+  }
   static const char *const fields[4] = {"NCCL version", "libnccl", "CUDA driver", "CUDA runtime"};
   size_t nr = 0;
   for (size_t k = 0; k < 4 + nn; k++) {
@@ -446,7 +454,9 @@ static int cmp_int(const void *a, const void *b) {
 static void lanes_pick(struct lanes *L) {
   const struct nsp_finding *f = L->f;
   const struct nsp_comm_info *c = f->comm;
-  for (size_t i = 0; i < f->nodd; i++) lanes_add_rank(L, f->odd_ranks[i]);
+  /* Odd ranks of a finding that names job ranks ("error") are not the
+   * communicator's: its origin side comes first instead. */
+  for (size_t i = 0; i < f->nodd && !nsp_finding_job_ranks(f); i++) lanes_add_rank(L, f->odd_ranks[i]);
   for (size_t s = 0; s < f->nsides; s++)
     if (f->sides[s].nranks) lanes_add_rank(L, nsp_finding_job_ranks(f) ? f->sides[s].procs[0].comm_rank : f->sides[s].ranks[0]);
   for (size_t s = 0; s < f->nsides; s++)
