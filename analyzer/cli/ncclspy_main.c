@@ -387,7 +387,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
     switch (c) {
       case 'j': json = 1; break;
       case 'H':
-        if (!k->html) return usage_error(k->name, "--html is a report of analyze, not of ", k->name);
+        if (!k->html) return option_error(k->name, '?', argv); /* perf: no HTML page */
         html = 1;
         break;
       case 'o': output = optarg; break;
