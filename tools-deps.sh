@@ -3,7 +3,7 @@
 # Sourced by demo.sh and test.sh; uses apt as root (or through sudo).
 nsp_deps() {
   pkgs="gcc meson ninja-build pkg-config libzstd-dev libjson-c-dev libcmocka-dev binutils python3"
-  [ "${1:-}" = test ] && pkgs="$pkgs libunwind-dev libdw-dev"
+  [ "${1:-}" = test ] && pkgs="$pkgs libunwind-dev libdw-dev chromium"
   # The packages' tests (suite package: the wheel, the .deb) and the man
   # pages' (scdoc, groff).
   [ "${1:-}" = test ] && pkgs="$pkgs scdoc groff-base git python3-mesonpy python3-venv python3-pip debhelper dpkg-dev build-essential"

@@ -7,7 +7,12 @@ _ncclspy() {
     return
   fi
   case $cmd in
-    analyze | perf)
+    analyze)
+      case $cur in
+        -*) COMPREPLY=($(compgen -W "--json --html -o --run --help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -f -- "$cur")) ;;
+      esac ;;
+    perf)
       case $cur in
         -*) COMPREPLY=($(compgen -W "--json -o --run --help" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -f -- "$cur")) ;;

@@ -34,7 +34,7 @@ static const char nsp_usage_main[] =
     "which NCCL call went wrong first, on which ranks, and why.\n"
     "\n"
     "commands:\n"
-    "  analyze [--json] [-o FILE] [--run ID|all] DIR|FILE...  merge the traces, check them, report\n"
+    "  analyze [--json|--html] [-o FILE] [--run ID|all] DIR|FILE...  merge the traces, check them, report\n"
     "  perf [--json] [-o FILE] [--run ID|all] DIR|FILE...     GPU times, bandwidths, arrival spread, stragglers\n"
     "  dump [--json] FILE...                   print every record of trace files\n"
     "  export --perfetto [-o FILE] [--from T] [--to T] [--comm ID,..] [--ranks R-R,..] DIR|FILE...\n"
@@ -51,7 +51,7 @@ static const char nsp_usage_main[] =
     "Run `ncclspy help analyze` for the checks and exit status.\n";
 
 static const char nsp_usage_analyze[] =
-    "usage: ncclspy analyze [--json] [-o FILE] [--run ID|all] DIR|FILE...\n"
+    "usage: ncclspy analyze [--json|--html] [-o FILE] [--run ID|all] DIR|FILE...\n"
     "\n"
     "Loads every *.ncclspy file in each DIR (not recursive) and each FILE, each\n"
     "file once (a copy of a trace too); *.ncclspy.ring files are read by their trace.\n"
@@ -62,6 +62,9 @@ static const char nsp_usage_analyze[] =
     "\n"
     "options:\n"
     "  --json           the report as one JSON object (schema: docs/REPORT.md)\n"
+    "  --html           the report as one self-contained HTML page (no script, nothing\n"
+    "                   fetched): summary, findings, a swimlane of the calls around\n"
+    "                   the first finding, how each process ended, environment per rank\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
     "  --run ID|all     traces of several runs (a reused directory, restarts): the\n"
     "                   newest run is analysed unless ID names another (its\n"
@@ -377,15 +380,16 @@ struct report_cmd {
   int perf;          /* also compute the performance figures */
   int (*text)(const struct nsp_job *job, FILE *out);
   int (*json)(const struct nsp_job *job, FILE *out);
+  int (*html)(const struct nsp_job *job, FILE *out); /* NULL: no --html */
   const char *what;  /* "the report": in "could not write the report to X" */
 };
 
 static const struct report_cmd nsp_cmd_analyze = {
     "analyze", nsp_usage_analyze, "analyze needs a directory or trace file", 0,
-    nsp_report_text, nsp_report_json, " the report"};
+    nsp_report_text, nsp_report_json, nsp_report_html, " the report"};
 static const struct report_cmd nsp_cmd_perf = {
     "perf", nsp_usage_perf, "perf needs a directory or trace file", 1,
-    nsp_report_perf_text, nsp_report_perf_json, ""};
+    nsp_report_perf_text, nsp_report_perf_json, NULL, ""};
 
 /* --json's answer when there is no report: {"error": why, "exit_status":
  * status, "traces": N, "notes": [...]} on standard output, so that a
@@ -419,18 +423,23 @@ static int analyze_status(const struct nsp_job *job) {
 static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   static const struct option opts[] = {
       {"json", no_argument, NULL, 'j'},
+      {"html", no_argument, NULL, 'H'},
       {"output", required_argument, NULL, 'o'},
       {"run", required_argument, NULL, 'r'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  int json = 0, c;
+  int json = 0, html = 0, c;
   const char *output = NULL, *run = NULL;
   optind = 0; /* glibc: re-initialise for the subcommand's argv */
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
     switch (c) {
       case 'j': json = 1; break;
+      case 'H':
+        if (!k->html) return option_error(k->name, '?', argv); /* perf: no HTML page */
+        html = 1;
+        break;
       case 'o': output = optarg; break;
       case 'r':
         if (!*optarg) return missing_arg(k->name, "--run");
@@ -440,6 +449,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
       default: return option_error(k->name, c, argv);
     }
   }
+  if (json && html) return usage_error(k->name, "--json and --html are two formats: give one", NULL);
   if (optind >= argc) return usage_error(k->name, k->needs, NULL);
 
   const char *why = NULL; /* what failed, when the report was not written */
@@ -504,7 +514,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
     why = whybuf;
     goto out;
   }
-  r = json ? k->json(job, out) : k->text(job, out);
+  r = json ? k->json(job, out) : html ? k->html(job, out) : k->text(job, out);
   if (out != stdout && fclose(out) != 0) r = -1;
   if (r < 0) {
     fprintf(stderr, "ncclspy: could not write%s to %s\n", k->what, output ? output : "standard output");

@@ -1,5 +1,6 @@
 /* nsp_escape.c - untrusted trace strings made safe for a terminal and for
  * JSON; see nsp_escape.h. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,39 @@ const char *nsp_utf8_valid(const char *s, char **tofree) {
   o[w] = 0;
   *tofree = o;
   return o;
+}
+
+int nsp_put_html(FILE *out, const char *s, size_t n) {
+  if (!s) return 0;
+  size_t len = strnlen(s, n);
+  char *cut = len == strlen(s) ? NULL : strndup(s, len), *tmp;
+  if (len != strlen(s) && !cut) return -1;
+  const char *v = nsp_utf8_valid(cut ? cut : s, &tmp);
+  if (!v) {
+    free(cut);
+    return -1;
+  }
+  const unsigned char *p = (const unsigned char *)v;
+  for (size_t i = 0; p[i];) {
+    size_t k;
+    if (esc_kind(p + i, SIZE_MAX, 0, &k) == 1) {
+      for (size_t j = 0; j < k; j++) fprintf(out, "\\x%02x", p[i + j]);
+      i += k;
+      continue;
+    }
+    switch (p[i]) {
+      case '&': fputs("&amp;", out); break;
+      case '<': fputs("&lt;", out); break;
+      case '>': fputs("&gt;", out); break;
+      case '"': fputs("&quot;", out); break;
+      case '\'': fputs("&#39;", out); break;
+      default: fputc(p[i], out);
+    }
+    i++;
+  }
+  free(tmp);
+  free(cut);
+  return 0;
 }
 
 struct json_object *nsp_json_string(const char *s) {

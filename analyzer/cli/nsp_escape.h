@@ -44,6 +44,14 @@ static inline void nsp_put_quoted(FILE *out, const char *s) {
   fputc('"', out);
 }
 
+/* HTML (the --html report): s (its first n bytes, up to its NUL; n =
+ * SIZE_MAX: all of it; NULL: nothing) made valid UTF-8 as for JSON, its
+ * control characters written as for text (\xNN), and & < > " ' as
+ * character references (&amp; &lt; &gt; &quot; &#39;), so that it is text
+ * in an element or a quoted attribute value, never markup.  Returns -1
+ * when out of memory (nothing written), else 0. */
+int nsp_put_html(FILE *out, const char *s, size_t n);
+
 /* s (NULL: "") as valid UTF-8: s itself when it already is, else a copy
  * (malloc'd, also stored in *tofree for the caller to free) with each
  * invalid byte replaced by U+FFFD.  NULL when out of memory.  *tofree is

@@ -96,4 +96,35 @@ const struct nsp_pysite *nsp_report_side_pysite(const struct nsp_side *s);
 void nsp_report_put_side_pysites(FILE *out, const struct nsp_job *job, const struct nsp_finding *f,
                                  const struct nsp_side *s, int indent, size_t max);
 
+/* Parts of the text report, for the HTML report (nsp_report_html.c) to
+ * word things as the text report does; each writes text escaped for a
+ * terminal (nsp_escape.h), without a final newline unless said.
+ * The lines under the headline: where each side of the first finding
+ * made its call, one line each, newline-terminated; nothing without a
+ * finding. */
+void nsp_report_put_headline_sites(FILE *out, const struct nsp_job *job);
+/* A finding's first line: "[1] dtype-mismatch on communicator C (4
+ * ranks), seq 2 (all-reduce), at +T s, caused by [N]". */
+void nsp_report_put_finding_title(FILE *out, const struct nsp_job *job, size_t i);
+/* Side si of f: "    side 1: RANKS: TEXT", its processes (how each
+ * ended), its call sites, Python and native; newline-terminated lines. */
+void nsp_report_put_side(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, size_t si);
+/* The first finding before finding i with the same hint (the text report
+ * says "hint: the same as [j]'s"), or SIZE_MAX. */
+size_t nsp_report_same_hint(const struct nsp_job *job, size_t i);
+/* Call i of t's calls in flight: "in flight: all-reduce ... seq 3 on
+ * communicator C since +T s (never returned; W s to its last sign of
+ * life)". */
+void nsp_report_put_inflight(FILE *out, const struct nsp_job *job, const struct nsp_trace_info *t, size_t i);
+
+/* `ncclspy analyze --html`: the report as one self-contained HTML page
+ * (no script, no external resource: inline CSS and SVG): the headline,
+ * summary, findings and notes as the text report words them, how each
+ * process ended, the environment per rank, and a swimlane of the first
+ * finding's communicator around its seq (docs/REPORT.md, "The HTML
+ * report").  Every string from the traces is HTML-escaped
+ * (nsp_put_html).  Returns 0, or -1 when writing failed or memory ran
+ * out. */
+int nsp_report_html(const struct nsp_job *job, FILE *out);
+
 #endif /* NSP_REPORT_H */

@@ -314,7 +314,7 @@ static int side_last_call(const struct nsp_finding *f, const struct nsp_side *s)
          (shape == NSP_SIDES_BY_ROLE && (s->role == NSP_ROLE_NOT_ARRIVED || s->role == NSP_ROLE_ARRIVAL_UNKNOWN));
 }
 
-static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, size_t si) {
+void nsp_report_put_side(FILE *out, const struct nsp_job *job, const struct nsp_finding *f, size_t si) {
   const struct nsp_side *s = &f->sides[si];
   fprintf(out, "    side %zu: ", si + 1);
   char sb[320];
@@ -404,7 +404,7 @@ static void put_side(FILE *out, const struct nsp_job *job, const struct nsp_find
   }
 }
 
-static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
+void nsp_report_put_finding_title(FILE *out, const struct nsp_job *job, size_t i) {
   const struct nsp_finding *f = nsp_job_finding(job, i);
   fprintf(out, "[%zu] %s", i + 1, nsp_finding_kind_name(f->kind));
   if (f->setting) {
@@ -430,15 +430,27 @@ static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
   if (f->api >= 0 && !p2p) fprintf(out, " (%s)", nsp_op_name(f->api));
   put_rel(out, job, f->time_ns);
   if (f->cause != SIZE_MAX) fprintf(out, ", caused by [%zu]", f->cause + 1);
+}
+
+size_t nsp_report_same_hint(const struct nsp_job *job, size_t i) {
+  const struct nsp_finding *f = nsp_job_finding(job, i);
+  for (size_t j = 0; j < i; j++)
+    if (!strcmp(nsp_job_finding(job, j)->hint, f->hint)) return j;
+  return SIZE_MAX;
+}
+
+static void put_finding(FILE *out, const struct nsp_job *job, size_t i) {
+  const struct nsp_finding *f = nsp_job_finding(job, i);
+  nsp_report_put_finding_title(out, job, i);
   fputc('\n', out);
   put_wrapped(out, f->message, 4, 100);
-  for (size_t s = 0; s < f->nsides; s++) put_side(out, job, f, s);
+  for (size_t s = 0; s < f->nsides; s++) nsp_report_put_side(out, job, f, s);
   /* Each hint once: a finding with an earlier one's hint points to it. */
-  for (size_t j = 0; j < i; j++)
-    if (!strcmp(nsp_job_finding(job, j)->hint, f->hint)) {
-      fprintf(out, "    hint: the same as [%zu]'s\n", j + 1);
-      return;
-    }
+  size_t j = nsp_report_same_hint(job, i);
+  if (j != SIZE_MAX) {
+    fprintf(out, "    hint: the same as [%zu]'s\n", j + 1);
+    return;
+  }
   size_t hl = strlen(f->hint) + 8;
   char *buf = malloc(hl);
   if (buf) {
@@ -513,13 +525,9 @@ static void put_trace_end(FILE *out, const struct nsp_job *job, const struct nsp
     fputc('\n', out);
   }
   for (size_t i = 0; i < t->ninflight; i++) {
-    const struct nsp_call *c = &t->inflight[i].call;
-    fprintf(out, "            in flight: ");
-    int k = nsp_api_kind(c->api);
-    if (k == NSP_K_COLL || k == NSP_K_P2P) put_call_where(out, c, 0);
-    else fprintf(out, "nccl%s", nsp_api_name(c->api));
-    put_time(out, job, " since ", c->time_ns);
-    fprintf(out, " (never returned; %.3f s to its last sign of life)\n", (double)t->inflight[i].wait_ns / 1e9);
+    fprintf(out, "            ");
+    nsp_report_put_inflight(out, job, t, i);
+    fputc('\n', out);
     if (t->inflight[i].pysite && t->inflight[i].pysite->nframes) {
       fprintf(out, "              from ");
       nsp_report_put_pyline(out, t->inflight[i].pysite);
@@ -528,12 +536,26 @@ static void put_trace_end(FILE *out, const struct nsp_job *job, const struct nsp
   }
 }
 
+void nsp_report_put_inflight(FILE *out, const struct nsp_job *job, const struct nsp_trace_info *t, size_t i) {
+  const struct nsp_call *c = &t->inflight[i].call;
+  fprintf(out, "in flight: ");
+  int k = nsp_api_kind(c->api);
+  if (k == NSP_K_COLL || k == NSP_K_P2P) put_call_where(out, c, 0);
+  else fprintf(out, "nccl%s", nsp_api_name(c->api));
+  put_time(out, job, " since ", c->time_ns);
+  fprintf(out, " (never returned; %.3f s to its last sign of life)", (double)t->inflight[i].wait_ns / 1e9);
+}
+
 /* The headline, then where each side of the first finding made its call
  * (the first frame of the first process of the side with a call site;
  * the origin's only for an error or a signal). */
 static void put_headline(FILE *out, const struct nsp_job *job) {
   nsp_put_esc(out, nsp_job_headline(job));
   fputc('\n', out);
+  nsp_report_put_headline_sites(out, job);
+}
+
+void nsp_report_put_headline_sites(FILE *out, const struct nsp_job *job) {
   if (!nsp_job_nfindings(job)) return;
   const struct nsp_finding *f = nsp_job_finding(job, 0);
   int shape = sides_of(f);

@@ -1036,6 +1036,9 @@ static void test_usage_errors(void **state) {
       {{"perf", "--run=", "x", NULL},
        "ncclspy perf: option '--run' needs a run's identity, its number, or all\nTry 'ncclspy help perf'.\n"},
       {{"help", "analyze", "extra", NULL}, "ncclspy: help takes one command, not 'extra'\nTry 'ncclspy help'.\n"},
+      {{"analyze", "--html", "--json", "x", NULL},
+       "ncclspy: --json and --html are two formats: give one\nTry 'ncclspy help analyze'.\n"},
+      {{"perf", "--html", "x", NULL}, "ncclspy perf: unknown option '--html'\nTry 'ncclspy help perf'.\n"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     struct result r = run(cases[i].args);

@@ -515,6 +515,54 @@ static void test_report_text_escapes(void **state) {
   free(s);
 }
 
+/* The HTML page (analyze --html): the same strings as text, control
+ * bytes escaped as in the text report, and no byte of them markup. */
+static void test_report_html_escapes(void **state) {
+  (void)state;
+  struct nsp_job *job = job_of(&controls);
+  struct capture c;
+  cap_open(&c);
+  assert_int_equal(nsp_report_html(job, c.f), 0);
+  nsp_job_destroy(job);
+  char *got = cap_take(&c);
+  assert_no_controls("analyze --html", got);
+  assert_contains(got, "eth0\\x1b[31mRED\\x0aFAKE LINE");
+  assert_contains(got, "(&quot;reset\\x0a[2] forged finding\\x09\\x08&quot;)");
+  assert_contains(got, "rank 0 on node\\x1b[2J-a\\x0d pid 1000");
+  free(got);
+}
+
+static char *html_of(const char *s, size_t n) {
+  struct capture c;
+  cap_open(&c);
+  assert_int_equal(nsp_put_html(c.f, s, n), 0);
+  return cap_take(&c);
+}
+
+static void test_put_html(void **state) {
+  (void)state;
+  static const struct {
+    const char *in, *want;
+  } cases[] = {
+      {"caf\xc3\xa9 & <script>alert('x')</script> \"q\"",
+       "caf\xc3\xa9 &amp; &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &quot;q&quot;"},
+      {"a\nb\033[0m\x7f csi\xc2\x9b", "a\\x0ab\\x1b[0m\\x7f csi\\xc2\\x9b"},
+      {"bad \xff<\xc2", "bad \xef\xbf\xbd&lt;\xef\xbf\xbd"}, /* invalid UTF-8: U+FFFD, as in JSON */
+      {"", ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *o = html_of(cases[i].in, SIZE_MAX);
+    assert_string_equal(o, cases[i].want);
+    free(o);
+  }
+  char *o = html_of("<b>x", 2); /* n bytes only */
+  assert_string_equal(o, "&lt;b");
+  free(o);
+  o = html_of(NULL, SIZE_MAX);
+  assert_string_equal(o, "");
+  free(o);
+}
+
 static void test_perf_text_escapes(void **state) {
   (void)state;
   struct plain_strs ps;
@@ -742,6 +790,8 @@ int main(void) {
       cmocka_unit_test(test_perf_json_utf8),
       cmocka_unit_test(test_dump_json_utf8),
       cmocka_unit_test(test_report_text_escapes),
+      cmocka_unit_test(test_report_html_escapes),
+      cmocka_unit_test(test_put_html),
       cmocka_unit_test(test_perf_text_escapes),
       cmocka_unit_test(test_dump_text_escapes),
       cmocka_unit_test(test_plain_text),
