@@ -60,7 +60,7 @@ ok $? "ncclspy(1) has an entry for each of the $(echo $verbs | wc -w) commands o
 missing=""
 for v in $verbs; do
   [ "$v" = help ] && continue
-  opts=$("$ncclspy" help "$v" | grep -oE '(^|[ [,])--?[a-zA-Z][a-z-]*' | sed 's/^[ [,]//' | sort -u)
+  opts=$("$ncclspy" help "$v" | grep -oE '(^|[ ,]| \[)--?[a-zA-Z][a-z-]*' | sed 's/^ *\[*,*//' | sort -u)
   for o in $opts; do
     grep -qE -- "(^|[^a-z-])$o([^a-z-]|$)" "$tmp/1.txt" || missing="$missing $v:$o"
   done
