@@ -692,12 +692,17 @@ static int cmd_export(int argc, char **argv) {
   int status = NSP_EXIT_USAGE;
   const char *why = NULL;
   char whybuf[1024];
+  struct nsp_progress *progress = NULL;
   struct nsp_job *job = nsp_job_create();
   if (!job) {
     fprintf(stderr, "ncclspy: out of memory\n");
     goto out;
   }
   if (output && output_clobbers_input(output, argc, argv, optind)) goto out;
+  /* On a terminal, after a second: files read, records per second; the
+   * line is cleared before anything else is said. */
+  progress = nsp_progress_start("export");
+  nsp_job_set_progress(job, nsp_progress_update, progress);
   if (load_paths(job, argc, argv, optind, &why, whybuf, sizeof whybuf)) goto out;
   if (run && nsp_job_select_run(job, run) < 0) {
     fprintf(stderr, "ncclspy: out of memory\n");
@@ -723,6 +728,9 @@ static int cmd_export(int argc, char **argv) {
     }
   }
   uint64_t estimate = nsp_export_estimate(job);
+  nsp_progress_end(progress); /* the window's message, if any, on a clean line */
+  progress = nsp_progress_start("export");
+  nsp_job_set_progress(job, nsp_progress_update, progress);
   /* Tests lower the ranks limit (not a user setting). */
   const char *max_env = getenv("NSP_EXPORT_MAX_RANKS");
   size_t max_ranks = max_env && *max_env ? (size_t)strtoul(max_env, NULL, 10) : NSP_EXPORT_MAX_RANKS;
@@ -740,6 +748,8 @@ static int cmd_export(int argc, char **argv) {
   if (output && !(out = open_output(output))) goto out;
   uint64_t nev = 0;
   r = nsp_export_perfetto(job, &eo, out, &nev);
+  nsp_progress_end(progress);
+  progress = NULL;
   if (out != stdout && fclose(out) != 0 && r == 0) r = -1;
   if (r < 0) {
     fprintf(stderr, "ncclspy: could not write the timeline to %s%s%s\n", output ? output : "standard output",
@@ -751,6 +761,7 @@ static int cmd_export(int argc, char **argv) {
                     "--from, --to, --comm, --ranks\n", (unsigned long long)nev);
   status = NSP_EXIT_CLEAN;
 out:
+  nsp_progress_end(progress);
   free(rank_list);
   free(comm_list);
   nsp_job_destroy(job);

@@ -33,6 +33,7 @@ struct calls_ready {
 };
 
 struct nsp_calls {
+  struct nsp_job *progress_job; /* the job, for its progress callback only (bookkeeping, not content) */
   const struct nsp_job *job;
   struct nsp_calls_filter f;  /* arrays owned, sorted */
   uint64_t *comms;
@@ -328,10 +329,12 @@ static int advance(struct nsp_calls *it) {
       case PH_READ: {
         struct nsp_rec rec;
         if (nsp_reader_next(it->r, &rec) != 1) {
+          nsp_an_progress_file(it->progress_job, it->t->size);
           NSP_TRY(collect_left(it));
           it->phase = PH_LEFT;
           break;
         }
+        nsp_an_progress_record(it->progress_job, it->r);
         switch (rec.kind) {
           case NSP_REC_PROCESS:
             it->tracked |= (rec.ext->tracking & NSP_TRACK_COMPLETION) != 0;
@@ -410,6 +413,13 @@ int nsp_job_calls_open(const struct nsp_job *job, const struct nsp_calls_filter 
     memcpy(it->windows, filter->windows, filter->nwindows * sizeof *it->windows);
     qsort(it->windows, filter->nwindows, sizeof *it->windows, cmp_window);
   }
+  /* Reading again, as perf's second pass: the progress line says so. */
+  it->progress_job = (struct nsp_job *)job;
+  uint64_t bytes = 0;
+  size_t files = 0;
+  for (size_t i = 0; i < job->ntraces; i++)
+    if (trace_wanted(it, i)) files++, bytes += job->traces[i]->size;
+  nsp_an_progress_phase(it->progress_job, NSP_PROGRESS_REREAD, files, bytes);
   it->phase = PH_OPEN;
   *out = it;
   return 0;

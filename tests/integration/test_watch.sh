@@ -20,7 +20,7 @@ trap cleanup EXIT
 cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-echo "1..15"
+echo "1..17"
 
 # A job of the stand-in under the shim, in the background: $job_pid.
 #   start_job DIR CASE [VAR=VALUE...]
@@ -141,4 +141,11 @@ ok $? "analyze on a terminal, under a second: no progress line"
 NSP_TEST_PROGRESS_DELAY_MS=700 python3 "$pty" --stderr-only p4.tty -- "$ncclspy" perf live &&
   grep -q $'\rncclspy perf: reading traces again: 2 of 2 files' p4.tty
 ok $? "perf on a terminal: the progress of its second reading"
+NSP_TEST_PROGRESS_DELAY_MS=700 python3 "$pty" --stderr-only p5.tty -- "$ncclspy" export --perfetto -o p5.json live &&
+  grep -q $'\rncclspy export: reading traces again: 2 of 2 files' p5.tty &&
+  [ "$(tail -c 4 p5.tty | od -An -c | tr -d ' \n')" = '\r033[K' ] && [ -s p5.json ]
+ok $? "export on a terminal: the progress of its readings, cleared at the end"
+NSP_TEST_PROGRESS_DELAY_MS=700 "$ncclspy" export --perfetto -o p6.json live 2>p6.err
+[ $? = 0 ] && [ ! -s p6.err ] && [ -s p6.json ]
+ok $? "export, standard error not a terminal: no progress bytes"
 exit $failed
