@@ -9,18 +9,23 @@ nsp_deps || exit 2
 build=${NSP_BUILD_DIR:-build}
 [ -d "$build" ] || meson setup "$build" >/dev/null
 meson compile -C "$build" >/dev/null
-shim=$(cd "$build/shim" && pwd)/libncclspy.so
+ncclspy=$build/analyzer/ncclspy
 trace=${NSP_DEMO_DIR:-demo-trace}
 rm -rf "$trace"
-echo "== running 4 ranks under libncclspy.so (ranks wait 3 s for data that never comes) =="
-NCCLSPY_DIR=$trace NSP_STANDIN_TIMEOUT_MS=3000 NSP_UID_FILE=$trace.uid \
-  "$build/tests/cases/nsp_launch" -n 4 -t 60 -e "LD_PRELOAD=$shim" \
-  -- "$build/tests/cases/nsp_cases" c02 || true
+echo "== ncclspy run -- a 4-rank job (ranks wait 3 s for data that never comes) =="
+# ncclspy run preloads the shim it finds beside itself, writes the traces
+# into -d DIR, passes the job's exit status on and prints the analysis.
+set +e
+NSP_STANDIN_TIMEOUT_MS=3000 NSP_UID_FILE=$trace.uid \
+  "$ncclspy" run -d "$trace" -- "$build/tests/cases/nsp_launch" -n 4 -t 60 -- "$build/tests/cases/nsp_cases" c02
+rc=$?
 rm -f "$trace.uid"
 echo
-echo "== ncclspy analyze $trace =="
-set +e
-"$build/analyzer/ncclspy" analyze "$trace"
-rc=$?
-[ $rc -eq 1 ] && exit 0 # findings, as the demo intends
+echo "== the same job as a page and as a timeline =="
+"$ncclspy" analyze --html -o "$trace.html" "$trace"
+"$ncclspy" export --perfetto -o "$trace.perfetto.json" "$trace" || rc=2
+echo "$trace.html: the report with a swimlane of every rank's calls (open it in a browser)"
+echo "$trace.perfetto.json: the timeline (drag it into ui.perfetto.dev or chrome://tracing)"
+# The job's ranks fail as the demo intends (exit 1); anything else is not.
+[ $rc -eq 1 ] && exit 0
 exit $rc
