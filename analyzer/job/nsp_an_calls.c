@@ -217,11 +217,7 @@ static int on_call(struct nsp_calls *it, const struct nsp_rec *rec) {
       it->tracked) {
     /* A failed outermost ncclGroupEnd: its calls never ran (as perf). */
     struct nsp_rec done;
-    memset(&done, 0, sizeof done);
-    done.kind = NSP_REC_COMPLETION;
-    done.group_id = rec->group_id;
-    done.peer = -1;
-    done.flags = NSP_DONE_ERROR;
+    nsp_pend_group_failed(&done, rec->group_id);
     NSP_TRY(nsp_pend_done(&it->pend, &done, on_done, it));
   }
   int waits = 0, early = 0;

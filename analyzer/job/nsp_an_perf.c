@@ -397,11 +397,7 @@ static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct
  * had named the group. */
 static int on_group_failed(struct pass *ps, struct nsp_pend_tab *tab, const struct nsp_rec *rec) {
   struct nsp_rec done;
-  memset(&done, 0, sizeof done);
-  done.kind = NSP_REC_COMPLETION;
-  done.group_id = rec->group_id;
-  done.peer = -1;
-  done.flags = NSP_DONE_ERROR;
+  nsp_pend_group_failed(&done, rec->group_id);
   return on_completion(ps, tab, &done);
 }
 

@@ -78,6 +78,10 @@ struct nsp_pend_tab {
  * group, stream, call site, result, entry and exit times; state
  * NSP_PEND_FREE. */
 void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec);
+/* A failed outermost ncclGroupEnd's calls never ran and the shim writes
+ * no completion for them: *done becomes the error COMPLETION that ends
+ * every call of group `group_id`, for nsp_pend_done. */
+void nsp_pend_group_failed(struct nsp_rec *done, uint64_t group_id);
 void nsp_pend_init(struct nsp_pend_tab *t);
 void nsp_pend_free(struct nsp_pend_tab *t);
 /* A call was enqueued.  Returns 1 when it now waits, 0 when it is already

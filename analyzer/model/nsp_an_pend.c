@@ -143,6 +143,14 @@ static int insert(struct nsp_pend_tab *t, const struct nsp_pend *src, uint8_t st
   return 1;
 }
 
+void nsp_pend_group_failed(struct nsp_rec *done, uint64_t group_id) {
+  memset(done, 0, sizeof *done);
+  done->kind = NSP_REC_COMPLETION;
+  done->group_id = group_id;
+  done->peer = -1;
+  done->flags = NSP_DONE_ERROR;
+}
+
 void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec) {
   memset(e, 0, sizeof *e);
   e->seq = rec->seq;

@@ -11,11 +11,7 @@
 # bench.txt, traces.tgz.  NSP_NO_BENCH=1 skips the bench.
 set -u
 cd "$(dirname "$0")/../.."
-top=$PWD
-out=${OUT:-$top/gpu-out}
-mkdir -p "$out"
-. examples/torch/carried_debs.sh
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. examples/torch/device_env.sh
 export NSP_LIBUNWIND=enabled NCCLSPY_RING=256
 { ls /usr/bin/python3* /usr/local/bin/python3* 2>/dev/null; python3 -VV; python3 -c 'import torch; print(torch.__version__)'; } >"$out/pythons.txt" 2>&1
 rm -rf build-gpu

@@ -10,11 +10,7 @@
 # the same way), c11.perfetto.json, c11.html, traces.tgz.
 set -u
 cd "$(dirname "$0")/../.."
-top=$PWD
-out=${OUT:-$top/gpu-out}
-mkdir -p "$out"
-. examples/torch/carried_debs.sh
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. examples/torch/device_env.sh
 export TORCH_NCCL_DUMP_ON_TIMEOUT=0 NSP_ONE_GPU=1 PYTHONPATH=$top/examples/torch
 inst=$top/.inst
 rm -rf build-gpu "$inst"
