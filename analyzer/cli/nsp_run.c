@@ -16,7 +16,9 @@
  * stderr (not under a launcher's rank other than 0: one report per job),
  * then ncclspy ends as the command did: its exit status, or the same
  * signal. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -77,6 +79,42 @@ static volatile sig_atomic_t nsp_child;
 
 static void pass_on(int sig) {
   if (nsp_child > 0) kill((pid_t)nsp_child, sig);
+}
+
+/* SIGINT and SIGQUIT: from the terminal (si_code SI_KERNEL) the whole
+ * foreground process group, the command included, has it already; sent
+ * to ncclspy by a process (kill, timeout -s INT, a supervisor: si_code
+ * 0 or less) it is passed on, as sudo does. */
+static void pass_on_sent(int sig, siginfo_t *info, void *uc) {
+  (void)uc;
+  if (info && info->si_code <= 0) pass_on(sig);
+}
+
+/* mkdir -p: dir and its missing parents.  0, or -1 with errno. */
+static int make_dirs(const char *dir) {
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return errno = ENAMETOOLONG, -1;
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(path, 0777) < 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(path, 0777) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Whether dir already holds a trace (*.ncclspy). */
+static int holds_traces(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  struct dirent *e;
+  int found = 0;
+  while (!found && (e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    found = n > 8 && !strcmp(e->d_name + n - 8, ".ncclspy");
+  }
+  closedir(d);
+  return found;
 }
 
 static const char nsp_usage_run_text[] =
@@ -146,10 +184,17 @@ int nsp_cmd_run(int argc, char **argv, int (*analyze)(const char *dir)) {
     }
     dir = made;
   }
-  if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
-    fprintf(stderr, "ncclspy run: cannot make %s: %s\n", dir, strerror(errno));
+  struct stat st;
+  int existed = stat(dir, &st) == 0;
+  int bad = make_dirs(dir) < 0 || stat(dir, &st) < 0 || (!S_ISDIR(st.st_mode) && (errno = ENOTDIR)) ||
+            access(dir, W_OK | X_OK) < 0;
+  if (bad) {
+    fprintf(stderr, "ncclspy run: cannot write traces into %s: %s\n", dir, strerror(errno));
     return 2;
   }
+  if (existed && holds_traces(dir) && launcher_rank() <= 0)
+    fprintf(stderr, "ncclspy run: %s already holds traces of an earlier run: the analysis reports the newest "
+                    "run (one directory per job keeps them apart)\n", dir);
   const char *old = getenv("LD_PRELOAD");
   size_t len = strlen(shim) + (old ? strlen(old) : 0) + 2;
   char *preload = malloc(len);
@@ -161,9 +206,13 @@ int nsp_cmd_run(int argc, char **argv, int (*analyze)(const char *dir)) {
   free(preload);
 
   /* Terminal signals reach the child directly; the others are passed on. */
-  struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = pass_on}, oint, oquit;
-  sigemptyset(&ign.sa_mask);
+  struct sigaction sent = {.sa_sigaction = pass_on_sent, .sa_flags = SA_SIGINFO}, fwd = {.sa_handler = pass_on},
+                   oint, oquit;
+  sigemptyset(&sent.sa_mask);
   sigemptyset(&fwd.sa_mask);
+  /* Tells the parent that exec failed (closed on a successful exec). */
+  int execfd[2];
+  if (pipe2(execfd, O_CLOEXEC) < 0) execfd[0] = execfd[1] = -1;
   int passed[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
   struct sigaction saved[4];
   fflush(NULL);
@@ -173,14 +222,18 @@ int nsp_cmd_run(int argc, char **argv, int (*analyze)(const char *dir)) {
     return 126;
   }
   if (pid == 0) {
+    if (execfd[0] >= 0) close(execfd[0]);
     execvp(argv[optind], argv + optind);
     int e = errno;
     fprintf(stderr, "ncclspy run: %s: %s\n", argv[optind], strerror(e));
+    if (execfd[1] >= 0 && write(execfd[1], "x", 1) < 0) {
+    }
     _exit(e == ENOENT ? 127 : 126);
   }
+  if (execfd[1] >= 0) close(execfd[1]);
   nsp_child = pid;
-  sigaction(SIGINT, &ign, &oint);
-  sigaction(SIGQUIT, &ign, &oquit);
+  sigaction(SIGINT, &sent, &oint);
+  sigaction(SIGQUIT, &sent, &oquit);
   for (int i = 0; i < 4; i++) sigaction(passed[i], &fwd, &saved[i]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -190,8 +243,12 @@ int nsp_cmd_run(int argc, char **argv, int (*analyze)(const char *dir)) {
   sigaction(SIGQUIT, &oquit, NULL);
   for (int i = 0; i < 4; i++) sigaction(passed[i], &saved[i], NULL);
 
+  char x;
+  int exec_failed = execfd[0] >= 0 && read(execfd[0], &x, 1) == 1;
+  if (execfd[0] >= 0) close(execfd[0]);
+  if (exec_failed && !existed) rmdir(dir); /* made for a command that never ran */
   long rank = launcher_rank();
-  if (!no_analyze && rank <= 0 && analyze) {
+  if (!no_analyze && !exec_failed && rank <= 0 && analyze) {
     fprintf(stderr, "\n== ncclspy analyze %s ==\n", dir);
     analyze(dir);
   }

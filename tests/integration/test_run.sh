@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-echo "1..10"
+echo "1..15"
 
 shim=$("$ncclspy" shim-path)
 [ -f "$shim" ] && [ "${shim##*/}" = libncclspy.so ] && [ "${shim#/}" != "$shim" ]
@@ -61,4 +61,38 @@ ok $? "SIGTERM sent to ncclspy reaches the command, and ncclspy ends as it did (
 rc=$?
 [ $rc = 127 ] && grep -q "nonexistent-command" err7
 ok $? "a command that does not exist: 127 and its name (got $rc)"
+
+# SIGINT sent by a process (kill, timeout -s INT, a supervisor) is passed
+# on; from a terminal the command has it already.  (A background job of
+# a script starts with SIGINT ignored, which the command inherits: it
+# sets the default action itself.)
+"$ncclspy" run --no-analyze -d d8 -- python3 -c 'import signal, time
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+time.sleep(30)' &
+pid=$!
+sleep 1.5
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc = 130 ]
+ok $? "SIGINT sent to ncclspy by a process reaches the command (130; got $rc)"
+
+"$ncclspy" run -d d9 -- /nonexistent-command >out9 2>err9
+rc=$?
+[ $rc = 127 ] && [ ! -e d9 ] && ! grep -q "analyze" err9
+ok $? "a command that never ran: no directory left, no analysis (got $rc; $(tr '\n' ' ' <err9))"
+
+NSP_STANDIN_TIMEOUT_MS=2000 "$ncclspy" run -d deep/er/job -- "$launch" -n 2 -- "$cases" c01 >/dev/null 2>err10
+[ "$(ls deep/er/job/*.ncclspy 2>/dev/null | wc -l)" = 2 ]
+ok $? "-d makes missing parents, as the shim does with NCCLSPY_DIR"
+
+touch plain
+"$ncclspy" run -d plain -- true 2>err11
+rc=$?
+[ $rc = 2 ] && grep -q "cannot write traces into plain: Not a directory" err11
+ok $? "-d naming a file: 2 before the command runs (got $rc: $(cat err11))"
+
+NSP_STANDIN_TIMEOUT_MS=2000 "$ncclspy" run -d deep/er/job -- "$launch" -n 2 -- "$cases" c01 >/dev/null 2>err12
+grep -q "deep/er/job already holds traces of an earlier run" err12
+ok $? "a directory reused: run says so before the job"
 exit $failed
