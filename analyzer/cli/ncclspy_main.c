@@ -132,8 +132,9 @@ static const char nsp_usage_export[] =
     "  -h, --help       this text\n"
     "\n"
     "A job of more than 256 ranks or about 2 million events, exported with none\n"
-    "of --from, --to, --comm, --ranks, is cut to 10 s around the first finding\n"
-    "(the last 10 s of the traces without one), said on standard error.\n"
+    "of --from, --to, --comm, --ranks, is cut to a window around the first\n"
+    "finding (the end of the traces without one): 10 s, or shorter so that\n"
+    "about 2 million events fit; standard error says which.\n"
     "\n"
     "exit status: 0 written, 2 usage error, no readable trace, a --comm or --ranks\n"
     "that names nothing, or the file could not be written.\n";
@@ -731,14 +732,16 @@ static int cmd_export(int argc, char **argv) {
   nsp_progress_end(progress); /* the window's message, if any, on a clean line */
   progress = nsp_progress_start("export");
   nsp_job_set_progress(job, nsp_progress_update, progress);
-  /* Tests lower the ranks limit (not a user setting). */
+  /* Tests lower the limits (not user settings). */
   const char *max_env = getenv("NSP_EXPORT_MAX_RANKS");
   size_t max_ranks = max_env && *max_env ? (size_t)strtoul(max_env, NULL, 10) : NSP_EXPORT_MAX_RANKS;
+  const char *maxev_env = getenv("NSP_EXPORT_MAX_EVENTS");
+  uint64_t max_events = maxev_env && *maxev_env ? strtoull(maxev_env, NULL, 10) : NSP_EXPORT_MAX_EVENTS;
   if (!from && !to && !comms && !ranks &&
-      (nsp_job_ntraces(job) > max_ranks || estimate > NSP_EXPORT_MAX_EVENTS)) {
+      (nsp_job_ntraces(job) > max_ranks || estimate > max_events)) {
     const char *what;
-    nsp_export_default_window(job, &eo.filter.from_ns, &eo.filter.to_ns, &what);
-    fprintf(stderr, "ncclspy export: %zu ranks, about %.1f million events: writing only +%.3f s to +%.3f s, %s; "
+    nsp_export_default_window(job, estimate, max_events, &eo.filter.from_ns, &eo.filter.to_ns, &what);
+    fprintf(stderr, "ncclspy export: %zu ranks, up to %.1f million events: writing only +%.3f s to +%.3f s, %s; "
                     "choose with --from, --to, --comm, --ranks\n",
             nsp_job_ntraces(job), (double)estimate / 1e6, (double)(eo.filter.from_ns - start) / 1e9,
             (double)(eo.filter.to_ns - start) / 1e9, what);
@@ -756,7 +759,7 @@ static int cmd_export(int argc, char **argv) {
             r == -1 ? "" : ": ", r == -1 ? "" : nsp_an_strerror(r));
     goto out;
   }
-  if (nev > NSP_EXPORT_MAX_EVENTS)
+  if (nev > max_events)
     fprintf(stderr, "ncclspy export: %llu events written: a browser may not open a file this big; choose with "
                     "--from, --to, --comm, --ranks\n", (unsigned long long)nev);
   status = NSP_EXIT_CLEAN;

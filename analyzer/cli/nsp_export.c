@@ -508,21 +508,32 @@ uint64_t nsp_export_estimate(const struct nsp_job *job) {
   return n;
 }
 
-void nsp_export_default_window(const struct nsp_job *job, int64_t *from_ns, int64_t *to_ns, const char **what) {
-  for (size_t k = 0; k < nsp_job_nfindings(job); k++) {
-    int64_t t = nsp_job_finding(job, k)->time_ns;
-    if (!t || nsp_finding_kind_is_env(nsp_job_finding(job, k)->kind)) continue;
-    *from_ns = t - NSP_EXPORT_AROUND_NS;
-    *to_ns = t + NSP_EXPORT_AROUND_NS;
-    *what = "around the first finding";
-    return;
-  }
-  int64_t end = 0;
+void nsp_export_default_window(const struct nsp_job *job, uint64_t estimate, uint64_t max_events, int64_t *from_ns,
+                               int64_t *to_ns, const char **what) {
+  int64_t start = nsp_job_start_ns(job), end = start;
   for (size_t i = 0; i < nsp_job_ntraces(job); i++)
     if (nsp_job_trace(job, i)->end_ns > end) end = nsp_job_trace(job, i)->end_ns;
-  *from_ns = end - 2 * NSP_EXPORT_AROUND_NS;
-  *to_ns = end + 1;
+  /* As long as the job's mean rate of events fills with about
+   * NSP_EXPORT_MAX_EVENTS, and no longer than 2 x NSP_EXPORT_AROUND_NS. */
+  int64_t span = end - start > 0 ? end - start : 1;
+  double len = 2.0 * NSP_EXPORT_AROUND_NS;
+  if (estimate > max_events) {
+    double fit = (double)span * (double)max_events / (double)estimate;
+    if (fit < len) len = fit;
+  }
+  if (len < 1e3) len = 1e3; /* 1 us at least */
+  int64_t at = 0;
   *what = "the end of the traces (no finding with a time)";
+  for (size_t k = 0; k < nsp_job_nfindings(job) && !at; k++) {
+    int64_t t = nsp_job_finding(job, k)->time_ns;
+    if (!t || nsp_finding_kind_is_env(nsp_job_finding(job, k)->kind)) continue;
+    at = t;
+    *what = "around the first finding";
+  }
+  *from_ns = at ? at - (int64_t)(len / 2) : end + 1 - (int64_t)len;
+  *to_ns = at ? at + (int64_t)(len / 2) : end + 1;
+  if (*from_ns < start) *from_ns = start;
+  if (*to_ns > end + 1) *to_ns = end + 1;
 }
 
 int nsp_export_parse_time(const char *s, int64_t *ns) {

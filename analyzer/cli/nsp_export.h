@@ -29,11 +29,14 @@ struct nsp_export_opts {
  * send/recv: CPU and GPU slices and a flow), from the traces' counts. */
 uint64_t nsp_export_estimate(const struct nsp_job *job);
 
-/* The window used when a big job is exported without a choice: from
- * NSP_EXPORT_AROUND_NS before the first finding that has a time to as
- * long after; without one, the last 2 x NSP_EXPORT_AROUND_NS of the
- * traces.  *what (a constant) says which, for the message. */
-void nsp_export_default_window(const struct nsp_job *job, int64_t *from_ns, int64_t *to_ns, const char **what);
+/* The window used when a big job is exported without a choice, centred
+ * on the first finding that has a time (without one: the traces' end),
+ * 2 x NSP_EXPORT_AROUND_NS long or shorter: as long as the job's mean
+ * rate of events (estimate over the job's span) fills with about
+ * max_events (NSP_EXPORT_MAX_EVENTS), 1 us at least; always inside the job.  *what (a
+ * constant) says where, for the message. */
+void nsp_export_default_window(const struct nsp_job *job, uint64_t estimate, uint64_t max_events, int64_t *from_ns,
+                               int64_t *to_ns, const char **what);
 
 /* Writes the trace of an analysed job to out, streamed (one event at a
  * time; memory: the iterator's, a word per collective in the window for

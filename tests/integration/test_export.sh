@@ -16,7 +16,7 @@ cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 checks() { python3 "$check" "$@" | sed 's/^/# /'; return "${PIPESTATUS[0]}"; }
-echo "1..14"
+echo "1..15"
 
 NSP_STANDIN_TIMEOUT_MS=2000 "$ncclspy" run --no-analyze -d c02 -- "$launch" -n 4 -- "$cases" c02 >/dev/null 2>&1
 "$ncclspy" export --perfetto c02 -o c02.json
@@ -89,4 +89,15 @@ PY
 out=$(python3 "$check" broken.json)
 [ $? = 1 ] && echo "$out" | grep -q "1 start(s), 0 finish(es)"
 ok $? "the checker fails a file whose flow has no end ($(echo "$out" | head -1 | cut -c1-80))"
+
+# A job too dense for a browser, exported without a choice: the window
+# shrinks until about the limit of events fits, inside the job (c10's
+# 4 ranks make some 80,000 events; the limit lowered to 2,000 for tests).
+NSP_STANDIN_TIMEOUT_MS=3000 "$ncclspy" run --no-analyze -d c10 -- "$launch" -n 4 -- "$cases" c10 >/dev/null 2>&1
+NSP_EXPORT_MAX_EVENTS=2000 "$ncclspy" export --perfetto c10 -o dense.json 2>dense.err
+nev=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["traceEvents"]))' dense.json 2>/dev/null)
+all=$("$ncclspy" export --perfetto c10 2>/dev/null | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["traceEvents"]))')
+[ -n "$nev" ] && [ "$nev" -le 2100 ] && [ "$all" -gt 20000 ] && grep -q "writing only +[0-9]" dense.err &&
+  ! grep -q -- "+-" dense.err && python3 "$check" dense.json >/dev/null
+ok $? "a dense job: the default window holds about the limit of events ($nev of $all; $(cut -c1-120 dense.err))"
 exit $failed
