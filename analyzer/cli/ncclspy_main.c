@@ -76,7 +76,8 @@ static const char nsp_usage_analyze[] =
     "exit status: 0 no findings (processes still running included), 1 findings,\n"
     "2 usage error, no readable trace (or record), or -o naming an input trace,\n"
     "3 no findings, but a process ended without a clean exit (killed, crashed,\n"
-    "_exit) or loaded a libnccl that ncclspy does not trace.\n";
+    "_exit), loaded a libnccl that ncclspy does not trace, or lost records\n"
+    "(dropped, a cut file): what the traces do not show.\n";
 
 static const char nsp_usage_perf[] =
     "usage: ncclspy perf [--json] [-o FILE] [--run ID|all] DIR|FILE...\n"

@@ -39,6 +39,13 @@
 
 #include "ncclspy/trace_schema.h"
 
+#ifdef __cplusplus
+extern "C" {
+#define NSP_TRACE_STATIC_ASSERT static_assert
+#else
+#define NSP_TRACE_STATIC_ASSERT _Static_assert
+#endif
+
 #define NSP_MAGIC "NCCLSPY\0" /* 8 bytes at offset 0 */
 #define NSP_FORMAT_MAJOR 1    /* bumped on incompatible change */
 #define NSP_FORMAT_MINOR 6    /* bumped when fields or kinds are added */
@@ -118,7 +125,7 @@ enum nsp_pysite_flags { NSP_REC_NAMES_PYSITE(NSP_NAME_ENUM_, PYSITE) }; /* 1.6 *
 enum { NSP_DROP_END = 1 NSP_REC_NAMES_DROP(NSP_DROP_ONE_, DROP) };
 #undef NSP_DROP_ONE_
 #define NSP_DROP_SLOTS 4
-_Static_assert(NSP_DROP_END <= NSP_DROP_SLOTS, "a drop reason the crash ring's header has no count for");
+NSP_TRACE_STATIC_ASSERT(NSP_DROP_END <= NSP_DROP_SLOTS, "a drop reason the crash ring's header has no count for");
 
 /* Mask bits of NSP_REC_CALL. */
 enum nsp_call_mask {
@@ -302,5 +309,9 @@ enum nsp_ring_blob_type {
   NSP_BLOB_RECORD = 1, /* one record, encoded as in a frame, fresh prediction state */
   NSP_BLOB_TEXT = 2,   /* the record's last_error text, no NUL */
 };
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* NCCLSPY_TRACE_H */

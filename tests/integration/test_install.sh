@@ -10,7 +10,7 @@ dest=$(mktemp -d /tmp/nsp-install-XXXXXX)
 trap 'rm -rf "$dest"' EXIT
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-echo "1..6"
+echo "1..7"
 DESTDIR=$dest meson install -C "$build" --no-rebuild --quiet >"$dest/install.log" 2>&1
 ok $? "meson install into $dest"
 bin=$(find "$dest" -path '*/bin/ncclspy' | head -1)
@@ -23,6 +23,9 @@ cflags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$
 printf '#include <ncclspy/trace.h>\nint main(void) { return NSP_FORMAT_MAJOR == 1 && NSP_REC_PYSITE == 17 ? 0 : 1; }\n' >"$dest/t.c"
 cc $cflags -o "$dest/t" "$dest/t.c" && "$dest/t"
 ok $? "a program compiles against <ncclspy/trace.h> with pkg-config's ncclspy-trace ($cflags)"
+cp "$dest/t.c" "$dest/t.cpp"
+c++ -std=c++17 -Wall -Wextra -pedantic $cflags -o "$dest/tx" "$dest/t.cpp" && "$dest/tx"
+ok $? "and a C++ program (extern \"C\", static_assert)"
 [ -f "$(dirname "$(dirname "$bin")")/include/ncclspy/trace_schema.h" ]
 ok $? "trace_schema.h installed beside trace.h"
 comp=$(find "$dest" -path '*/bash-completion/completions/ncclspy' | head -1)
