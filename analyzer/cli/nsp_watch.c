@@ -32,6 +32,8 @@
 #define NSP_WATCH_QUIET_MAX 3
 /* The communicators it names. */
 #define NSP_WATCH_COMMS_MAX 4
+/* First findings remembered as printed. */
+#define NSP_WATCH_SHOWN_MAX 8
 
 const char nsp_usage_watch[] =
     "usage: ncclspy watch [--interval S] [--hang-after S] DIR\n"
@@ -279,6 +281,11 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
   int tty = isatty(STDOUT_FILENO) == 1, drawn = 0, ended_before = 0, status = 2;
   size_t seen_before = 0, unchanged = 0;
   char shown_key[512] = "", last_status_key[512] = "";
+  /* The first findings whose report was printed: one coming back (a
+   * verdict that goes back and forth as a job dies) is not printed again. */
+  char shown[NSP_WATCH_SHOWN_MAX][512];
+  size_t nshown = 0;
+  int running_seen = 0; /* some process was running at a read */
   long long start = nsp_progress_clock_ns();
   int64_t live_min = (int64_t)(hang_after * 1e9);
   for (;;) {
@@ -295,6 +302,7 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
     size_t nended = 0;
     for (size_t i = 0; i < ntraces; i++) nended += trace_ended(nsp_job_trace(job, i), now);
     int ended = ntraces && nended == ntraces;
+    running_seen |= ntraces && nended < ntraces;
     int final = stop || (ended && ended_before && ntraces == seen_before);
     ended_before = ended;
     seen_before = ntraces;
@@ -309,13 +317,20 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
         return 2;
       }
       printf("ncclspy watch: %s: final report (%s)\n\n", when,
-             ended ? "every process has ended" : "stopped while processes are still running");
+             !ended         ? "stopped while processes are still running"
+             : running_seen ? "every process has ended"
+                            : "every process in the directory had ended before watch began: a finished job; a job "
+                              "started into it later is not watched, give each job its own directory");
       status = nsp_report_text(job, stdout) < 0 ? 2 : status_of(job);
       fflush(stdout);
       nsp_job_destroy(job);
       return status;
     }
+    int again = 0;
+    for (size_t i = 0; i < nshown && *key; i++) again |= !strcmp(shown[i], key);
+    if (*key && strcmp(key, shown_key) && again) snprintf(shown_key, sizeof shown_key, "%s", key);
     if (*key && strcmp(key, shown_key)) {
+      if (nshown < NSP_WATCH_SHOWN_MAX) snprintf(shown[nshown++], sizeof shown[0], "%s", key);
       if (drawn) nsp_status_clear(stdout);
       drawn = 0;
       printf("ncclspy watch: %s: %s while the job runs:\n\n", when,

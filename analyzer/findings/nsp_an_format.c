@@ -350,7 +350,7 @@ size_t nsp_format_end(char *buf, size_t buflen, const struct nsp_job *job, const
       else fmt_cat(buf, buflen, &len, "still running (last heard %.1f s ago)", (double)e->age_ns / 1e9);
       break;
     case NSP_END_KILLED:
-      fmt_cat(buf, buflen, &len, "ended without a clean exit (SIGKILL, the OOM killer or _exit; ");
+      fmt_cat(buf, buflen, &len, "ended without a clean exit (a signal such as SIGKILL, SIGTERM or SIGINT, the OOM killer, or _exit; ");
       if (e->time_ns) {
         fmt_cat(buf, buflen, &len, "last heard at ");
         fmt_rel(buf, buflen, &len, job, e->time_ns);
@@ -404,7 +404,7 @@ void nsp_an_put_side_ends(struct nsp_sbuf *b, const struct nsp_job *job, const s
     nsp_format_side_ranks(rb, sizeof rb, job, f, s);
     nsp_sbuf_printf(b, "; %s", rb);
     if (e0->state == NSP_END_RUNNING) nsp_sbuf_printf(b, " are still running (last heard at most %.1f s ago)", (double)oldest / 1e9);
-    else nsp_sbuf_printf(b, " ended without a clean exit (SIGKILL, the OOM killer or _exit)");
+    else nsp_sbuf_printf(b, " ended without a clean exit (a signal such as SIGKILL, SIGTERM or SIGINT, the OOM killer, or _exit)");
     return;
   }
   size_t shown = 0;

@@ -78,8 +78,8 @@ static int put_caveats(struct nsp_job *job, struct nsp_sbuf *b) {
   if (!rk) return 0; /* the counts stand; b's text is lost with the memory */
   static const char *const said[CAV_N][2] = {
       [CAV_RUNNING] = {" is still running", " are still running"},
-      [CAV_KILLED] = {" ended without a clean exit (SIGKILL, the OOM killer or _exit)",
-                      " ended without a clean exit (SIGKILL, the OOM killer or _exit)"},
+      [CAV_KILLED] = {" ended without a clean exit (a signal such as SIGKILL, SIGTERM or SIGINT, the OOM killer, or _exit)",
+                      " ended without a clean exit (a signal such as SIGKILL, SIGTERM or SIGINT, the OOM killer, or _exit)"},
       [CAV_CRASHED] = {" crashed (a fatal signal)", " crashed (fatal signals)"},
       [CAV_FAILED] = {" exited with a non-zero status (an error, not a clean exit)",
                       " exited with non-zero statuses (errors, not clean exits)"},

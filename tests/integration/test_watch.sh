@@ -20,7 +20,7 @@ trap cleanup EXIT
 cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-echo "1..17"
+echo "1..18"
 
 # A job of the stand-in under the shim, in the background: $job_pid.
 #   start_job DIR CASE [VAR=VALUE...]
@@ -148,4 +148,10 @@ ok $? "export on a terminal: the progress of its readings, cleared at the end"
 NSP_TEST_PROGRESS_DELAY_MS=700 "$ncclspy" export --perfetto -o p6.json live 2>p6.err
 [ $? = 0 ] && [ ! -s p6.err ] && [ -s p6.json ]
 ok $? "export, standard error not a terminal: no progress bytes"
+# A directory whose processes had all ended: the report, and that watch
+# saw no process running (a job started into it later is not watched).
+timeout 20 "$ncclspy" watch --interval 0.2 live >w9.out 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q "had ended before watch began" w9.out && grep -q "^No problems found" w9.out
+ok $? "watch on a finished job: its report, said to be of processes ended before watch began (exit $rc)"
 exit $failed

@@ -818,8 +818,9 @@ static void test_unseen_status(void **state) {
   struct result r = run((const char *[]){"analyze", dir, NULL});
   assert_int_equal(r.status, 3);
   assert_contains(r.out, "\n  No problem found in what the traces show (2 traces, 1 communicator, 10 collective calls, 0\n"
-                         "  send/recv calls), but: rank 1 ended without a clean exit (SIGKILL, the OOM killer or _exit).\n");
-  assert_contains(r.out, "\n            ended without a clean exit (SIGKILL, the OOM killer or _exit; last heard at "
+                         "  send/recv calls), but: rank 1 ended without a clean exit (a signal such as SIGKILL, SIGTERM or\n"
+                         "  SIGINT, the OOM killer, or _exit).\n");
+  assert_contains(r.out, "\n            ended without a clean exit (a signal such as SIGKILL, SIGTERM or SIGINT, the OOM killer, or _exit; last heard at "
                          "+0.000006 s)\n");
   result_free(&r);
   r = run((const char *[]){"analyze", "--json", dir, NULL});

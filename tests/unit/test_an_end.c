@@ -587,13 +587,13 @@ static void test_killed_process(void **state) {
       assert_int_equal(nsp_job_nfindings(job), 0);
       assert_contains(nsp_job_summary(job), "No problem found in what the traces show (2 traces, 1 communicator, 10 "
                                             "collective calls, 0 send/recv calls), but: rank 1 ended without a clean "
-                                            "exit (SIGKILL, the OOM killer or _exit).");
+                                            "exit (a signal such as SIGKILL, SIGTERM or SIGINT, the OOM killer, or _exit).");
       char eb[200];
       nsp_format_end(eb, sizeof eb, job, e);
-      assert_string_equal(eb, "ended without a clean exit (SIGKILL, the OOM killer or _exit; last heard at +0.100007 s)");
+      assert_string_equal(eb, "ended without a clean exit (a signal such as SIGKILL, SIGTERM or SIGINT, the OOM killer, or _exit; last heard at +0.100007 s)");
       char *txt = text_of(job);
       assert_contains(txt, "  rank 1    h1 pid 101, NCCL 2.28.9, 8 records, 5 calls: t1.ncclspy\n            ended "
-                           "without a clean exit (SIGKILL, the OOM killer or _exit; last heard at +0.100007 s)\n");
+                           "without a clean exit (a signal such as SIGKILL, SIGTERM or SIGINT, the OOM killer, or _exit; last heard at +0.100007 s)\n");
       free(txt);
     }
     nsp_job_destroy(job);
