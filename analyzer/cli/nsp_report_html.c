@@ -691,11 +691,19 @@ static void put_swimlane(struct page *pg) {
     int y = TOP + (int)i * LH;
     char lb[64];
     snprintf(lb, sizeof lb, "rank %d", L.ranks[i]);
-    int traced = 0;
-    for (size_t k = 0; k < f->comm->ntraced; k++) traced |= f->comm->ranks[k] == L.ranks[i];
+    int traced = 0, job_rank = -1;
+    for (size_t k = 0; k < f->comm->ntraced; k++)
+      if (f->comm->ranks[k] == L.ranks[i]) {
+        traced = 1;
+        if (f->comm->job_ranks) job_rank = f->comm->job_ranks[k];
+      }
+    /* The process's job rank under its communicator rank, where they differ
+     * (a split communicator), as the headline names it. */
+    char jb[48] = "";
+    if (traced && job_rank >= 0 && job_rank != L.ranks[i]) snprintf(jb, sizeof jb, "job rank %d", job_rank);
     if (i % 2) fprintf(o, "<rect x=\"0\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f7f8fa\"/>\n", y, width, LH);
-    svg_text(pg, 10, y + LH / 2 + (traced ? 0 : -3), "class=\"ln\"", lb);
-    if (!traced) svg_text(pg, 10, y + LH / 2 + 12, "class=\"lx\"", "no trace");
+    svg_text(pg, 10, y + LH / 2 + (traced && !*jb ? 0 : -3), "class=\"ln\"", lb);
+    if (!traced || *jb) svg_text(pg, 10, y + LH / 2 + 12, "class=\"lx\"", traced ? jb : "no trace");
     fprintf(o, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c9cfd9\"/>\n", LW, y + LH / 2, width - 4,
             y + LH / 2);
     if (!traced) continue;

@@ -133,6 +133,19 @@ ok $? "--html with --json: a usage error (2; got $rc)"
 grep -q '</html>' stdout.html
 ok $? "--html without -o: the page on standard output"
 
+# A split communicator (c2d: the DP group {1,3,5,7}): each lane names
+# the process's job rank under its communicator rank, as the headline.
+NSP_STANDIN_TIMEOUT_MS=3000 "$ncclspy" run --no-analyze -d c2d -- "$launch" -n 8 -t 30 -- "$cases" c2d-dp-mismatch \
+  >/dev/null 2>&1
+"$ncclspy" analyze --html -o c2d.html c2d >/dev/null 2>&1
+lanes=$(python3 -c '
+import re, sys
+s = open(sys.argv[1]).read()
+svg = s[s.index("<svg"):s.index("</svg>")]
+print(" ".join(re.findall(r"class=\"l[nx]\">([^<]*)<", svg)))' c2d.html 2>/dev/null)
+[ "$lanes" = "rank 0 job rank 1 rank 1 job rank 3 rank 2 job rank 5 rank 3 job rank 7" ]
+ok $? "a split communicator's lanes: communicator rank and job rank ($lanes)"
+
 echo "1..$n"
 [ $failed = 0 ] || { echo "# chromium's log:"; tail -5 "$work/chromium.log" | sed 's/^/# /'; }
 exit $failed
