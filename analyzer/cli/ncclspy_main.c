@@ -636,6 +636,10 @@ static int parse_comms(const struct nsp_job *job, const char *s, uint64_t **out,
     }
   }
   free(copy);
+  if (!ret && !*n) {
+    fprintf(stderr, "ncclspy export: --comm needs communicator ids or names (ncclspy analyze lists them)\n");
+    ret = -1;
+  }
   return ret;
 }
 

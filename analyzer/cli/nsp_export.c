@@ -40,6 +40,7 @@ struct track {
   uint64_t comm_id, stream;
   uint32_t tid;         /* the CPU track's; GPU tid + 1 */
   const struct nsp_comm_info *comm;
+  int gpu_used;         /* a GPU slice was written on it (its GPU track is named) */
 };
 
 /* A collective's first arrival: its rank's CPU slice. */
@@ -89,12 +90,12 @@ static uint64_t first_key(uint64_t comm_id, uint64_t seq, uint64_t salt) {
 
 /* The track of (trace, comm, stream), numbered at its first call; NULL
  * when out of memory. */
-static const struct track *track_of(struct ex *x, const struct nsp_call_event *e) {
+static struct track *track_of(struct ex *x, const struct nsp_call_event *e) {
   for (uint64_t salt = 0;; salt++) {
     uint64_t key = track_key(e->trace, e->call.comm_id, e->stream, salt);
     size_t *i = nsp_u64map_get(&x->track_by_key, key);
     if (i) {
-      const struct track *t = &x->tracks[*i];
+      struct track *t = &x->tracks[*i];
       if (t->trace == e->trace && t->comm_id == e->call.comm_id && t->stream == e->stream) return t;
       continue;
     }
@@ -102,7 +103,7 @@ static const struct track *track_of(struct ex *x, const struct nsp_call_event *e
         nsp_u64map_put(&x->track_by_key, key, x->ntr) < 0)
       return NULL;
     struct track *t = &x->tracks[x->ntr++];
-    *t = (struct track){e->trace, e->call.comm_id, e->stream, TID_BASE + 2 * x->ntracks[e->trace]++, e->comm};
+    *t = (struct track){e->trace, e->call.comm_id, e->stream, TID_BASE + 2 * x->ntracks[e->trace]++, e->comm, 0};
     return t;
   }
 }
@@ -247,7 +248,7 @@ static void emit_track_meta(struct ex *x) {
     if (!t->comm_id) snprintf(comm, sizeof comm, "no communicator");
     else if (t->comm && t->comm->name[0]) snprintf(comm, sizeof comm, "comm %016" PRIx64 " (%s)", t->comm_id, t->comm->name);
     else snprintf(comm, sizeof comm, "comm %016" PRIx64, t->comm_id);
-    for (int gpu = 0; gpu < 2; gpu++) {
+    for (int gpu = 0; gpu < 1 + t->gpu_used; gpu++) {
       snprintf(name, sizeof name, "%s stream 0x%" PRIx64 " %s", comm, t->stream, gpu ? "GPU" : "CPU");
       emit(x, meta(x, "thread_name", pid, t->tid + (uint32_t)gpu, "name", nsp_json_string(name)));
       emit(x, meta(x, "thread_sort_index", pid, t->tid + (uint32_t)gpu, "sort_index",
@@ -405,7 +406,7 @@ static void emit_slice(struct ex *x, const char *name, const char *cat, uint32_t
 static int64_t inside(int64_t from, int64_t to, int64_t by) { return from + (to - from < by ? to - from : by); }
 
 static void emit_call(struct ex *x, const struct nsp_call_event *e) {
-  const struct track *t = track_of(x, e);
+  struct track *t = track_of(x, e);
   if (!t) {
     x->err = 1;
     return;
@@ -419,10 +420,12 @@ static void emit_call(struct ex *x, const struct nsp_call_event *e) {
   emit_slice(x, full, "nccl,cpu", pid, t->tid, e->enter_ns, end, call_args(x, e));
   if (e->gpu_end_ns) {
     emit_slice(x, name, "nccl,gpu", pid, t->tid + 1, e->gpu_start_ns, e->gpu_end_ns, call_args(x, e));
+    t->gpu_used = 1;
   } else if (e->call.done == 0 && e->exit_ns && !failed) {
     snprintf(full, sizeof full, "%s (never completed)", name);
     emit_slice(x, full, "nccl,gpu", pid, t->tid + 1, e->exit_ns, trace_end(x, e->trace, e->exit_ns),
                call_args(x, e));
+    t->gpu_used = 1;
   }
   if (!flow_eligible(e)) return;
   const struct first *f = first_of(x, e->call.comm_id, e->call.seq, 0);
@@ -581,9 +584,10 @@ int nsp_export_perfetto(const struct nsp_job *job, const struct nsp_export_opts 
   json_object_put(h);
   fputs("},\"traceEvents\":[", out);
   emit_process_meta(&x);
-  emit_track_meta(&x);
   if (!x.err) ret = pass2(&x);
   if (!x.err && ret == 0) emit_findings(&x);
+  /* The tracks' names last: only GPU tracks that got a slice are named. */
+  emit_track_meta(&x);
   fputs("\n]}\n", out);
   if (ret == 0 && (x.err || ferror(out))) ret = -1;
 out:

@@ -16,7 +16,7 @@ cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 checks() { python3 "$check" "$@" | sed 's/^/# /'; return "${PIPESTATUS[0]}"; }
-echo "1..15"
+echo "1..17"
 
 NSP_STANDIN_TIMEOUT_MS=2000 "$ncclspy" run --no-analyze -d c02 -- "$launch" -n 4 -- "$cases" c02 >/dev/null 2>&1
 "$ncclspy" export --perfetto c02 -o c02.json
@@ -43,7 +43,7 @@ ok $(( rc || $? )) "c11 on 2xH200: GPU slices from the timed completions (seq 4 
 "$ncclspy" export --perfetto --ranks 1 c02 -o r1.json && checks r1.json processes=1 ranks=1 slices=1 finding:dtype-mismatch=1
 ok $? "--ranks 1: rank 1's process only"
 
-comm=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traceEvents"][-1]["args"]["comm"][:6])' c02.json)
+comm=$(python3 -c 'import json,sys; print(next(e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X")["args"]["comm"][:6])' c02.json)
 "$ncclspy" export --perfetto --comm "$comm" c02 -o comm.json && checks comm.json processes=4 slices=4 flows=3
 ok $? "--comm $comm (a prefix of the id): its calls"
 
@@ -89,6 +89,19 @@ PY
 out=$(python3 "$check" broken.json)
 [ $? = 1 ] && echo "$out" | grep -q "1 start(s), 0 finish(es)"
 ok $? "the checker fails a file whose flow has no end ($(echo "$out" | head -1 | cut -c1-80))"
+
+"$ncclspy" export --perfetto --comm "" c02 -o none.json 2>none.err
+[ $? = 2 ] && grep -q -- "--comm needs communicator ids" none.err
+ok $? "--comm with no id: a usage error, not every communicator"
+# Only GPU tracks that hold a slice are named (the CPU stand-in times none).
+python3 -c '
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = [e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
+used = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "X"}
+named = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+sys.exit(0 if names and named == used else 1)' c02.json
+ok $? "every track named holds a slice, every slice's track is named"
 
 # A job too dense for a browser, exported without a choice: the window
 # shrinks until about the limit of events fits, inside the job (c10's
