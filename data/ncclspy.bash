@@ -41,6 +41,9 @@ _ncclspy() {
       done
       COMPREPLY=($(compgen -W "-- --dir --no-analyze --help" -- "$cur")) ;;
     watch)
+      case ${COMP_WORDS[COMP_CWORD-1]} in
+        --interval | --hang-after) return ;; # seconds: nothing to offer
+      esac
       case $cur in
         -*) COMPREPLY=($(compgen -W "--interval --hang-after --help" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -d -- "$cur")) ;;

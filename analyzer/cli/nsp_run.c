@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -255,6 +256,9 @@ int nsp_cmd_run(int argc, char **argv, int (*analyze)(const char *dir)) {
   if (WIFSIGNALED(status)) {
     /* End as the command did: the same signal, its default action. */
     int sig = WTERMSIG(status);
+    /* The command dumped its core if it was to; not ncclspy's as well. */
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
     signal(sig, SIG_DFL);
     sigset_t set;
     sigemptyset(&set);

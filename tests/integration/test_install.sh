@@ -10,7 +10,7 @@ dest=$(mktemp -d /tmp/nsp-install-XXXXXX)
 trap 'rm -rf "$dest"' EXIT
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-echo "1..7"
+echo "1..8"
 DESTDIR=$dest meson install -C "$build" --no-rebuild --quiet >"$dest/install.log" 2>&1
 ok $? "meson install into $dest"
 bin=$(find "$dest" -path '*/bin/ncclspy' | head -1)
@@ -32,6 +32,9 @@ comp=$(find "$dest" -path '*/bash-completion/completions/ncclspy' | head -1)
 [ -n "$comp" ] && bash -c "source '$comp' && complete -p ncclspy" >/dev/null 2>&1 &&
   [ "$(bash -c "source '$comp'; COMP_WORDS=(ncclspy ru); COMP_CWORD=1; _ncclspy; echo \${COMPREPLY[*]}")" = run ]
 ok $? "bash completion installed and completes 'ncclspy ru' to run"
+got=$(cd "$dest" && bash -c "source '$comp'; COMP_WORDS=(ncclspy watch --interval ''); COMP_CWORD=3; _ncclspy; echo \"\${COMPREPLY[*]}\"")
+[ -z "$got" ]
+ok $? "it offers no file names after watch --interval (seconds) (got: $got)"
 if [ -f "$build/docs/ncclspy.1" ]; then
   mandir=$(dirname "$(dirname "$(find "$dest" -path '*/man1/ncclspy.1' | head -1)")")
   [ -f "$mandir/man7/libncclspy.7" ] && [ "$(MANPATH=$mandir man -w ncclspy 2>/dev/null)" = "$mandir/man1/ncclspy.1" ] &&
