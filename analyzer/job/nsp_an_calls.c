@@ -33,7 +33,8 @@ struct calls_ready {
 };
 
 struct nsp_calls {
-  struct nsp_job *progress_job; /* the job, for its progress callback only (bookkeeping, not content) */
+  struct nsp_job *progress_job; /* the job, for its progress callback and its symbol cache (bookkeeping) */
+  struct nsp_u64map symbolized; /* (trace << 32 | site id) of the native sites already given file:line */
   const struct nsp_job *job;
   struct nsp_calls_filter f;  /* arrays owned, sorted */
   uint64_t *comms;
@@ -161,6 +162,13 @@ static void set_sites(const struct nsp_calls *it, struct nsp_call_event *ev, uin
 /* Queues ev (and a copy of last_error) when it passes the filter. */
 static int push(struct nsp_calls *it, const struct nsp_call_event *ev, const char *last_error) {
   if (!passes(it, ev)) return 0;
+  /* A site's frames as function and file:line (libdw), once per site, as
+   * the report gives them. */
+  uint64_t key = (uint64_t)ev->trace << 32 | ev->site_id;
+  if (ev->site && !nsp_u64map_get(&it->symbolized, key)) {
+    NSP_TRY(nsp_u64map_put(&it->symbolized, key, 1));
+    NSP_TRY(nsp_an_symbolize_stack(it->progress_job, it->job->traces[ev->trace], ev->site));
+  }
   NSP_TRY(nsp_grow(&it->q, &it->qcap, it->qn + 1, sizeof *it->q));
   struct calls_ready *c = &it->q[it->qn];
   c->ev = *ev;
@@ -451,5 +459,6 @@ void nsp_calls_close(struct nsp_calls *it) {
   free(it->comms);
   free(it->ranks);
   free(it->windows);
+  nsp_u64map_free(&it->symbolized);
   free(it);
 }

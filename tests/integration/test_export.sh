@@ -16,7 +16,7 @@ cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 checks() { python3 "$check" "$@" | sed 's/^/# /'; return "${PIPESTATUS[0]}"; }
-echo "1..17"
+echo "1..18"
 
 NSP_STANDIN_TIMEOUT_MS=2000 "$ncclspy" run --no-analyze -d c02 -- "$launch" -n 4 -- "$cases" c02 >/dev/null 2>&1
 "$ncclspy" export --perfetto c02 -o c02.json
@@ -102,6 +102,17 @@ used = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "X"}
 named = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
 sys.exit(0 if names and named == used else 1)' c02.json
 ok $? "every track named holds a slice, every slice's track is named"
+
+# The native site as the report names it (function and file:line with
+# libdw, module+offset without).
+want=$("$ncclspy" analyze c02 2>/dev/null | grep -o -m1 "at nsp_cases_allreduce ([^)]*)" | sed 's/^at //')
+got=$(python3 -c '
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+print(sorted({e["args"].get("site", "") for e in ev if e["ph"] == "X"})[0])' c02.json)
+if [ -n "$want" ]; then case $got in "nsp_cases_allreduce ("*"${want#nsp_cases_allreduce (}") r=0 ;; *) r=1 ;; esac
+else case $got in *nsp_cases+0x*) r=0 ;; *) r=1 ;; esac; fi
+ok $r "slices' site: as the report names it (report: ${want:-module+offset}; export: $got)"
 
 # A job too dense for a browser, exported without a choice: the window
 # shrinks until about the limit of events fits, inside the job (c10's
