@@ -10,9 +10,9 @@
  * that names its job -- every rank of `srun ncclspy run -- ...` must write
  * into one directory -- else ncclspy-<date>-<time>), and runs the command
  * in a child.  The child has the terminal; SIGINT and SIGQUIT from the
- * terminal reach it as they reach us (same process group), and we ignore
- * them while it runs; SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to us are
- * passed on to it.  When it ends the analysis of the directory goes to
+ * terminal reach it as they reach us (same process group), and we pass
+ * them on only when a process sent them to us; SIGTERM, SIGHUP, SIGUSR1
+ * and SIGUSR2 sent to us are passed on to it.  When it ends the analysis of the directory goes to
  * stderr (not under a launcher's rank other than 0: one report per job),
  * then ncclspy ends as the command did: its exit status, or the same
  * signal. */
