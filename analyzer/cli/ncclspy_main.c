@@ -134,7 +134,7 @@ static const char nsp_usage_export[] =
     "\n"
     "A job of more than 256 ranks or about 2 million events, exported with none\n"
     "of --from, --to, --comm, --ranks, is cut to a window around the first\n"
-    "finding (the end of the traces without one): 10 s, or shorter so that\n"
+    "finding (the last call without one): 10 s, or shorter so that\n"
     "about 2 million events fit; standard error says which.\n"
     "\n"
     "exit status: 0 written, 2 usage error, no readable trace, a --comm or --ranks\n"
@@ -754,8 +754,8 @@ static int cmd_export(int argc, char **argv) {
   FILE *out = stdout;
   if (output && output_is_loaded_trace(output, job)) goto out;
   if (output && !(out = open_output(output))) goto out;
-  uint64_t nev = 0;
-  r = nsp_export_perfetto(job, &eo, out, &nev);
+  uint64_t nev = 0, nslices = 0;
+  r = nsp_export_perfetto(job, &eo, out, &nev, &nslices);
   nsp_progress_end(progress);
   progress = NULL;
   if (out != stdout && fclose(out) != 0 && r == 0) r = -1;
@@ -764,6 +764,9 @@ static int cmd_export(int argc, char **argv) {
             r == -1 ? "" : ": ", r == -1 ? "" : nsp_an_strerror(r));
     goto out;
   }
+  if (!nslices)
+    fprintf(stderr, "ncclspy export: no call in what was chosen (window, communicators, ranks): the file holds "
+                    "the processes only\n");
   if (nev > max_events)
     fprintf(stderr, "ncclspy export: %llu events written: a browser may not open a file this big; choose with "
                     "--from, --to, --comm, --ranks\n", (unsigned long long)nev);

@@ -75,6 +75,7 @@ struct ex {
   struct want *wants;
   size_t nwant, wcap;
   uint64_t nevents, flow_id;
+  uint64_t nslices; /* CPU and GPU slices written */
   int err;              /* a write failed or memory ran out */
 };
 
@@ -391,6 +392,7 @@ static void slice_name(char *buf, size_t len, const struct nsp_call_event *e) {
 
 static void emit_slice(struct ex *x, const char *name, const char *cat, uint32_t pid, uint32_t tid, int64_t from,
                        int64_t to, json_object *args) {
+  x->nslices++;
   json_object *o = ev_new(x, "X", name, cat, pid, tid, from);
   if (!o) {
     json_object_put(args);
@@ -526,15 +528,21 @@ void nsp_export_default_window(const struct nsp_job *job, uint64_t estimate, uin
   }
   if (len < 1e3) len = 1e3; /* 1 us at least */
   int64_t at = 0;
-  *what = "the end of the traces (no finding with a time)";
+  *what = "around the last call (no finding with a time)";
   for (size_t k = 0; k < nsp_job_nfindings(job) && !at; k++) {
     int64_t t = nsp_job_finding(job, k)->time_ns;
     if (!t || nsp_finding_kind_is_env(nsp_job_finding(job, k)->kind)) continue;
     at = t;
     *what = "around the first finding";
   }
-  *from_ns = at ? at - (int64_t)(len / 2) : end + 1 - (int64_t)len;
-  *to_ns = at ? at + (int64_t)(len / 2) : end + 1;
+  /* Without a finding: up to the last call any process entered (a job's
+   * last seconds may hold none: a checkpoint, ranks exiting). */
+  int64_t last = 0;
+  for (size_t i = 0; i < nsp_job_ntraces(job); i++)
+    if (nsp_job_trace_last_call_ns(job, i) > last) last = nsp_job_trace_last_call_ns(job, i);
+  if (!last || last > end) last = end;
+  *from_ns = at ? at - (int64_t)(len / 2) : last + 1 - (int64_t)len / 2;
+  *to_ns = at ? at + (int64_t)(len / 2) : last + 1 + (int64_t)len / 2;
   if (*from_ns < start) *from_ns = start;
   if (*to_ns > end + 1) *to_ns = end + 1;
 }
@@ -557,7 +565,8 @@ int nsp_export_parse_time(const char *s, int64_t *ns) {
   return 0;
 }
 
-int nsp_export_perfetto(const struct nsp_job *job, const struct nsp_export_opts *o, FILE *out, uint64_t *nevents) {
+int nsp_export_perfetto(const struct nsp_job *job, const struct nsp_export_opts *o, FILE *out, uint64_t *nevents,
+                        uint64_t *nslices) {
   struct ex x;
   memset(&x, 0, sizeof x);
   x.job = job;
@@ -592,6 +601,7 @@ int nsp_export_perfetto(const struct nsp_job *job, const struct nsp_export_opts 
   if (ret == 0 && (x.err || ferror(out))) ret = -1;
 out:
   if (nevents) *nevents = x.nevents;
+  if (nslices) *nslices = x.nslices;
   free(x.pid);
   free(x.ntracks);
   free(x.tracks);

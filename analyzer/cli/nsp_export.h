@@ -30,7 +30,8 @@ struct nsp_export_opts {
 uint64_t nsp_export_estimate(const struct nsp_job *job);
 
 /* The window used when a big job is exported without a choice, centred
- * on the first finding that has a time (without one: the traces' end),
+ * on the first finding that has a time (without one: the last call any
+ * process entered),
  * 2 x NSP_EXPORT_AROUND_NS long or shorter: as long as the job's mean
  * rate of events (estimate over the job's span) fills with about
  * max_events (NSP_EXPORT_MAX_EVENTS), 1 us at least; always inside the job.  *what (a
@@ -40,10 +41,11 @@ void nsp_export_default_window(const struct nsp_job *job, uint64_t estimate, uin
 
 /* Writes the trace of an analysed job to out, streamed (one event at a
  * time; memory: the iterator's, a word per collective in the window for
- * the flows, a track table per process).  *nevents (may be NULL) gets the
- * events written.  Returns 0, -1 when writing failed, or a negative
+ * the flows, a track table per process).  *nevents and *nslices (may be
+ * NULL) get the events and the slices (CPU and GPU) written.  Returns 0, -1 when writing failed, or a negative
  * NSP_AN_* error. */
-int nsp_export_perfetto(const struct nsp_job *job, const struct nsp_export_opts *o, FILE *out, uint64_t *nevents);
+int nsp_export_perfetto(const struct nsp_job *job, const struct nsp_export_opts *o, FILE *out, uint64_t *nevents,
+                        uint64_t *nslices);
 
 /* Parses a time as the options take it, relative to the job's start:
  * "12.5s", "300ms", "40us", "100ns", "1.5" (seconds), a leading '+'

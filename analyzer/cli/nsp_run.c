@@ -91,17 +91,38 @@ static void pass_on_sent(int sig, siginfo_t *info, void *uc) {
   if (info && info->si_code <= 0) pass_on(sig);
 }
 
-/* mkdir -p: dir and its missing parents.  0, or -1 with errno. */
-static int make_dirs(const char *dir) {
+/* mkdir -p: dir and its missing parents; *made (may be NULL) the number
+ * of them this call made, the deepest last.  0, or -1 with errno. */
+static int make_dirs(const char *dir, int *made) {
   char path[PATH_MAX];
+  int n = 0;
+  if (made) *made = 0;
   if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return errno = ENAMETOOLONG, -1;
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
+  for (char *p = path + 1;; p++) {
+    if (*p && *p != '/') continue;
+    char c = *p;
     *p = '\0';
-    if (mkdir(path, 0777) < 0 && errno != EEXIST) return -1;
-    *p = '/';
+    if (mkdir(path, 0777) == 0) n++;
+    else if (errno != EEXIST) return -1;
+    if (made) *made = n;
+    if (!c) return 0;
+    *p = c;
   }
-  return mkdir(path, 0777) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Removes the last `made` components of dir that make_dirs made (empty
+ * ones only), deepest first. */
+static void unmake_dirs(const char *dir, int made) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s", dir);
+  for (int i = 0; i < made; i++) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') path[--n] = '\0';
+    if (rmdir(path) < 0) return;
+    char *slash = strrchr(path, '/');
+    if (!slash || slash == path) return;
+    *slash = '\0';
+  }
 }
 
 /* Whether dir already holds a trace (*.ncclspy). */
@@ -151,7 +172,13 @@ int nsp_cmd_run(int argc, char **argv, int (*analyze)(const char *dir)) {
   optind = 1;
   while ((c = getopt_long(argc, argv, "+:d:h", opts, NULL)) != -1) {
     switch (c) {
-      case 'd': dir = optarg; break;
+      case 'd':
+        if (!*optarg) {
+          fprintf(stderr, "ncclspy run: -d needs a directory; see `ncclspy help run`\n");
+          return 2;
+        }
+        dir = optarg;
+        break;
       case 'n': no_analyze = 1; break;
       case 'h': fputs(nsp_usage_run, stdout); return 0;
       default:
@@ -186,8 +213,8 @@ int nsp_cmd_run(int argc, char **argv, int (*analyze)(const char *dir)) {
     dir = made;
   }
   struct stat st;
-  int existed = stat(dir, &st) == 0;
-  int bad = make_dirs(dir) < 0 || stat(dir, &st) < 0 || (!S_ISDIR(st.st_mode) && (errno = ENOTDIR)) ||
+  int existed = stat(dir, &st) == 0, nmade = 0;
+  int bad = make_dirs(dir, &nmade) < 0 || stat(dir, &st) < 0 || (!S_ISDIR(st.st_mode) && (errno = ENOTDIR)) ||
             access(dir, W_OK | X_OK) < 0;
   if (bad) {
     fprintf(stderr, "ncclspy run: cannot write traces into %s: %s\n", dir, strerror(errno));
@@ -247,7 +274,7 @@ int nsp_cmd_run(int argc, char **argv, int (*analyze)(const char *dir)) {
   char x;
   int exec_failed = execfd[0] >= 0 && read(execfd[0], &x, 1) == 1;
   if (execfd[0] >= 0) close(execfd[0]);
-  if (exec_failed && !existed) rmdir(dir); /* made for a command that never ran */
+  if (exec_failed && !existed) unmake_dirs(dir, nmade); /* made for a command that never ran */
   long rank = launcher_rank();
   if (!no_analyze && !exec_failed && rank <= 0 && analyze) {
     fprintf(stderr, "\n== ncclspy analyze %s ==\n", dir);

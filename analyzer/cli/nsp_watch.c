@@ -329,7 +329,8 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
     int again = 0;
     for (size_t i = 0; i < nshown && *key; i++) again |= !strcmp(shown[i], key);
     if (*key && strcmp(key, shown_key) && again) snprintf(shown_key, sizeof shown_key, "%s", key);
-    if (*key && strcmp(key, shown_key)) {
+    /* Only while some process runs: a finished job's report is the final one. */
+    if (*key && strcmp(key, shown_key) && running_seen) {
       if (nshown < NSP_WATCH_SHOWN_MAX) snprintf(shown[nshown++], sizeof shown[0], "%s", key);
       if (drawn) nsp_status_clear(stdout);
       drawn = 0;

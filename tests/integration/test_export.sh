@@ -16,7 +16,7 @@ cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 checks() { python3 "$check" "$@" | sed 's/^/# /'; return "${PIPESTATUS[0]}"; }
-echo "1..18"
+echo "1..19"
 
 NSP_STANDIN_TIMEOUT_MS=2000 "$ncclspy" run --no-analyze -d c02 -- "$launch" -n 4 -- "$cases" c02 >/dev/null 2>&1
 "$ncclspy" export --perfetto c02 -o c02.json
@@ -120,8 +120,12 @@ ok $r "slices' site: as the report names it (report: ${want:-module+offset}; exp
 NSP_STANDIN_TIMEOUT_MS=3000 "$ncclspy" run --no-analyze -d c10 -- "$launch" -n 4 -- "$cases" c10 >/dev/null 2>&1
 NSP_EXPORT_MAX_EVENTS=2000 "$ncclspy" export --perfetto c10 -o dense.json 2>dense.err
 nev=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["traceEvents"]))' dense.json 2>/dev/null)
+nsl=$(python3 -c 'import json, sys; print(sum(e["ph"] == "X" for e in json.load(open(sys.argv[1]))["traceEvents"]))' dense.json 2>/dev/null)
 all=$("$ncclspy" export --perfetto c10 2>/dev/null | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["traceEvents"]))')
-[ -n "$nev" ] && [ "$nev" -le 2100 ] && [ "$all" -gt 20000 ] && grep -q "writing only +[0-9]" dense.err &&
+[ -n "$nev" ] && [ "$nev" -le 2100 ] && [ "${nsl:-0}" -ge 100 ] && [ "$all" -gt 20000 ] && grep -q "writing only +[0-9]" dense.err &&
   ! grep -q -- "+-" dense.err && python3 "$check" dense.json >/dev/null
-ok $? "a dense job: the default window holds about the limit of events ($nev of $all; $(cut -c1-120 dense.err))"
+ok $? "a dense job: the default window holds about the limit of events, calls among them ($nev of $all, $nsl slices; $(cut -c1-120 dense.err))"
+"$ncclspy" export --perfetto --from 500s c02 -o past.json 2>past.err
+[ $? = 0 ] && grep -q "no call in what was chosen" past.err
+ok $? "a window past the job's end: the file, and a note that it holds no call"
 exit $failed

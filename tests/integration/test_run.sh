@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-echo "1..15"
+echo "1..16"
 
 shim=$("$ncclspy" shim-path)
 [ -f "$shim" ] && [ "${shim##*/}" = libncclspy.so ] && [ "${shim#/}" != "$shim" ]
@@ -77,10 +77,10 @@ rc=$?
 [ $rc = 130 ]
 ok $? "SIGINT sent to ncclspy by a process reaches the command (130; got $rc)"
 
-"$ncclspy" run -d d9 -- /nonexistent-command >out9 2>err9
+"$ncclspy" run -d d9/sub/job -- /nonexistent-command >out9 2>err9
 rc=$?
 [ $rc = 127 ] && [ ! -e d9 ] && ! grep -q "analyze" err9
-ok $? "a command that never ran: no directory left, no analysis (got $rc; $(tr '\n' ' ' <err9))"
+ok $? "a command that never ran: no directory left (nor the parents -d made), no analysis (got $rc; $(tr '\n' ' ' <err9))"
 
 NSP_STANDIN_TIMEOUT_MS=2000 "$ncclspy" run -d deep/er/job -- "$launch" -n 2 -- "$cases" c01 >/dev/null 2>err10
 [ "$(ls deep/er/job/*.ncclspy 2>/dev/null | wc -l)" = 2 ]
@@ -95,4 +95,8 @@ ok $? "-d naming a file: 2 before the command runs (got $rc: $(cat err11))"
 NSP_STANDIN_TIMEOUT_MS=2000 "$ncclspy" run -d deep/er/job -- "$launch" -n 2 -- "$cases" c01 >/dev/null 2>err12
 grep -q "deep/er/job already holds traces of an earlier run" err12
 ok $? "a directory reused: run says so before the job"
+"$ncclspy" run -d "" -- true 2>err13
+rc=$?
+[ $rc = 2 ] && grep -q -- "-d needs a directory" err13
+ok $? "-d with an empty name: a usage error (got $rc)"
 exit $failed

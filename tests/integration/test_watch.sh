@@ -20,7 +20,7 @@ trap cleanup EXIT
 cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-echo "1..18"
+echo "1..19"
 
 # A job of the stand-in under the shim, in the background: $job_pid.
 #   start_job DIR CASE [VAR=VALUE...]
@@ -152,6 +152,12 @@ ok $? "export, standard error not a terminal: no progress bytes"
 # saw no process running (a job started into it later is not watched).
 timeout 20 "$ncclspy" watch --interval 0.2 live >w9.out 2>&1
 rc=$?
-[ $rc = 0 ] && grep -q "had ended before watch began" w9.out && grep -q "^No problems found" w9.out
+[ $rc = 0 ] && grep -q "had ended before watch began" w9.out && grep -q "^No problems found" w9.out &&
+  ! grep -q "while the job runs" w9.out
 ok $? "watch on a finished job: its report, said to be of processes ended before watch began (exit $rc)"
+timeout 20 "$ncclspy" watch --interval 0.2 hang >w10.out 2>&1
+rc=$?
+[ $rc = 1 ] && [ "$(grep -c "^ncclspy report:" w10.out)" = 1 ] && ! grep -q "while the job runs" w10.out &&
+  grep -q "(hang)" w10.out
+ok $? "watch on a finished job with a finding: the final report once, never 'while the job runs' (exit $rc)"
 exit $failed
