@@ -59,7 +59,11 @@ static void put_signal(struct nsp_sbuf *b, const struct nsp_signal *s, uint32_t 
 static void put_where(struct nsp_sbuf *b, const struct nsp_signal *s) {
   if (!s->stack || !s->stack->nframes) return;
   const struct nsp_frame *f = &s->stack->frames[0];
-  if (f->symbol[0]) nsp_sbuf_printf(b, " in %s (%s+0x%llx)", f->symbol, base_name(f->module), (unsigned long long)f->offset);
+  /* As the stack below names it: function and file:line from the debug
+   * information when there is some (nsp_an_symbolize.c). */
+  if (f->function && f->file && f->line > 0)
+    nsp_sbuf_printf(b, " in %s (%s:%d)", f->function, base_name(f->file), f->line);
+  else if (f->symbol[0]) nsp_sbuf_printf(b, " in %s (%s+0x%llx)", f->symbol, base_name(f->module), (unsigned long long)f->offset);
   else nsp_sbuf_printf(b, " at %s+0x%llx", f->module[0] ? base_name(f->module) : "?", (unsigned long long)f->offset);
   /* Where it hit, when that frame was left out: inside NCCL. */
   const char *m0 = base_name(s->first_module);

@@ -199,6 +199,8 @@ struct analysis {
   int nfindings, first_is_signal, all_follow, text_ok;
   int odd_rank, signo;
   char sym[128], err_cause[32];
+  char where[256]; /* what the message says after the signal: " in FUNCTION (FILE:LINE)" */
+  int where_lines; /* the first frame of the stack has file:line (libdw) */
 };
 
 static void analyse(struct run *run, const char *want_text, struct analysis *a) {
@@ -218,6 +220,12 @@ static void analyse(struct run *run, const char *want_text, struct analysis *a) 
     a->odd_rank = f0->odd_ranks[0];
     a->signo = p->signal ? p->signal->signo : -1;
     if (p->site && p->site->nframes) snprintf(a->sym, sizeof a->sym, "%s", p->site->frames[0].symbol);
+    if (p->signal && p->signal->stack && p->signal->stack->nframes) {
+      const struct nsp_frame *fr = &p->signal->stack->frames[0];
+      a->where_lines = fr->function && fr->file && fr->line > 0;
+      const char *in = strstr(f0->message, " in ");
+      snprintf(a->where, sizeof a->where, "%.*s", in ? (int)strcspn(in, ")") + 1 : 0, in ? in : "");
+    }
   }
   a->all_follow = a->first_is_signal;
   snprintf(a->err_cause, sizeof a->err_cause, "none");
@@ -285,6 +293,9 @@ static void test_segv(void) {
   ok(a.first_is_signal && a.odd_rank == 1 && a.signo == SIGSEGV && !strcmp(a.sym, "nsp_sigjob_segv"),
      "segv: the analyzer's first finding is the signal: rank %d, signal %d, first frame %s", a.odd_rank, a.signo,
      a.sym);
+  ok(!a.where_lines || !strncmp(a.where, " in nsp_sigjob_segv (nsp_sigjob.c:", 34),
+     "segv: the message names where it died as the stack does (function and file:line with debug information):%s",
+     a.where);
   ok(a.all_follow && strcmp(a.err_cause, "none") && a.text_ok,
      "segv: the %d other findings follow from it (the error's cause: %s); the text report says \"died of SIGSEGV\"",
      a.nfindings - 1, a.err_cause);
