@@ -22,6 +22,7 @@ void nsp_job_destroy(struct nsp_job *job) {
   for (size_t i = 0; i < job->ncomms; i++) nsp_an_comm_free(job->comms[i]);
   free(job->comms);
   nsp_u64map_free(&job->comm_by_id);
+  nsp_u64map_free(&job->trace_by_process);
   for (size_t i = 0; i < job->nmembers; i++) nsp_an_member_free(&job->members[i]);
   free(job->members);
   for (size_t i = 0; i < job->nnotes; i++) free(job->notes[i]);

@@ -500,6 +500,8 @@ static int reload(struct nsp_job *job, const unsigned char *sel) {
   job->ncomms = 0;
   nsp_u64map_free(&job->comm_by_id);
   memset(&job->comm_by_id, 0, sizeof job->comm_by_id);
+  nsp_u64map_free(&job->trace_by_process);
+  memset(&job->trace_by_process, 0, sizeof job->trace_by_process);
   for (size_t i = 0; i < job->nmembers; i++) nsp_an_member_free(&job->members[i]);
   job->nmembers = 0;
   nsp_an_progress_phase(job, NSP_PROGRESS_REREAD, nk, bytes);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "nsp_an_model.h"
+#include "nsp_hash.h"
 #include "nsp_launchers.h"
 #include "nsp_schema.h"
 #include "nsp_names.h"
@@ -933,6 +934,21 @@ static void finish_inflight(struct nsp_job *job, struct nsp_trace *t, uint64_t f
   }
 }
 
+/* The key of the process that wrote a trace: its header's host, pid and
+ * clock pair (a trace's copies share it). */
+static uint64_t process_key(const struct nsp_file_header *h) {
+  uint64_t k = nsp_fnv1a(NSP_FNV_INIT, h->host, strnlen(h->host, sizeof h->host));
+  k = nsp_fnv1a(k, &h->pid, sizeof h->pid);
+  k = nsp_fnv1a(k, &h->realtime_ns, sizeof h->realtime_ns);
+  return nsp_fnv1a(k, &h->monotonic_ns, sizeof h->monotonic_ns);
+}
+
+/* Whether trace o was written by the process of header h. */
+static int same_process(const struct nsp_trace *o, const struct nsp_file_header *h) {
+  return o->info.pid == h->pid && o->info.realtime_ns == (int64_t)h->realtime_ns &&
+         o->info.monotonic_ns == (int64_t)h->monotonic_ns && !strncmp(o->hdr_host, h->host, sizeof h->host);
+}
+
 /* At the end of a trace with completion tracking: what is still in the
  * table never completed, unless the process died (a fatal signal, or its
  * last records came from the crash ring: died) too soon after the call to
@@ -1020,12 +1036,17 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   }
   const struct nsp_file_header *h = nsp_reader_header(r);
   /* A copy of a trace already added (same host, pid and clock pair in the
-   * header: one process) would claim its ranks a second time. */
-  for (size_t i = 0; i < job->ntraces; i++) {
+   * header: one process) would claim its ranks a second time.  Found by
+   * the process's hash; a hash shared by two processes falls back to
+   * comparing every trace. */
+  uint64_t who = process_key(h);
+  const size_t *seen = nsp_u64map_get(&job->trace_by_process, who);
+  size_t from = 0, to = 0;
+  if (seen && *seen < job->ntraces && same_process(job->traces[*seen], h)) from = *seen, to = *seen + 1;
+  else if (seen) to = job->ntraces;
+  for (size_t i = from; i < to; i++) {
     const struct nsp_trace *o = job->traces[i];
-    if (o->info.pid != h->pid || o->info.realtime_ns != (int64_t)h->realtime_ns ||
-        o->info.monotonic_ns != (int64_t)h->monotonic_ns || strncmp(o->hdr_host, h->host, sizeof h->host))
-      continue;
+    if (!same_process(o, h)) continue;
     size_t size = nsp_reader_size(r);
     free(mem);
     nsp_reader_destroy(r);
@@ -1053,6 +1074,11 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   }
   size_t ti = job->ntraces;
   job->traces[job->ntraces++] = t; /* owned by the job from here on */
+  if (!seen && nsp_u64map_put(&job->trace_by_process, who, ti) < 0) {
+    free(mem);
+    nsp_reader_destroy(r);
+    return NSP_AN_ENOMEM;
+  }
   t->mem = mem;
   t->mem_len = mem_len;
   t->size = nsp_reader_size(r);

@@ -434,6 +434,8 @@ struct nsp_job {
   struct nsp_an_comm **comms;
   size_t ncomms, comms_cap;
   struct nsp_u64map comm_by_id;
+  struct nsp_u64map trace_by_process; /* FNV-1a of a header's host, pid and clock pair -> the
+                                         first trace of that process (copies found in O(1)) */
   struct nsp_member *members;
   size_t nmembers, members_cap;
   char **notes;
