@@ -419,6 +419,49 @@ static int analyze_status(const struct nsp_job *job) {
                                                         : NSP_EXIT_CLEAN;
 }
 
+/* What analyze, perf and export share before their analysis: a new job
+ * (*jobp), the -o guard, the tests' fixed "now", the progress line on a
+ * terminal (*progress, for the caller to end), the paths of
+ * argv[first..] read and the run chosen.  Returns 0, or an exit status
+ * with *why (for --json's error object) saying what failed. */
+static int open_job(const char *cmd, const char *output, const char *run, int argc, char **argv, int first,
+                    struct nsp_job **jobp, struct nsp_progress **progress, const char **why, char *whybuf,
+                    size_t whylen) {
+  struct nsp_job *job = *jobp = nsp_job_create();
+  if (!job) {
+    fprintf(stderr, "ncclspy: out of memory\n");
+    *why = "out of memory";
+    return NSP_EXIT_USAGE;
+  }
+  if (output && output_clobbers_input(output, argc, argv, first)) {
+    *why = "-o would overwrite an input trace";
+    return NSP_EXIT_USAGE;
+  }
+  /* Tests fix the analysis's "now" (a live process is one heard from
+   * lately); not a user setting. */
+  const char *now = getenv("NSP_ANALYZE_NOW_NS");
+  if (now && *now) {
+    char *end;
+    long long v = strtoll(now, &end, 10);
+    if (*end || v <= 0 || nsp_job_set_now(job, v) < 0) {
+      *why = "NSP_ANALYZE_NOW_NS is not a time in ns";
+      return usage_error(cmd, *why, NULL);
+    }
+  }
+  /* On a terminal, after a second: files read, records per second; the
+   * line is cleared before anything else is said. */
+  *progress = nsp_progress_start(cmd);
+  nsp_job_set_progress(job, nsp_progress_update, *progress);
+  int status = load_paths(job, argc, argv, first, why, whybuf, whylen);
+  if (status) return status;
+  if (run && nsp_job_select_run(job, run) < 0) {
+    fprintf(stderr, "ncclspy: out of memory\n");
+    *why = "out of memory";
+    return NSP_EXIT_USAGE;
+  }
+  return 0;
+}
+
 /* `analyze` and `perf`: options, loading, analysis, the report.  Exit
  * status: perf NSP_EXIT_CLEAN, analyze NSP_EXIT_FINDINGS when it found
  * something; NSP_EXIT_USAGE on any failure. */
@@ -456,41 +499,11 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
 
   const char *why = NULL; /* what failed, when the report was not written */
   char whybuf[1024];
-  int status = NSP_EXIT_USAGE;
   struct nsp_progress *progress = NULL;
-  struct nsp_job *job = nsp_job_create();
-  if (!job) {
-    fprintf(stderr, "ncclspy: out of memory\n");
-    why = "out of memory";
-    goto out;
-  }
-  if (output && output_clobbers_input(output, argc, argv, optind)) {
-    why = "-o would overwrite an input trace";
-    goto out;
-  }
-  /* Tests fix the analysis's "now" (a live process is one heard from
-   * lately); not a user setting. */
-  const char *now = getenv("NSP_ANALYZE_NOW_NS");
-  if (now && *now) {
-    char *end;
-    long long v = strtoll(now, &end, 10);
-    if (*end || v <= 0 || nsp_job_set_now(job, v) < 0) {
-      why = "NSP_ANALYZE_NOW_NS is not a time in ns";
-      usage_error(k->name, why, NULL);
-      goto out;
-    }
-  }
-  /* On a terminal, after a second: files read, records per second. */
-  progress = nsp_progress_start(k->name);
-  nsp_job_set_progress(job, nsp_progress_update, progress);
-  status = load_paths(job, argc, argv, optind, &why, whybuf, sizeof whybuf);
+  struct nsp_job *job = NULL;
+  int status = open_job(k->name, output, run, argc, argv, optind, &job, &progress, &why, whybuf, sizeof whybuf);
   if (status) goto out;
   status = NSP_EXIT_USAGE;
-  if (run && nsp_job_select_run(job, run) < 0) {
-    fprintf(stderr, "ncclspy: out of memory\n");
-    why = "out of memory";
-    goto out;
-  }
   int r = nsp_job_analyze(job);
   if (r == NSP_AN_EINVAL) {
     fprintf(stderr, "ncclspy: %s\n", nsp_job_error(job));
@@ -699,21 +712,8 @@ static int cmd_export(int argc, char **argv) {
   const char *why = NULL;
   char whybuf[1024];
   struct nsp_progress *progress = NULL;
-  struct nsp_job *job = nsp_job_create();
-  if (!job) {
-    fprintf(stderr, "ncclspy: out of memory\n");
-    goto out;
-  }
-  if (output && output_clobbers_input(output, argc, argv, optind)) goto out;
-  /* On a terminal, after a second: files read, records per second; the
-   * line is cleared before anything else is said. */
-  progress = nsp_progress_start("export");
-  nsp_job_set_progress(job, nsp_progress_update, progress);
-  if (load_paths(job, argc, argv, optind, &why, whybuf, sizeof whybuf)) goto out;
-  if (run && nsp_job_select_run(job, run) < 0) {
-    fprintf(stderr, "ncclspy: out of memory\n");
-    goto out;
-  }
+  struct nsp_job *job = NULL;
+  if (open_job("export", output, run, argc, argv, optind, &job, &progress, &why, whybuf, sizeof whybuf)) goto out;
   int r = nsp_job_analyze(job);
   if (r < 0) {
     fprintf(stderr, "ncclspy: %s\n", r == NSP_AN_EINVAL ? nsp_job_error(job) : nsp_an_strerror(r));
