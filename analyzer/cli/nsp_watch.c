@@ -32,7 +32,7 @@
 #define NSP_WATCH_QUIET_MAX 3
 /* The communicators it names. */
 #define NSP_WATCH_COMMS_MAX 4
-/* First findings remembered as printed. */
+/* First findings remembered as printed (the last ones). */
 #define NSP_WATCH_SHOWN_MAX 8
 
 const char nsp_usage_watch[] =
@@ -280,9 +280,10 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
 
   int tty = isatty(STDOUT_FILENO) == 1, drawn = 0, ended_before = 0, status = 2;
   size_t seen_before = 0, unchanged = 0;
-  char shown_key[512] = "", last_status_key[512] = "";
-  /* The first findings whose report was printed: one coming back (a
-   * verdict that goes back and forth as a job dies) is not printed again. */
+  char last_status_key[512] = "";
+  /* The last NSP_WATCH_SHOWN_MAX first findings whose report was printed
+   * (a ring; nshown counts every one): one coming back (a verdict that
+   * goes back and forth as a job dies) is not printed again. */
   char shown[NSP_WATCH_SHOWN_MAX][512];
   size_t nshown = 0;
   int running_seen = 0; /* some process was running at a read */
@@ -327,19 +328,17 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
       return status;
     }
     int again = 0;
-    for (size_t i = 0; i < nshown && *key; i++) again |= !strcmp(shown[i], key);
-    if (*key && strcmp(key, shown_key) && again) snprintf(shown_key, sizeof shown_key, "%s", key);
+    for (size_t i = 0; i < nshown && i < NSP_WATCH_SHOWN_MAX; i++) again |= !strcmp(shown[i], key);
     /* Only while some process runs: a finished job's report is the final one. */
-    if (*key && strcmp(key, shown_key) && running_seen) {
-      if (nshown < NSP_WATCH_SHOWN_MAX) snprintf(shown[nshown++], sizeof shown[0], "%s", key);
+    if (*key && !again && running_seen) {
       if (drawn) nsp_status_clear(stdout);
       drawn = 0;
       printf("ncclspy watch: %s: %s while the job runs:\n\n", when,
-             *shown_key ? "the first finding changed" : "a finding");
+             nshown ? "the first finding changed" : "a finding");
       nsp_report_text(job, stdout);
       printf("\n");
       fflush(stdout);
-      snprintf(shown_key, sizeof shown_key, "%s", key);
+      snprintf(shown[nshown++ % NSP_WATCH_SHOWN_MAX], sizeof shown[0], "%s", key);
     }
     struct status st;
     if (!ntraces) {
