@@ -664,6 +664,16 @@ int nsp_job_set_local_host(struct nsp_job *job, const char *host);
  * adding traces; returns 0, NSP_AN_EINVAL (not above 0) or NSP_AN_ESTATE. */
 int nsp_job_set_live_min(struct nsp_job *job, int64_t ns);
 
+/* Threads that read traces: n >= 1 (1: the calling thread alone), 0 the
+ * default: the machine's online CPUs, at most NSP_JOB_THREADS_MAX.  Files
+ * are decoded in parallel and folded into the job in the order they were
+ * added, so the report is the same for every n.  Call before adding
+ * traces; returns 0, NSP_AN_EINVAL (n < 0 or over NSP_JOB_THREADS_MAX) or
+ * NSP_AN_ESTATE once a trace was added.  The command takes it from
+ * --threads N. */
+#define NSP_JOB_THREADS_MAX 64
+int nsp_job_set_threads(struct nsp_job *job, int n);
+
 /* What reading has done so far, for a front end's progress line
  * (nsp_job_set_progress).  Counts are of the current phase. */
 enum nsp_progress_phase {

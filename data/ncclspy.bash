@@ -9,21 +9,21 @@ _ncclspy() {
   case $cmd in
     analyze)
       case $cur in
-        -*) COMPREPLY=($(compgen -W "--json --html -o --run --help" -- "$cur")) ;;
+        -*) COMPREPLY=($(compgen -W "--json --html -o --run --threads --help" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -f -- "$cur")) ;;
       esac ;;
     perf)
       case $cur in
-        -*) COMPREPLY=($(compgen -W "--json -o --run --help" -- "$cur")) ;;
+        -*) COMPREPLY=($(compgen -W "--json -o --run --threads --help" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -f -- "$cur")) ;;
       esac ;;
     export)
       case ${COMP_WORDS[COMP_CWORD-1]} in
         -o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        --from | --to | --comm | --ranks | --run) return ;;
+        --from | --to | --comm | --ranks | --run | --threads) return ;;
       esac
       case $cur in
-        -*) COMPREPLY=($(compgen -W "--perfetto -o --output --from --to --comm --ranks --run --help" -- "$cur")) ;;
+        -*) COMPREPLY=($(compgen -W "--perfetto -o --output --from --to --comm --ranks --run --threads --help" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -f -- "$cur")) ;;
       esac ;;
     dump)

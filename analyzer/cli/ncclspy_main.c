@@ -51,7 +51,7 @@ static const char nsp_usage_main[] =
     "Run `ncclspy help analyze` for the checks and exit status.\n";
 
 static const char nsp_usage_analyze[] =
-    "usage: ncclspy analyze [--json|--html] [-o FILE] [--run ID|all] DIR|FILE...\n"
+    "usage: ncclspy analyze [--json|--html] [-o FILE] [--run ID|all] [--threads N] DIR|FILE...\n"
     "\n"
     "Loads every *.ncclspy file in each DIR (not recursive) and each FILE, each\n"
     "file once (a copy of a trace too); *.ncclspy.ring files are read by their trace.\n"
@@ -71,6 +71,8 @@ static const char nsp_usage_analyze[] =
     "                   identity, a unique prefix of it or of one of its '/' parts,\n"
     "                   or its number, 1 the newest, as the first note lists them);\n"
     "                   all: every trace as one job\n"
+    "  --threads N      threads that read traces (default: one per CPU); the\n"
+    "                   report is the same for every N\n"
     "  -h, --help       this text\n"
     "\n"
     "exit status: 0 no findings (processes still running included), 1 findings,\n"
@@ -80,7 +82,7 @@ static const char nsp_usage_analyze[] =
     "(dropped, a cut file): what the traces do not show.\n";
 
 static const char nsp_usage_perf[] =
-    "usage: ncclspy perf [--json] [-o FILE] [--run ID|all] DIR|FILE...\n"
+    "usage: ncclspy perf [--json] [-o FILE] [--run ID|all] [--threads N] DIR|FILE...\n"
     "\n"
     "Per communicator, one line per op, size, count, type, redop and root, as\n"
     "nccl-tests prints them (size in bytes and count in elements, per rank and\n"
@@ -94,6 +96,7 @@ static const char nsp_usage_perf[] =
     "  --json           one JSON object (schema: docs/REPORT.md)\n"
     "  -o, --output FILE  write to FILE instead of standard output\n"
     "  --run ID|all     which run of the traces (as for analyze; default the newest)\n"
+    "  --threads N      threads that read traces (as for analyze)\n"
     "  -h, --help       this text\n"
     "\n"
     "exit status: 0 figures written, 2 usage error or no readable trace.\n";
@@ -110,7 +113,7 @@ static const char nsp_usage_dump[] =
 
 static const char nsp_usage_export[] =
     "usage: ncclspy export --perfetto [-o FILE] [--from T] [--to T] [--comm ID[,ID..]]\n"
-    "                      [--ranks R[-R][,..]] [--run ID|all] DIR|FILE...\n"
+    "                      [--ranks R[-R][,..]] [--run ID|all] [--threads N] DIR|FILE...\n"
     "\n"
     "Writes the job's collectives and send/recvs as a Chrome trace event file\n"
     "(JSON) that ui.perfetto.dev and chrome://tracing open: one process per rank,\n"
@@ -130,6 +133,7 @@ static const char nsp_usage_export[] =
     "                   report prints it (57a1d0c0), or a commName\n"
     "  --ranks R-R,..   only these job ranks (0-3,8)\n"
     "  --run ID|all     which run of the traces (as for analyze; default the newest)\n"
+    "  --threads N      threads that read traces (as for analyze)\n"
     "  -h, --help       this text\n"
     "\n"
     "A job of more than 256 ranks or about 2 million events, exported with none\n"
@@ -198,6 +202,7 @@ static const struct {
     {"to", 0, "a time after the job's start (12.5s, 300ms)"},
     {"comm", 0, "communicator ids, prefixes or names, separated by commas"},
     {"ranks", 0, "job ranks such as 0-3,8"},
+    {"threads", 0, "a number of threads from 1 to 64"},
 };
 
 /* "ncclspy[ CMD]: option 'OPT' needs WHAT" (OPT: "--run" or "-o", as
@@ -227,6 +232,14 @@ static int option_error(const char *cmd, int c, char **argv) {
   fprintf(stderr, "ncclspy%s%s: unknown option '%s'", cmd ? " " : "", cmd ? cmd : "", opt);
   fprintf(stderr, "\nTry 'ncclspy help%s%s'.\n", cmd ? " " : "", cmd ? cmd : "");
   return NSP_EXIT_USAGE;
+}
+
+/* --threads N: 1..NSP_JOB_THREADS_MAX in decimal; -1 anything else. */
+static int parse_threads(const char *arg) {
+  char *end;
+  errno = 0;
+  long v = strtol(arg, &end, 10);
+  return *arg >= '0' && *arg <= '9' && !*end && !errno && v >= 1 && v <= NSP_JOB_THREADS_MAX ? (int)v : -1;
 }
 
 static int ends_with(const char *s, const char *suffix) {
@@ -424,7 +437,8 @@ static int analyze_status(const struct nsp_job *job) {
  * terminal (*progress, for the caller to end), the paths of
  * argv[first..] read and the run chosen.  Returns 0, or an exit status
  * with *why (for --json's error object) saying what failed. */
-static int open_job(const char *cmd, const char *output, const char *run, int argc, char **argv, int first,
+static int open_job(const char *cmd, const char *output, const char *run, int threads, int argc, char **argv,
+                    int first,
                     struct nsp_job **jobp, struct nsp_progress **progress, const char **why, char *whybuf,
                     size_t whylen) {
   struct nsp_job *job = *jobp = nsp_job_create();
@@ -448,6 +462,7 @@ static int open_job(const char *cmd, const char *output, const char *run, int ar
       return usage_error(cmd, *why, NULL);
     }
   }
+  if (threads) nsp_job_set_threads(job, threads); /* checked by parse_threads */
   /* On a terminal, after a second: files read, records per second; the
    * line is cleared before anything else is said. */
   *progress = nsp_progress_start(cmd);
@@ -471,10 +486,11 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
       {"html", no_argument, NULL, 'H'},
       {"output", required_argument, NULL, 'o'},
       {"run", required_argument, NULL, 'r'},
+      {"threads", required_argument, NULL, 'T'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  int json = 0, html = 0, c;
+  int json = 0, html = 0, threads = 0, c;
   const char *output = NULL, *run = NULL;
   optind = 0; /* glibc: re-initialise for the subcommand's argv */
   opterr = 0;
@@ -490,6 +506,9 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
         if (!*optarg) return missing_arg(k->name, "--run");
         run = optarg;
         break;
+      case 'T':
+        if ((threads = parse_threads(optarg)) < 0) return usage_error(k->name, "--threads takes a number from 1 to 64, not ", optarg);
+        break;
       case 'h': put_usage(stdout, k->usage); return NSP_EXIT_CLEAN;
       default: return option_error(k->name, c, argv);
     }
@@ -501,7 +520,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   char whybuf[1024];
   struct nsp_progress *progress = NULL;
   struct nsp_job *job = NULL;
-  int status = open_job(k->name, output, run, argc, argv, optind, &job, &progress, &why, whybuf, sizeof whybuf);
+  int status = open_job(k->name, output, run, threads, argc, argv, optind, &job, &progress, &why, whybuf, sizeof whybuf);
   if (status) goto out;
   status = NSP_EXIT_USAGE;
   int r = nsp_job_analyze(job);
@@ -666,10 +685,11 @@ static int cmd_export(int argc, char **argv) {
       {"comm", required_argument, NULL, 'c'},
       {"ranks", required_argument, NULL, 'R'},
       {"run", required_argument, NULL, 'r'},
+      {"threads", required_argument, NULL, 'T'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  int perfetto = 0, c;
+  int perfetto = 0, threads = 0, c;
   const char *output = NULL, *run = NULL, *from = NULL, *to = NULL, *comms = NULL, *ranks = NULL;
   optind = 0;
   opterr = 0;
@@ -684,6 +704,9 @@ static int cmd_export(int argc, char **argv) {
       case 'r':
         if (!*optarg) return missing_arg("export", "--run");
         run = optarg;
+        break;
+      case 'T':
+        if ((threads = parse_threads(optarg)) < 0) return usage_error("export", "--threads takes a number from 1 to 64, not ", optarg);
         break;
       case 'h': fputs(nsp_usage_export, stdout); return NSP_EXIT_CLEAN;
       default: return option_error("export", c, argv);
@@ -713,7 +736,7 @@ static int cmd_export(int argc, char **argv) {
   char whybuf[1024];
   struct nsp_progress *progress = NULL;
   struct nsp_job *job = NULL;
-  if (open_job("export", output, run, argc, argv, optind, &job, &progress, &why, whybuf, sizeof whybuf)) goto out;
+  if (open_job("export", output, run, threads, argc, argv, optind, &job, &progress, &why, whybuf, sizeof whybuf)) goto out;
   int r = nsp_job_analyze(job);
   if (r < 0) {
     fprintf(stderr, "ncclspy: %s\n", r == NSP_AN_EINVAL ? nsp_job_error(job) : nsp_an_strerror(r));

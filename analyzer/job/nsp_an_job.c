@@ -56,6 +56,13 @@ int nsp_job_set_live_min(struct nsp_job *job, int64_t ns) {
   return 0;
 }
 
+int nsp_job_set_threads(struct nsp_job *job, int n) {
+  if (!job || n < 0 || n > NSP_JOB_THREADS_MAX) return NSP_AN_EINVAL;
+  if (job->ntraces || job->analyzed) return NSP_AN_ESTATE;
+  job->threads = n;
+  return 0;
+}
+
 void nsp_job_set_progress(struct nsp_job *job, nsp_job_progress_fn *fn, void *arg) {
   if (!job) return;
   job->progress_fn = fn;

@@ -470,6 +470,7 @@ struct nsp_job {
   char err[512];
   struct nsp_an_sym *sym; /* modules opened for debug information (nsp_an_symbolize.c) */
   int64_t live_min_ns;  /* nsp_job_set_live_min; 0: 10 s */
+  int threads;          /* nsp_job_set_threads; 0: online CPUs */
   /* Progress (nsp_job_set_progress): the callback, what it is told, and
    * the bytes of the files read through before the current one. */
   nsp_job_progress_fn *progress_fn;
