@@ -633,6 +633,15 @@ void nsp_job_destroy(struct nsp_job *job);
  * cannot be read, NSP_AN_ENOMEM, NSP_AN_EINVAL or NSP_AN_ESTATE. */
 int nsp_job_add_path(struct nsp_job *job, const char *path);
 
+/* Adds paths[0..n) as n calls of nsp_job_add_path would, in that order,
+ * with the same job as a result, but reads the trace files among them on
+ * the job's threads (nsp_job_set_threads), not one after another.
+ * results[k]: what nsp_job_add_path(job, paths[k]) would have returned;
+ * errors[k] (when errors is not NULL): a copy of nsp_job_error's text
+ * after it, NULL when none (caller frees each).  Returns 0,
+ * NSP_AN_ENOMEM, NSP_AN_EINVAL (a NULL or empty path) or NSP_AN_ESTATE. */
+int nsp_job_add_paths(struct nsp_job *job, size_t n, const char *const *paths, int *results, char **errors);
+
 /* Adds a trace held in memory (len bytes, copied), named `name` in the
  * report.  Returns 1, NSP_AN_EREAD (not a trace; noted), NSP_AN_ENOMEM,
  * NSP_AN_EINVAL or NSP_AN_ESTATE. */

@@ -48,6 +48,7 @@ struct nsp_reader {
   uint64_t dropped_seen[NSP_DROP_SLOTS]; /* DROPPED counts read, by reason */
   char ring_note[160];
   uint64_t from_ring; /* records returned from the ring */
+  int last_from_ring; /* the last record returned came from the ring */
 };
 
 /* zstd's frame magic, 0xFD2FB528 little-endian. */
@@ -321,6 +322,7 @@ int nsp_reader_next(struct nsp_reader *r, struct nsp_rec *rec) {
         }
         if (rec->kind == NSP_REC_DROPPED && nsp_rec_dropped_reason(rec) < NSP_DROP_SLOTS)
           r->dropped_seen[nsp_rec_dropped_reason(rec)] += nsp_rec_dropped_count(rec);
+        r->last_from_ring = 0;
         return 1;
       }
       /* The rest of this frame cannot be framed into records: go on
@@ -337,6 +339,7 @@ int nsp_reader_next(struct nsp_reader *r, struct nsp_rec *rec) {
     /* After the last frame: what the process committed but never wrote. */
     if (r->ring && nsp_ringread_next(r->ring, r->ring_end, r->dropped_seen, rec) == 1) {
       r->from_ring++;
+      r->last_from_ring = 1;
       return 1;
     }
     if (r->damaged == 1 && r->resume < r->len)
@@ -349,6 +352,26 @@ int nsp_reader_next(struct nsp_reader *r, struct nsp_rec *rec) {
     r->done = r->damaged ? -1 : 1;
     return r->done < 0 ? -1 : 0;
   }
+}
+
+size_t nsp_reader_record_frame(const struct nsp_reader *r) {
+  return r->last_from_ring || !r->frames ? SIZE_MAX : r->frame_off;
+}
+
+int nsp_reader_seek_frame(struct nsp_reader *r, size_t off) {
+  if (r->frames || r->p || off < r->hdr.header_size || off >= r->len) return -1;
+  r->off = off;
+  return 0;
+}
+
+void nsp_reader_release(struct nsp_reader *r) {
+  if (!r) return;
+  if (!r->done) r->done = 1;
+  ZSTD_freeDCtx(r->dctx);
+  r->dctx = NULL;
+  nsp_buf_free(&r->frame);
+  nsp_codec_free(&r->codec);
+  nsp_dec_store_free(&r->store);
 }
 
 void nsp_reader_destroy(struct nsp_reader *r) {

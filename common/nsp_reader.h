@@ -80,6 +80,26 @@ size_t nsp_reader_size(const struct nsp_reader *r);
  * (the file's length once its frames are read); for progress lines. */
 size_t nsp_reader_offset(const struct nsp_reader *r);
 
+/* The byte offset of the zstd frame the record nsp_reader_next last
+ * returned came from; SIZE_MAX when it came from the crash ring (or none
+ * was returned).  A place nsp_reader_seek_frame can start at. */
+size_t nsp_reader_record_frame(const struct nsp_reader *r);
+
+/* Before the first nsp_reader_next: start at the frame at byte off (a
+ * value nsp_reader_record_frame gave for this file), skipping the frames
+ * before it without decompressing them.  For finding records known to be
+ * at or after it (pass 2): what the skipped frames would have said (their
+ * records, the crash ring's bookkeeping) is not seen.  0, or -1 (off is
+ * not past the header and inside the file, or reading has begun). */
+int nsp_reader_seek_frame(struct nsp_reader *r, size_t off);
+
+/* Frees what reading records needs (the zstd context, the frame buffer,
+ * the decoder's state) once nsp_reader_next has returned 0 or -1: the
+ * accessors above still answer, and nsp_reader_next returns as it did
+ * last.  For readers whose records were all taken on another thread;
+ * r may be NULL. */
+void nsp_reader_release(struct nsp_reader *r);
+
 /* Frees everything; r may be NULL. */
 void nsp_reader_destroy(struct nsp_reader *r);
 

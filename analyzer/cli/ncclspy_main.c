@@ -338,26 +338,35 @@ static int load_paths(struct nsp_job *job, int argc, char **argv, int first, con
   /* The warnings, for the error object too: "no readable trace: W; W". */
   size_t wl = (size_t)snprintf(whybuf, whylen, "no readable trace");
   const char *sep = ": ";
-  for (int i = first; i < argc; i++) {
-    /* A crash-ring sidecar is read with its trace; a shell glob names both. */
-    if (ends_with(argv[i], ".ncclspy.ring")) {
-      if (access(argv[i], F_OK) != 0) fprintf(stderr, "ncclspy: warning: %s: %s\n", argv[i], strerror(errno));
-      continue;
-    }
-    int r = nsp_job_add_path(job, argv[i]);
-    if (r == NSP_AN_ENOMEM) {
-      fprintf(stderr, "ncclspy: out of memory\n");
-      *why = "out of memory";
-      return NSP_EXIT_USAGE;
-    }
+  /* A crash-ring sidecar is read with its trace; a shell glob names both. */
+  int n = 0;
+  const char **paths = calloc((size_t)(argc - first) + 1, sizeof *paths);
+  for (int i = first; paths && i < argc; i++) {
+    if (!ends_with(argv[i], ".ncclspy.ring")) paths[n++] = argv[i];
+    else if (access(argv[i], F_OK) != 0) fprintf(stderr, "ncclspy: warning: %s: %s\n", argv[i], strerror(errno));
+  }
+  int *results = calloc(n ? (size_t)n : 1, sizeof *results);
+  char **errors = calloc(n ? (size_t)n : 1, sizeof *errors);
+  /* Read together: the files on the job's threads (--threads). */
+  int r = paths && results && errors ? nsp_job_add_paths(job, (size_t)n, paths, results, errors) : NSP_AN_ENOMEM;
+  for (int k = 0; k < n && r == 0; k++) {
     char w[600] = "";
-    if (r == NSP_AN_EREAD || (r == 0 && *nsp_job_error(job))) snprintf(w, sizeof w, "%s", nsp_job_error(job));
-    else if (r == 0) snprintf(w, sizeof w, "%s: no *.ncclspy trace in it", argv[i]);
+    if (results[k] == NSP_AN_EREAD || (results[k] == 0 && errors[k])) snprintf(w, sizeof w, "%s", errors[k] ? errors[k] : "");
+    else if (results[k] == 0) snprintf(w, sizeof w, "%s: no *.ncclspy trace in it", paths[k]);
     if (*w) {
       fprintf(stderr, "ncclspy: warning: %s\n", w);
       if (wl < whylen) wl += (size_t)snprintf(whybuf + wl, whylen - wl, "%s%s", sep, w);
       sep = "; ";
     }
+  }
+  for (int k = 0; errors && k < n; k++) free(errors[k]);
+  free(errors);
+  free(results);
+  free(paths);
+  if (r == NSP_AN_ENOMEM) {
+    fprintf(stderr, "ncclspy: out of memory\n");
+    *why = "out of memory";
+    return NSP_EXIT_USAGE;
   }
   if (!nsp_job_ntraces(job)) {
     int rings = 0, others = 0;

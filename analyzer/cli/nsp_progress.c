@@ -18,6 +18,8 @@ struct nsp_progress {
   int drawn;          /* a line is on the screen */
   long long start_ns, drawn_ns;
   size_t files_done;  /* at the last call: for the test hook's delay */
+  int phase;          /* the phase of the last call, and since when (for the rate of bytes) */
+  long long phase_ns;
   int delay_ms;       /* NSP_TEST_PROGRESS_DELAY_MS */
 };
 
@@ -32,7 +34,7 @@ struct nsp_progress *nsp_progress_start(const char *what) {
   if (!p) return NULL;
   snprintf(p->what, sizeof p->what, "%s", what);
   p->tty = isatty(STDERR_FILENO) == 1;
-  p->start_ns = nsp_progress_clock_ns();
+  p->start_ns = p->phase_ns = nsp_progress_clock_ns();
   const char *d = getenv("NSP_TEST_PROGRESS_DELAY_MS");
   p->delay_ms = d && *d ? atoi(d) : 0;
   return p;
@@ -57,12 +59,27 @@ void nsp_progress_update(void *progress, const struct nsp_job_progress *jp) {
   p->files_done = jp->files_done;
   if (!p->tty) return;
   long long now = nsp_progress_clock_ns();
+  if (jp->phase != p->phase) { /* reading again: its own rate */
+    p->phase = jp->phase;
+    p->phase_ns = now;
+  }
   if (now - p->start_ns <= NSP_PROGRESS_AFTER_NS || (p->drawn && now - p->drawn_ns < NSP_PROGRESS_EVERY_NS)) return;
   char rec[32], rate[32], line[256];
   double secs = (double)(now - p->start_ns) / 1e9;
   snprintf(line, sizeof line, "ncclspy %s: reading traces%s: %zu of %zu files, %s records, %s records/s", p->what,
            jp->phase == NSP_PROGRESS_REREAD ? " again" : "", jp->files_done, jp->files_total,
            human(rec, sizeof rec, (double)jp->records), human(rate, sizeof rate, (double)jp->records / secs));
+  /* Time left at the phase's rate of bytes so far (compressed bytes
+   * decode at about the same rate from file to file). */
+  double in_phase = (double)(now - p->phase_ns) / 1e9;
+  if (jp->bytes_done && jp->bytes_total > jp->bytes_done && in_phase >= 1) {
+    double left = (double)(jp->bytes_total - jp->bytes_done) * in_phase / (double)jp->bytes_done;
+    size_t n = strlen(line);
+    long long sl = (long long)(left + 0.5);
+    if (sl >= 3600) snprintf(line + n, sizeof line - n, ", about %lldh%02lldm left", sl / 3600, sl % 3600 / 60);
+    else if (sl >= 60) snprintf(line + n, sizeof line - n, ", about %lldm%02llds left", sl / 60, sl % 60);
+    else snprintf(line + n, sizeof line - n, ", about %llds left", sl);
+  }
   nsp_status_put(stderr, line);
   p->drawn = 1;
   p->drawn_ns = now;

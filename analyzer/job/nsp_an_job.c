@@ -92,10 +92,10 @@ static int ends_with(const char *s, const char *suffix) {
 /* A crash-ring sidecar: read along with its trace, never on its own. */
 static int is_ring(const char *path) { return ends_with(path, ".ncclspy.ring"); }
 
-/* Loads one trace file unless the same file (device and inode) was added
- * before, by another path or another spelling of its directory.  Returns
- * 1 (added or already there), NSP_AN_EREAD or NSP_AN_ENOMEM. */
-static int add_file(struct nsp_job *job, const char *path, const struct stat *st) {
+/* Whether the file st describes (device and inode) was added before, by
+ * another path or another spelling of its directory: 1 (counted as read
+ * for progress), or 0 and it is now known.  NSP_AN_ENOMEM. */
+static int file_seen(struct nsp_job *job, const struct stat *st) {
   for (size_t i = 0; i < job->nfiles; i++)
     if (job->files[i].dev == (uint64_t)st->st_dev && job->files[i].ino == (uint64_t)st->st_ino) {
       nsp_an_progress_file(job, (uint64_t)st->st_size);
@@ -105,6 +105,14 @@ static int add_file(struct nsp_job *job, const char *path, const struct stat *st
   job->files[job->nfiles].dev = (uint64_t)st->st_dev;
   job->files[job->nfiles].ino = (uint64_t)st->st_ino;
   job->nfiles++;
+  return 0;
+}
+
+/* Loads one trace file unless file_seen.  Returns 1 (added or already
+ * there), NSP_AN_EREAD or NSP_AN_ENOMEM. */
+static int add_file(struct nsp_job *job, const char *path, const struct stat *st) {
+  int seen = file_seen(job, st);
+  if (seen) return seen;
   return nsp_an_load_trace(job, path, NULL, 0);
 }
 
@@ -228,21 +236,36 @@ static int add_dir(struct nsp_job *job, const char *path) {
     if (stat(names[i], &st) == 0) bytes += (uint64_t)st.st_size;
   }
   nsp_an_progress_more(job, n, bytes);
-  int added = 0;
+  /* Which file each name reads (a live process may have renamed its
+   * trace after its rank meanwhile), each file once; then the files, in
+   * order, decoded on the job's threads. */
+  const char **load = calloc(n ? n : 1, sizeof *load);
+  char **renamed = calloc(n ? n : 1, sizeof *renamed);
+  int *results = calloc(n ? n : 1, sizeof *results);
+  size_t nload = 0;
+  if (!load || !renamed || !results) ret = NSP_AN_ENOMEM;
   for (size_t i = 0; i < n && ret == 0; i++) {
     struct stat st;
-    char *renamed = NULL;
-    int r;
-    if (stat(names[i], &st) < 0 && errno == ENOENT && (renamed = rank_name_of(path, names[i])) &&
-        stat(renamed, &st) == 0 && S_ISREG(st.st_mode))
-      r = add_file(job, renamed, &st); /* a live process named its trace after its rank meanwhile */
-    else
-      r = stat(names[i], &st) == 0 && S_ISREG(st.st_mode) ? add_file(job, names[i], &st)
-                                                          : nsp_an_load_trace(job, names[i], NULL, 0);
-    free(renamed);
-    if (r == NSP_AN_ENOMEM) ret = r;
-    else if (r > 0) added++;
+    if (stat(names[i], &st) < 0 && errno == ENOENT && (renamed[i] = rank_name_of(path, names[i])) &&
+        stat(renamed[i], &st) == 0 && S_ISREG(st.st_mode)) {
+      int r = file_seen(job, &st);
+      if (r < 0) ret = r;
+      else if (!r) load[nload++] = renamed[i];
+    } else if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode)) {
+      int r = file_seen(job, &st);
+      if (r < 0) ret = r;
+      else if (!r) load[nload++] = names[i];
+    } else {
+      load[nload++] = names[i]; /* not a regular file: its load says why */
+    }
   }
+  if (ret == 0) ret = nsp_an_load_traces(job, nload, load, NULL, NULL, results, NULL);
+  int added = (int)(n - nload);  /* files already added count as added */
+  for (size_t k = 0; ret == 0 && k < nload; k++) added += results[k] > 0;
+  for (size_t i = 0; renamed && i < n; i++) free(renamed[i]);
+  free(renamed);
+  free(load);
+  free(results);
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
   if (ret == 0 && !n && nsub)
@@ -293,6 +316,56 @@ int nsp_job_add_path(struct nsp_job *job, const char *path) {
   nsp_an_progress_more(job, 1, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0);
   if (S_ISREG(st.st_mode)) return add_file(job, path, &st);
   return nsp_an_load_trace(job, path, NULL, 0);
+}
+
+int nsp_job_add_paths(struct nsp_job *job, size_t n, const char *const *paths, int *results, char **errors) {
+  if (!job || (n && (!paths || !results))) return NSP_AN_EINVAL;
+  if (job->analyzed) return NSP_AN_ESTATE;
+  for (size_t k = 0; k < n; k++) {
+    if (!paths[k] || !*paths[k]) return NSP_AN_EINVAL;
+    results[k] = 0;
+    if (errors) errors[k] = NULL;
+  }
+  const char **batch = calloc(n ? n : 1, sizeof *batch);
+  size_t *where = calloc(n ? n : 1, sizeof *where);
+  int *got = calloc(n ? n : 1, sizeof *got);
+  char **errs = calloc(n ? n : 1, sizeof *errs);
+  int ret = batch && where && got && errs ? 0 : NSP_AN_ENOMEM;
+  for (size_t k = 0; k < n && !ret;) {
+    /* A run of regular files is read as one batch, on the job's threads;
+     * anything else (a directory, a ring, what stat refuses) alone. */
+    size_t nb = 0, j = k;
+    struct stat st;
+    while (j < n && !ret && !is_ring(paths[j]) && stat(paths[j], &st) == 0 && S_ISREG(st.st_mode)) {
+      nsp_an_progress_more(job, 1, (uint64_t)st.st_size);
+      int seen = file_seen(job, &st);
+      if (seen < 0) ret = seen;
+      else if (seen) results[j] = 1;
+      else batch[nb] = paths[j], where[nb++] = j;
+      j++;
+    }
+    if (nb && !ret) {
+      ret = nsp_an_load_traces(job, nb, batch, NULL, NULL, got, errs);
+      for (size_t b = 0; b < nb; b++) {
+        results[where[b]] = got[b];
+        if (errors) errors[where[b]] = errs[b];
+        else free(errs[b]);
+        errs[b] = NULL;
+      }
+    }
+    if (j == k && !ret) {
+      results[j] = nsp_job_add_path(job, paths[j]);
+      if (results[j] == NSP_AN_ENOMEM) ret = NSP_AN_ENOMEM;
+      if (errors && *job->err && !(errors[j] = strdup(job->err))) ret = NSP_AN_ENOMEM;
+      j++;
+    }
+    k = j;
+  }
+  free(batch);
+  free(where);
+  free(got);
+  free(errs);
+  return ret;
 }
 
 int nsp_job_add_mem(struct nsp_job *job, const char *name, const void *data, size_t len) {

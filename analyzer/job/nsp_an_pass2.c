@@ -2,7 +2,9 @@
  * from the trace files for the few calls the findings name: the times,
  * results and call sites of the send/recvs of p2p findings, and the call
  * sites of the collectives the rules asked for (nsp_an_want_site).  Each
- * trace is read once per kind of detail, only as far as its last request. */
+ * trace is read once per kind of detail, only as far as its last request,
+ * and a call site's from the first frame that can hold it (the frame
+ * spans loading kept, nsp_an_frame_of); the traces on the job's threads. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,31 +26,65 @@ typedef int (*reread_fn)(const struct nsp_trace *t, const struct nsp_rec *rec, v
  * gets a note ("could not be read again for WHAT").  Returns 0, or a
  * negative NSP_AN_* error. */
 static int reread_calls(struct nsp_job *job, void *req, size_t n, size_t size, size_t (*trace_of)(const void *),
-                        const char *what, reread_fn on_call, void *arg) {
+                        size_t (*frame_of)(const struct nsp_trace *, const void *), const char *what,
+                        reread_fn on_call, void *arg) {
   char *base = req;
   int ret = 0;
-  for (size_t i = 0; i < n && !ret;) {
+  /* The traces asked about, in order, decoded on the job's threads. */
+  size_t ntr = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!i || trace_of(base + i * size) != trace_of(base + (i - 1) * size)) ntr++;
+  struct nsp_an_feed_item *items = calloc(ntr ? ntr : 1, sizeof *items);
+  if (!items) return NSP_AN_ENOMEM;
+  for (size_t i = 0, k = 0; i < n; k++) {
+    size_t trace = trace_of(base + i * size), j = i;
+    const struct nsp_trace *t = job->traces[trace];
+    items[k].path = t->path;
+    items[k].mem = t->mem;
+    items[k].mem_len = t->mem_len;
+    /* From the first frame that may hold one of its requests. */
+    items[k].start = SIZE_MAX;
+    for (; j < n && trace_of(base + j * size) == trace; j++) {
+      size_t at = frame_of ? frame_of(t, base + j * size) : 0;
+      if (at < items[k].start) items[k].start = at;
+    }
+    if (items[k].start == SIZE_MAX) items[k].start = 0;
+    i = j;
+  }
+  int threads = nsp_an_read_threads(job);
+  struct nsp_an_feed *feed = threads > 1 && ntr > 1 ? nsp_an_feed_start(items, ntr, threads) : NULL;
+  for (size_t i = 0, k = 0; i < n && !ret; k++) {
     size_t trace = trace_of(base + i * size), j = i;
     while (j < n && trace_of(base + j * size) == trace) j++;
     const struct nsp_trace *t = job->traces[trace];
     char err[256];
-    struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
+    struct nsp_reader *r = feed ? nsp_an_feed_open(feed, k, err, sizeof err) : nsp_an_reopen(t, err, sizeof err);
+    if (r && !feed && items[k].start) nsp_reader_seek_frame(r, items[k].start);
     if (!r) {
       ret = nsp_job_notef(job, "%s: could not be read again for %s: %s", t->info.path, what, err);
       i = j;
       continue;
     }
-    struct nsp_rec rec;
-    size_t found = 0;
-    while (!ret && found < j - i && nsp_reader_next(r, &rec) == 1) {
-      if (rec.kind != NSP_REC_CALL) continue;
-      int got = on_call(t, &rec, base + i * size, j - i, arg);
+    struct nsp_rec own;
+    const struct nsp_rec *rec = &own;
+    size_t found = 0, offset;
+    while (!ret && found < j - i) {
+      int got = feed ? nsp_an_feed_next(feed, k, &rec, &offset, NULL) : nsp_reader_next(r, &own);
+      if (got != 1) {
+        if (got < 0 && feed) ret = got;
+        break;
+      }
+      if (rec->kind != NSP_REC_CALL) continue;
+      got = on_call(t, rec, base + i * size, j - i, arg);
       if (got < 0) ret = got;
       else found += (size_t)got;
     }
+    if (feed) nsp_an_feed_close(feed, k);
     nsp_reader_destroy(r);
     i = j;
   }
+  nsp_an_feed_stop(feed);
+  free(items);
   return ret;
 }
 
@@ -109,7 +145,7 @@ int nsp_an_fetch_p2p(struct nsp_job *job) {
   }
   if (!n) return 0;
   qsort(req, n, sizeof *req, cmp_req);
-  int ret = reread_calls(job, req, n, sizeof *req, p2p_req_trace, "send/recv details", p2p_found, NULL);
+  int ret = reread_calls(job, req, n, sizeof *req, p2p_req_trace, NULL, "send/recv details", p2p_found, NULL);
   free(req);
   NSP_TRY(ret);
   for (size_t i = 0; i < job->nfindings; i++) {
@@ -133,6 +169,11 @@ static int cmp_site_req(const void *pa, const void *pb) {
 }
 
 static size_t site_req_trace(const void *req) { return ((const struct nsp_site_req *)req)->trace; }
+
+static size_t site_req_frame(const struct nsp_trace *t, const void *reqv) {
+  const struct nsp_site_req *req = reqv;
+  return nsp_an_frame_of(t, req->local, req->seq);
+}
 
 /* reread_fn: the call site of a collective some requests ask
  * about (requests for the same call sit next to each other). */
@@ -159,6 +200,6 @@ int nsp_an_fetch_sites(struct nsp_job *job) {
   size_t n = job->nsite_req;
   if (!n) return 0;
   qsort(job->site_req, n, sizeof *job->site_req, cmp_site_req);
-  return reread_calls(job, job->site_req, n, sizeof *job->site_req, site_req_trace, "call sites", site_found,
-                             NULL);
+  return reread_calls(job, job->site_req, n, sizeof *job->site_req, site_req_trace, site_req_frame, "call sites",
+                      site_found, NULL);
 }

@@ -505,12 +505,12 @@ static int reload(struct nsp_job *job, const unsigned char *sel) {
   for (size_t i = 0; i < job->nmembers; i++) nsp_an_member_free(&job->members[i]);
   job->nmembers = 0;
   nsp_an_progress_phase(job, NSP_PROGRESS_REREAD, nk, bytes);
-  for (size_t k = 0; k < nk; k++) {
-    int r = ret ? 0 : nsp_an_load_trace(job, paths[k], mems[k], lens[k]); /* takes mems[k] */
-    if (ret) free(mems[k]);
-    if (r == NSP_AN_ENOMEM) ret = r;
-    free(paths[k]);
+  if (ret) {
+    for (size_t k = 0; k < nk; k++) free(mems[k]);
+  } else {
+    ret = nsp_an_load_traces(job, nk, (const char *const *)paths, mems, lens, NULL, NULL); /* takes mems[k] */
   }
+  for (size_t k = 0; k < nk; k++) free(paths[k]);
   free(paths);
   free(mems);
   free(lens);

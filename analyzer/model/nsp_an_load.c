@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "nsp_an_model.h"
 #include "nsp_hash.h"
@@ -772,97 +773,146 @@ void nsp_an_progress_file(struct nsp_job *job, uint64_t size) {
   progress_tell(job);
 }
 
-static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, struct nsp_reader *r) {
-  struct nsp_rec rec;
+/* Where a trace's records come from: its reader on this thread, or the
+ * worker that decodes item `item` of a feed (nsp_an_feed.c). */
+struct rec_src {
+  struct nsp_reader *r;
+  struct nsp_an_feed *feed;
+  size_t item;
+  size_t offset;        /* the feed's reader offset after the current batch */
+  size_t frame;         /* the feed's record's frame */
+  struct nsp_rec rec;   /* the reader's current record */
+};
+
+static int src_next(struct rec_src *s, const struct nsp_rec **rec) {
+  if (s->feed) return nsp_an_feed_next(s->feed, s->item, rec, &s->offset, &s->frame);
+  *rec = &s->rec;
+  return nsp_reader_next(s->r, &s->rec);
+}
+
+static size_t src_offset(const struct rec_src *s) { return s->feed ? s->offset : nsp_reader_offset(s->r); }
+
+/* The frame the current record came from (nsp_reader_record_frame). */
+static size_t src_frame(const struct rec_src *s) { return s->feed ? s->frame : nsp_reader_record_frame(s->r); }
+
+/* Collective seq of comm index `local` is in the frame at byte `frame`:
+ * the trace's spans grow to cover it.  0 or NSP_AN_ENOMEM. */
+static int note_span(struct nsp_trace *t, size_t frame, uint32_t local, uint64_t seq) {
+  if (frame == SIZE_MAX) return 0; /* from the crash ring: pass 2 reads to it anyway */
+  for (size_t k = t->nspans; k-- > 0 && t->spans[k].frame == frame;) {
+    struct nsp_frame_span *sp = &t->spans[k];
+    if (sp->local != local) continue;
+    if (seq < sp->lo) sp->lo = seq;
+    if (seq > sp->hi) sp->hi = seq;
+    return 0;
+  }
+  NSP_TRY(nsp_grow(&t->spans, &t->spans_cap, t->nspans + 1, sizeof *t->spans));
+  t->spans[t->nspans++] = (struct nsp_frame_span){frame, local, seq, seq};
+  return 0;
+}
+
+size_t nsp_an_frame_of(const struct nsp_trace *t, uint32_t local, uint64_t seq) {
+  for (size_t k = 0; k < t->nspans; k++)
+    if (t->spans[k].local == local && t->spans[k].lo <= seq && seq <= t->spans[k].hi) return t->spans[k].frame;
+  return 0;
+}
+
+static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, struct rec_src *src) {
+  const struct nsp_rec *rec;
   struct done_ctx dc = {job, t};
   int ret;
-  while ((ret = nsp_reader_next(r, &rec)) == 1) {
+  while ((ret = src_next(src, &rec)) == 1) {
     t->info.records++;
-    nsp_an_progress_record(job, r);
+    if (!(++job->progress.records % 16384) && job->progress_fn) {
+      job->progress.bytes_done = job->progress_base + src_offset(src);
+      progress_tell(job);
+    }
     struct nsp_member *m;
     /* Every monotonic time a record holds counts towards the trace's end,
      * but a process snapshot's (the process's start). */
-    if (rec.kind != NSP_REC_PROCESS) seen(t, nsp_rec_latest_mono(&rec));
-    switch (rec.kind) {
+    if (rec->kind != NSP_REC_PROCESS) seen(t, nsp_rec_latest_mono(rec));
+    switch (rec->kind) {
       case NSP_REC_PROCESS:
-        NSP_TRY(on_process(t, &rec));
+        NSP_TRY(on_process(t, rec));
         break;
       case NSP_REC_COMM:
-        NSP_TRY(nsp_an_end_note_call(t, rec.api, rec.t_enter));
-        NSP_TRY(on_comm(job, t, ti, &rec));
+        NSP_TRY(nsp_an_end_note_call(t, rec->api, rec->t_enter));
+        NSP_TRY(on_comm(job, t, ti, rec));
         break;
       case NSP_REC_COMM_END:
-        m = local_member(job, t, rec.comm);
-        NSP_TRY(nsp_an_end_note_call(t, rec.api, rec.t_enter));
+        m = local_member(job, t, rec->comm);
+        NSP_TRY(nsp_an_end_note_call(t, rec->api, rec->t_enter));
         if (m) {
           m->ended = 1;
-          m->end_api = rec.api;
-          m->end_result = rec.result;
-          m->end_t = nsp_an_wall(t, rec.t_enter);
+          m->end_api = rec->api;
+          m->end_result = rec->result;
+          m->end_t = nsp_an_wall(t, rec->t_enter);
         }
-        if (is_error(rec.result)) {
+        if (is_error(rec->result)) {
           if (m) m->has_error = 1;
-          NSP_TRY(note_error(t, NSP_SRC_COMM_END, rec.api, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
-                             err_time(t, &rec)));
+          NSP_TRY(note_error(t, NSP_SRC_COMM_END, rec->api, m ? job->comms[m->comm]->info.id : 0, 0, rec,
+                             err_time(t, rec)));
         }
         break;
       case NSP_REC_CALL:
-        if (rec.api < NSP_API_COUNT) t->api_seen[rec.api / 8] |= (uint8_t)(1u << (rec.api % 8));
-        NSP_TRY(nsp_an_end_note_call(t, rec.api, rec.t_enter));
-        NSP_TRY(on_call(job, t, &rec));
+        if (rec->api < NSP_API_COUNT) t->api_seen[rec->api / 8] |= (uint8_t)(1u << (rec->api % 8));
+        NSP_TRY(nsp_an_end_note_call(t, rec->api, rec->t_enter));
+        if (rec->seq && rec->comm && nsp_api_kind(rec->api) == NSP_K_COLL)
+          NSP_TRY(note_span(t, src_frame(src), rec->comm, rec->seq));
+        NSP_TRY(on_call(job, t, rec));
         break;
       case NSP_REC_INFLIGHT:
-        NSP_TRY(on_inflight(job, t, &rec));
+        NSP_TRY(on_inflight(job, t, rec));
         break;
       case NSP_REC_EXIT:
       case NSP_REC_RINGSTATE:
       case NSP_REC_LIBNCCL:
-        NSP_TRY(nsp_an_end_load(t, &rec));
+        NSP_TRY(nsp_an_end_load(t, rec));
         break;
       case NSP_REC_ASYNC_ERROR:
-        if (is_error(rec.result)) {
-          m = local_member(job, t, rec.comm);
+        if (is_error(rec->result)) {
+          m = local_member(job, t, rec->comm);
           if (m) m->has_error = 1;
-          NSP_TRY(note_error(t, NSP_SRC_ASYNC, -1, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
-                             nsp_an_wall(t, nsp_rec_async_error_t(&rec))));
+          NSP_TRY(note_error(t, NSP_SRC_ASYNC, -1, m ? job->comms[m->comm]->info.id : 0, 0, rec,
+                             nsp_an_wall(t, nsp_rec_async_error_t(rec))));
         }
         break;
       case NSP_REC_REDOP:
-        if (!is_error(rec.result)) NSP_TRY(on_redop(t, &rec));
-        if (is_error(rec.result)) {
-          m = rec.comm ? local_member(job, t, rec.comm) : NULL;
-          NSP_TRY(note_error(t, NSP_SRC_REDOP, rec.api, m ? job->comms[m->comm]->info.id : 0, 0, &rec,
-                             err_time(t, &rec)));
+        if (!is_error(rec->result)) NSP_TRY(on_redop(t, rec));
+        if (is_error(rec->result)) {
+          m = rec->comm ? local_member(job, t, rec->comm) : NULL;
+          NSP_TRY(note_error(t, NSP_SRC_REDOP, rec->api, m ? job->comms[m->comm]->info.id : 0, 0, rec,
+                             err_time(t, rec)));
         }
         break;
       case NSP_REC_DROPPED:
-        t->info.dropped += nsp_rec_dropped_count(&rec);
+        t->info.dropped += nsp_rec_dropped_count(rec);
         t->drop_rec = t->info.records;
-        if (nsp_rec_dropped_t(&rec) > t->drop_mono) t->drop_mono = nsp_rec_dropped_t(&rec);
-        t->drop_by[nsp_rec_dropped_reason(&rec) < NSP_DROP_END ? nsp_rec_dropped_reason(&rec) : 0] += nsp_rec_dropped_count(&rec);
+        if (nsp_rec_dropped_t(rec) > t->drop_mono) t->drop_mono = nsp_rec_dropped_t(rec);
+        t->drop_by[nsp_rec_dropped_reason(rec) < NSP_DROP_END ? nsp_rec_dropped_reason(rec) : 0] += nsp_rec_dropped_count(rec);
         break;
       case NSP_REC_COMPLETION:
         t->info.completions++;
-        if (t->info.tracking & NSP_TRACK_COMPLETION) NSP_TRY(nsp_pend_done(&t->pend, &rec, on_done, &dc));
+        if (t->info.tracking & NSP_TRACK_COMPLETION) NSP_TRY(nsp_pend_done(&t->pend, rec, on_done, &dc));
         if (t->load_oom) return NSP_AN_ENOMEM;
         break;
       case NSP_REC_CALLSITE:
-        NSP_TRY(nsp_an_site_add(t, &rec));
+        NSP_TRY(nsp_an_site_add(t, rec));
         break;
       case NSP_REC_PYSITE:
-        NSP_TRY(nsp_an_pysite_add(t, &rec));
+        NSP_TRY(nsp_an_pysite_add(t, rec));
         break;
       case NSP_REC_SIGNAL:
-        NSP_TRY(nsp_an_signal_load(t, &rec));
+        NSP_TRY(nsp_an_signal_load(t, rec));
         break;
       case NSP_REC_MODULE:
-        NSP_TRY(nsp_an_module_add(t, &rec));
+        NSP_TRY(nsp_an_module_add(t, rec));
         break;
       default:
         break;
     }
   }
-  return 0;
+  return ret < 0 && src->feed ? ret : 0; /* a reader's -1: damage, said by its problem */
 }
 
 /* At the end of a trace: each member's refused collective that no later
@@ -1022,10 +1072,16 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
   t->pend_overflow = tab->overflow;
 }
 
-int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len) {
-  char err[256] = "";
-  struct nsp_reader *r = mem ? nsp_reader_open_mem(mem, mem_len, err, sizeof err)
-                             : nsp_reader_open(path, err, sizeof err);
+/* Done with src's records: a feed's worker has stopped reading them, so
+ * its reader may be asked and destroyed. */
+static void src_done(struct rec_src *s) {
+  if (s->feed) nsp_an_feed_close(s->feed, s->item);
+}
+
+/* nsp_an_load_trace once the trace was opened: r its reader (NULL: not
+ * read, err says why), src where its records come from. */
+static int load_opened(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len, struct nsp_reader *r,
+                       const char *err, struct rec_src *src) {
   if (!r) {
     free(mem);
     snprintf(job->err, sizeof job->err, "%s: %s", path, err);
@@ -1048,6 +1104,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     const struct nsp_trace *o = job->traces[i];
     if (!same_process(o, h)) continue;
     size_t size = nsp_reader_size(r);
+    src_done(src);
     free(mem);
     nsp_reader_destroy(r);
     nsp_an_progress_file(job, size);
@@ -1068,6 +1125,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   struct nsp_trace *t = calloc(1, sizeof *t);
   if (!t || nsp_grow(&job->traces, &job->traces_cap, job->ntraces + 1, sizeof *job->traces) < 0) {
     free(t);
+    src_done(src);
     free(mem);
     nsp_reader_destroy(r);
     return NSP_AN_ENOMEM;
@@ -1075,6 +1133,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   size_t ti = job->ntraces;
   job->traces[job->ntraces++] = t; /* owned by the job from here on */
   if (!seen && nsp_u64map_put(&job->trace_by_process, who, ti) < 0) {
+    src_done(src);
     free(mem);
     nsp_reader_destroy(r);
     return NSP_AN_ENOMEM;
@@ -1094,6 +1153,7 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   nsp_pend_init(&t->pend);
   nsp_call_clear(&t->blocked.call);
   if (!t->path || !t->host || !t->shim_version || !t->nccl_path || !t->launcher) {
+    src_done(src);
     nsp_reader_destroy(r);
     return NSP_AN_ENOMEM;
   }
@@ -1114,7 +1174,8 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   nsp_call_clear(&t->first_err.call);
   nsp_call_clear(&t->last_call.call);
 
-  int ret = load_records(job, t, ti, r);
+  int ret = load_records(job, t, ti, src);
+  src_done(src);
   t->info.frames = nsp_reader_frames(r);
   t->damaged = nsp_reader_damage(r, &t->damage_at, &t->damage_skipped);
   t->read_problem = nsp_reader_problem(r) != NULL;
@@ -1207,4 +1268,54 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
     NSP_TRY(nsp_job_notef(job, "%s: %llu Python call sites past the %zu kept were not read; calls naming them show "
                                "none", path, (unsigned long long)t->pysites_dropped, t->info.npysites));
   return 1;
+}
+
+int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len) {
+  char err[256] = "";
+  struct rec_src src = {0};
+  src.r = mem ? nsp_reader_open_mem(mem, mem_len, err, sizeof err) : nsp_reader_open(path, err, sizeof err);
+  return load_opened(job, path, mem, mem_len, src.r, err, &src);
+}
+
+int nsp_an_read_threads(const struct nsp_job *job) {
+  if (job->threads) return job->threads;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > NSP_JOB_THREADS_MAX ? NSP_JOB_THREADS_MAX : (int)n;
+}
+
+int nsp_an_load_traces(struct nsp_job *job, size_t n, const char *const *paths, uint8_t **mems, const size_t *lens,
+                       int *results, char **errors) {
+  int threads = nsp_an_read_threads(job);
+  struct nsp_an_feed_item *items = threads > 1 && n > 1 ? calloc(n, sizeof *items) : NULL;
+  for (size_t k = 0; items && k < n; k++) {
+    items[k].path = paths[k];
+    items[k].mem = mems ? mems[k] : NULL;
+    items[k].mem_len = lens ? lens[k] : 0;
+  }
+  struct nsp_an_feed *feed = items ? nsp_an_feed_start(items, n, threads) : NULL;
+  int ret = 0;
+  for (size_t k = 0; k < n; k++) {
+    uint8_t *mem = mems ? mems[k] : NULL;
+    int r;
+    job->err[0] = 0;
+    if (ret) { /* out of memory: the rest are not read */
+      free(mem);
+      r = NSP_AN_ENOMEM;
+    } else if (feed) {
+      char err[256] = "";
+      struct rec_src src = {0};
+      src.feed = feed;
+      src.item = k;
+      src.r = nsp_an_feed_open(feed, k, err, sizeof err);
+      r = load_opened(job, paths[k], mem, lens ? lens[k] : 0, src.r, err, &src);
+    } else {
+      r = nsp_an_load_trace(job, paths[k], mem, lens ? lens[k] : 0);
+    }
+    if (r == NSP_AN_ENOMEM) ret = r;
+    if (results) results[k] = r;
+    if (errors) errors[k] = *job->err ? strdup(job->err) : NULL;
+  }
+  nsp_an_feed_stop(feed);
+  free(items);
+  return ret;
 }

@@ -162,6 +162,7 @@ void nsp_an_trace_free(struct nsp_trace *t) {
   free(t->last_call.last_error);
   free(t->blocked.last_error);
   free(t->local_member);
+  free(t->spans);
   free(t->nccl_path);
   free(t->launcher);
   nsp_an_sites_free(t);

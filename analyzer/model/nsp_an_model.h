@@ -285,6 +285,16 @@ struct nsp_open_group {
   int over;
 };
 
+/* Where a communicator's collectives are in a trace file: the zstd frame
+ * at byte `frame` holds comm index `local`'s collective seqs lo..hi (and
+ * maybe others between).  Pass 2 starts reading at the first frame that
+ * can hold what it looks for (nsp_an_frame_of). */
+struct nsp_frame_span {
+  size_t frame;
+  uint32_t local;
+  uint64_t lo, hi;
+};
+
 struct nsp_trace {
   char hdr_host[NSP_HOST_MAX];   /* the header's host name (copies of a trace: same host, pid, clocks) */
   struct nsp_trace_info info;
@@ -298,6 +308,8 @@ struct nsp_trace {
   const char *env_rank_var; /* the variable env_rank came from ("RANK"); NULL none */
   struct nsp_event first_err;
   struct nsp_event last_call; /* last call on any communicator */
+  struct nsp_frame_span *spans; /* in file order; one per frame and comm index */
+  size_t nspans, spans_cap;
   /* comm index -> member + 1 (0: none), while loading only */
   size_t *local_member;
   size_t nlocal;
@@ -495,9 +507,54 @@ struct nsp_file_id {
 /* Reads one trace into the model (mem: a copy the job takes, or NULL to
  * read the file at path).  Returns 1, NSP_AN_EREAD (noted), NSP_AN_ENOMEM. */
 int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len);
+/* The threads that read traces: nsp_job_set_threads's, or the online
+ * CPUs (at most NSP_JOB_THREADS_MAX). */
+int nsp_an_read_threads(const struct nsp_job *job);
+/* The byte offset of the first frame of trace t that can hold collective
+ * seq `seq` of comm index `local` (its spans); 0 when unknown (read from
+ * the start). */
+size_t nsp_an_frame_of(const struct nsp_trace *t, uint32_t local, uint64_t seq);
+/* Loads n traces, each as nsp_an_load_trace would (paths[k], or mems[k]
+ * of lens[k] bytes when mems is not NULL, taken), in that order, decoded
+ * on the job's threads (nsp_job_set_threads): the job is the same as
+ * after n calls of nsp_an_load_trace.  results[k] (when not NULL): what
+ * that call would have returned; errors[k] (when not NULL): a copy of
+ * nsp_job_error's text after it (NULL: none; caller frees).  Returns 0,
+ * or NSP_AN_ENOMEM (the traces after the one that ran out of memory are
+ * not read). */
+int nsp_an_load_traces(struct nsp_job *job, size_t n, const char *const *paths, uint8_t **mems, const size_t *lens,
+                       int *results, char **errors);
 
 /* Opens a trace again (file or its memory copy) for pass 2 and perf. */
 struct nsp_reader *nsp_an_reopen(const struct nsp_trace *t, char *err, size_t errlen);
+
+/* ---- trace files decoded on worker threads (nsp_an_feed.c) ------------- */
+
+/* A trace to read: a file, or len bytes in memory (mem not NULL). */
+struct nsp_an_feed_item {
+  const char *path;
+  const uint8_t *mem;
+  size_t mem_len;
+  size_t start;         /* a frame's byte offset to start at (nsp_reader_seek_frame); 0 the first */
+};
+struct nsp_an_feed;
+/* Starts nthreads (>= 1) workers decoding items[0..n) (kept by the caller
+ * until nsp_an_feed_stop).  NULL when out of memory or no thread could be
+ * started: the caller reads alone. */
+struct nsp_an_feed *nsp_an_feed_start(const struct nsp_an_feed_item *items, size_t n, int nthreads);
+/* Item i, in order (i = 0, 1, ...): its reader, owned by the caller from
+ * here on (its records come from nsp_an_feed_next, not from it), or NULL
+ * with err when it could not be opened. */
+struct nsp_reader *nsp_an_feed_open(struct nsp_an_feed *f, size_t i, char *err, size_t errlen);
+/* Item i's next record (*rec valid until the next call; *offset: the
+ * reader's nsp_reader_offset after its batch, for progress; *frame: its
+ * nsp_reader_record_frame).  1, 0 at the end, NSP_AN_ENOMEM when a worker
+ * ran out of memory copying it. */
+int nsp_an_feed_next(struct nsp_an_feed *f, size_t i, const struct nsp_rec **rec, size_t *offset, size_t *frame);
+/* Done with item i (its records read or not wanted). */
+void nsp_an_feed_close(struct nsp_an_feed *f, size_t i);
+/* Stops the workers and frees everything but the readers handed out. */
+void nsp_an_feed_stop(struct nsp_an_feed *f);
 
 /* Ref entry of a seq in a comm; NULL when absent (create == 0) or out of
  * memory (create == 1). */

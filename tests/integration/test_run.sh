@@ -68,9 +68,12 @@ ok $? "a command that does not exist: 127 and its name (got $rc)"
 # sets the default action itself.)
 "$ncclspy" run --no-analyze -d d8 -- python3 -c 'import signal, time
 signal.signal(signal.SIGINT, signal.SIG_DFL)
+open("d8-ready", "w").close()
 time.sleep(30)' &
 pid=$!
-sleep 1.5
+# Signalled once the command has set its action (not after a fixed time:
+# a loaded machine may take longer than that to start python).
+for i in $(seq 300); do [ -e d8-ready ] && break; sleep 0.1; done
 kill -INT $pid
 wait $pid
 rc=$?

@@ -20,7 +20,7 @@ trap cleanup EXIT
 cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-echo "1..19"
+echo "1..20"
 
 # A job of the stand-in under the shim, in the background: $job_pid.
 #   start_job DIR CASE [VAR=VALUE...]
@@ -135,6 +135,12 @@ rc=$?
 [ $rc = 0 ] && grep -q $'\rncclspy analyze: reading traces: 2 of 2 files, [0-9.]*[kM]* records, [0-9.]*[kM]* records/s\033\[K' p2.tty &&
   [ "$(tail -c 4 p2.tty | od -An -c | tr -d ' \n')" = '\r033[K' ] && grep -q "^No problems found" p2.tty.stdout
 ok $? "analyze on a terminal, 1.4 s: the progress line (files, records, records/s), cleared at the end"
+# Four files (two are copies, read and set aside): past a second, the time
+# left at the rate of bytes read so far.
+mkdir -p four && cp live/*.ncclspy four/ && for f in live/*.ncclspy; do cp "$f" "four/zz-${f##*/}"; done
+NSP_TEST_PROGRESS_DELAY_MS=450 python3 "$pty" --stderr-only p7.tty -- "$ncclspy" analyze four
+grep -q $'reading traces: 3 of 4 files, [0-9.]*[kM]* records, [0-9.]*[kM]* records/s, about [0-9]*s left\033\[K' p7.tty
+ok $? "analyze on a terminal, 4 files: the time left, at the rate of bytes so far"
 python3 "$pty" --stderr-only p3.tty -- "$ncclspy" analyze live
 [ ! -s p3.tty ]
 ok $? "analyze on a terminal, under a second: no progress line"

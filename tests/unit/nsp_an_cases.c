@@ -327,14 +327,17 @@ static int c14(struct nsp_tracegen **g, uint32_t *w) {
   return 4;
 }
 
+static const struct {
+  const char *name;
+  int (*fn)(struct nsp_tracegen **, uint32_t *);
+} cases[] = {{"c01", c01}, {"c02", c02}, {"c03", c03}, {"c04", c04}, {"c05", c05}, {"c06", c06},
+             {"c07", c07}, {"c08", c08}, {"c09", c09}, {"c10", c10}, {"c11", c11},
+             {"c11-notrack", c11_notrack}, {"c01-gpu", c01_gpu}, {"c12", c12}, {"c13", c13},
+             {"c14", c14}};
+
+const char *nsp_case_name(size_t i) { return i < sizeof cases / sizeof *cases ? cases[i].name : NULL; }
+
 int nsp_case_build(const char *name, struct nsp_tracegen **g) {
-  static const struct {
-    const char *name;
-    int (*fn)(struct nsp_tracegen **, uint32_t *);
-  } cases[] = {{"c01", c01}, {"c02", c02}, {"c03", c03}, {"c04", c04}, {"c05", c05}, {"c06", c06},
-               {"c07", c07}, {"c08", c08}, {"c09", c09}, {"c10", c10}, {"c11", c11},
-               {"c11-notrack", c11_notrack}, {"c01-gpu", c01_gpu}, {"c12", c12}, {"c13", c13},
-               {"c14", c14}};
   for (int i = 0; i < NSP_CASE_MAX_RANKS; i++) g[i] = NULL;
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     if (strcmp(cases[i].name, name)) continue;

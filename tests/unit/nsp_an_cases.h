@@ -30,6 +30,9 @@
  * unknown name or out of memory.  The caller destroys the generators. */
 int nsp_case_build(const char *name, struct nsp_tracegen **gens);
 
+/* The name of case i (0, 1, ...), NULL past the last. */
+const char *nsp_case_name(size_t i);
+
 /* Writes the case's traces into dir.  Returns the number of files, -1. */
 int nsp_case_write(const char *name, const char *dir);
 
