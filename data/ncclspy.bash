@@ -42,10 +42,10 @@ _ncclspy() {
       COMPREPLY=($(compgen -W "-- --dir --no-analyze --help" -- "$cur")) ;;
     watch)
       case ${COMP_WORDS[COMP_CWORD-1]} in
-        --interval | --hang-after) return ;; # seconds: nothing to offer
+        --interval | --hang-after | --threads) return ;; # numbers: nothing to offer
       esac
       case $cur in
-        -*) COMPREPLY=($(compgen -W "--interval --hang-after --help" -- "$cur")) ;;
+        -*) COMPREPLY=($(compgen -W "--interval --hang-after --threads --help" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -d -- "$cur")) ;;
       esac ;;
     help) COMPREPLY=($(compgen -W "analyze perf dump export run shim-path watch" -- "$cur")) ;;

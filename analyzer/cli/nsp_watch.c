@@ -36,7 +36,7 @@
 #define NSP_WATCH_SHOWN_MAX 8
 
 const char nsp_usage_watch[] =
-    "usage: ncclspy watch [--interval S] [--hang-after S] DIR\n"
+    "usage: ncclspy watch [--interval S] [--hang-after S] [--threads N] DIR\n"
     "\n"
     "Analyses the traces in DIR (NCCLSPY_DIR of a running job) every S seconds\n"
     "while the job runs.  On a terminal one status line is kept up to date:\n"
@@ -56,6 +56,8 @@ const char nsp_usage_watch[] =
     "                   silence of a running process (default 10, the analyzer's;\n"
     "                   at least 3 x the job's NCCLSPY_FLUSH_MS is used); a\n"
     "                   shorter one may name a slow rank\n"
+    "  --threads N      threads that read traces (default 1: the job's own node\n"
+    "                   keeps its cores); the report is the same for every N\n"
     "  -h, --help       this text\n"
     "\n"
     "exit status: as analyze's for the final report (0 no findings, 1 findings,\n"
@@ -208,11 +210,11 @@ static void make_status(const struct nsp_job *job, int64_t now, double quiet_s, 
 
 /* Analyses dir now into a new job (NULL when out of memory); *ntraces: the
  * traces read (0: none yet). */
-static struct nsp_job *read_dir(const char *dir, int64_t live_min_ns, size_t *ntraces) {
+static struct nsp_job *read_dir(const char *dir, int64_t live_min_ns, int threads, size_t *ntraces) {
   struct nsp_job *job = nsp_job_create();
   *ntraces = 0;
   if (!job) return NULL;
-  if (nsp_job_set_live_min(job, live_min_ns) < 0) {
+  if (nsp_job_set_live_min(job, live_min_ns) < 0 || nsp_job_set_threads(job, threads) < 0) {
     nsp_job_destroy(job);
     return NULL;
   }
@@ -236,11 +238,12 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
   static const struct option opts[] = {
       {"interval", required_argument, NULL, 'i'},
       {"hang-after", required_argument, NULL, 'a'},
+      {"threads", required_argument, NULL, 'T'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   double interval = 2, hang_after = 10;
-  int c;
+  int c, threads = 1;
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -256,9 +259,21 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
         *(c == 'i' ? &interval : &hang_after) = v;
         break;
       }
+      case 'T': {
+        char *end;
+        long v = strtol(optarg, &end, 10);
+        if (*optarg < '0' || *optarg > '9' || *end || v < 1 || v > NSP_JOB_THREADS_MAX) {
+          fprintf(stderr, "ncclspy watch: --threads takes a number from 1 to 64, not '%s'\nTry 'ncclspy help watch'.\n",
+                  optarg);
+          return 2;
+        }
+        threads = (int)v;
+        break;
+      }
       case 'h': fputs(nsp_usage_watch, stdout); return 0;
       case ':':
-        fprintf(stderr, "ncclspy watch: option '%s' needs seconds\nTry 'ncclspy help watch'.\n", argv[optind - 1]);
+        fprintf(stderr, "ncclspy watch: option '%s' needs %s\nTry 'ncclspy help watch'.\n", argv[optind - 1],
+                strstr(argv[optind - 1], "--t") == argv[optind - 1] ? "a number of threads from 1 to 64" : "seconds");
         return 2;
       default:
         fprintf(stderr, "ncclspy watch: unknown option '%s'\nTry 'ncclspy help watch'.\n", argv[optind - 1]);
@@ -292,7 +307,7 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
   for (;;) {
     int stop = nsp_watch_stop;
     size_t ntraces;
-    struct nsp_job *job = read_dir(dir, live_min, &ntraces);
+    struct nsp_job *job = read_dir(dir, live_min, threads, &ntraces);
     if (!job) {
       if (drawn) nsp_status_clear(stdout);
       fprintf(stderr, "ncclspy watch: out of memory\n");
