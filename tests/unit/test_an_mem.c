@@ -95,7 +95,43 @@ static void test_per_seq(void **state) {
   assert_true(per_pf <= 20);
 }
 
+/* Entry times further apart in a page of refs than 2^31 ns (ranks whose
+ * clocks or pace differ by seconds): the page keeps whole times, and the
+ * mismatch's time is still the earliest entry at its seq, to the ns. */
+static void test_wide_times(void **state) {
+  (void)state;
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  int64_t t_expect = 0;
+  for (int r = 0; r < 2; r++) {
+    char name[32];
+    struct nsp_tracegen *g = nsp_tracegen_create("h", 10u + (uint32_t)r, r);
+    assert_non_null(g);
+    nsp_tracegen_set_step(g, r ? 2000000000ull : 3000000007ull, 100);
+    uint32_t w = nsp_tracegen_comm(g, 0x1000, r, 2);
+    assert_true(w);
+    for (int i = 1; i <= 600; i++) {
+      /* wall = 1.7e18 + monotonic - 1e9 (nsp_tracegen_create's clock pair) */
+      if (i == 500 && r == 1) t_expect = (int64_t)(1700000000000000000ull + nsp_tracegen_now(g) - 1000000000ull);
+      nsp_tracegen_coll(g, NSP_API_AllReduce, w, 1024, i == 500 && r ? ncclFloat16 : ncclFloat32, ncclSum, -1);
+    }
+    const uint8_t *data;
+    size_t len;
+    assert_int_equal(nsp_tracegen_bytes(g, &data, &len), 0);
+    snprintf(name, sizeof name, "r%d.ncclspy", r);
+    assert_int_equal(nsp_job_add_mem(job, name, data, len), 1);
+    nsp_tracegen_destroy(g);
+  }
+  assert_int_equal(nsp_job_analyze(job), 0);
+  assert_int_equal(nsp_job_nfindings(job), 1);
+  const struct nsp_finding *f = nsp_job_finding(job, 0);
+  assert_int_equal(f->kind, NSP_FIND_DTYPE_MISMATCH);
+  assert_int_equal(f->seq, 500);
+  assert_true(f->time_ns == t_expect);
+  nsp_job_destroy(job);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_per_seq)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_per_seq), cmocka_unit_test(test_wide_times)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
