@@ -164,11 +164,7 @@ static int arr_set_time(struct arr_page *pg, unsigned e, int latest, int64_t t) 
     pg->base = t;
     pg->based = 1;
   }
-  int64_t d;
-  if (!__builtin_sub_overflow(t, pg->base, &d) && d >= INT32_MIN && d <= INT32_MAX) {
-    *(latest ? &pg->a[e].dmax : &pg->a[e].dmin) = (int32_t)d;
-    return 0;
-  }
+  if (nsp_an_time_off(t, pg->base, latest ? &pg->a[e].dmax : &pg->a[e].dmin)) return 0;
   pg->wide = malloc(NSP_ARR_PAGE * sizeof *pg->wide);
   if (!pg->wide) return NSP_AN_ENOMEM;
   for (unsigned i = 0; i < NSP_ARR_PAGE; i++) {

@@ -165,6 +165,14 @@ struct nsp_ref_page {
   int based;       /* base is set */
   struct nsp_ref r[NSP_SEQ_PAGE];
 };
+/* A page's time t (ns) as a 32-bit offset from its base, into *off: 1,
+ * or 0 when it does not fit (the page must keep whole times). */
+static inline int nsp_an_time_off(int64_t t, int64_t base, int32_t *off) {
+  int64_t d;
+  if (__builtin_sub_overflow(t, base, &d) || d < INT32_MIN || d > INT32_MAX) return 0;
+  *off = (int32_t)d;
+  return 1;
+}
 /* The earliest entry (wall ns) of ref e of page pg. */
 static inline int64_t nsp_an_ref_time(const struct nsp_ref_page *pg, unsigned e) {
   return pg->wide ? pg->wide[e] : pg->base + pg->r[e].t_off;

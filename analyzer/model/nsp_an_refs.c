@@ -63,11 +63,7 @@ int nsp_an_ref_set_time(struct nsp_ref_page *pg, unsigned e, int64_t t) {
     pg->base = t;
     pg->based = 1;
   }
-  int64_t d;
-  if (!__builtin_sub_overflow(t, pg->base, &d) && d >= INT32_MIN && d <= INT32_MAX) {
-    pg->r[e].t_off = (int32_t)d;
-    return 0;
-  }
+  if (nsp_an_time_off(t, pg->base, &pg->r[e].t_off)) return 0;
   pg->wide = malloc(NSP_SEQ_PAGE * sizeof *pg->wide);
   if (!pg->wide) return NSP_AN_ENOMEM;
   for (unsigned i = 0; i < NSP_SEQ_PAGE; i++) pg->wide[i] = pg->base + pg->r[i].t_off;
