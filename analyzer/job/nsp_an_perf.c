@@ -13,8 +13,9 @@
  *
  * A pass of its own over every trace (after nsp_job_analyze has unified
  * the communicators), so `analyze` pays nothing for it.  Memory: one
- * distribution per line (up to 1024 values, then a fixed histogram), a few words per
- * (communicator, seq) for arrivals, the calls in flight per process. */
+ * distribution per line (up to 1024 values, then a fixed histogram), 16
+ * bytes per (communicator, seq) for arrivals (struct arrival), the calls
+ * in flight per process; the analysis's refs are freed first. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,13 +123,57 @@ struct rowacc {
   struct dist d;
 };
 
+/* The arrivals at one seq of a communicator: 16 bytes.  Earliest and
+ * latest entry as offsets from the page's base (unless the page is wide),
+ * the rank that came last, and in nat: how many calls came (saturating at
+ * ARR_N_MAX: a communicator of that many traced ranks or more counts a
+ * seq as reached by all once that many came), whether the latest entry
+ * was a tie (ARR_TIE) and the op (ARR_API_SHIFT up). */
 struct arrival {
-  int64_t tmin, tmax;
-  int32_t last, api;
-  uint32_t n, ties;
+  int32_t dmin, dmax;
+  int32_t last;
+  uint32_t nat;
 };
+#define ARR_N_MAX 0x7fffffu
+#define ARR_TIE 0x800000u
+#define ARR_API_SHIFT 24
 /* Arrivals per page of a communicator's paged array of them by seq. */
 #define NSP_ARR_PAGE 256
+/* Seqs page_no * NSP_ARR_PAGE onwards; times are offsets from base (the
+ * first time of the page) until one is 2^31 ns or more away: then every
+ * time of the page is kept whole in wide ([0] earliest, [1] latest). */
+struct arr_page {
+  int64_t base;
+  int64_t (*wide)[2];
+  int based;
+  struct arrival a[NSP_ARR_PAGE];
+};
+
+static int64_t arr_time(const struct arr_page *pg, unsigned e, int latest) {
+  if (pg->wide) return pg->wide[e][latest];
+  return pg->base + (latest ? pg->a[e].dmax : pg->a[e].dmin);
+}
+
+/* Sets arrival e's earliest (latest 0) or latest entry to t (wall ns). */
+static int arr_set_time(struct arr_page *pg, unsigned e, int latest, int64_t t) {
+  if (pg->wide) {
+    pg->wide[e][latest] = t;
+    return 0;
+  }
+  if (!pg->based) {
+    pg->base = t;
+    pg->based = 1;
+  }
+  if (nsp_an_time_off(t, pg->base, latest ? &pg->a[e].dmax : &pg->a[e].dmin)) return 0;
+  pg->wide = malloc(NSP_ARR_PAGE * sizeof *pg->wide);
+  if (!pg->wide) return NSP_AN_ENOMEM;
+  for (unsigned i = 0; i < NSP_ARR_PAGE; i++) {
+    pg->wide[i][0] = pg->base + pg->a[i].dmin;
+    pg->wide[i][1] = pg->base + pg->a[i].dmax;
+  }
+  pg->wide[e][latest] = t;
+  return 0;
+}
 
 struct perf_comm {
   struct nsp_perf_comm pub;
@@ -136,7 +181,7 @@ struct perf_comm {
   size_t nacc, acc_cap;
   struct nsp_u64map acc_by_key;
   struct nsp_perf_row *rows;
-  struct nsp_paged arrivals; /* seq -> struct arrival, NSP_ARR_PAGE to a page */
+  struct nsp_paged arrivals; /* page number (seq / NSP_ARR_PAGE) -> struct arr_page */
   struct nsp_perf_spread worst[NSP_PERF_WORST];
   struct nsp_perf_straggler *strag;
 };
@@ -154,6 +199,7 @@ void nsp_an_perf_free(struct nsp_perf *p) {
     free(c->acc);
     nsp_u64map_free(&c->acc_by_key);
     free(c->rows);
+    for (size_t k = 0; k < c->arrivals.npages; k++) free(((struct arr_page *)c->arrivals.pages[k])->wide);
     nsp_paged_free(&c->arrivals);
     free(c->strag);
   }
@@ -305,25 +351,28 @@ static int on_call(struct pass *ps, struct nsp_pend_tab *tab, int tracked, const
     return 0;
   }
   if (kind == NSP_K_COLL && rec->seq && l->rank >= 0) {
-    struct arrival *a = nsp_paged_at(&c->arrivals, rec->seq, 1);
-    if (!a) return NSP_AN_ENOMEM;
+    struct arr_page *pg = nsp_paged_page(&c->arrivals, rec->seq / NSP_ARR_PAGE, 1);
+    if (!pg) return NSP_AN_ENOMEM;
+    unsigned e = (unsigned)(rec->seq % NSP_ARR_PAGE);
+    struct arrival *a = &pg->a[e];
     int64_t tw = (int64_t)(rec->t_enter + (uint64_t)t->off_ns);
-    if (!a->n) {
-      a->tmin = a->tmax = tw;
+    if (!(a->nat & ARR_N_MAX)) {
+      NSP_TRY(arr_set_time(pg, e, 0, tw));
+      NSP_TRY(arr_set_time(pg, e, 1, tw));
       a->last = l->rank;
-      a->ties = 1;
-      a->api = api;
+      a->nat = (uint32_t)(uint8_t)api << ARR_API_SHIFT;
     } else {
-      if (tw < a->tmin) a->tmin = tw;
-      if (tw > a->tmax) {
-        a->tmax = tw;
+      if (tw < arr_time(pg, e, 0)) NSP_TRY(arr_set_time(pg, e, 0, tw));
+      int64_t tmax = arr_time(pg, e, 1);
+      if (tw > tmax) {
+        NSP_TRY(arr_set_time(pg, e, 1, tw));
         a->last = l->rank;
-        a->ties = 1;
-      } else if (tw == a->tmax) {
-        a->ties++;
+        a->nat &= ~ARR_TIE;
+      } else if (tw == tmax) {
+        a->nat |= ARR_TIE;
       }
     }
-    a->n++;
+    if ((a->nat & ARR_N_MAX) < ARR_N_MAX) a->nat++;
   }
   if (!tracked || (rec->flags & NSP_CALL_UNTRACKED)) return 0;
   struct nsp_pend e;
@@ -531,18 +580,20 @@ static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
   int ret = 0;
   for (size_t p = 0; p < c->arrivals.npages && !ret; p++) {
     uint64_t no = c->arrivals.page_nos[p];
-    const struct arrival *pg = c->arrivals.pages[p];
+    const struct arr_page *pg = c->arrivals.pages[p];
     for (unsigned e = 0; e < NSP_ARR_PAGE && !ret; e++) {
-      const struct arrival *a = &pg[e];
-      if (a->n < nt) continue;
+      const struct arrival *a = &pg->a[e];
+      uint32_t n = a->nat & ARR_N_MAX;
+      if (n < nt && n < ARR_N_MAX) continue;
       /* Times come from the traces: no signed overflow. */
-      uint64_t usp = (uint64_t)a->tmax - (uint64_t)a->tmin;
+      uint64_t usp = (uint64_t)arr_time(pg, e, 1) - (uint64_t)arr_time(pg, e, 0);
       int64_t sp = usp > INT64_MAX ? INT64_MAX : (int64_t)usp;
       c->pub.collectives++;
       ret = dist_add(&spread, sp);
-      int last = a->ties == 1 ? a->last : -1;
+      int last = !(a->nat & ARR_TIE) ? a->last : -1;
       const struct nsp_member *lm = last >= 0 ? nsp_an_find_member(job, comm, last) : NULL;
-      struct nsp_perf_spread w = {no * NSP_ARR_PAGE + e, a->api, sp, last, lm ? job->traces[lm->trace]->info.rank : -1};
+      struct nsp_perf_spread w = {no * NSP_ARR_PAGE + e, (int)(a->nat >> ARR_API_SHIFT), sp, last,
+                                  lm ? job->traces[lm->trace]->info.rank : -1};
       /* Keep the largest spreads, largest first; ties by lower seq. */
       for (size_t k = 0; k < NSP_PERF_WORST; k++) {
         struct nsp_perf_spread *x = &c->worst[k];
@@ -608,7 +659,9 @@ int nsp_job_perf(struct nsp_job *job) {
     return NSP_AN_ENOMEM;
   }
   perf->n = job->ncomms;
-  for (size_t i = 0; i < perf->n; i++) nsp_paged_init(&perf->c[i].arrivals, sizeof(struct arrival), NSP_ARR_PAGE);
+  for (size_t i = 0; i < perf->n; i++) nsp_paged_init(&perf->c[i].arrivals, sizeof(struct arr_page), 1);
+  /* The rules have run: their refs are not needed again (memory). */
+  for (size_t i = 0; i < job->ncomms; i++) nsp_an_comm_drop_refs(job->comms[i]);
   job->perf = perf;
   struct pass ps;
   memset(&ps, 0, sizeof ps);

@@ -1,10 +1,13 @@
 /* nsp_an_load.c - pass 1: stream one trace's records into the job model.
  *
  * Nothing here keeps a record: collectives are folded into the
- * communicator's per-seq reference (struct nsp_ref) and the member's
- * first difference from it; send/recv sizes into run-length lists; errors
- * into the process's first one.  That keeps memory independent of the
- * number of calls per rank for the common case of a healthy job. */
+ * communicator's per-seq reference (struct nsp_ref, nsp_an_refs.c) and the
+ * member's first difference from it; send/recv sizes into run-length
+ * lists; errors into the process's first one.  Memory is per process and
+ * per communicator member, plus 8 bytes per seq of every communicator
+ * (its refs: 8 MB for 1,000,000 collectives on one communicator, however
+ * many ranks it has) and one struct nsp_sig per distinct call shape on a
+ * communicator; it does not grow with ranks x calls. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,21 +29,18 @@ static int is_error(int32_t result) { return result != 0 && result != ncclInProg
  * timeout, a remote or system error), so a peer may have matched it. */
 static int is_refusal(int32_t result) { return result == ncclInvalidArgument || result == ncclInvalidUsage; }
 
-struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create) {
-  return nsp_paged_at(&c->refs, seq, create);
-}
-
-/* The ref of seq for member m, through m's cached page: a rank's seqs come
- * in order, so the hash is consulted once per NSP_SEQ_PAGE calls. */
-static struct nsp_ref *member_ref(struct nsp_member *m, struct nsp_an_comm *c, uint64_t seq) {
+/* The page of refs of seq for member m, through m's cached page: a
+ * rank's seqs come in order, so the hash is consulted once per
+ * NSP_SEQ_PAGE calls. */
+static struct nsp_ref_page *member_page(struct nsp_member *m, struct nsp_an_comm *c, uint64_t seq) {
   uint64_t no = seq / NSP_SEQ_PAGE;
   if (!m->page || m->page_no != no) {
-    struct nsp_ref *pg = nsp_paged_page(&c->refs, no, 1);
+    struct nsp_ref_page *pg = nsp_an_ref_page(c, no, 1);
     if (!pg) return NULL;
     m->page = pg;
     m->page_no = no;
   }
-  return &m->page[seq % NSP_SEQ_PAGE];
+  return m->page;
 }
 
 /* The PreMulSum op `redop` names on comm index `local` of t, when its
@@ -101,7 +101,7 @@ static struct nsp_an_comm *comm_get(struct nsp_job *job, uint64_t id, size_t *in
   if (nsp_grow(&job->comms, &job->comms_cap, job->ncomms + 1, sizeof *job->comms) < 0) return NULL;
   struct nsp_an_comm *c = calloc(1, sizeof *c);
   if (!c) return NULL;
-  nsp_paged_init(&c->refs, sizeof(struct nsp_ref), NSP_SEQ_PAGE);
+  nsp_an_refs_init(c);
   c->name = strdup("");
   if (!c->name || nsp_u64map_put(&job->comm_by_id, id, job->ncomms) < 0) {
     free(c->name);
@@ -340,9 +340,9 @@ static int win_rebase(struct nsp_member *m, struct nsp_an_comm *c, uint64_t fd) 
         set |= 1u << ((uint64_t)i + shift);
       }
     for (uint64_t i = 0; i < shift && i < NSP_SIG_WINDOW; i++) {
-      const struct nsp_ref *ref = fd + i <= m->last_seq ? nsp_an_comm_ref(c, fd + i, 0) : NULL;
-      if (!ref || !ref->set) continue;
-      m->win[i] = ref->sig;
+      struct nsp_ref_view ref;
+      if (fd + i > m->last_seq || !nsp_an_comm_ref(c, fd + i, &ref)) continue;
+      m->win[i] = ref.sig;
       set |= 1u << i;
     }
     m->win_set = set;
@@ -370,22 +370,26 @@ static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *
     t->bad_seq++;
     return 0;
   }
-  struct nsp_ref *ref = member_ref(m, c, rec->seq);
-  if (!ref) return NSP_AN_ENOMEM;
-  if (!ref->set) {
-    ref->sig = s;
-    ref->set = 1;
-    ref->t_min = tw;
+  struct nsp_ref_page *pg = member_page(m, c, rec->seq);
+  if (!pg) return NSP_AN_ENOMEM;
+  unsigned e = (unsigned)(rec->seq % NSP_SEQ_PAGE);
+  struct nsp_ref *ref = &pg->r[e];
+  if (!(ref->sig & NSP_REF_SIG)) {
+    uint32_t k = nsp_an_sig_intern(c, &s, &m->sig_hint);
+    if (!k) return NSP_AN_ENOMEM;
+    ref->sig = k;
+    NSP_TRY(nsp_an_ref_set_time(pg, e, tw));
   } else {
-    if (tw < ref->t_min) ref->t_min = tw;
-    if (!nsp_an_sig_eq(&ref->sig, &s)) {
-      ref->differs = 1;
+    if (tw < nsp_an_ref_time(pg, e)) NSP_TRY(nsp_an_ref_set_time(pg, e, tw));
+    const struct nsp_sig *rs = &c->sigs[(ref->sig & NSP_REF_SIG) - 1];
+    if (!nsp_an_sig_eq(rs, &s)) {
+      ref->sig |= NSP_REF_DIFFERS;
       if (!m->first_diff || rec->seq < m->first_diff) {
         NSP_TRY(win_rebase(m, c, rec->seq));
         m->diff_sig = s;
       }
-    } else if (!nsp_an_sig_premul_same(&ref->sig, &s)) {
-      ref->premul_varies = 1;
+    } else if (!nsp_an_sig_premul_same(rs, &s)) {
+      ref->sig |= NSP_REF_PREMUL_VARIES;
     }
   }
   /* From its first difference on, its own calls (the shift test). */

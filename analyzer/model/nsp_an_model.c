@@ -75,9 +75,9 @@ const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const str
 int nsp_an_member_sig(struct nsp_an_comm *c, const struct nsp_member *m, uint64_t seq, struct nsp_sig *out) {
   if (!seq || seq > m->last_seq) return 0;
   if (!m->first_diff || seq < m->first_diff) {
-    const struct nsp_ref *ref = nsp_an_comm_ref(c, seq, 0);
-    if (!ref || !ref->set) return 0;
-    *out = ref->sig;
+    struct nsp_ref_view ref;
+    if (!nsp_an_comm_ref(c, seq, &ref)) return 0;
+    *out = ref.sig;
     return 1;
   }
   uint64_t off = seq - m->first_diff;
@@ -184,7 +184,7 @@ void nsp_an_comm_free(struct nsp_an_comm *c) {
   free(c->name);
   free(c->ranks);
   free(c->members);
-  nsp_paged_free(&c->refs);
+  nsp_an_comm_drop_refs(c);
   free(c);
 }
 

@@ -136,18 +136,55 @@ static inline int nsp_an_sig_premul_same(const struct nsp_sig *a, const struct n
 #define NSP_SHIFT_MATCH 4
 #define NSP_SIG_WINDOW (NSP_SHIFT_MAX + NSP_SHIFT_MATCH)
 
-/* The first signature seen at one seq of a communicator; every later rank
- * is compared against it, so memory is per seq, not per (seq, rank). */
+/* One seq of a communicator: the first signature any rank made there
+ * (every later rank is compared against it, so memory is per seq, not per
+ * (seq, rank)) and the earliest entry.  8 bytes: the signature is an
+ * index into the communicator's table of distinct ones (nsp_an_comm.sigs:
+ * a training loop repeats a few shapes), the time an offset from its
+ * page's base.  Read through nsp_an_comm_ref. */
 struct nsp_ref {
-  struct nsp_sig sig;
-  int64_t t_min;   /* earliest entry time of any rank at this seq (wall ns) */
-  uint8_t set;     /* a rank has reached this seq */
-  uint8_t differs; /* some rank's signature differed from sig */
-  uint8_t premul_varies; /* a rank that agreed pre-multiplied otherwise
-                            (residence or host scalar) */
+  uint32_t sig;   /* NSP_REF_SIG: index + 1 into c->sigs, 0 while no rank
+                     reached this seq; NSP_REF_DIFFERS: some rank's
+                     signature differed from it; NSP_REF_PREMUL_VARIES: a
+                     rank that agreed pre-multiplied otherwise (residence
+                     or host scalar) */
+  int32_t t_off;  /* earliest entry time of any rank here (wall ns) minus
+                     the page's base, unless the page is wide */
 };
+#define NSP_REF_SIG 0x3fffffffu
+#define NSP_REF_DIFFERS 0x80000000u
+#define NSP_REF_PREMUL_VARIES 0x40000000u
 /* Refs per page of a communicator's paged array of refs by seq. */
 #define NSP_SEQ_PAGE 256
+/* A page of refs: seqs page_no * NSP_SEQ_PAGE onwards.  Times are offsets
+ * from base (the first time set in the page); once one is more than 2^31
+ * ns away, the page keeps every time whole in wide. */
+struct nsp_ref_page {
+  int64_t base;
+  int64_t *wide;   /* NSP_SEQ_PAGE times, or NULL */
+  int based;       /* base is set */
+  struct nsp_ref r[NSP_SEQ_PAGE];
+};
+/* A page's time t (ns) as a 32-bit offset from its base, into *off: 1,
+ * or 0 when it does not fit (the page must keep whole times). */
+static inline int nsp_an_time_off(int64_t t, int64_t base, int32_t *off) {
+  int64_t d;
+  if (__builtin_sub_overflow(t, base, &d) || d < INT32_MIN || d > INT32_MAX) return 0;
+  *off = (int32_t)d;
+  return 1;
+}
+/* The earliest entry (wall ns) of ref e of page pg. */
+static inline int64_t nsp_an_ref_time(const struct nsp_ref_page *pg, unsigned e) {
+  return pg->wide ? pg->wide[e] : pg->base + pg->r[e].t_off;
+}
+/* A ref as the rules see it. */
+struct nsp_ref_view {
+  struct nsp_sig sig; /* all zero when not set */
+  int64_t t_min;      /* earliest entry time of any rank at this seq (wall ns); 0 */
+  int set;            /* a rank has reached this seq */
+  int differs;        /* some rank's signature differed from sig */
+  int premul_varies;  /* a rank that agreed pre-multiplied otherwise */
+};
 
 /* Send/recv sizes to/from one peer, run-length encoded by value over
  * consecutive seqs (pipeline stages send the same shape over and over). */
@@ -230,10 +267,12 @@ struct nsp_member {
   struct nsp_p2p *p2p;
   size_t np2p, p2p_cap;
   struct nsp_u64map p2p_index; /* peer -> p2p index */
-  /* the page of refs last used (seqs arrive in order, so this hits): its
-   * first ref, for seq page_no * NSP_SEQ_PAGE */
-  struct nsp_ref *page;
+  /* the page of refs last used (seqs arrive in order, so this hits), for
+   * seqs page_no * NSP_SEQ_PAGE onwards; the index + 1 in the
+   * communicator's sigs of the signature it made last (0 none) */
+  struct nsp_ref_page *page;
   uint64_t page_no;
+  uint32_t sig_hint;
 };
 
 struct nsp_an_comm {
@@ -242,7 +281,10 @@ struct nsp_an_comm {
   int *ranks;
   size_t *members;      /* indices into job->members */
   size_t nmembers, members_cap;
-  struct nsp_paged refs; /* seq -> struct nsp_ref, NSP_SEQ_PAGE to a page */
+  struct nsp_paged refs; /* page number (seq / NSP_SEQ_PAGE) -> struct nsp_ref_page */
+  struct nsp_sig *sigs;  /* the distinct signatures its refs name */
+  size_t nsigs, sigs_cap;
+  struct nsp_u64map sig_index; /* hash of a signature (nsp_an_sig_hash) -> index in sigs */
   /* Set by the rules, read by the rules that run or link after them: */
   uint64_t mismatch_seq; /* the alignment rule's finding seq; 0 none */
   int mismatch_kind;     /* and its kind */
@@ -556,9 +598,25 @@ void nsp_an_feed_close(struct nsp_an_feed *f, size_t i);
 /* Stops the workers and frees everything but the readers handed out. */
 void nsp_an_feed_stop(struct nsp_an_feed *f);
 
-/* Ref entry of a seq in a comm; NULL when absent (create == 0) or out of
- * memory (create == 1). */
-struct nsp_ref *nsp_an_comm_ref(struct nsp_an_comm *c, uint64_t seq, int create);
+/* The ref of seq in communicator c, into *out (zeroed when no rank
+ * reached seq); returns out->set. */
+int nsp_an_comm_ref(const struct nsp_an_comm *c, uint64_t seq, struct nsp_ref_view *out);
+/* Calls fn(ctx, seq, ref) for every ref of c a rank reached (in no
+ * particular order of seq). */
+void nsp_an_comm_refs_each(const struct nsp_an_comm *c, void (*fn)(void *ctx, uint64_t seq, const struct nsp_ref *r),
+                           void *ctx);
+/* Frees c's refs and signatures (the rules have run: perf needs neither). */
+void nsp_an_comm_drop_refs(struct nsp_an_comm *c);
+/* For loading (nsp_an_refs.c): a new communicator's empty refs; the page
+ * of refs page_no (seqs page_no * NSP_SEQ_PAGE onwards), made when create
+ * is set (NULL: absent, or out of memory); the index + 1 of signature s in
+ * c->sigs, added when new (0: out of memory; *hint, an index + 1 or 0, is
+ * tried first and becomes the answer); ref e's earliest entry set to t
+ * (wall ns; 0 or NSP_AN_ENOMEM). */
+void nsp_an_refs_init(struct nsp_an_comm *c);
+struct nsp_ref_page *nsp_an_ref_page(struct nsp_an_comm *c, uint64_t page_no, int create);
+uint32_t nsp_an_sig_intern(struct nsp_an_comm *c, const struct nsp_sig *s, uint32_t *hint);
+int nsp_an_ref_set_time(struct nsp_ref_page *pg, unsigned e, int64_t t);
 
 /* Fatal signals: a SIGNAL record while loading (the first is kept), its
  * end-of-trace check (did the process go on?), the trace's memory. */

@@ -166,8 +166,8 @@ static int kept_pattern(struct nsp_job *job, struct nsp_an_comm *c, const struct
   for (uint64_t p = 1; p <= NSP_SHIFT_MAX && p + 1 < s; p++) {
     int periodic = 1;
     for (uint64_t t = s - p > p ? s - p : p + 1; t < s && periodic; t++) {
-      const struct nsp_ref *a = nsp_an_comm_ref(c, t, 0), *b = nsp_an_comm_ref(c, t - p, 0);
-      periodic = a && b && a->set && b->set && nsp_an_sig_eq(&a->sig, &b->sig);
+      struct nsp_ref_view a, b;
+      periodic = nsp_an_comm_ref(c, t, &a) && nsp_an_comm_ref(c, t - p, &b) && nsp_an_sig_eq(&a.sig, &b.sig);
     }
     if (!periodic) continue;
     int keeps[2];
@@ -175,8 +175,11 @@ static int kept_pattern(struct nsp_job *job, struct nsp_an_comm *c, const struct
       struct calls x;
       calls_of(job, c, tmp, side_members(job, c, &f->sides[sd], tmp), s, &x);
       keeps[sd] = x.known[0];
-      for (uint64_t i = 0; i < p && keeps[sd]; i++)
-        if (x.known[i]) keeps[sd] = nsp_an_sig_eq(&x.v[i], &nsp_an_comm_ref(c, s - p + i, 0)->sig);
+      for (uint64_t i = 0; i < p && keeps[sd]; i++) {
+        struct nsp_ref_view r; /* an unset one's sig is all zero */
+        nsp_an_comm_ref(c, s - p + i, &r);
+        if (x.known[i]) keeps[sd] = nsp_an_sig_eq(&x.v[i], &r.sig);
+      }
     }
     return keeps[0] == keeps[1] ? -1 : keeps[0] ? 0 : 1;
   }
@@ -227,6 +230,15 @@ static int find_shift(struct nsp_job *job, struct nsp_an_comm *c, const struct n
   return 1;
 }
 
+/* Seqs after `after` where some rank differed from the ref. */
+struct later_count {
+  uint64_t after, n;
+};
+static void count_later(void *ctx, uint64_t seq, const struct nsp_ref *r) {
+  struct later_count *lc = ctx;
+  if ((r->sig & NSP_REF_DIFFERS) && seq > lc->after) lc->n++;
+}
+
 static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   uint64_t s_min = 0;
   for (size_t k = 0; k < c->nmembers; k++) {
@@ -234,8 +246,9 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
     if (m->first_diff && (!s_min || m->first_diff < s_min)) s_min = m->first_diff;
   }
   if (!s_min) return 0;
-  struct nsp_ref *ref = nsp_an_comm_ref(c, s_min, 0);
-  if (!ref) return 0;
+  struct nsp_ref_view refv; /* set: s_min is where a rank differed from it */
+  if (!nsp_an_comm_ref(c, s_min, &refv)) return 0;
+  const struct nsp_ref_view *ref = &refv;
 
   struct part *parts = malloc(c->nmembers * sizeof *parts);
   if (!parts) return NSP_AN_ENOMEM;
@@ -331,13 +344,9 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   NSP_TRY(ret);
   /* Later differing seqs are usually consequences (a skipped collective
    * shifts every later one); count them instead of reporting them. */
-  uint64_t later = 0;
-  for (size_t k = 0; k < c->refs.npages; k++) {
-    const struct nsp_ref *pg = c->refs.pages[k];
-    for (unsigned e = 0; e < NSP_SEQ_PAGE; e++)
-      if (pg[e].set && pg[e].differs && c->refs.page_nos[k] * NSP_SEQ_PAGE + e > s_min) later++;
-  }
-  f->pub.later = later;
+  struct later_count lc = {s_min, 0};
+  nsp_an_comm_refs_each(c, count_later, &lc);
+  f->pub.later = lc.n;
   c->mismatch_seq = s_min;
   c->mismatch_kind = f->pub.kind;
   c->mismatch_id = f->id;

@@ -101,8 +101,9 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
     if (!h || m->first_pending < h) h = m->first_pending;
   }
   if (!h) return 0;
-  const struct nsp_ref *ref = nsp_an_comm_ref(c, h, 0);
-  if (!ref || !ref->set) return 0;
+  struct nsp_ref_view refv;
+  if (!nsp_an_comm_ref(c, h, &refv)) return 0;
+  const struct nsp_ref_view *ref = &refv;
 
   size_t *by_role[NROLES];
   size_t n_role[NROLES];

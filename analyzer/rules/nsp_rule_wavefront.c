@@ -59,7 +59,8 @@ static int extra_at_end(struct nsp_job *job, struct nsp_an_comm *c, const size_t
   struct nsp_finding_priv *f = nsp_an_new_finding(job, NSP_FIND_EXTRA_AT_END, c);
   int ret = f ? nsp_an_alloc_sides(f, 2) : NSP_AN_ENOMEM;
   NSP_TRY(ret);
-  const struct nsp_ref *first = nsp_an_comm_ref(c, low + 1, 0);
+  struct nsp_ref_view firstv;
+  const struct nsp_ref_view *first = nsp_an_comm_ref(c, low + 1, &firstv) ? &firstv : NULL;
   for (int s = 0; s < 2 && !ret; s++) {
     const size_t *from = s ? mi + nlow : mi;
     size_t cnt = s ? n - nlow : nlow;
