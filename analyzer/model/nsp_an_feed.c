@@ -34,7 +34,6 @@ struct feed_chunk {
 struct feed_batch {
   struct feed_batch *next;
   struct nsp_rec rec[NSP_FEED_BATCH];
-  struct nsp_rec_ext ext[NSP_FEED_BATCH]; /* used only by records that have one */
   size_t frame[NSP_FEED_BATCH];           /* each record's nsp_reader_record_frame */
   size_t n;
   size_t offset;   /* the reader's nsp_reader_offset after its last record */
@@ -141,11 +140,13 @@ static const char *const *copy_strs(struct feed_batch *b, const char *const *v, 
 #define NSP_FC_A_(enc, lv) NSP_FC_##enc(lv)
 #define NSP_FC_(K, name, enc, cm, pred, loc, type, unit, since, def, meaning) NSP_FC_A_(enc, NSP_FCL_##loc)
 
-/* Copies what record r points to into batch b (x: its own ext, when it
- * has one).  0, or NSP_AN_ENOMEM. */
-static int copy_rec(struct feed_batch *b, struct nsp_rec *r, struct nsp_rec_ext *x) {
+/* Copies what record r points to (its ext, strings and arrays) into
+ * batch b.  0, or NSP_AN_ENOMEM. */
+static int copy_rec(struct feed_batch *b, struct nsp_rec *r) {
   int oom = 0;
+  struct nsp_rec_ext *x = NULL;
   if (r->ext) {
+    if (!(x = chunk_alloc(b, sizeof *x))) return NSP_AN_ENOMEM;
     *x = *r->ext;
     r->ext = x;
   }
@@ -223,7 +224,7 @@ static void work_file(struct nsp_an_feed *f, size_t i) {
         break;
       }
       b->frame[b->n] = nsp_reader_record_frame(r);
-      if (copy_rec(b, rec, &b->ext[b->n]) < 0) {
+      if (copy_rec(b, rec) < 0) {
         oom = 1;
         more = 0;
         break;
