@@ -64,10 +64,16 @@ struct nsp_pend {
   uint8_t state;        /* NSP_PEND_* */
   size_t gprev, gnext;  /* calls of the same group; SIZE_MAX ends */
 };
+/* A slot of the key index: entry index + 1 (0 empty) and the low 32 bits
+ * of the key's hash, so a probe compares keys only when those agree and
+ * a deletion finds each entry's home slot without reading the entry. */
+struct nsp_pend_slot {
+  uint32_t idx1, hash;
+};
 struct nsp_pend_tab {
   struct nsp_pend *v;
   size_t n, cap, free_head;
-  size_t *slot;         /* open addressing: entry index + 1, 0 empty */
+  struct nsp_pend_slot *slot; /* open addressing over v, linear probing */
   size_t nslot, used;
   struct nsp_u64map group;      /* group id -> first waiting call */
   struct nsp_u64map done_group; /* group completions seen before their calls */
