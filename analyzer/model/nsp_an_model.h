@@ -667,6 +667,9 @@ static inline int64_t nsp_an_wall(const struct nsp_trace *t, uint64_t mono) {
 void nsp_an_utc_text(char *buf, size_t len, int64_t ns);
 /* Empty call: api -1, ints -1 (done too), numbers 0. */
 void nsp_call_clear(struct nsp_call *c);
+/* What nsp_call_clear makes (padding zero too): copy it where a call is
+ * cleared per record, the copy inlined. */
+extern const struct nsp_call nsp_call_none;
 int nsp_an_cmp_int(const void *a, const void *b);
 /* The communicator with this id (0: none), or NULL. */
 const struct nsp_an_comm *nsp_an_comm_of(const struct nsp_job *job, uint64_t id);
