@@ -365,9 +365,10 @@ struct dec {
 
 /* A field past the end of the payload takes its default (0 / "").  A
  * truncated varint inside the payload makes the record malformed. */
-static uint64_t get_v(struct dec *d) {
+static inline uint64_t get_v(struct dec *d) {
   uint64_t v = 0;
   if (d->p >= d->end) return 0;
+  if (*d->p < 0x80) return *d->p++; /* one byte: most fields of a CALL */
   if (nsp_get_varint(&d->p, d->end, &v) < 0) d->bad = 1, d->p = d->end;
   return v;
 }
