@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,9 @@ struct nsp_reader {
   size_t off;     /* next frame's byte offset in the file */
   struct nsp_file_header hdr;
   ZSTD_DCtx *dctx;
-  struct nsp_buf frame; /* the current frame, decompressed */
+  struct nsp_buf frame; /* the current frame, decompressed; its cap grows as
+                           if from 0 whatever frame_alloc is */
+  size_t frame_alloc;   /* bytes allocated at frame.data (>= frame.cap) */
   const uint8_t *p;     /* next record in frame */
   size_t frame_off;     /* file offset of the current frame */
   struct nsp_codec codec;
@@ -60,6 +63,98 @@ static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
 #define NSP_MAX_RATIO 1024
 /* log2(NSP_MAX_FRAME): no frame needs a larger zstd window. */
 #define NSP_MAX_WINDOW_LOG 26
+
+/* ---- per-thread reuse of the zstd context and the frame buffer ---------
+ *
+ * A zstd decompression context (about 160 KiB, plus the window it
+ * allocates at its first frame) and the frame buffer (up to NSP_MAX_FRAME)
+ * cost more to make than a small trace costs to read.  A reader destroyed
+ * leaves them to the next reader opened on the same thread: one of each
+ * per thread, kept in thread-local storage (no lock, no state shared
+ * between threads) and freed when the thread exits (a pthread key's
+ * destructor; the main thread's are freed by the process's end).  A
+ * reused context is reset with its parameters, so a reader works exactly
+ * as with a new one. */
+struct reader_cache {
+  ZSTD_DCtx *dctx;
+  uint8_t *frame; /* a frame buffer of frame_alloc bytes */
+  size_t frame_alloc;
+};
+/* A larger frame buffer (a hostile or odd file's) is not kept. */
+#define NSP_CACHE_FRAME_MAX (4u << 20)
+static __thread struct reader_cache *tls_cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static int cache_key_ok;
+
+static void cache_free(void *p) {
+  struct reader_cache *c = p;
+  if (!c) return;
+  if (tls_cache == c) tls_cache = NULL; /* runs on the exiting thread */
+  ZSTD_freeDCtx(c->dctx);
+  free(c->frame);
+  free(c);
+}
+static void cache_key_make(void) { cache_key_ok = pthread_key_create(&cache_key, cache_free) == 0; }
+
+/* This thread's cache, made at first use; NULL when out of memory. */
+static struct reader_cache *cache_get(void) {
+  if (tls_cache) return tls_cache;
+  pthread_once(&cache_once, cache_key_make);
+  if (!cache_key_ok) return NULL; /* no destructor: no cache, nothing leaks */
+  struct reader_cache *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  if (pthread_setspecific(cache_key, c) != 0) {
+    free(c);
+    return NULL;
+  }
+  return tls_cache = c;
+}
+
+/* A context with windowLogMax set: this thread's cached one, or a new
+ * one.  NULL when out of memory. */
+static ZSTD_DCtx *dctx_take(void) {
+  struct reader_cache *c = tls_cache;
+  ZSTD_DCtx *d = c ? c->dctx : NULL;
+  if (d) {
+    c->dctx = NULL;
+    ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
+  } else if (!(d = ZSTD_createDCtx())) {
+    return NULL;
+  }
+  /* A frame header may claim a window of up to 2 GiB, which zstd would
+   * allocate before reading a byte of it. */
+  ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, NSP_MAX_WINDOW_LOG);
+  return d;
+}
+
+/* Gives a reader's context and frame buffer (alloc bytes) to this
+ * thread's cache, or frees them when it holds some already. */
+static void cache_put(ZSTD_DCtx *d, uint8_t *frame, size_t alloc) {
+  struct reader_cache *c = cache_get();
+  if (c && d && !c->dctx) {
+    c->dctx = d;
+    d = NULL;
+  }
+  if (c && frame && !c->frame && alloc <= NSP_CACHE_FRAME_MAX) {
+    c->frame = frame;
+    c->frame_alloc = alloc;
+    frame = NULL;
+  }
+  ZSTD_freeDCtx(d);
+  free(frame);
+}
+
+/* The cached frame buffer, if any, becomes the reader's (its frame.cap
+ * stays 0: only frame_alloc says what is there). */
+static void frame_take(struct nsp_reader *r) {
+  struct reader_cache *c = tls_cache;
+  if (!c || !c->frame) return;
+  r->frame.data = c->frame;
+  r->frame_alloc = c->frame_alloc;
+  c->frame = NULL;
+  c->frame_alloc = 0;
+}
 
 static uint64_t le64(const uint8_t *p) {
   uint64_t v = 0;
@@ -111,14 +206,12 @@ static struct nsp_reader *open_common(struct nsp_reader *r, char *err, size_t er
     return NULL;
   }
   r->off = h->header_size;
-  r->dctx = ZSTD_createDCtx();
+  r->dctx = dctx_take();
   if (!r->dctx) {
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
-  /* A frame header may claim a window of up to 2 GiB, which zstd would
-   * allocate before reading a byte of it. */
-  ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, NSP_MAX_WINDOW_LOG);
+  frame_take(r);
   return r;
 }
 
@@ -261,12 +354,15 @@ static int next_frame(struct nsp_reader *r) {
          * never past NSP_MAX_FRAME plus one block. */
         size_t cap = r->frame.cap ? r->frame.cap * 2 : (1u << 16);
         if (cap > NSP_MAX_FRAME + (1u << 16)) cap = NSP_MAX_FRAME + (1u << 16);
-        uint8_t *d = realloc(r->frame.data, cap);
-        if (!d) {
-          bad = "out of memory";
-          break;
+        if (cap > r->frame_alloc) { /* else a reused buffer has the room */
+          uint8_t *d = realloc(r->frame.data, cap);
+          if (!d) {
+            bad = "out of memory";
+            break;
+          }
+          r->frame.data = d;
+          r->frame_alloc = cap;
         }
-        r->frame.data = d;
         r->frame.cap = cap;
       }
       ZSTD_outBuffer out = {r->frame.data, r->frame.cap, r->frame.len};
@@ -378,8 +474,7 @@ void nsp_reader_destroy(struct nsp_reader *r) {
   if (!r) return;
   if (r->map_len) munmap((void *)r->data, r->map_len);
   nsp_ringread_close(r->ring);
-  ZSTD_freeDCtx(r->dctx);
-  nsp_buf_free(&r->frame);
+  cache_put(r->dctx, r->frame.data, r->frame_alloc);
   nsp_codec_free(&r->codec);
   nsp_dec_store_free(&r->store);
   free(r);

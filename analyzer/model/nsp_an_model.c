@@ -40,16 +40,15 @@ uint64_t nsp_an_env_ms(const struct nsp_trace_info *t, const char *name, uint64_
   return !*end && v[0] != '-' && ms >= lo && ms <= hi ? ms : def;
 }
 
-void nsp_call_clear(struct nsp_call *c) {
-  memset(c, 0, sizeof *c);
-  c->api = -1;
-  c->dtype = -1;
-  c->redop = -1;
-  c->premul_dtype = -1;
-  c->premul_residence = -1;
-  c->peer = -1;
-  c->done = -1;
-}
+const struct nsp_call nsp_call_none = {.api = -1,
+                                       .dtype = -1,
+                                       .redop = -1,
+                                       .premul_dtype = -1,
+                                       .premul_residence = -1,
+                                       .peer = -1,
+                                       .done = -1};
+
+void nsp_call_clear(struct nsp_call *c) { *c = nsp_call_none; }
 
 int nsp_an_cmp_int(const void *pa, const void *pb) {
   int a = *(const int *)pa, b = *(const int *)pb;

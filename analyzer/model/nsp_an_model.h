@@ -64,10 +64,16 @@ struct nsp_pend {
   uint8_t state;        /* NSP_PEND_* */
   size_t gprev, gnext;  /* calls of the same group; SIZE_MAX ends */
 };
+/* A slot of the key index: entry index + 1 (0 empty) and the low 32 bits
+ * of the key's hash, so a probe compares keys only when those agree and
+ * a deletion finds each entry's home slot without reading the entry. */
+struct nsp_pend_slot {
+  uint32_t idx1, hash;
+};
 struct nsp_pend_tab {
   struct nsp_pend *v;
   size_t n, cap, free_head;
-  size_t *slot;         /* open addressing: entry index + 1, 0 empty */
+  struct nsp_pend_slot *slot; /* open addressing over v, linear probing */
   size_t nslot, used;
   struct nsp_u64map group;      /* group id -> first waiting call */
   struct nsp_u64map done_group; /* group completions seen before their calls */
@@ -776,6 +782,9 @@ static inline int64_t nsp_an_wall(const struct nsp_trace *t, uint64_t mono) {
 void nsp_an_utc_text(char *buf, size_t len, int64_t ns);
 /* Empty call: api -1, ints -1 (done too), numbers 0. */
 void nsp_call_clear(struct nsp_call *c);
+/* What nsp_call_clear makes (padding zero too): copy it where a call is
+ * cleared per record, the copy inlined. */
+extern const struct nsp_call nsp_call_none;
 int nsp_an_cmp_int(const void *a, const void *b);
 /* The communicator with this id (0: none), or NULL. */
 const struct nsp_an_comm *nsp_an_comm_of(const struct nsp_job *job, uint64_t id);

@@ -20,65 +20,80 @@
 /* Group completions remembered before their calls were seen. */
 #define NSP_PEND_EARLY_GROUPS 4096
 
-static uint64_t pend_hash(uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
-  return nsp_u64map_hash(seq * 0x9e3779b97f4a7c15ull ^ ((uint64_t)local << 32 | (uint32_t)peer) ^
-                         ((uint64_t)(uint32_t)api << 56));
+static uint32_t pend_hash(uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
+  return (uint32_t)nsp_u64map_hash(seq * 0x9e3779b97f4a7c15ull ^ ((uint64_t)local << 32 | (uint32_t)peer) ^
+                                   ((uint64_t)(uint32_t)api << 56));
 }
 
 static int same_key(const struct nsp_pend *e, uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
-  return e->local == local && e->api == api && e->seq == seq && e->peer == peer;
+  return e->seq == seq && e->local == local && e->api == api && e->peer == peer;
 }
 
-/* Slot of the key in the open-addressing index, or of the empty slot
- * where it would go. */
-static size_t slot_of(const struct nsp_pend_tab *t, uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
+/* Slot of the key (hash h) in the open-addressing index, or of the empty
+ * slot where it would go.  The table has at least one empty slot. */
+static size_t slot_of(const struct nsp_pend_tab *t, uint32_t h, uint32_t local, int32_t api, uint64_t seq,
+                      int32_t peer) {
   size_t mask = t->nslot - 1;
-  for (size_t i = pend_hash(local, api, seq, peer) & mask;; i = (i + 1) & mask) {
-    if (!t->slot[i]) return i;
-    if (same_key(&t->v[t->slot[i] - 1], local, api, seq, peer)) return i;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const struct nsp_pend_slot *s = &t->slot[i];
+    if (!s->idx1) return i;
+    if (s->hash == h && same_key(&t->v[s->idx1 - 1], local, api, seq, peer)) return i;
   }
 }
 
-static size_t find(const struct nsp_pend_tab *t, uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
+/* The slot holding the key, SIZE_MAX when it is not in the table. */
+static size_t find_slot(const struct nsp_pend_tab *t, uint32_t h, uint32_t local, int32_t api, uint64_t seq,
+                        int32_t peer) {
   if (!t->nslot) return SIZE_MAX;
-  size_t s = slot_of(t, local, api, seq, peer);
-  return t->slot[s] ? t->slot[s] - 1 : SIZE_MAX;
+  size_t s = slot_of(t, h, local, api, seq, peer);
+  return t->slot[s].idx1 ? s : SIZE_MAX;
+}
+
+static size_t find(const struct nsp_pend_tab *t, uint32_t local, int32_t api, uint64_t seq, int32_t peer) {
+  size_t s = find_slot(t, pend_hash(local, api, seq, peer), local, api, seq, peer);
+  return s == SIZE_MAX ? SIZE_MAX : t->slot[s].idx1 - 1;
 }
 
 static int grow_index(struct nsp_pend_tab *t) {
   if ((t->used + 1) * 2 <= t->nslot) return 0;
   size_t n = t->nslot ? t->nslot * 2 : 64;
-  size_t *ns = calloc(n, sizeof *ns);
+  struct nsp_pend_slot *ns = calloc(n, sizeof *ns);
   if (!ns) return NSP_AN_ENOMEM;
-  size_t *old = t->slot, on = t->nslot;
+  struct nsp_pend_slot *old = t->slot;
+  size_t on = t->nslot;
   t->slot = ns;
   t->nslot = n;
   for (size_t i = 0; i < on; i++) {
-    if (!old[i]) continue;
-    const struct nsp_pend *e = &t->v[old[i] - 1];
-    t->slot[slot_of(t, e->local, e->api, e->seq, e->peer)] = old[i];
+    if (!old[i].idx1) continue;
+    size_t j = old[i].hash & (n - 1);
+    while (ns[j].idx1) j = (j + 1) & (n - 1); /* keys are distinct */
+    ns[j] = old[i];
   }
   free(old);
   return 0;
 }
 
-/* Removes entry idx from the key index (backward-shift deletion). */
-static void unindex(struct nsp_pend_tab *t, size_t idx) {
-  const struct nsp_pend *e = &t->v[idx];
+/* Empties slot i (backward-shift deletion). */
+static void unindex_at(struct nsp_pend_tab *t, size_t i) {
   size_t mask = t->nslot - 1;
-  size_t i = slot_of(t, e->local, e->api, e->seq, e->peer);
-  if (t->slot[i] != idx + 1) return;
   for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-    if (!t->slot[j]) break;
-    const struct nsp_pend *f = &t->v[t->slot[j] - 1];
-    size_t home = pend_hash(f->local, f->api, f->seq, f->peer) & mask;
+    if (!t->slot[j].idx1) break;
+    size_t home = t->slot[j].hash & mask;
     int stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
     if (stays) continue;
     t->slot[i] = t->slot[j];
     i = j;
   }
-  t->slot[i] = 0;
+  t->slot[i].idx1 = 0;
   t->used--;
+}
+
+/* Removes entry idx from the key index. */
+static void unindex(struct nsp_pend_tab *t, size_t idx) {
+  const struct nsp_pend *e = &t->v[idx];
+  size_t i = find_slot(t, pend_hash(e->local, e->api, e->seq, e->peer), e->local, e->api, e->seq, e->peer);
+  if (i == SIZE_MAX || t->slot[i].idx1 != idx + 1) return;
+  unindex_at(t, i);
 }
 
 static void group_unlink(struct nsp_pend_tab *t, size_t idx) {
@@ -98,21 +113,28 @@ static void group_unlink(struct nsp_pend_tab *t, size_t idx) {
   e->group_id = 0;
 }
 
-static void remove_entry(struct nsp_pend_tab *t, size_t idx) {
+/* Removes entry idx, whose key is at slot `slot` of the index (SIZE_MAX:
+ * look it up). */
+static void remove_entry_at(struct nsp_pend_tab *t, size_t idx, size_t slot) {
   group_unlink(t, idx);
-  unindex(t, idx);
+  if (slot == SIZE_MAX) unindex(t, idx);
+  else unindex_at(t, slot);
   t->v[idx].state = NSP_PEND_FREE;
   t->v[idx].gnext = t->free_head;
   t->free_head = idx;
   t->live--;
 }
 
-static int insert(struct nsp_pend_tab *t, const struct nsp_pend *src, uint8_t state) {
+/* Inserts src (key hash h, not in the table) with state; slot: the empty
+ * slot a lookup of the key just ended at, or SIZE_MAX. */
+static int insert(struct nsp_pend_tab *t, const struct nsp_pend *src, uint32_t h, size_t slot, uint8_t state) {
   if (t->live >= NSP_PEND_MAX) {
     t->overflow = 1;
     return 0;
   }
+  size_t nslot = t->nslot;
   NSP_TRY(grow_index(t));
+  if (slot == SIZE_MAX || t->nslot != nslot) slot = slot_of(t, h, src->local, src->api, src->seq, src->peer);
   size_t idx;
   if (t->free_head != SIZE_MAX) {
     idx = t->free_head;
@@ -125,7 +147,8 @@ static int insert(struct nsp_pend_tab *t, const struct nsp_pend *src, uint8_t st
   *e = *src;
   e->state = state;
   e->gprev = e->gnext = SIZE_MAX;
-  t->slot[slot_of(t, e->local, e->api, e->seq, e->peer)] = idx + 1;
+  t->slot[slot].idx1 = (uint32_t)(idx + 1); /* idx < NSP_PEND_MAX */
+  t->slot[slot].hash = h;
   t->used++;
   t->live++;
   if (state == NSP_PEND_WAIT && e->group_id) {
@@ -152,13 +175,14 @@ void nsp_pend_group_failed(struct nsp_rec *done, uint64_t group_id) {
 }
 
 void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec) {
-  memset(e, 0, sizeof *e);
+  /* Every member assigned, no memset: every CALL read makes one, and a
+   * zeroing of the struct compiles to `rep stos`. */
   e->seq = rec->seq;
   e->group_id = rec->group_id;
   e->count = rec->count;
   e->t_enter = rec->t_enter;
   e->t_exit = rec->t_exit;
-  e->result = rec->result;
+  e->stream = rec->stream;
   e->local = rec->comm;
   e->site = rec->site;
   e->pysite = rec->pysite;
@@ -166,7 +190,9 @@ void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec) {
   e->peer = rec->peer;
   e->dtype = rec->dtype;
   e->redop = rec->redop;
-  e->stream = rec->stream;
+  e->result = rec->result;
+  e->state = NSP_PEND_FREE;
+  e->gprev = e->gnext = 0;
 }
 
 void nsp_pend_init(struct nsp_pend_tab *t) {
@@ -175,21 +201,25 @@ void nsp_pend_init(struct nsp_pend_tab *t) {
 }
 
 int nsp_pend_call(struct nsp_pend_tab *t, const struct nsp_pend *e) {
-  size_t i = find(t, e->local, e->api, e->seq, e->peer);
-  if (i != SIZE_MAX) {
+  /* One lookup: the slot it ends at is where the call goes. */
+  uint32_t h = pend_hash(e->local, e->api, e->seq, e->peer);
+  size_t s = t->nslot ? slot_of(t, h, e->local, e->api, e->seq, e->peer) : SIZE_MAX;
+  if (s != SIZE_MAX && t->slot[s].idx1) {
     /* Its completion came first: done.  A second call with the key of a
      * waiting one (a damaged or replayed seq) is not tracked twice. */
-    if (t->v[i].state == NSP_PEND_EARLY) remove_entry(t, i);
+    size_t i = t->slot[s].idx1 - 1;
+    if (t->v[i].state == NSP_PEND_EARLY) remove_entry_at(t, i, s);
     return 0;
   }
   if (e->group_id && nsp_u64map_get(&t->done_group, e->group_id)) return 0;
-  return insert(t, e, NSP_PEND_WAIT);
+  return insert(t, e, h, s, NSP_PEND_WAIT);
 }
 
-/* Applies a completion's flags to entry idx. */
-static void finish(struct nsp_pend_tab *t, size_t idx, uint32_t flags) {
+/* Applies a completion's flags to entry idx (its key at index slot
+ * `slot`, or SIZE_MAX: unknown). */
+static void finish(struct nsp_pend_tab *t, size_t idx, size_t slot, uint32_t flags) {
   if ((flags & (NSP_DONE_OK | NSP_DONE_CAPTURED)) || !(flags & (NSP_DONE_ERROR | NSP_DONE_ABANDONED))) {
-    remove_entry(t, idx);
+    remove_entry_at(t, idx, slot);
     return;
   }
   /* Known not to have completed: kept, with the reason. */
@@ -208,25 +238,27 @@ int nsp_pend_done(struct nsp_pend_tab *t, const struct nsp_rec *rec, nsp_pend_cb
     while (i != SIZE_MAX) {
       size_t next = t->v[i].gnext;
       if (cb) cb(ctx, &t->v[i], rec);
-      finish(t, i, rec->flags);
+      finish(t, i, SIZE_MAX, rec->flags);
       i = next;
     }
     return 0;
   }
-  size_t i = find(t, rec->comm, rec->api, rec->seq, rec->peer);
-  if (i == SIZE_MAX) {
+  uint32_t h = pend_hash(rec->comm, rec->api, rec->seq, rec->peer);
+  size_t s = t->nslot ? slot_of(t, h, rec->comm, rec->api, rec->seq, rec->peer) : SIZE_MAX;
+  if (s == SIZE_MAX || !t->slot[s].idx1) {
     struct nsp_pend e;
     memset(&e, 0, sizeof e);
     e.local = rec->comm;
     e.api = rec->api;
     e.seq = rec->seq;
     e.peer = rec->peer;
-    int r = insert(t, &e, NSP_PEND_EARLY);
+    int r = insert(t, &e, h, s, NSP_PEND_EARLY);
     return r < 0 ? r : 0;
   }
+  size_t i = t->slot[s].idx1 - 1;
   if (t->v[i].state != NSP_PEND_WAIT) return 0;
-  if (cb) cb(ctx, &t->v[i], rec);
-  finish(t, i, rec->flags);
+  if (cb) cb(ctx, &t->v[i], rec); /* callbacks leave the table alone: s stays */
+  finish(t, i, s, rec->flags);
   return 0;
 }
 

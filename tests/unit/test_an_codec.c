@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -767,6 +768,81 @@ static void test_reader_rejects(void **state) {
   nsp_tracegen_destroy(g);
 }
 
+/* Readers on several threads at once, each opening and destroying one
+ * after another (each thread reuses its own zstd context and frame
+ * buffer): every read gives the records and the problem a lone reader
+ * gives, for a whole trace and for one cut in a frame. */
+struct thread_read {
+  const uint8_t *data;
+  size_t len, cut;
+  uint64_t want_n, want_cut_n, want_sum;
+  char want_problem[320];
+  int bad;
+};
+
+static void count_records(const uint8_t *data, size_t len, uint64_t *n, uint64_t *sum, char *problem, size_t plen) {
+  char err[256];
+  struct nsp_reader *r = nsp_reader_open_mem(data, len, err, sizeof err);
+  *n = *sum = 0;
+  if (!r) return;
+  struct nsp_rec rec;
+  while (nsp_reader_next(r, &rec) == 1) {
+    (*n)++;
+    *sum += rec.seq * 31 + rec.count + rec.t_enter;
+  }
+  const char *pr = nsp_reader_problem(r);
+  snprintf(problem, plen, "%s", pr ? pr : "");
+  nsp_reader_destroy(r);
+}
+
+static void *read_loop(void *arg) {
+  struct thread_read *tr = arg;
+  for (int i = 0; i < 20; i++) {
+    uint64_t n, sum;
+    char problem[320];
+    count_records(tr->data, i % 2 ? tr->cut : tr->len, &n, &sum, problem, sizeof problem);
+    if (i % 2 ? n != tr->want_cut_n || strcmp(problem, tr->want_problem) : n != tr->want_n || sum != tr->want_sum)
+      tr->bad = 1;
+  }
+  return NULL;
+}
+
+static void test_reader_threads(void **state) {
+  (void)state;
+  struct nsp_tracegen *g = nsp_tracegen_create("host-t", 7, 0);
+  assert_non_null(g);
+  nsp_tracegen_set_frame_records(g, 1000);
+  uint32_t w = nsp_tracegen_comm(g, 0x77, 0, 2);
+  for (int i = 0; i < 20000; i++) nsp_tracegen_coll(g, NSP_API_AllReduce, w, 1000 + (uint64_t)(i % 7), ncclFloat32, ncclSum, -1);
+  const uint8_t *data;
+  size_t len, nframes;
+  assert_int_equal(nsp_tracegen_bytes(g, &data, &len), 0);
+  const size_t *fo = nsp_tracegen_frame_offsets(g, &nframes);
+  assert_true(nframes > 4);
+  struct thread_read tr[4];
+  memset(tr, 0, sizeof tr);
+  tr[0].data = data;
+  tr[0].len = len;
+  tr[0].cut = fo[3] + 40; /* inside the fourth frame */
+  char problem[320];
+  count_records(data, len, &tr[0].want_n, &tr[0].want_sum, problem, sizeof problem);
+  assert_string_equal(problem, "");
+  uint64_t sum;
+  count_records(data, tr[0].cut, &tr[0].want_cut_n, &sum, tr[0].want_problem, sizeof tr[0].want_problem);
+  assert_true(tr[0].want_n > 20000 && tr[0].want_cut_n < tr[0].want_n);
+  assert_non_null(strstr(tr[0].want_problem, "incomplete frame"));
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    tr[i] = tr[0];
+    assert_int_equal(pthread_create(&th[i], NULL, read_loop, &tr[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(tr[i].bad, 0);
+  }
+  nsp_tracegen_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_varint),
@@ -783,6 +859,7 @@ int main(void) {
       cmocka_unit_test(test_reader_bad_frame),
       cmocka_unit_test(test_reader_skippable),
       cmocka_unit_test(test_reader_rejects),
+      cmocka_unit_test(test_reader_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
