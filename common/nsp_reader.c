@@ -463,9 +463,10 @@ int nsp_reader_seek_frame(struct nsp_reader *r, size_t off) {
 void nsp_reader_release(struct nsp_reader *r) {
   if (!r) return;
   if (!r->done) r->done = 1;
-  ZSTD_freeDCtx(r->dctx);
+  cache_put(r->dctx, r->frame.data, r->frame_alloc); /* to this thread's cache: the next reader it opens */
   r->dctx = NULL;
-  nsp_buf_free(&r->frame);
+  r->frame.data = NULL;
+  r->frame.len = r->frame.cap = r->frame_alloc = 0;
   nsp_codec_free(&r->codec);
   nsp_dec_store_free(&r->store);
 }
