@@ -25,6 +25,7 @@ void nsp_job_destroy(struct nsp_job *job) {
   nsp_u64map_free(&job->trace_by_process);
   for (size_t i = 0; i < job->nmembers; i++) nsp_an_member_free(&job->members[i]);
   free(job->members);
+  nsp_u64map_free(&job->member_by_trace);
   for (size_t i = 0; i < job->nnotes; i++) free(job->notes[i]);
   free(job->notes);
   for (size_t i = 0; i < job->nfindings; i++) nsp_an_finding_free(&job->findings[i]);
@@ -34,6 +35,7 @@ void nsp_job_destroy(struct nsp_job *job) {
   free(job->summary);
   free(job->headline);
   free(job->files);
+  nsp_u64map_free(&job->file_by_id);
   free(job->local_host);
   for (size_t r = 0; r < job->nruns; r++) free(job->runs[r].id);
   free(job->runs);
@@ -96,14 +98,23 @@ static int is_ring(const char *path) { return ends_with(path, ".ncclspy.ring"); 
  * another path or another spelling of its directory: 1 (counted as read
  * for progress), or 0 and it is now known.  NSP_AN_ENOMEM. */
 static int file_seen(struct nsp_job *job, const struct stat *st) {
-  for (size_t i = 0; i < job->nfiles; i++)
-    if (job->files[i].dev == (uint64_t)st->st_dev && job->files[i].ino == (uint64_t)st->st_ino) {
+  uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
+  /* Found by the pair's hash; a hash two files share falls back to
+   * comparing every file (never seen, but exact either way). */
+  uint64_t key = nsp_u64map_hash(dev) ^ ino;
+  const size_t *seen = nsp_u64map_get(&job->file_by_id, key);
+  size_t from = 0, to = 0;
+  if (seen && job->files[*seen].dev == dev && job->files[*seen].ino == ino) from = *seen, to = *seen + 1;
+  else if (seen) to = job->nfiles;
+  for (size_t i = from; i < to; i++)
+    if (job->files[i].dev == dev && job->files[i].ino == ino) {
       nsp_an_progress_file(job, (uint64_t)st->st_size);
       return 1;
     }
   NSP_TRY(nsp_grow(&job->files, &job->files_cap, job->nfiles + 1, sizeof *job->files));
-  job->files[job->nfiles].dev = (uint64_t)st->st_dev;
-  job->files[job->nfiles].ino = (uint64_t)st->st_ino;
+  if (!seen && nsp_u64map_put(&job->file_by_id, key, job->nfiles) < 0) return NSP_AN_ENOMEM;
+  job->files[job->nfiles].dev = dev;
+  job->files[job->nfiles].ino = ino;
   job->nfiles++;
   return 0;
 }

@@ -288,6 +288,9 @@ struct pass {
   size_t ncut;
   int cut_short; /* the completion being read ended a call after its cut */
   int oom;
+  /* Per trace: a member of it ended by ncclCommAbort or ncclCommRevoke
+   * (found in one pass over the members, not one per trace). */
+  unsigned char *aborted;
 };
 
 static const struct local *local_of(const struct pass *ps, uint32_t local) {
@@ -458,11 +461,7 @@ static int on_group_failed(struct pass *ps, struct nsp_pend_tab *tab, const stru
  * the revoke's record are cut.) */
 static int read_cuts(struct pass *ps, size_t ti) {
   const struct nsp_trace *t = ps->job->traces[ti];
-  int need = t->info.errors > 0;
-  for (size_t i = 0; i < ps->job->nmembers && !need; i++) {
-    const struct nsp_member *m = &ps->job->members[i];
-    need = m->trace == ti && m->ended && (m->end_api == NSP_API_CommAbort || m->end_api == NSP_API_CommRevoke);
-  }
+  int need = t->info.errors > 0 || ps->aborted[ti];
   if (!need || !(t->info.tracking & NSP_TRACK_COMPLETION)) return 0;
   char err[256];
   struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
@@ -667,6 +666,13 @@ int nsp_job_perf(struct nsp_job *job) {
   memset(&ps, 0, sizeof ps);
   ps.job = job;
   ps.perf = perf;
+  ps.aborted = calloc(job->ntraces ? job->ntraces : 1, 1);
+  if (!ps.aborted) return NSP_AN_ENOMEM; /* job->perf is freed with the job */
+  for (size_t i = 0; i < job->nmembers; i++) {
+    const struct nsp_member *m = &job->members[i];
+    if (m->trace < job->ntraces && m->ended && (m->end_api == NSP_API_CommAbort || m->end_api == NSP_API_CommRevoke))
+      ps.aborted[m->trace] = 1;
+  }
   int ret = 0;
   uint64_t bytes = 0;
   for (size_t i = 0; i < job->ntraces; i++) bytes += job->traces[i]->size;
@@ -679,6 +685,7 @@ int nsp_job_perf(struct nsp_job *job) {
   free(ps.calls);
   free(ps.parts);
   free(ps.cut);
+  free(ps.aborted);
   for (size_t i = 0; i < perf->n && !ret; i++) ret = finish_comm(job, i, &perf->c[i]);
   return ret;
 }

@@ -350,16 +350,60 @@ static int group(struct nsp_job *job, struct run_tr *v, const char ***rkey_out) 
   return ret;
 }
 
-/* Each run's counts, window (its ranks'), and identity. */
-static int describe(struct nsp_job *job, struct run_tr *v, const char **rkey) {
-  size_t n = job->ntraces;
+/* The traces of each run, in trace order: by[at[r]..at[r + 1]) (one pass
+ * per run over every trace is quadratic in runs and traces).  NULL when
+ * out of memory (*at_out is the caller's to free either way). */
+static size_t *traces_by_run(const struct nsp_job *job, const struct run_tr *v, size_t **at_out) {
+  size_t n = job->ntraces, nr = job->nruns;
+  size_t *at = calloc(nr + 1, sizeof *at), *by = malloc((n ? n : 1) * sizeof *by);
+  *at_out = at;
+  if (!at || !by) {
+    free(by);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) at[v[i].run + 1]++;
+  for (size_t r = 0; r < nr; r++) at[r + 1] += at[r];
+  for (size_t i = 0; i < n; i++) by[at[v[i].run]++] = i;
+  for (size_t r = nr; r > 0; r--) at[r] = at[r - 1]; /* each run's start again */
+  at[0] = 0;
+  return by;
+}
+
+/* qsort_r order of run indices (ctx: job->runs): by id, then index. */
+static int cmp_run_id(const void *pa, const void *pb, void *ctx) {
+  const struct nsp_an_run *runs = ctx;
+  size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+  int c = strcmp(runs[a].id, runs[b].id);
+  return c ? c : (a > b) - (a < b);
+}
+
+/* dup[r]: run r's id is another run's too (or, with empty_too, is
+ * empty).  By sorting the ids, not comparing each pair of runs.  0 or
+ * NSP_AN_ENOMEM. */
+static int mark_dup_ids(const struct nsp_job *job, unsigned char *dup, int empty_too) {
+  size_t nr = job->nruns;
+  size_t *o = malloc((nr ? nr : 1) * sizeof *o);
+  if (!o) return NSP_AN_ENOMEM;
+  for (size_t r = 0; r < nr; r++) o[r] = r;
+  qsort_r(o, nr, sizeof *o, cmp_run_id, job->runs);
+  for (size_t i = 0, j; i < nr; i = j) {
+    for (j = i + 1; j < nr && !strcmp(job->runs[o[j]].id, job->runs[o[i]].id);) j++;
+    for (size_t q = i; q < j; q++) dup[o[q]] = j - i > 1 || (empty_too && !job->runs[o[q]].id[0]);
+  }
+  free(o);
+  return 0;
+}
+
+/* Each run's counts, window (its ranks'), and identity (at, by: its
+ * traces, traces_by_run). */
+static int describe_runs(struct nsp_job *job, struct run_tr *v, const char **rkey, const size_t *at, const size_t *by) {
   for (size_t r = 0; r < job->nruns; r++) {
     struct nsp_run_info *ri = &job->runs[r].info;
     ri->start_ns = ri->end_ns = 0;
     int have = 0, ranks_only = 0;
-    for (size_t i = 0; i < n; i++) ranks_only |= v[i].run == r && job->traces[i]->info.joined;
-    for (size_t i = 0; i < n; i++) {
-      if (v[i].run != r) continue;
+    for (size_t x = at[r]; x < at[r + 1]; x++) ranks_only |= job->traces[by[x]]->info.joined;
+    for (size_t x = at[r]; x < at[r + 1]; x++) {
+      size_t i = by[x];
       ri->nprocs++;
       ri->nranks += job->traces[i]->info.joined != 0;
       if (v[i].e > ri->end_ns) ri->end_ns = v[i].e;
@@ -370,11 +414,7 @@ static int describe(struct nsp_job *job, struct run_tr *v, const char **rkey) {
     /* Launcher key of the run: the one most of its ranks have, or its
      * first trace's when none is anchored. */
     const char *key = rkey && rkey[r] ? rkey[r] : "";
-    for (size_t i = 0; i < n && !(rkey && rkey[r]); i++)
-      if (v[i].run == r) {
-        key = v[i].key;
-        break;
-      }
+    if (!(rkey && rkey[r]) && at[r] < at[r + 1]) key = v[by[at[r]]].key;
     job->runs[r].id = strdup(key);
     if (!job->runs[r].id) return NSP_AN_ENOMEM;
     ri->id = job->runs[r].id;
@@ -384,9 +424,9 @@ static int describe(struct nsp_job *job, struct run_tr *v, const char **rkey) {
   unsigned char *dup = calloc(job->nruns ? job->nruns : 1, 1);
   if (!dup) return NSP_AN_ENOMEM;
   for (int pass = 0; pass < 2; pass++) {
-    for (size_t r = 0; r < job->nruns; r++) {
-      dup[r] = !job->runs[r].id[0] && pass == 0;
-      for (size_t q = 0; q < job->nruns && !dup[r]; q++) dup[r] = q != r && !strcmp(job->runs[q].id, job->runs[r].id);
+    if (mark_dup_ids(job, dup, pass == 0) < 0) {
+      free(dup);
+      return NSP_AN_ENOMEM;
     }
     for (size_t r = 0; r < job->nruns; r++) {
       if (!dup[r]) continue;
@@ -394,11 +434,13 @@ static int describe(struct nsp_job *job, struct run_tr *v, const char **rkey) {
       if (pass == 0) {
         uint64_t world = 0;
         int64_t s = 0;
-        for (size_t i = 0; i < n; i++)
-          if (v[i].run == r && v[i].world && (!world || v[i].s < s)) {
+        for (size_t x = at[r]; x < at[r + 1]; x++) {
+          size_t i = by[x];
+          if (v[i].world && (!world || v[i].s < s)) {
             world = v[i].world;
             s = v[i].s;
           }
+        }
         if (world) snprintf(part, sizeof part, "comm:%016llx", (unsigned long long)world);
         else snprintf(part, sizeof part, "comm:none");
       } else {
@@ -418,6 +460,14 @@ static int describe(struct nsp_job *job, struct run_tr *v, const char **rkey) {
   }
   free(dup);
   return 0;
+}
+
+static int describe(struct nsp_job *job, struct run_tr *v, const char **rkey) {
+  size_t *at, *by = traces_by_run(job, v, &at);
+  int ret = by ? describe_runs(job, v, rkey, at, by) : NSP_AN_ENOMEM;
+  free(at);
+  free(by);
+  return ret;
 }
 
 /* Whether sel is a prefix of run id `id` or of one of its '/'-separated parts. */

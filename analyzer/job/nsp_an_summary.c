@@ -209,16 +209,23 @@ static int went_on(const struct nsp_member *m) { return m->went_on_by != 0; }
 /* Everything the traces lost (put_trace_gaps, up to 4 traces, then a
  * count) and the ranks whose traces end before collectives that others
  * completed, ", "-separated, into b; counts the traces in
- * job->caveats.incomplete.  Returns whether there was any. */
+ * job->caveats.incomplete.  Returns whether there was any, or
+ * NSP_AN_ENOMEM. */
 static int put_coverage(struct nsp_job *job, struct nsp_sbuf *b) {
   size_t shown = 0, more = 0;
   job->caveats.incomplete = job->nunread;
+  /* The traces with a member that went on: one pass over the members, not
+   * one per trace (quadratic in ranks). */
+  unsigned char *went = calloc(job->ntraces ? job->ntraces : 1, 1);
+  if (!went) return NSP_AN_ENOMEM;
+  for (size_t k = 0; k < job->nmembers; k++)
+    if (job->members[k].trace < job->ntraces && went_on(&job->members[k])) went[job->members[k].trace] = 1;
   for (size_t i = 0; i < job->ntraces; i++) {
     const struct nsp_trace *t = job->traces[i];
     struct nsp_sbuf tb = {0};
     int gap = put_trace_gaps(&tb, job, t);
     char *text = nsp_sbuf_take(&tb);
-    for (size_t k = 0; k < job->nmembers && !gap; k++) gap = job->members[k].trace == i && went_on(&job->members[k]);
+    if (!gap) gap = went[i];
     job->caveats.incomplete += gap != 0;
     if (gap && text && text[0]) {
       if (shown++ == 4) more++;
@@ -226,6 +233,7 @@ static int put_coverage(struct nsp_job *job, struct nsp_sbuf *b) {
     }
     free(text);
   }
+  free(went);
   for (size_t ci = 0; ci < job->ncomms; ci++) {
     const struct nsp_an_comm *c = job->comms[ci];
     for (size_t k = 0; k < c->nmembers; k++) {
@@ -262,7 +270,8 @@ int nsp_an_build_summary(struct nsp_job *job) {
   struct nsp_sbuf gb = {0};
   int partial = put_coverage(job, &gb);
   char *gaps = nsp_sbuf_take(&gb);
-  if (partial && !gaps) {
+  if (partial < 0 || (partial && !gaps)) {
+    free(gaps);
     free(cav);
     return NSP_AN_ENOMEM;
   }

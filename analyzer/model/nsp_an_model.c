@@ -85,8 +85,20 @@ int nsp_an_member_sig(struct nsp_an_comm *c, const struct nsp_member *m, uint64_
   return 1;
 }
 
+uint64_t nsp_an_member_key(const struct nsp_an_comm *c, size_t ti) {
+  return nsp_u64map_hash((uint64_t)(uintptr_t)c) + (uint64_t)ti;
+}
+
 const struct nsp_member *nsp_an_member_of_trace(const struct nsp_job *job, const struct nsp_an_comm *c, size_t ti) {
-  for (size_t k = 0; c && k < c->nmembers; k++)
+  if (!c || !c->nmembers) return NULL;
+  /* Every (communicator, trace) pair of a member has its key in the map;
+   * a key two pairs share holds the first one's member, and the other
+   * falls back to the scan. */
+  const size_t *mi = nsp_u64map_get(&job->member_by_trace, nsp_an_member_key(c, ti));
+  if (!mi) return NULL;
+  const struct nsp_member *m = &job->members[*mi];
+  if (m->trace == ti && job->comms[m->comm] == c) return m;
+  for (size_t k = 0; k < c->nmembers; k++)
     if (job->members[c->members[k]].trace == ti) return &job->members[c->members[k]];
   return NULL;
 }

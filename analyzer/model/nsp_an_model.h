@@ -498,6 +498,9 @@ struct nsp_job {
                                          first trace of that process (copies found in O(1)) */
   struct nsp_member *members;
   size_t nmembers, members_cap;
+  /* nsp_an_prepare: hash of (communicator, trace) -> the first member in
+   * the communicator's member order (nsp_an_member_of_trace in O(1)). */
+  struct nsp_u64map member_by_trace;
   char **notes;
   size_t nnotes, notes_cap;
   struct nsp_finding_priv *findings; /* in creation order until the job sorts them */
@@ -514,6 +517,7 @@ struct nsp_job {
   int64_t start_ns;
   struct nsp_file_id *files; /* (st_dev, st_ino) of every file added: read once */
   size_t nfiles, files_cap;
+  struct nsp_u64map file_by_id; /* hash of (st_dev, st_ino) -> the first file in files with it */
   /* How processes ended (nsp_an_end.c): the analysis's "now" (CLOCK_REALTIME
    * ns; 0: the clock as each trace is read) and the host whose pids /proc
    * may answer for (NULL: gethostname(), "" none). */
@@ -796,8 +800,11 @@ const struct nsp_member *nsp_an_find_member(const struct nsp_job *job, const str
  * (NSP_SIG_WINDOW seqs); 0 past its last seq, past the window or where
  * its trace has no such call. */
 int nsp_an_member_sig(struct nsp_an_comm *c, const struct nsp_member *m, uint64_t seq, struct nsp_sig *out);
-/* The member of communicator c (NULL: none) that trace ti is, or NULL. */
+/* The member of communicator c (NULL: none) that trace ti is, or NULL
+ * (the first in c's member order; after nsp_an_prepare, in O(1)). */
 const struct nsp_member *nsp_an_member_of_trace(const struct nsp_job *job, const struct nsp_an_comm *c, size_t ti);
+/* The key of job->member_by_trace for communicator c and trace ti. */
+uint64_t nsp_an_member_key(const struct nsp_an_comm *c, size_t ti);
 /* The highest last seq of c's members with a rank. */
 uint64_t nsp_an_comm_reached(const struct nsp_job *job, const struct nsp_an_comm *c);
 /* True when t's file was cut or damaged with nothing read after it (not

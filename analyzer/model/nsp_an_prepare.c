@@ -70,9 +70,16 @@ static int prepare_comms(struct nsp_job *job) {
   free(remap);
   NSP_TRY(ret);
 
+  nsp_u64map_free(&job->member_by_trace);
   for (size_t i = 0; i < n; i++) {
     struct nsp_an_comm *c = job->comms[i];
     qsort_r(c->members, c->nmembers, sizeof *c->members, nsp_an_cmp_member_rank, job);
+    /* (communicator, trace) -> its first member, in this order. */
+    for (size_t k = 0; k < c->nmembers; k++) {
+      uint64_t key = nsp_an_member_key(c, job->members[c->members[k]].trace);
+      if (!nsp_u64map_get(&job->member_by_trace, key))
+        NSP_TRY(nsp_u64map_put(&job->member_by_trace, key, c->members[k]));
+    }
     if (c->nranks_conflict) NSP_TRY(majority_nranks(job, c));
     /* ranks, then their processes' job ranks (info.job_ranks): one block */
     c->ranks = malloc((2 * c->nmembers + 1) * sizeof *c->ranks);

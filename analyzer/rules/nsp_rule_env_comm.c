@@ -247,11 +247,21 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_an_comm *c) {
   struct nsp_finding_priv *f = NULL;
   struct nsp_sbuf b = {0}, lead = {0};
   size_t s = 0;
+  /* The positions of each group, in order, bucketed by their root: one
+   * pass, not one per group (quadratic in ranks when one GPU of many is
+   * shared).  start[r]..start[r + 1]: root r's positions in byroot. */
+  size_t *start = merged && !ret ? calloc(n + 1, sizeof *start) : NULL;
+  size_t *byroot = start ? malloc(n * sizeof *byroot) : NULL;
+  if (merged && !ret && (!start || !byroot)) ret = NSP_AN_ENOMEM;
+  for (size_t q = 0; q < n && !ret && merged; q++) start[uf_find(parent, q) + 1]++;
+  for (size_t r = 0; r < n && !ret && merged; r++) start[r + 1] += start[r];
+  for (size_t q = 0; q < n && !ret && merged; q++) byroot[start[uf_find(parent, q)]++] = q;
+  for (size_t r = n; r > 0 && !ret && merged; r--) start[r] = start[r - 1]; /* back to where each began */
+  if (start) start[0] = 0;
   for (size_t k = 0; k < n && !ret && merged; k++) {
-    if (uf_find(parent, k) != k) continue;
+    if (parent[k] != k) continue;
     size_t cnt = 0;
-    for (size_t q = 0; q < n; q++)
-      if (uf_find(parent, q) == k) order[cnt++] = c->members[q];
+    for (size_t i = start[k]; i < start[k + 1]; i++) order[cnt++] = c->members[byroot[i]];
     qsort_r(order, cnt, sizeof *order, cmp_host_identity, job);
     size_t nid = 0;
     for (size_t i = 0, j; i < cnt && !ret; i = j) {
@@ -282,6 +292,8 @@ static int rule_dup_gpu(struct nsp_job *job, struct nsp_an_comm *c) {
   free(keys);
   free(parent);
   free(order);
+  free(start);
+  free(byroot);
   return ret;
 }
 

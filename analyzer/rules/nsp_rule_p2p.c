@@ -101,11 +101,31 @@ static int note_p2p_uncovered(struct nsp_job *job, const struct nsp_an_comm *c, 
   return nsp_job_note_take(job, &b);
 }
 
-/* Counts n unjudged operations of `from` with `to` (see p2p_uncovered;
- * acc has a slot per member of the job). */
-static void count_uncovered(struct nsp_job *job, struct p2p_uncovered *acc, const struct nsp_member *from,
+/* The counts of one communicator's members with unjudged operations:
+ * only those members have a slot (a slot per member of the job, made for
+ * each communicator, is quadratic in ranks). */
+struct p2p_acc {
+  struct nsp_u64map slot; /* member index -> index in u */
+  struct p2p_uncovered *u;
+  size_t n, cap;
+  int oom;
+};
+
+/* Counts n unjudged operations of `from` with `to` (see p2p_uncovered). */
+static void count_uncovered(struct nsp_job *job, struct p2p_acc *acc, const struct nsp_member *from,
                             const struct nsp_member *to, int dir, uint64_t n, uint64_t k, const struct nsp_runs *r) {
-  struct p2p_uncovered *u = &acc[to - job->members];
+  uint64_t mi = (uint64_t)(to - job->members);
+  const size_t *i = nsp_u64map_get(&acc->slot, mi);
+  if (!i) {
+    if (nsp_grow(&acc->u, &acc->cap, acc->n + 1, sizeof *acc->u) < 0 || nsp_u64map_put(&acc->slot, mi, acc->n) < 0) {
+      acc->oom = 1;
+      return;
+    }
+    memset(&acc->u[acc->n], 0, sizeof *acc->u);
+    i = nsp_u64map_get(&acc->slot, mi);
+    acc->n++;
+  }
+  struct p2p_uncovered *u = &acc->u[*i];
   if (!u->pairs++) *u = (struct p2p_uncovered){1, 0, from, dir, n, k, r};
   u->ops += n;
 }
@@ -113,7 +133,7 @@ static void count_uncovered(struct nsp_job *job, struct p2p_uncovered *acc, cons
 /* acc: where unjudged operations are counted (see p2p_uncovered). */
 static int p2p_pair(struct nsp_job *job, struct nsp_an_comm *c, const struct nsp_member *snd,
                     const struct nsp_member *rcv, const struct nsp_runs *sends, const struct nsp_runs *recvs,
-                    struct p2p_uncovered *acc) {
+                    struct p2p_acc *acc) {
   uint64_t first_bad = 0, nbad = 0;
   size_t i = 0, j = 0;
   while (sends && recvs && i < sends->n && j < recvs->n) {
@@ -145,6 +165,7 @@ static int p2p_pair(struct nsp_job *job, struct nsp_an_comm *c, const struct nsp
   /* The whole job killed while it ran: sends and receives of its last
    * second had not all met yet. */
   if ((un_s || un_r) && nsp_an_killed_active(job, c)) un_s = un_r = 0;
+  if (acc->oom) return NSP_AN_ENOMEM;
   if (!first_bad && !un_s && !un_r) return 0;
 
   int kind = first_bad ? NSP_FIND_P2P_SIZE_MISMATCH : NSP_FIND_P2P_UNMATCHED;
@@ -183,8 +204,7 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
   int any = 0;
   for (size_t k = 0; k < c->nmembers && !any; k++) any = job->members[c->members[k]].np2p > 0;
   if (!any) return 0;
-  struct p2p_uncovered *acc = calloc(job->nmembers, sizeof *acc);
-  if (!acc) return NSP_AN_ENOMEM;
+  struct p2p_acc accs = {0}, *acc = &accs;
   int ret = 0;
   for (size_t k = 0; k < c->nmembers && !ret; k++) {
     const struct nsp_member *a = &job->members[c->members[k]];
@@ -202,13 +222,15 @@ static int check_comm(struct nsp_job *job, struct nsp_an_comm *c) {
       if (!ret && s->dir[1].n && (!bs || !bs->n)) ret = p2p_pair(job, c, b, a, NULL, &s->dir[1], acc);
     }
   }
-  for (size_t k = 0; k < c->nmembers && !ret; k++) {
+  for (size_t k = 0; k < c->nmembers && !ret && acc->n; k++) {
     const struct nsp_member *to = &job->members[c->members[k]];
-    const struct p2p_uncovered *u = &acc[c->members[k]];
-    if (u->pairs)
+    const size_t *i = nsp_u64map_get(&acc->slot, c->members[k]);
+    const struct p2p_uncovered *u = i ? &acc->u[*i] : NULL;
+    if (u && u->pairs)
       ret = note_p2p_uncovered(job, c, u->from, to, u->dir, u->n, u->k, u->r, u->pairs - 1, u->ops - u->n);
   }
-  free(acc);
+  nsp_u64map_free(&acc->slot);
+  free(acc->u);
   return ret;
 }
 
