@@ -459,76 +459,110 @@ static int on_group_failed(struct pass *ps, struct nsp_pend_tab *tab, const stru
  * a communicator was an abort or revoke, read its cuts first.  (Else,
  * e.g. a revoke then a destroy with no error, only completions read after
  * the revoke's record are cut.) */
-static int read_cuts(struct pass *ps, size_t ti) {
+static int needs_cuts(const struct pass *ps, size_t ti) {
   const struct nsp_trace *t = ps->job->traces[ti];
-  int need = t->info.errors > 0 || ps->aborted[ti];
-  if (!need || !(t->info.tracking & NSP_TRACK_COMPLETION)) return 0;
-  char err[256];
-  struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
-  if (!r) return 0; /* the main pass says so */
-  struct nsp_rec rec;
-  int ret = 0;
-  while (!ret && nsp_reader_next(r, &rec) == 1)
-    if (rec.kind == NSP_REC_COMM_END || rec.kind == NSP_REC_ASYNC_ERROR) ret = note_cut(ps, &rec);
+  return (t->info.errors > 0 || ps->aborted[ti]) && (t->info.tracking & NSP_TRACK_COMPLETION);
+}
+
+/* The records of item k of the feed (NULL: read alone), or of reader r
+ * (own holds its record).  1, 0 at the end, NSP_AN_ENOMEM. */
+static int next_rec(struct nsp_an_feed *feed, size_t k, struct nsp_reader *r, struct nsp_rec *own,
+                    const struct nsp_rec **rec, size_t *offset) {
+  if (feed) return nsp_an_feed_next(feed, k, rec, offset, NULL);
+  *rec = own;
+  int got = nsp_reader_next(r, own);
+  *offset = nsp_reader_offset(r);
+  return got;
+}
+
+/* Opens item k of the feed, or trace t alone. */
+static struct nsp_reader *open_rec(struct nsp_an_feed *feed, size_t k, const struct nsp_trace *t, char *err,
+                                   size_t errlen) {
+  return feed ? nsp_an_feed_open(feed, k, err, errlen) : nsp_an_reopen(t, err, errlen);
+}
+
+static void close_rec(struct nsp_an_feed *feed, size_t k, struct nsp_reader *r) {
+  if (feed) nsp_an_feed_close(feed, k);
   nsp_reader_destroy(r);
+}
+
+static int read_cuts(struct pass *ps, size_t ti, struct nsp_an_feed *feed, size_t k) {
+  const struct nsp_trace *t = ps->job->traces[ti];
+  char err[256];
+  struct nsp_reader *r = open_rec(feed, k, t, err, sizeof err);
+  if (!r) return 0; /* the main pass says so */
+  struct nsp_rec own;
+  const struct nsp_rec *rec;
+  size_t offset;
+  int ret = 0, got;
+  while (!ret && (got = next_rec(feed, k, r, &own, &rec, &offset)) == 1)
+    if (rec->kind == NSP_REC_COMM_END || rec->kind == NSP_REC_ASYNC_ERROR) ret = note_cut(ps, rec);
+  if (!ret && got < 0 && feed) ret = got;
+  close_rec(feed, k, r);
   return ret;
 }
 
-static int read_trace(struct pass *ps, size_t ti) {
+/* Trace ti again, from item k of the feed (NULL: alone); its cuts first
+ * from item k - 1 when needs_cuts. */
+static int read_trace(struct pass *ps, size_t ti, struct nsp_an_feed *feed, size_t k) {
   const struct nsp_trace *t = ps->job->traces[ti];
   ps->ncut = 0;
-  NSP_TRY(read_cuts(ps, ti));
+  if (needs_cuts(ps, ti)) NSP_TRY(read_cuts(ps, ti, feed, k - 1));
   char err[256];
-  struct nsp_reader *r = nsp_an_reopen(t, err, sizeof err);
+  struct nsp_reader *r = open_rec(feed, k, t, err, sizeof err);
   if (!r) return nsp_job_notef(ps->job, "%s: could not be read again for perf: %s", t->info.path, err);
   struct nsp_pend_tab tab;
   nsp_pend_init(&tab);
   int tracked = 0, ret = 0;
   ps->nloc = 0;
-  struct nsp_rec rec;
-  while (!ret && nsp_reader_next(r, &rec) == 1) {
-    nsp_an_progress_record(ps->job, r);
-    switch (rec.kind) {
+  struct nsp_rec own;
+  const struct nsp_rec *rec;
+  size_t offset;
+  int got;
+  while (!ret && (got = next_rec(feed, k, r, &own, &rec, &offset)) == 1) {
+    nsp_an_progress_record_at(ps->job, offset);
+    switch (rec->kind) {
       case NSP_REC_PROCESS:
-        tracked = (rec.ext->tracking & NSP_TRACK_COMPLETION) != 0;
+        tracked = (rec->ext->tracking & NSP_TRACK_COMPLETION) != 0;
         break;
       case NSP_REC_COMM: {
-        if (rec.comm >= ps->nloc) {
+        if (rec->comm >= ps->nloc) {
           size_t cap = ps->nloc, old = ps->nloc;
-          if (nsp_grow(&ps->loc, &cap, (size_t)rec.comm + 1, sizeof *ps->loc) < 0) {
+          if (nsp_grow(&ps->loc, &cap, (size_t)rec->comm + 1, sizeof *ps->loc) < 0) {
             ret = NSP_AN_ENOMEM;
             break;
           }
           for (size_t i = old; i < cap; i++) ps->loc[i] = (struct local){SIZE_MAX, -1};
           ps->nloc = cap;
         }
-        const size_t *ci = rec.ext->comm_id ? nsp_u64map_get(&ps->job->comm_by_id, rec.ext->comm_id) : NULL;
-        if (ci && !(rec.flags & NSP_COMM_NOCOLOR)) {
-          ps->loc[rec.comm].comm = *ci;
-          if (rec.ext->rank >= 0) ps->loc[rec.comm].rank = rec.ext->rank;
+        const size_t *ci = rec->ext->comm_id ? nsp_u64map_get(&ps->job->comm_by_id, rec->ext->comm_id) : NULL;
+        if (ci && !(rec->flags & NSP_COMM_NOCOLOR)) {
+          ps->loc[rec->comm].comm = *ci;
+          if (rec->ext->rank >= 0) ps->loc[rec->comm].rank = rec->ext->rank;
         }
         break;
       }
       case NSP_REC_CALL:
-        if (rec.api == NSP_API_GroupEnd && is_error(rec.result) && rec.group_id && rec.group_depth == 1) {
-          if (tracked) ret = on_group_failed(ps, &tab, &rec);
+        if (rec->api == NSP_API_GroupEnd && is_error(rec->result) && rec->group_id && rec->group_depth == 1) {
+          if (tracked) ret = on_group_failed(ps, &tab, rec);
           break;
         }
-        ret = on_call(ps, &tab, tracked, t, &rec);
+        ret = on_call(ps, &tab, tracked, t, rec);
         break;
       case NSP_REC_COMM_END:
       case NSP_REC_ASYNC_ERROR:
-        ret = note_cut(ps, &rec);
+        ret = note_cut(ps, rec);
         break;
       case NSP_REC_COMPLETION:
-        if (tracked) ret = on_completion(ps, &tab, &rec);
+        if (tracked) ret = on_completion(ps, &tab, rec);
         break;
       default:
         break;
     }
   }
+  if (!ret && got < 0 && feed) ret = got;
   nsp_pend_free(&tab);
-  nsp_reader_destroy(r);
+  close_rec(feed, k, r);
   return ret;
 }
 
@@ -677,10 +711,26 @@ int nsp_job_perf(struct nsp_job *job) {
   uint64_t bytes = 0;
   for (size_t i = 0; i < job->ntraces; i++) bytes += job->traces[i]->size;
   nsp_an_progress_phase(job, NSP_PROGRESS_REREAD, job->ntraces, bytes);
-  for (size_t i = 0; i < job->ntraces && !ret; i++) {
-    ret = read_trace(&ps, i);
+  /* Every trace (after its cuts, when it needs them), decoded on the
+   * job's threads, folded in order. */
+  size_t nitems = 0;
+  struct nsp_an_feed_item *items = calloc(2 * job->ntraces + 1, sizeof *items);
+  if (!items) ret = NSP_AN_ENOMEM;
+  for (size_t i = 0; items && i < job->ntraces; i++) {
+    const struct nsp_trace *t = job->traces[i];
+    struct nsp_an_feed_item it = {t->path, t->mem, t->mem_len, 0};
+    if (needs_cuts(&ps, i)) items[nitems++] = it;
+    items[nitems++] = it;
+  }
+  int threads = nsp_an_read_threads(job);
+  struct nsp_an_feed *feed = items && threads > 1 && nitems > 1 ? nsp_an_feed_start(items, nitems, threads) : NULL;
+  for (size_t i = 0, k = 0; i < job->ntraces && !ret; i++) {
+    k += needs_cuts(&ps, i);
+    ret = read_trace(&ps, i, feed, k++);
     nsp_an_progress_file(job, job->traces[i]->size);
   }
+  nsp_an_feed_stop(feed);
+  free(items);
   free(ps.loc);
   free(ps.calls);
   free(ps.parts);

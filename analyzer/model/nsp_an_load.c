@@ -770,6 +770,12 @@ void nsp_an_progress_record(struct nsp_job *job, const struct nsp_reader *r) {
   progress_tell(job);
 }
 
+void nsp_an_progress_record_at(struct nsp_job *job, size_t offset) {
+  if (++job->progress.records % 16384 || !job->progress_fn) return;
+  job->progress.bytes_done = job->progress_base + offset;
+  progress_tell(job);
+}
+
 void nsp_an_progress_file(struct nsp_job *job, uint64_t size) {
   job->progress.files_done++;
   job->progress_base += size;
@@ -827,10 +833,8 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
   int ret;
   while ((ret = src_next(src, &rec)) == 1) {
     t->info.records++;
-    if (!(++job->progress.records % 16384) && job->progress_fn) {
-      job->progress.bytes_done = job->progress_base + src_offset(src);
-      progress_tell(job);
-    }
+    if (!((job->progress.records + 1) % 16384)) nsp_an_progress_record_at(job, src_offset(src));
+    else job->progress.records++;
     struct nsp_member *m;
     /* Every monotonic time a record holds counts towards the trace's end,
      * but a process snapshot's (the process's start). */

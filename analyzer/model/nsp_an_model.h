@@ -654,6 +654,9 @@ void nsp_an_progress_phase(struct nsp_job *job, int phase, size_t files_total, u
 void nsp_an_progress_more(struct nsp_job *job, size_t files, uint64_t bytes);
 /* A record read from r: tells the callback every 16384. */
 void nsp_an_progress_record(struct nsp_job *job, const struct nsp_reader *r);
+/* The same, for a record read on a worker: offset its reader's
+ * nsp_reader_offset after it (nsp_an_feed_next). */
+void nsp_an_progress_record_at(struct nsp_job *job, size_t offset);
 /* A file of size bytes read through: tells the callback. */
 void nsp_an_progress_file(struct nsp_job *job, uint64_t size);
 /* An EXIT, RINGSTATE or LIBNCCL record while loading; 0 or NSP_AN_ENOMEM. */
