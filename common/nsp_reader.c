@@ -9,6 +9,7 @@
  * times its size plus 1 MiB (decompression bombs). */
 #include "nsp_reader.h"
 #include "nsp_ringread.h"
+#include "nsp_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +53,8 @@ struct nsp_reader {
   char ring_note[160];
   uint64_t from_ring; /* records returned from the ring */
   int last_from_ring; /* the last record returned came from the ring */
+  uint8_t *buf;       /* data, when the file was read whole (load_file) */
+  size_t buf_alloc;
 };
 
 /* zstd's frame magic, 0xFD2FB528 little-endian. */
@@ -79,7 +82,13 @@ struct reader_cache {
   ZSTD_DCtx *dctx;
   uint8_t *frame; /* a frame buffer of frame_alloc bytes */
   size_t frame_alloc;
+  uint8_t *file;  /* a whole file's buffer of file_alloc bytes */
+  size_t file_alloc;
 };
+/* Files up to this size are read into a buffer (the thread's, reused)
+ * rather than mapped: unmapping a file in a process with several threads
+ * interrupts every core they ran on to flush its TLB, once per file. */
+#define NSP_READ_WHOLE_MAX (16u << 20)
 /* A larger frame buffer (a hostile or odd file's) is not kept. */
 #define NSP_CACHE_FRAME_MAX (4u << 20)
 static __thread struct reader_cache *tls_cache;
@@ -93,6 +102,7 @@ static void cache_free(void *p) {
   if (tls_cache == c) tls_cache = NULL; /* runs on the exiting thread */
   ZSTD_freeDCtx(c->dctx);
   free(c->frame);
+  free(c->file);
   free(c);
 }
 static void cache_key_make(void) { cache_key_ok = pthread_key_create(&cache_key, cache_free) == 0; }
@@ -230,10 +240,71 @@ struct nsp_reader *nsp_reader_open_mem(const uint8_t *data, size_t len, char *er
   return r;
 }
 
+/* A buffer of at least n bytes for a whole file: this thread's cached one
+ * (*alloc its size), or a new one.  NULL when out of memory. */
+static uint8_t *file_take(size_t n, size_t *alloc) {
+  struct reader_cache *c = tls_cache;
+  if (c && c->file && c->file_alloc >= n) {
+    uint8_t *b = c->file;
+    *alloc = c->file_alloc;
+    c->file = NULL;
+    c->file_alloc = 0;
+    return b;
+  }
+  *alloc = n ? n : 1;
+  return malloc(*alloc);
+}
+
+/* Gives a whole file's buffer to this thread's cache (a larger one than
+ * it holds replaces it), or frees it. */
+static void file_put(uint8_t *b, size_t alloc) {
+  struct reader_cache *c = b ? cache_get() : NULL;
+  if (c && (!c->file || c->file_alloc < alloc)) {
+    free(c->file);
+    c->file = b;
+    c->file_alloc = alloc;
+    return;
+  }
+  free(b);
+}
+
+/* Reads the regular file at path whole into a buffer when it is at most
+ * NSP_READ_WHOLE_MAX bytes (*buf, *alloc set), else maps it (*buf NULL).
+ * 0, or what nsp_map_regular returns on failure. */
+static int load_file(const char *path, const void **data, size_t *len, uint8_t **buf, size_t *alloc) {
+  *buf = NULL;
+  struct stat st;
+  int fd = nsp_open_regular(path, 0, &st);
+  if (fd < 0) return fd;
+  if (st.st_size <= 0 || (uint64_t)st.st_size > NSP_READ_WHOLE_MAX) {
+    close(fd);
+    return nsp_map_regular(path, 0, data, len);
+  }
+  size_t want = (size_t)st.st_size, got = 0;
+  uint8_t *b = file_take(want, alloc);
+  if (!b) {
+    close(fd);
+    errno = ENOMEM;
+    return -1;
+  }
+  while (got < want) { /* a file that shrank meanwhile is read as it is now */
+    ssize_t n = pread(fd, b + got, want - got, (off_t)got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  close(fd);
+  *buf = b;
+  *data = b;
+  *len = got;
+  return 0;
+}
+
 struct nsp_reader *nsp_reader_open(const char *path, char *err, size_t errlen) {
   const void *m;
-  size_t len;
-  int rc = nsp_map_regular(path, 0, &m, &len);
+  size_t len, alloc = 0;
+  uint8_t *buf;
+  int rc = load_file(path, &m, &len, &buf, &alloc);
   if (rc < 0) {
     if (rc == -2) snprintf(err, errlen, "not a regular file");
     else snprintf(err, errlen, "cannot open: %s", strerror(errno));
@@ -241,12 +312,16 @@ struct nsp_reader *nsp_reader_open(const char *path, char *err, size_t errlen) {
   }
   struct nsp_reader *r = calloc(1, sizeof *r);
   if (!r) {
-    if (m) munmap((void *)m, len);
+    if (buf) file_put(buf, alloc);
+    else if (m) munmap((void *)m, len);
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
   r->data = m;
-  r->len = r->map_len = len;
+  r->len = len;
+  r->map_len = buf ? 0 : len;
+  r->buf = buf;
+  r->buf_alloc = alloc;
   if (!open_common(r, err, errlen)) {
     nsp_reader_destroy(r);
     return NULL;
@@ -464,6 +539,9 @@ void nsp_reader_release(struct nsp_reader *r) {
   if (!r) return;
   if (!r->done) r->done = 1;
   cache_put(r->dctx, r->frame.data, r->frame_alloc); /* to this thread's cache: the next reader it opens */
+  file_put(r->buf, r->buf_alloc);
+  r->buf = NULL;
+  if (!r->map_len) r->data = NULL; /* not read again; a mapping stays until destroy */
   r->dctx = NULL;
   r->frame.data = NULL;
   r->frame.len = r->frame.cap = r->frame_alloc = 0;
@@ -474,6 +552,7 @@ void nsp_reader_release(struct nsp_reader *r) {
 void nsp_reader_destroy(struct nsp_reader *r) {
   if (!r) return;
   if (r->map_len) munmap((void *)r->data, r->map_len);
+  file_put(r->buf, r->buf_alloc);
   nsp_ringread_close(r->ring);
   cache_put(r->dctx, r->frame.data, r->frame_alloc);
   nsp_codec_free(&r->codec);

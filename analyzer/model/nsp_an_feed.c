@@ -56,6 +56,7 @@ struct feed_file {
 struct nsp_an_feed {
   pthread_mutex_t mu;
   pthread_cond_t to_loader, to_workers;
+  int loader_waits, workers_wait; /* threads waiting on each: wake only those */
   struct feed_file *files;
   size_t n;
   size_t claim;          /* next file a worker takes */
@@ -68,6 +69,25 @@ struct nsp_an_feed {
   struct feed_batch *batch; /* the loading thread's current batch */
   size_t pos;
 };
+
+/* Waiting and waking, with mu held; a wake with nobody waiting costs no
+ * system call. */
+static void wait_workers(struct nsp_an_feed *f) {
+  f->workers_wait++;
+  pthread_cond_wait(&f->to_workers, &f->mu);
+  f->workers_wait--;
+}
+static void wait_loader(struct nsp_an_feed *f) {
+  f->loader_waits++;
+  pthread_cond_wait(&f->to_loader, &f->mu);
+  f->loader_waits--;
+}
+static void wake_workers(struct nsp_an_feed *f) {
+  if (f->workers_wait) pthread_cond_broadcast(&f->to_workers);
+}
+static void wake_loader(struct nsp_an_feed *f) {
+  if (f->loader_waits) pthread_cond_signal(&f->to_loader);
+}
 
 /* ---- copies of decoded records ---------------------------------------- */
 
@@ -205,12 +225,12 @@ static void work_file(struct nsp_an_feed *f, size_t i) {
   ff->r = r;
   memcpy(ff->err, err, sizeof err);
   ff->opened = 1;
-  pthread_cond_broadcast(&f->to_loader);
+  wake_loader(f);
   pthread_mutex_unlock(&f->mu);
   int more = r != NULL;
   while (more) {
     pthread_mutex_lock(&f->mu);
-    while (ff->nq >= NSP_FEED_QUEUE && !ff->cancel && !f->stop) pthread_cond_wait(&f->to_workers, &f->mu);
+    while (ff->nq >= NSP_FEED_QUEUE && !ff->cancel && !f->stop) wait_workers(f);
     struct feed_batch *b = ff->cancel || f->stop ? NULL : batch_get(f);
     pthread_mutex_unlock(&f->mu);
     if (!b) break;
@@ -238,13 +258,13 @@ static void work_file(struct nsp_an_feed *f, size_t i) {
     else ff->head = b;
     ff->tail = b;
     ff->nq++;
-    pthread_cond_broadcast(&f->to_loader);
+    wake_loader(f);
     pthread_mutex_unlock(&f->mu);
   }
   nsp_reader_release(r); /* what reading needed: only its accessors are asked now */
   pthread_mutex_lock(&f->mu);
   ff->done = 1;
-  pthread_cond_broadcast(&f->to_loader);
+  wake_loader(f);
   pthread_mutex_unlock(&f->mu);
 }
 
@@ -253,7 +273,7 @@ static void *worker(void *arg) {
   pthread_mutex_lock(&f->mu);
   for (;;) {
     while (!f->stop && f->claim < f->n && f->claim >= f->cur + f->ahead)
-      pthread_cond_wait(&f->to_workers, &f->mu);
+      wait_workers(f);
     if (f->stop || f->claim >= f->n) break;
     size_t i = f->claim++;
     pthread_mutex_unlock(&f->mu);
@@ -297,8 +317,8 @@ struct nsp_reader *nsp_an_feed_open(struct nsp_an_feed *f, size_t i, char *err, 
   struct feed_file *ff = &f->files[i];
   pthread_mutex_lock(&f->mu);
   f->cur = i;
-  pthread_cond_broadcast(&f->to_workers); /* one more file may be opened ahead */
-  while (!ff->opened) pthread_cond_wait(&f->to_loader, &f->mu);
+  wake_workers(f); /* one more file may be opened ahead */
+  while (!ff->opened) wait_loader(f);
   struct nsp_reader *r = ff->r;
   ff->taken = 1;
   pthread_mutex_unlock(&f->mu);
@@ -320,13 +340,13 @@ int nsp_an_feed_next(struct nsp_an_feed *f, size_t i, const struct nsp_rec **rec
       batch_put(f, f->batch);
       f->batch = NULL;
     }
-    while (!ff->head && !ff->done) pthread_cond_wait(&f->to_loader, &f->mu);
+    while (!ff->head && !ff->done) wait_loader(f);
     struct feed_batch *b = ff->head;
     if (b) {
       ff->head = b->next;
       if (!ff->head) ff->tail = NULL;
       ff->nq--;
-      pthread_cond_broadcast(&f->to_workers);
+      wake_workers(f);
     }
     int oom = ff->oom && !ff->head && ff->done;
     pthread_mutex_unlock(&f->mu);
@@ -356,9 +376,9 @@ void nsp_an_feed_close(struct nsp_an_feed *f, size_t i) {
     f->batch = NULL;
   }
   drop_queue(f, ff);
-  pthread_cond_broadcast(&f->to_workers);
+  wake_workers(f);
   while (ff->r && !ff->done) {
-    pthread_cond_wait(&f->to_loader, &f->mu);
+    wait_loader(f);
     drop_queue(f, ff);
   }
   pthread_mutex_unlock(&f->mu);
@@ -368,7 +388,7 @@ void nsp_an_feed_stop(struct nsp_an_feed *f) {
   if (!f) return;
   pthread_mutex_lock(&f->mu);
   f->stop = 1;
-  pthread_cond_broadcast(&f->to_workers);
+  wake_workers(f);
   pthread_mutex_unlock(&f->mu);
   for (int k = 0; k < f->nthreads; k++) pthread_join(f->threads[k], NULL);
   for (size_t i = 0; i < f->n; i++) {
