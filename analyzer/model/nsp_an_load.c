@@ -7,7 +7,11 @@
  * per communicator member, plus 8 bytes per seq of every communicator
  * (its refs: 8 MB for 1,000,000 collectives on one communicator, however
  * many ranks it has) and one struct nsp_sig per distinct call shape on a
- * communicator; it does not grow with ranks x calls. */
+ * communicator, plus, per trace, 32 bytes per zstd frame and
+ * communicator with collectives in it (struct nsp_frame_span, for pass
+ * 2); it does not grow with ranks x calls.  Reading on threads adds at
+ * most 4 batches of 4096 decoded records per file being read
+ * (nsp_an_feed.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
