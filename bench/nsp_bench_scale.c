@@ -263,6 +263,20 @@ static int stamp_matches(const char *dir, const struct job *j, int mode, uint64_
   if (strncmp(line, want, wl) != 0 || line[wl] != ' ') return 0;
   unsigned long long rec, by;
   if (sscanf(line + wl, " records=%llu bytes=%llu", &rec, &by) != 2) return 0;
+  /* A reused job must still be whole: one trace per rank. */
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  long ntraces = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    ntraces += l > 8 && !strcmp(e->d_name + l - 8, ".ncclspy");
+  }
+  closedir(d);
+  if (ntraces != j->ranks) {
+    fprintf(stderr, "nsp_bench_scale: %s holds %ld traces, not %d: generating it again\n", dir, ntraces, j->ranks);
+    return 0;
+  }
   *records = rec;
   *bytes = by;
   return 1;
@@ -283,6 +297,20 @@ static int mkdir_p(const char *path) {
 static int ends_with(const char *s, const char *suffix) {
   size_t a = strlen(s), b = strlen(suffix);
   return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Whether files a and b hold the same bytes. */
+static int same_file_bytes(const char *a, const char *b) {
+  FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+  int same = fa && fb;
+  while (same) {
+    int ca = getc(fa), cb = getc(fb);
+    if (ca != cb) same = 0;
+    if (ca == EOF || cb == EOF) break;
+  }
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return same;
 }
 
 /* Removes the traces (*.ncclspy) and the stamp in dir, nothing else. */
@@ -669,6 +697,11 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  for (int k = 0; k < nmodes; k++)
+    if (modes[k] != MODE_NONE && j.ranks < 2) {
+      fprintf(stderr, "nsp_bench_scale: one rank has nobody to mismatch with: --mismatch none, or --ranks 2 or more\n");
+      return 2;
+    }
   if (!*dir) snprintf(dir, sizeof dir, "/tmp/nsp-bench-scale/%dx%ld-s%" PRIu64, j.ranks, j.calls, j.seed);
   if (!*ncclspy) default_ncclspy(ncclspy, sizeof ncclspy);
   if (!gen_only && access(ncclspy, X_OK) != 0) {
@@ -694,7 +727,7 @@ int main(int argc, char **argv) {
 
   printf("ncclspy scale: %d ranks x %ld calls per rank (%s), ncclspy %s\n", j.ranks, j.calls, dir, ncclspy);
   printf("%-8s %-7s %7s %9s %9s %9s %12s %7s  %s\n", "command", "job", "threads", "wall s", "CPU s", "RSS MiB",
-         "records/s", "vs 1", "check");
+         "rec/s wall", "vs 1", "check");
   int failures = 0;
   const char *cmds[2] = {"analyze", "perf"};
   for (int k = 0; k < nmodes; k++) {
@@ -711,6 +744,13 @@ int main(int argc, char **argv) {
           return 2;
         }
         row.pass = check(&row, &e, j.ranks, out, row.why, sizeof row.why);
+        /* The report must not depend on the threads: each row against the first. */
+        char first[PATH_MAX + 64];
+        snprintf(first, sizeof first, "%s/report.%s.%s.t%d.txt", dir, mode_names[modes[k]], cmds[ci], threads[0]);
+        if (row.pass && ti > 0 && !same_file_bytes(first, out)) {
+          row.pass = 0;
+          snprintf(row.why, sizeof row.why, "the report differs from the %d-thread one", threads[0]);
+        }
         failures += !row.pass;
         if (threads[ti] == 1) base = row.wall;
         char ratio[16] = "-";

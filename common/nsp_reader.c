@@ -88,7 +88,7 @@ struct reader_cache {
 /* Files up to this size are read into a buffer (the thread's, reused)
  * rather than mapped: unmapping a file in a process with several threads
  * interrupts every core they ran on to flush its TLB, once per file. */
-#define NSP_READ_WHOLE_MAX (16u << 20)
+#define NSP_READ_WHOLE_MAX (4u << 20)
 /* A larger frame buffer (a hostile or odd file's) is not kept. */
 #define NSP_CACHE_FRAME_MAX (4u << 20)
 static __thread struct reader_cache *tls_cache;

@@ -71,8 +71,8 @@ static const char nsp_usage_analyze[] =
     "                   identity, a unique prefix of it or of one of its '/' parts,\n"
     "                   or its number, 1 the newest, as the first note lists them);\n"
     "                   all: every trace as one job\n"
-    "  --threads N      threads that read traces (default: one per CPU); the\n"
-    "                   report is the same for every N\n"
+    "  --threads N      threads that read traces, 1 to 64 (default: the CPUs it\n"
+    "                   may run on, at most 4); the report is the same for every N\n"
     "  -h, --help       this text\n"
     "\n"
     "exit status: 0 no findings (processes still running included), 1 findings,\n"
@@ -341,9 +341,22 @@ static int load_paths(struct nsp_job *job, int argc, char **argv, int first, con
   /* A crash-ring sidecar is read with its trace; a shell glob names both. */
   int n = 0;
   const char **paths = calloc((size_t)(argc - first) + 1, sizeof *paths);
+  int nonrings = 0;
+  for (int i = first; i < argc; i++) nonrings += !ends_with(argv[i], ".ncclspy.ring");
   for (int i = first; paths && i < argc; i++) {
-    if (!ends_with(argv[i], ".ncclspy.ring")) paths[n++] = argv[i];
-    else if (access(argv[i], F_OK) != 0) fprintf(stderr, "ncclspy: warning: %s: %s\n", argv[i], strerror(errno));
+    if (!ends_with(argv[i], ".ncclspy.ring")) {
+      paths[n++] = argv[i];
+    } else if (access(argv[i], F_OK) != 0) {
+      fprintf(stderr, "ncclspy: warning: %s: %s\n", argv[i], strerror(errno));
+    } else if (nonrings) {
+      /* Read with its trace: said when the trace is not named too. */
+      size_t tl = strlen(argv[i]) - strlen(".ring");
+      int named = 0;
+      for (int j = first; j < argc && !named; j++) named = strlen(argv[j]) == tl && !strncmp(argv[j], argv[i], tl);
+      if (!named)
+        fprintf(stderr, "ncclspy: warning: %s is a crash ring, read along with its trace: name the trace (%.*s) "
+                        "or its directory; not read\n", argv[i], (int)tl, argv[i]);
+    }
   }
   int *results = calloc(n ? (size_t)n : 1, sizeof *results);
   char **errors = calloc(n ? (size_t)n : 1, sizeof *errors);
@@ -439,6 +452,14 @@ static int analyze_status(const struct nsp_job *job) {
   return nsp_job_nfindings(job)                          ? NSP_EXIT_FINDINGS
          : cv->unclean || cv->libnccl || cv->incomplete ? NSP_EXIT_UNSEEN
                                                         : NSP_EXIT_CLEAN;
+}
+
+/* Ends the progress line (cleared) and detaches it from job, whose later
+ * readings (the HTML swimlane, export) must not call into it; *p NULL. */
+static void progress_stop(struct nsp_job *job, struct nsp_progress **p) {
+  nsp_job_set_progress(job, NULL, NULL);
+  nsp_progress_end(*p);
+  *p = NULL;
 }
 
 /* What analyze, perf and export share before their analysis: a new job
@@ -545,8 +566,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
     why = whybuf;
     goto out;
   }
-  nsp_progress_end(progress); /* cleared before the report */
-  progress = NULL;
+  progress_stop(job, &progress); /* cleared before the report */
   FILE *out = stdout;
   if (output && output_is_loaded_trace(output, job)) {
     why = "-o would overwrite an input trace";
@@ -567,7 +587,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
   }
   status = k->perf ? NSP_EXIT_CLEAN : analyze_status(job);
 out:
-  nsp_progress_end(progress);
+  progress_stop(job, &progress);
   if (json && why) json_error(why, status, job);
   nsp_job_destroy(job);
   return status;
@@ -766,7 +786,7 @@ static int cmd_export(int argc, char **argv) {
     }
   }
   uint64_t estimate = nsp_export_estimate(job);
-  nsp_progress_end(progress); /* the window's message, if any, on a clean line */
+  progress_stop(job, &progress); /* the window's message, if any, on a clean line */
   progress = nsp_progress_start("export");
   nsp_job_set_progress(job, nsp_progress_update, progress);
   /* Tests lower the limits (not user settings). */
@@ -788,8 +808,7 @@ static int cmd_export(int argc, char **argv) {
   if (output && !(out = open_output(output))) goto out;
   uint64_t nev = 0, nslices = 0;
   r = nsp_export_perfetto(job, &eo, out, &nev, &nslices);
-  nsp_progress_end(progress);
-  progress = NULL;
+  progress_stop(job, &progress);
   if (out != stdout && fclose(out) != 0 && r == 0) r = -1;
   if (r < 0) {
     fprintf(stderr, "ncclspy: could not write the timeline to %s%s%s\n", output ? output : "standard output",
@@ -804,7 +823,7 @@ static int cmd_export(int argc, char **argv) {
                     "--from, --to, --comm, --ranks\n", (unsigned long long)nev);
   status = NSP_EXIT_CLEAN;
 out:
-  nsp_progress_end(progress);
+  progress_stop(job, &progress);
   free(rank_list);
   free(comm_list);
   nsp_job_destroy(job);

@@ -1,5 +1,6 @@
 /* nsp_progress.c - the progress line and watch's status line on a
  * terminal (nsp_progress.h). */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -18,8 +19,15 @@ struct nsp_progress {
   int drawn;          /* a line is on the screen */
   long long start_ns, drawn_ns;
   size_t files_done;  /* at the last call: for the test hook's delay */
-  int phase;          /* the phase of the last call, and since when (for the rate of bytes) */
+  int phase;          /* the phase of the last call, and since when */
   long long phase_ns;
+  /* The phase's first call: its time, records and bytes.  Rates are
+   * measured from it, not from the command's start (listing 100k files
+   * takes seconds in which nothing is read). */
+  long long first_ns;
+  uint64_t first_records, first_bytes;
+  struct sigaction old_int, old_term;
+  int handlers;       /* SIGINT/SIGTERM clear a drawn line before the process dies */
   int delay_ms;       /* NSP_TEST_PROGRESS_DELAY_MS */
 };
 
@@ -29,12 +37,39 @@ long long nsp_progress_clock_ns(void) {
   return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
+/* A line is on the terminal: what a fatal SIGINT or SIGTERM clears. */
+static volatile sig_atomic_t line_drawn;
+
+static void on_fatal(int sig) {
+  if (line_drawn) {
+    ssize_t n = write(STDERR_FILENO, "\r\033[K", 4);
+    (void)n;
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+/* Installs on_fatal for SIGINT and SIGTERM where their action is the
+ * default (a program's own handler, or an ignored signal, is kept). */
+static void catch_fatal(struct nsp_progress *p) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_fatal;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGINT, NULL, &p->old_int) || sigaction(SIGTERM, NULL, &p->old_term)) return;
+  if (p->old_int.sa_handler == SIG_DFL) sigaction(SIGINT, &sa, NULL);
+  if (p->old_term.sa_handler == SIG_DFL) sigaction(SIGTERM, &sa, NULL);
+  p->handlers = 1;
+}
+
 struct nsp_progress *nsp_progress_start(const char *what) {
   struct nsp_progress *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   snprintf(p->what, sizeof p->what, "%s", what);
   p->tty = isatty(STDERR_FILENO) == 1;
   p->start_ns = p->phase_ns = nsp_progress_clock_ns();
+  p->phase = -1;
+  if (p->tty) catch_fatal(p);
   const char *d = getenv("NSP_TEST_PROGRESS_DELAY_MS");
   p->delay_ms = d && *d ? atoi(d) : 0;
   return p;
@@ -59,35 +94,44 @@ void nsp_progress_update(void *progress, const struct nsp_job_progress *jp) {
   p->files_done = jp->files_done;
   if (!p->tty) return;
   long long now = nsp_progress_clock_ns();
-  if (jp->phase != p->phase) { /* reading again: its own rate */
+  if (jp->phase != p->phase) { /* reading again: its own rates */
     p->phase = jp->phase;
-    p->phase_ns = now;
+    p->phase_ns = p->first_ns = now;
+    p->first_records = jp->records;
+    p->first_bytes = jp->bytes_done;
   }
   if (now - p->start_ns <= NSP_PROGRESS_AFTER_NS || (p->drawn && now - p->drawn_ns < NSP_PROGRESS_EVERY_NS)) return;
-  char rec[32], rate[32], line[256];
-  double secs = (double)(now - p->start_ns) / 1e9;
-  snprintf(line, sizeof line, "ncclspy %s: reading traces%s: %zu of %zu files, %s records, %s records/s", p->what,
-           jp->phase == NSP_PROGRESS_REREAD ? " again" : "", jp->files_done, jp->files_total,
-           human(rec, sizeof rec, (double)jp->records), human(rate, sizeof rate, (double)jp->records / secs));
-  /* Time left at the phase's rate of bytes so far (compressed bytes
-   * decode at about the same rate from file to file). */
-  double in_phase = (double)(now - p->phase_ns) / 1e9;
-  if (jp->bytes_done && jp->bytes_total > jp->bytes_done && in_phase >= 1) {
-    double left = (double)(jp->bytes_total - jp->bytes_done) * in_phase / (double)jp->bytes_done;
-    size_t n = strlen(line);
-    long long sl = (long long)(left + 0.5);
-    if (sl >= 3600) snprintf(line + n, sizeof line - n, ", about %lldh%02lldm left", sl / 3600, sl % 3600 / 60);
-    else if (sl >= 60) snprintf(line + n, sizeof line - n, ", about %lldm%02llds left", sl / 60, sl % 60);
-    else snprintf(line + n, sizeof line - n, ", about %llds left", sl);
+  char rec[32], rate[32], left[48] = "", line[256];
+  /* Rates since the phase's first call, once half a second has passed. */
+  double since = (double)(now - p->first_ns) / 1e9;
+  double recs = since >= 0.5 ? (double)(jp->records - p->first_records) / since : 0;
+  /* Time left at that rate of compressed bytes (files decode at about the
+   * same rate); first in the line, so an 80-column terminal shows it. */
+  if (since >= 0.5 && jp->bytes_done > p->first_bytes && jp->bytes_total > jp->bytes_done) {
+    double sl = (double)(jp->bytes_total - jp->bytes_done) * since / (double)(jp->bytes_done - p->first_bytes);
+    long long s = (long long)(sl + 0.5);
+    if (s >= 3600) snprintf(left, sizeof left, ", about %lldh%02lldm left", s / 3600, s % 3600 / 60);
+    else if (s >= 60) snprintf(left, sizeof left, ", about %lldm%02llds left", s / 60, s % 60);
+    else snprintf(left, sizeof left, ", about %llds left", s);
   }
+  snprintf(line, sizeof line, "ncclspy %s: reading traces%s: %zu of %zu files%s, %s records%s%s%s", p->what,
+           jp->phase == NSP_PROGRESS_REREAD ? " again" : "", jp->files_done, jp->files_total, left,
+           human(rec, sizeof rec, (double)jp->records), recs > 0 ? ", " : "",
+           recs > 0 ? human(rate, sizeof rate, recs) : "", recs > 0 ? " records/s" : "");
   nsp_status_put(stderr, line);
   p->drawn = 1;
+  line_drawn = 1;
   p->drawn_ns = now;
 }
 
 void nsp_progress_end(struct nsp_progress *p) {
   if (!p) return;
   if (p->drawn) nsp_status_clear(stderr);
+  line_drawn = 0;
+  if (p->handlers) {
+    sigaction(SIGINT, &p->old_int, NULL);
+    sigaction(SIGTERM, &p->old_term, NULL);
+  }
   free(p);
 }
 

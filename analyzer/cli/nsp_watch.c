@@ -263,7 +263,7 @@ int nsp_cmd_watch(int argc, char **argv, int (*status_of)(const struct nsp_job *
         char *end;
         long v = strtol(optarg, &end, 10);
         if (*optarg < '0' || *optarg > '9' || *end || v < 1 || v > NSP_JOB_THREADS_MAX) {
-          fprintf(stderr, "ncclspy watch: --threads takes a number from 1 to 64, not '%s'\nTry 'ncclspy help watch'.\n",
+          fprintf(stderr, "ncclspy watch: --threads takes a number from 1 to 64, not %s\nTry 'ncclspy help watch'.\n",
                   optarg);
           return 2;
         }

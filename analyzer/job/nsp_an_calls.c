@@ -266,7 +266,7 @@ static int collect_left(struct nsp_calls *it) {
     NSP_TRY(nsp_grow(&it->left, &it->leftcap, it->nleft + 1, sizeof *it->left));
     it->left[it->nleft++] = i;
   }
-  qsort_r(it->left, it->nleft, sizeof *it->left, cmp_left, it->pend.v);
+  if (it->nleft) qsort_r(it->left, it->nleft, sizeof *it->left, cmp_left, it->pend.v);
   return 0;
 }
 

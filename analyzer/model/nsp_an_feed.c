@@ -10,7 +10,7 @@
  *
  * Memory is bounded whatever the files: a file's queue holds at most
  * NSP_FEED_QUEUE batches of NSP_FEED_BATCH records (a worker waits when
- * it is full), and workers open at most twice their number of files past
+ * it is full), and workers open at most their number plus 2 files past
  * the one being folded in. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -301,7 +301,7 @@ struct nsp_an_feed *nsp_an_feed_start(const struct nsp_an_feed_item *items, size
   pthread_cond_init(&f->to_workers, NULL);
   for (size_t i = 0; i < n; i++) f->files[i].item = items[i];
   f->n = n;
-  f->ahead = 2 * (size_t)nthreads;
+  f->ahead = (size_t)nthreads + 2;
   for (int k = 0; k < nthreads; k++) {
     if (pthread_create(&f->threads[k], NULL, worker, f)) break;
     f->nthreads++;

@@ -12,6 +12,7 @@
  * 2); it does not grow with ranks x calls.  Reading on threads adds at
  * most 4 batches of 4096 decoded records per file being read
  * (nsp_an_feed.c). */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1291,8 +1292,9 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
 
 int nsp_an_read_threads(const struct nsp_job *job) {
   if (job->threads) return job->threads;
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > NSP_JOB_THREADS_MAX ? NSP_JOB_THREADS_MAX : (int)n;
+  cpu_set_t set;
+  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > NSP_JOB_THREADS_DEFAULT ? NSP_JOB_THREADS_DEFAULT : n;
 }
 
 int nsp_an_load_traces(struct nsp_job *job, size_t n, const char *const *paths, uint8_t **mems, const size_t *lens,

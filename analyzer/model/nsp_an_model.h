@@ -534,7 +534,7 @@ struct nsp_job {
   char err[512];
   struct nsp_an_sym *sym; /* modules opened for debug information (nsp_an_symbolize.c) */
   int64_t live_min_ns;  /* nsp_job_set_live_min; 0: 10 s */
-  int threads;          /* nsp_job_set_threads; 0: online CPUs */
+  int threads;          /* nsp_job_set_threads; 0: NSP_JOB_THREADS_DEFAULT */
   /* Progress (nsp_job_set_progress): the callback, what it is told, and
    * the bytes of the files read through before the current one. */
   nsp_job_progress_fn *progress_fn;
@@ -559,8 +559,8 @@ struct nsp_file_id {
 /* Reads one trace into the model (mem: a copy the job takes, or NULL to
  * read the file at path).  Returns 1, NSP_AN_EREAD (noted), NSP_AN_ENOMEM. */
 int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len);
-/* The threads that read traces: nsp_job_set_threads's, or the online
- * CPUs (at most NSP_JOB_THREADS_MAX). */
+/* The threads that read traces: nsp_job_set_threads's, or the CPUs of
+ * the process's affinity mask, at most NSP_JOB_THREADS_DEFAULT. */
 int nsp_an_read_threads(const struct nsp_job *job);
 /* The byte offset of the first frame of trace t that can hold collective
  * seq `seq` of comm index `local` (its spans); 0 when unknown (read from

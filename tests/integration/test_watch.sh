@@ -139,8 +139,8 @@ ok $? "analyze on a terminal, 1.4 s: the progress line (files, records, records/
 # left at the rate of bytes read so far.
 mkdir -p four && cp live/*.ncclspy four/ && for f in live/*.ncclspy; do cp "$f" "four/zz-${f##*/}"; done
 NSP_TEST_PROGRESS_DELAY_MS=450 python3 "$pty" --stderr-only p7.tty -- "$ncclspy" analyze four
-grep -q $'reading traces: 3 of 4 files, [0-9.]*[kM]* records, [0-9.]*[kM]* records/s, about [0-9]*s left\033\[K' p7.tty
-ok $? "analyze on a terminal, 4 files: the time left, at the rate of bytes so far"
+grep -q $'reading traces: 3 of 4 files, about [0-9]*s left, [0-9.]*[kM]* records, [0-9.]*[kM]* records/s\033\[K' p7.tty
+ok $? "analyze on a terminal, 4 files: the time left (before the counts: an 80-column terminal shows it), at the rate of bytes since the first file"
 python3 "$pty" --stderr-only p3.tty -- "$ncclspy" analyze live
 [ ! -s p3.tty ]
 ok $? "analyze on a terminal, under a second: no progress line"

@@ -488,10 +488,23 @@ static void test_subdirs_and_rings(void **state) {
   assert_non_null(f);
   fputs("a ring", f);
   fclose(f);
+  /* A ring named beside other traces, without its own trace: said, not
+   * silently dropped; with its trace named too, read with it, unsaid. */
   r = run((const char *[]){"analyze", f0, f1, ring, NULL});
   assert_int_equal(r.status, 1);
-  assert_string_equal(r.err, "");
+  snprintf(want, sizeof want, "ncclspy: warning: %s is a crash ring, read along with its trace: name the trace "
+           "(%.*s) or its directory; not read\n", ring, (int)(strlen(ring) - 5), ring);
+  assert_string_equal(r.err, want);
   assert_contains(r.out, "ncclspy report: 2 traces");
+  result_free(&r);
+  char f0ring[520];
+  snprintf(f0ring, sizeof f0ring, "%s.ring", f0);
+  f = fopen(f0ring, "w");
+  assert_non_null(f);
+  fputs("a ring", f);
+  fclose(f);
+  r = run((const char *[]){"analyze", f0, f0ring, f1, NULL});
+  assert_string_equal(r.err, "");
   result_free(&r);
   /* Only rings named: what to name instead. */
   r = run((const char *[]){"analyze", ring, NULL});
