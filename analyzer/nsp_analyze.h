@@ -674,13 +674,14 @@ int nsp_job_set_local_host(struct nsp_job *job, const char *host);
 int nsp_job_set_live_min(struct nsp_job *job, int64_t ns);
 
 /* Threads that read traces: n >= 1 (1: the calling thread alone), 0 the
- * default: the CPUs this process may run on (its affinity), at most
- * NSP_JOB_THREADS_DEFAULT.  Files are decoded on the threads and folded
- * into the job in the order they were added by one thread, so the report
- * is the same for every n; that fold is the limit (on a 16-core host, 2
- * threads gave 0.55-0.88 of one thread's time and more gave no more),
- * and each thread holds up to about 5 MiB of decoded records and a file
- * of up to 4 MiB.  Call before adding traces; returns 0, NSP_AN_EINVAL
+ * default: one less than the CPUs this process may run on (its
+ * affinity), 1 when that is under 2, at most NSP_JOB_THREADS_DEFAULT.
+ * With n >= 2, n workers decode files and the calling thread folds them
+ * into the job in the order they were added, so the report is the same
+ * for every n; that fold is the limit (on a 16-core host, 2 workers took
+ * 0.55-0.88 of one thread's time and more gave no more; on 2 cores, 2
+ * workers beside the fold were slower than one thread), and each worker
+ * holds up to about 5 MiB of decoded records and a file of up to 4 MiB.  Call before adding traces; returns 0, NSP_AN_EINVAL
  * (n < 0 or over NSP_JOB_THREADS_MAX) or NSP_AN_ESTATE once a trace was
  * added.  The command takes it from --threads N. */
 #define NSP_JOB_THREADS_MAX 64

@@ -559,8 +559,9 @@ struct nsp_file_id {
 /* Reads one trace into the model (mem: a copy the job takes, or NULL to
  * read the file at path).  Returns 1, NSP_AN_EREAD (noted), NSP_AN_ENOMEM. */
 int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len);
-/* The threads that read traces: nsp_job_set_threads's, or the CPUs of
- * the process's affinity mask, at most NSP_JOB_THREADS_DEFAULT. */
+/* The threads that read traces: nsp_job_set_threads's, or one less than
+ * the CPUs of the process's affinity mask (1 when that is under 2), at
+ * most NSP_JOB_THREADS_DEFAULT. */
 int nsp_an_read_threads(const struct nsp_job *job);
 /* The byte offset of the first frame of trace t that can hold collective
  * seq `seq` of comm index `local` (its spans); 0 when unknown (read from
