@@ -232,6 +232,7 @@ static void work_file(struct nsp_an_feed *f, size_t i) {
     pthread_mutex_lock(&f->mu);
     while (ff->nq >= NSP_FEED_QUEUE && !ff->cancel && !f->stop) wait_workers(f);
     struct feed_batch *b = ff->cancel || f->stop ? NULL : batch_get(f);
+    if (!b && !ff->cancel && !f->stop) ff->oom = 1; /* no memory for a batch: the file ends early, said */
     pthread_mutex_unlock(&f->mu);
     if (!b) break;
     /* A record whose copy found no memory ends the batch there: the

@@ -3,8 +3,9 @@
  * analysed at n and at 8n ranks in the same process; the CPU time of the
  * analysis (not of loading) may grow 8 times and a margin, not 64 times:
  * time(8n) / time(n) under NSP_LINEAR_MAX_RATIO (16).  The best of three
- * repetitions of each size is compared, so a busy machine does not fail
- * it.  The jobs have what made steps quadratic before: a world of every
+ * repetitions of each size is compared, and a ratio over the limit is
+ * measured again, up to 3 times (the lowest counts), so a busy machine
+ * does not fail it; reading is on one thread (CPU time of the process).  The jobs have what made steps quadratic before: a world of every
  * rank with 8-rank split communicators, send/recv, completion tracking
  * (perf), a GPU two ranks share (env-duplicate-gpu), a dtype mismatch
  * whose side names all ranks but one; many runs of 8 ranks each; and a
@@ -117,6 +118,7 @@ static struct traces make_job(int n, int per, int dup, int mismatch) {
 static struct nsp_job *load(const struct traces *t, const char *run) {
   struct nsp_job *job = nsp_job_create();
   assert_non_null(job);
+  assert_int_equal(nsp_job_set_threads(job, 1), 0);
   if (run) assert_int_equal(nsp_job_select_run(job, run), 0);
   for (size_t i = 0; i < t->n; i++) {
     char name[32];
@@ -159,6 +161,20 @@ static double ratio(const char *what, int n, int per, int dup, int mismatch, con
   return q;
 }
 
+/* ratio() measured again while it is not under NSP_LINEAR_MAX_RATIO, up
+ * to 3 times: the lowest.  Noise on a busy machine (the base size takes a
+ * few ms) inflates one measurement; a quadratic step stays above the
+ * limit every time. */
+static double linear_ratio(const char *what, int n, int per, int dup, int mismatch, const char *run, check_fn *check) {
+  double q = ratio(what, n, per, dup, mismatch, run, check);
+  for (int attempt = 1; attempt < 3 && q >= NSP_LINEAR_MAX_RATIO; attempt++) {
+    double again = ratio(what, n, per, dup, mismatch, run, check);
+    if (again < q) q = again;
+  }
+  return q;
+}
+
+
 /* One job: the dtype mismatch at seq 2 (every rank but one on one side),
  * the duplicate GPU on the world and on the first split, nothing else. */
 static void check_one_job(const struct nsp_job *job, int n) {
@@ -190,7 +206,7 @@ static void check_one_job(const struct nsp_job *job, int n) {
 static void test_one_job(void **state) {
   (void)state;
   int n = env_int("NSP_LINEAR_RANKS", 2048);
-  assert_true(ratio("one job (world, splits, duplicate GPU, mismatch)", n, 0, 1, 1, NULL, check_one_job) <
+  assert_true(linear_ratio("one job (world, splits, duplicate GPU, mismatch)", n, 0, 1, 1, NULL, check_one_job) <
               NSP_LINEAR_MAX_RATIO);
 }
 
@@ -213,7 +229,7 @@ static void check_all_runs(const struct nsp_job *job, int n) {
 static void test_all_runs(void **state) {
   (void)state;
   int n = env_int("NSP_LINEAR_RANKS", 2048);
-  assert_true(ratio("runs of 8 ranks, all analysed", n, 8, 0, 0, "all", check_all_runs) < NSP_LINEAR_MAX_RATIO);
+  assert_true(linear_ratio("runs of 8 ranks, all analysed", n, 8, 0, 0, "all", check_all_runs) < NSP_LINEAR_MAX_RATIO);
 }
 
 /* The newest run only: read again on its own. */
@@ -229,7 +245,7 @@ static void check_newest_run(const struct nsp_job *job, int n) {
 static void test_newest_run(void **state) {
   (void)state;
   int n = env_int("NSP_LINEAR_RANKS", 2048);
-  assert_true(ratio("runs of 8 ranks, the newest analysed", n, 8, 0, 0, NULL, check_newest_run) <
+  assert_true(linear_ratio("runs of 8 ranks, the newest analysed", n, 8, 0, 0, NULL, check_newest_run) <
               NSP_LINEAR_MAX_RATIO);
 }
 
@@ -256,6 +272,7 @@ static double readd_time(int n) {
   for (int rep = 0; rep < 3; rep++) {
     struct nsp_job *job = nsp_job_create();
     assert_non_null(job);
+    assert_int_equal(nsp_job_set_threads(job, 1), 0);
     assert_int_equal(nsp_job_add_path(job, dir), n);
     double t0 = cpu_s();
     for (int i = 0; i < n; i++) assert_int_equal(nsp_job_add_path(job, paths[i]), 1);
@@ -278,6 +295,10 @@ static void test_files_again(void **state) {
   int n = 2 * env_int("NSP_LINEAR_RANKS", 2048); /* the scan it replaces is fast: more files to see it */
   double a = readd_time(n), b = readd_time(8 * n);
   double q = b / (a > 1e-6 ? a : 1e-6);
+  for (int attempt = 1; attempt < 3 && q >= NSP_LINEAR_MAX_RATIO; attempt++) { /* as linear_ratio */
+    double a2 = readd_time(n), b2 = readd_time(8 * n), q2 = b2 / (a2 > 1e-6 ? a2 : 1e-6);
+    if (q2 < q) a = a2, b = b2, q = q2;
+  }
   print_message("files named again: %d files %.3f s, %d files %.3f s: ratio %.1f (8 linear, 64 quadratic)\n", n, a,
                 8 * n, b, q);
   assert_true(q < NSP_LINEAR_MAX_RATIO);
