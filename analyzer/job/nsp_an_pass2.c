@@ -51,36 +51,29 @@ static int reread_calls(struct nsp_job *job, void *req, size_t n, size_t size, s
     if (items[k].start == SIZE_MAX) items[k].start = 0;
     i = j;
   }
-  int threads = nsp_an_read_threads(job);
-  struct nsp_an_feed *feed = threads > 1 && ntr > 1 ? nsp_an_feed_start(items, ntr, threads) : NULL;
+  struct nsp_an_feed *feed = nsp_an_feed_start(items, ntr, nsp_an_read_threads(job));
   for (size_t i = 0, k = 0; i < n && !ret; k++) {
     size_t trace = trace_of(base + i * size), j = i;
     while (j < n && trace_of(base + j * size) == trace) j++;
     const struct nsp_trace *t = job->traces[trace];
     char err[256];
-    struct nsp_reader *r = feed ? nsp_an_feed_open(feed, k, err, sizeof err) : nsp_an_reopen(t, err, sizeof err);
-    if (r && !feed && items[k].start) nsp_reader_seek_frame(r, items[k].start);
-    if (!r) {
+    struct nsp_an_src src;
+    if (!nsp_an_src_reopen(&src, feed, k, t, items[k].start, err, sizeof err)) {
       ret = nsp_job_notef(job, "%s: could not be read again for %s: %s", t->info.path, what, err);
       i = j;
       continue;
     }
-    struct nsp_rec own;
-    const struct nsp_rec *rec = &own;
-    size_t found = 0, offset;
-    while (!ret && found < j - i) {
-      int got = feed ? nsp_an_feed_next(feed, k, &rec, &offset, NULL) : nsp_reader_next(r, &own);
-      if (got != 1) {
-        if (got < 0 && feed) ret = got;
-        break;
-      }
+    const struct nsp_rec *rec;
+    size_t found = 0;
+    int got = 0;
+    while (!ret && found < j - i && (got = nsp_an_src_next(&src, &rec)) == 1) {
       if (rec->kind != NSP_REC_CALL) continue;
       got = on_call(t, rec, base + i * size, j - i, arg);
       if (got < 0) ret = got;
       else found += (size_t)got;
     }
-    if (feed) nsp_an_feed_close(feed, k);
-    nsp_reader_destroy(r);
+    if (!ret && got < 0) ret = got;
+    nsp_an_src_close(&src);
     i = j;
   }
   nsp_an_feed_stop(feed);

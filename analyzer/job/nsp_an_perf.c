@@ -464,41 +464,17 @@ static int needs_cuts(const struct pass *ps, size_t ti) {
   return (t->info.errors > 0 || ps->aborted[ti]) && (t->info.tracking & NSP_TRACK_COMPLETION);
 }
 
-/* The records of item k of the feed (NULL: read alone), or of reader r
- * (own holds its record).  1, 0 at the end, NSP_AN_ENOMEM. */
-static int next_rec(struct nsp_an_feed *feed, size_t k, struct nsp_reader *r, struct nsp_rec *own,
-                    const struct nsp_rec **rec, size_t *offset) {
-  if (feed) return nsp_an_feed_next(feed, k, rec, offset, NULL);
-  *rec = own;
-  int got = nsp_reader_next(r, own);
-  *offset = nsp_reader_offset(r);
-  return got;
-}
-
-/* Opens item k of the feed, or trace t alone. */
-static struct nsp_reader *open_rec(struct nsp_an_feed *feed, size_t k, const struct nsp_trace *t, char *err,
-                                   size_t errlen) {
-  return feed ? nsp_an_feed_open(feed, k, err, errlen) : nsp_an_reopen(t, err, errlen);
-}
-
-static void close_rec(struct nsp_an_feed *feed, size_t k, struct nsp_reader *r) {
-  if (feed) nsp_an_feed_close(feed, k);
-  nsp_reader_destroy(r);
-}
-
 static int read_cuts(struct pass *ps, size_t ti, struct nsp_an_feed *feed, size_t k) {
   const struct nsp_trace *t = ps->job->traces[ti];
   char err[256];
-  struct nsp_reader *r = open_rec(feed, k, t, err, sizeof err);
-  if (!r) return 0; /* the main pass says so */
-  struct nsp_rec own;
+  struct nsp_an_src src;
+  if (!nsp_an_src_reopen(&src, feed, k, t, 0, err, sizeof err)) return 0; /* the main pass says so */
   const struct nsp_rec *rec;
-  size_t offset;
-  int ret = 0, got;
-  while (!ret && (got = next_rec(feed, k, r, &own, &rec, &offset)) == 1)
+  int ret = 0, got = 0;
+  while (!ret && (got = nsp_an_src_next(&src, &rec)) == 1)
     if (rec->kind == NSP_REC_COMM_END || rec->kind == NSP_REC_ASYNC_ERROR) ret = note_cut(ps, rec);
-  if (!ret && got < 0 && feed) ret = got;
-  close_rec(feed, k, r);
+  if (!ret && got < 0) ret = got;
+  nsp_an_src_close(&src);
   return ret;
 }
 
@@ -509,18 +485,16 @@ static int read_trace(struct pass *ps, size_t ti, struct nsp_an_feed *feed, size
   ps->ncut = 0;
   if (needs_cuts(ps, ti)) NSP_TRY(read_cuts(ps, ti, feed, k - 1));
   char err[256];
-  struct nsp_reader *r = open_rec(feed, k, t, err, sizeof err);
-  if (!r) return nsp_job_notef(ps->job, "%s: could not be read again for perf: %s", t->info.path, err);
+  struct nsp_an_src src;
+  if (!nsp_an_src_reopen(&src, feed, k, t, 0, err, sizeof err)) return nsp_job_notef(ps->job, "%s: could not be read again for perf: %s", t->info.path, err);
   struct nsp_pend_tab tab;
   nsp_pend_init(&tab);
   int tracked = 0, ret = 0;
   ps->nloc = 0;
-  struct nsp_rec own;
   const struct nsp_rec *rec;
-  size_t offset;
   int got;
-  while (!ret && (got = next_rec(feed, k, r, &own, &rec, &offset)) == 1) {
-    nsp_an_progress_record_at(ps->job, offset);
+  while (!ret && (got = nsp_an_src_next(&src, &rec)) == 1) {
+    nsp_an_progress_record_at(ps->job, nsp_an_src_offset(&src));
     switch (rec->kind) {
       case NSP_REC_PROCESS:
         tracked = (rec->ext->tracking & NSP_TRACK_COMPLETION) != 0;
@@ -560,9 +534,9 @@ static int read_trace(struct pass *ps, size_t ti, struct nsp_an_feed *feed, size
         break;
     }
   }
-  if (!ret && got < 0 && feed) ret = got;
+  if (!ret && got < 0) ret = got;
   nsp_pend_free(&tab);
-  close_rec(feed, k, r);
+  nsp_an_src_close(&src);
   return ret;
 }
 
@@ -722,8 +696,7 @@ int nsp_job_perf(struct nsp_job *job) {
     if (needs_cuts(&ps, i)) items[nitems++] = it;
     items[nitems++] = it;
   }
-  int threads = nsp_an_read_threads(job);
-  struct nsp_an_feed *feed = items && threads > 1 && nitems > 1 ? nsp_an_feed_start(items, nitems, threads) : NULL;
+  struct nsp_an_feed *feed = nsp_an_feed_start(items, nitems, nsp_an_read_threads(job));
   for (size_t i = 0, k = 0; i < job->ntraces && !ret; i++) {
     k += needs_cuts(&ps, i);
     ret = read_trace(&ps, i, feed, k++);

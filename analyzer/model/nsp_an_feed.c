@@ -288,6 +288,7 @@ static void *worker(void *arg) {
 /* ---- the loading thread ------------------------------------------------ */
 
 struct nsp_an_feed *nsp_an_feed_start(const struct nsp_an_feed_item *items, size_t n, int nthreads) {
+  if (!items || nthreads < 2 || n < 2) return NULL;
   struct nsp_an_feed *f = calloc(1, sizeof *f);
   if (!f) return NULL;
   f->files = calloc(n ? n : 1, sizeof *f->files);
@@ -383,6 +384,39 @@ void nsp_an_feed_close(struct nsp_an_feed *f, size_t i) {
     drop_queue(f, ff);
   }
   pthread_mutex_unlock(&f->mu);
+}
+
+/* ---- one trace's records, from a feed or alone ------------------------- */
+
+struct nsp_reader *nsp_an_src_reopen(struct nsp_an_src *s, struct nsp_an_feed *feed, size_t k,
+                                     const struct nsp_trace *t, size_t start, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  s->feed = feed;
+  s->item = k;
+  s->r = feed ? nsp_an_feed_open(feed, k, err, errlen) : nsp_an_reopen(t, err, errlen);
+  if (s->r && !feed && start) nsp_reader_seek_frame(s->r, start);
+  return s->r;
+}
+
+int nsp_an_src_next(struct nsp_an_src *s, const struct nsp_rec **rec) {
+  if (s->feed) return nsp_an_feed_next(s->feed, s->item, rec, &s->offset, &s->frame);
+  *rec = &s->rec;
+  return nsp_reader_next(s->r, &s->rec) == 1;
+}
+
+size_t nsp_an_src_offset(const struct nsp_an_src *s) { return s->feed ? s->offset : nsp_reader_offset(s->r); }
+
+size_t nsp_an_src_frame(const struct nsp_an_src *s) { return s->feed ? s->frame : nsp_reader_record_frame(s->r); }
+
+void nsp_an_src_done(struct nsp_an_src *s) {
+  if (s->feed) nsp_an_feed_close(s->feed, s->item);
+  s->feed = NULL;
+}
+
+void nsp_an_src_close(struct nsp_an_src *s) {
+  nsp_an_src_done(s);
+  nsp_reader_destroy(s->r);
+  s->r = NULL;
 }
 
 void nsp_an_feed_stop(struct nsp_an_feed *f) {

@@ -788,28 +788,6 @@ void nsp_an_progress_file(struct nsp_job *job, uint64_t size) {
   progress_tell(job);
 }
 
-/* Where a trace's records come from: its reader on this thread, or the
- * worker that decodes item `item` of a feed (nsp_an_feed.c). */
-struct rec_src {
-  struct nsp_reader *r;
-  struct nsp_an_feed *feed;
-  size_t item;
-  size_t offset;        /* the feed's reader offset after the current batch */
-  size_t frame;         /* the feed's record's frame */
-  struct nsp_rec rec;   /* the reader's current record */
-};
-
-static int src_next(struct rec_src *s, const struct nsp_rec **rec) {
-  if (s->feed) return nsp_an_feed_next(s->feed, s->item, rec, &s->offset, &s->frame);
-  *rec = &s->rec;
-  return nsp_reader_next(s->r, &s->rec);
-}
-
-static size_t src_offset(const struct rec_src *s) { return s->feed ? s->offset : nsp_reader_offset(s->r); }
-
-/* The frame the current record came from (nsp_reader_record_frame). */
-static size_t src_frame(const struct rec_src *s) { return s->feed ? s->frame : nsp_reader_record_frame(s->r); }
-
 /* Collective seq of comm index `local` is in the frame at byte `frame`:
  * the trace's spans grow to cover it.  0 or NSP_AN_ENOMEM. */
 static int note_span(struct nsp_trace *t, size_t frame, uint32_t local, uint64_t seq) {
@@ -832,13 +810,13 @@ size_t nsp_an_frame_of(const struct nsp_trace *t, uint32_t local, uint64_t seq) 
   return 0;
 }
 
-static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, struct rec_src *src) {
+static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, struct nsp_an_src *src) {
   const struct nsp_rec *rec;
   struct done_ctx dc = {job, t};
   int ret;
-  while ((ret = src_next(src, &rec)) == 1) {
+  while ((ret = nsp_an_src_next(src, &rec)) == 1) {
     t->info.records++;
-    if (!((job->progress.records + 1) % 16384)) nsp_an_progress_record_at(job, src_offset(src));
+    if (!((job->progress.records + 1) % 16384)) nsp_an_progress_record_at(job, nsp_an_src_offset(src));
     else job->progress.records++;
     struct nsp_member *m;
     /* Every monotonic time a record holds counts towards the trace's end,
@@ -871,7 +849,7 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         if (rec->api < NSP_API_COUNT) t->api_seen[rec->api / 8] |= (uint8_t)(1u << (rec->api % 8));
         NSP_TRY(nsp_an_end_note_call(t, rec->api, rec->t_enter));
         if (rec->seq && rec->comm && nsp_api_kind(rec->api) == NSP_K_COLL)
-          NSP_TRY(note_span(t, src_frame(src), rec->comm, rec->seq));
+          NSP_TRY(note_span(t, nsp_an_src_frame(src), rec->comm, rec->seq));
         NSP_TRY(on_call(job, t, rec));
         break;
       case NSP_REC_INFLIGHT:
@@ -925,7 +903,7 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         break;
     }
   }
-  return ret < 0 && src->feed ? ret : 0; /* a reader's -1: damage, said by its problem */
+  return ret < 0 ? ret : 0;
 }
 
 /* At the end of a trace: each member's refused collective that no later
@@ -1085,16 +1063,10 @@ static void finish_pending(struct nsp_job *job, struct nsp_trace *t, int died) {
   t->pend_overflow = tab->overflow;
 }
 
-/* Done with src's records: a feed's worker has stopped reading them, so
- * its reader may be asked and destroyed. */
-static void src_done(struct rec_src *s) {
-  if (s->feed) nsp_an_feed_close(s->feed, s->item);
-}
-
 /* nsp_an_load_trace once the trace was opened: r its reader (NULL: not
  * read, err says why), src where its records come from. */
 static int load_opened(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len, struct nsp_reader *r,
-                       const char *err, struct rec_src *src) {
+                       const char *err, struct nsp_an_src *src) {
   if (!r) {
     free(mem);
     snprintf(job->err, sizeof job->err, "%s: %s", path, err);
@@ -1117,7 +1089,7 @@ static int load_opened(struct nsp_job *job, const char *path, uint8_t *mem, size
     const struct nsp_trace *o = job->traces[i];
     if (!same_process(o, h)) continue;
     size_t size = nsp_reader_size(r);
-    src_done(src);
+    nsp_an_src_done(src);
     free(mem);
     nsp_reader_destroy(r);
     nsp_an_progress_file(job, size);
@@ -1138,7 +1110,7 @@ static int load_opened(struct nsp_job *job, const char *path, uint8_t *mem, size
   struct nsp_trace *t = calloc(1, sizeof *t);
   if (!t || nsp_grow(&job->traces, &job->traces_cap, job->ntraces + 1, sizeof *job->traces) < 0) {
     free(t);
-    src_done(src);
+    nsp_an_src_done(src);
     free(mem);
     nsp_reader_destroy(r);
     return NSP_AN_ENOMEM;
@@ -1146,7 +1118,7 @@ static int load_opened(struct nsp_job *job, const char *path, uint8_t *mem, size
   size_t ti = job->ntraces;
   job->traces[job->ntraces++] = t; /* owned by the job from here on */
   if (!seen && nsp_u64map_put(&job->trace_by_process, who, ti) < 0) {
-    src_done(src);
+    nsp_an_src_done(src);
     free(mem);
     nsp_reader_destroy(r);
     return NSP_AN_ENOMEM;
@@ -1166,7 +1138,7 @@ static int load_opened(struct nsp_job *job, const char *path, uint8_t *mem, size
   nsp_pend_init(&t->pend);
   nsp_call_clear(&t->blocked.call);
   if (!t->path || !t->host || !t->shim_version || !t->nccl_path || !t->launcher) {
-    src_done(src);
+    nsp_an_src_done(src);
     nsp_reader_destroy(r);
     return NSP_AN_ENOMEM;
   }
@@ -1188,7 +1160,7 @@ static int load_opened(struct nsp_job *job, const char *path, uint8_t *mem, size
   nsp_call_clear(&t->last_call.call);
 
   int ret = load_records(job, t, ti, src);
-  src_done(src);
+  nsp_an_src_done(src);
   t->info.frames = nsp_reader_frames(r);
   t->damaged = nsp_reader_damage(r, &t->damage_at, &t->damage_skipped);
   t->read_problem = nsp_reader_problem(r) != NULL;
@@ -1285,7 +1257,7 @@ static int load_opened(struct nsp_job *job, const char *path, uint8_t *mem, size
 
 int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_t mem_len) {
   char err[256] = "";
-  struct rec_src src = {0};
+  struct nsp_an_src src = {0};
   src.r = mem ? nsp_reader_open_mem(mem, mem_len, err, sizeof err) : nsp_reader_open(path, err, sizeof err);
   return load_opened(job, path, mem, mem_len, src.r, err, &src);
 }
@@ -1304,13 +1276,13 @@ int nsp_an_read_threads(const struct nsp_job *job) {
 int nsp_an_load_traces(struct nsp_job *job, size_t n, const char *const *paths, uint8_t **mems, const size_t *lens,
                        int *results, char **errors) {
   int threads = nsp_an_read_threads(job);
-  struct nsp_an_feed_item *items = threads > 1 && n > 1 ? calloc(n, sizeof *items) : NULL;
+  struct nsp_an_feed_item *items = threads > 1 && n > 1 ? calloc(n, sizeof *items) : NULL; /* else alone */
   for (size_t k = 0; items && k < n; k++) {
     items[k].path = paths[k];
     items[k].mem = mems ? mems[k] : NULL;
     items[k].mem_len = lens ? lens[k] : 0;
   }
-  struct nsp_an_feed *feed = items ? nsp_an_feed_start(items, n, threads) : NULL;
+  struct nsp_an_feed *feed = nsp_an_feed_start(items, n, threads);
   int ret = 0;
   for (size_t k = 0; k < n; k++) {
     uint8_t *mem = mems ? mems[k] : NULL;
@@ -1321,7 +1293,7 @@ int nsp_an_load_traces(struct nsp_job *job, size_t n, const char *const *paths, 
       r = NSP_AN_ENOMEM;
     } else if (feed) {
       char err[256] = "";
-      struct rec_src src = {0};
+      struct nsp_an_src src = {0};
       src.feed = feed;
       src.item = k;
       src.r = nsp_an_feed_open(feed, k, err, sizeof err);

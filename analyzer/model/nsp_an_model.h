@@ -591,9 +591,10 @@ struct nsp_an_feed_item {
   size_t start;         /* a frame's byte offset to start at (nsp_reader_seek_frame); 0 the first */
 };
 struct nsp_an_feed;
-/* Starts nthreads (>= 1) workers decoding items[0..n) (kept by the caller
- * until nsp_an_feed_stop).  NULL when out of memory or no thread could be
- * started: the caller reads alone. */
+/* Starts nthreads workers decoding items[0..n) (kept by the caller until
+ * nsp_an_feed_stop).  NULL when nthreads < 2 or n < 2 (reading alone is
+ * cheaper), out of memory, or no thread could be started: the caller
+ * reads alone. */
 struct nsp_an_feed *nsp_an_feed_start(const struct nsp_an_feed_item *items, size_t n, int nthreads);
 /* Item i, in order (i = 0, 1, ...): its reader, owned by the caller from
  * here on (its records come from nsp_an_feed_next, not from it), or NULL
@@ -606,6 +607,34 @@ struct nsp_reader *nsp_an_feed_open(struct nsp_an_feed *f, size_t i, char *err, 
 int nsp_an_feed_next(struct nsp_an_feed *f, size_t i, const struct nsp_rec **rec, size_t *offset, size_t *frame);
 /* Done with item i (its records read or not wanted). */
 void nsp_an_feed_close(struct nsp_an_feed *f, size_t i);
+
+/* Where one trace's records come from: its reader on this thread (feed
+ * NULL), or item `item` of a feed, whose worker decodes them.  The loader,
+ * pass 2 and perf read through it, so each has one loop for both. */
+struct nsp_an_src {
+  struct nsp_reader *r;
+  struct nsp_an_feed *feed;
+  size_t item;
+  size_t offset, frame; /* the feed's: its record's reader offset and frame */
+  struct nsp_rec rec;   /* the reader's current record */
+};
+/* Opens trace t again into s: item k of feed, or alone from the frame at
+ * byte start (0: the first; a feed's item has its own).  s->r, or NULL
+ * with err. */
+struct nsp_reader *nsp_an_src_reopen(struct nsp_an_src *s, struct nsp_an_feed *feed, size_t k,
+                                     const struct nsp_trace *t, size_t start, char *err, size_t errlen);
+/* The next record: 1, 0 at the end, NSP_AN_ENOMEM (a feed's worker ran
+ * out of memory); a lone reader's damage ends it as 0 (its problem says
+ * so). */
+int nsp_an_src_next(struct nsp_an_src *s, const struct nsp_rec **rec);
+/* The reader's offset after the current record (progress), and the frame
+ * it came from (nsp_reader_record_frame). */
+size_t nsp_an_src_offset(const struct nsp_an_src *s);
+size_t nsp_an_src_frame(const struct nsp_an_src *s);
+/* Done with the records: a feed's worker has stopped, so s->r may be
+ * asked and destroyed.  nsp_an_src_close also destroys it. */
+void nsp_an_src_done(struct nsp_an_src *s);
+void nsp_an_src_close(struct nsp_an_src *s);
 /* Stops the workers and frees everything but the readers handed out. */
 void nsp_an_feed_stop(struct nsp_an_feed *f);
 
