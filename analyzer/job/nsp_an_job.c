@@ -257,18 +257,15 @@ static int add_dir(struct nsp_job *job, const char *path) {
   if (!load || !renamed || !results) ret = NSP_AN_ENOMEM;
   for (size_t i = 0; i < n && ret == 0; i++) {
     struct stat st;
+    const char *file = NULL;
     if (stat(names[i], &st) < 0 && errno == ENOENT && (renamed[i] = rank_name_of(path, names[i])) &&
-        stat(renamed[i], &st) == 0 && S_ISREG(st.st_mode)) {
-      int r = file_seen(job, &st);
-      if (r < 0) ret = r;
-      else if (!r) load[nload++] = renamed[i];
-    } else if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode)) {
-      int r = file_seen(job, &st);
-      if (r < 0) ret = r;
-      else if (!r) load[nload++] = names[i];
-    } else {
-      load[nload++] = names[i]; /* not a regular file: its load says why */
-    }
+        stat(renamed[i], &st) == 0 && S_ISREG(st.st_mode))
+      file = renamed[i];
+    else if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode))
+      file = names[i];
+    int r = file ? file_seen(job, &st) : 0;
+    if (r < 0) ret = r;
+    else if (!r) load[nload++] = file ? file : names[i]; /* not a regular file: its load says why */
   }
   if (ret == 0) ret = nsp_an_load_traces(job, nload, load, NULL, NULL, results, NULL);
   int added = (int)(n - nload);  /* files already added count as added */

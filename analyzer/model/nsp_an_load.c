@@ -770,9 +770,7 @@ void nsp_an_progress_more(struct nsp_job *job, size_t files, uint64_t bytes) {
 }
 
 void nsp_an_progress_record(struct nsp_job *job, const struct nsp_reader *r) {
-  if (++job->progress.records % 16384 || !job->progress_fn) return;
-  job->progress.bytes_done = job->progress_base + nsp_reader_offset(r);
-  progress_tell(job);
+  nsp_an_progress_record_at(job, nsp_reader_offset(r));
 }
 
 void nsp_an_progress_record_at(struct nsp_job *job, size_t offset) {
