@@ -688,6 +688,18 @@ int nsp_job_set_live_min(struct nsp_job *job, int64_t ns);
 #define NSP_JOB_THREADS_DEFAULT 4
 int nsp_job_set_threads(struct nsp_job *job, int n);
 
+/* Whether every record of every trace is decoded (on), or only the frames
+ * the traces' indexes show a finding may need (off, the default: clean
+ * frames of blocks of seqs where every rank's signatures agree are
+ * stepped over and their indexes' summaries folded in; docs/DESIGN.md,
+ * "Reading what is needed").  The report is the same either way.  Call
+ * before adding traces; 0, NSP_AN_EINVAL (no job) or NSP_AN_ESTATE.  The
+ * command takes it from --full-read. */
+int nsp_job_set_full_read(struct nsp_job *job, int on);
+/* Data frames the job's loads stepped over, their indexes' summaries
+ * folded in instead of their records (0 with --full-read). */
+uint64_t nsp_job_frames_stepped_over(const struct nsp_job *job);
+
 /* What reading has done so far, for a front end's progress line
  * (nsp_job_set_progress).  Counts are of the current phase. */
 enum nsp_progress_phase {

@@ -62,7 +62,7 @@
 #include "nsp_tracegen.h"
 
 #define STAMP_NAME "bench-scale.stamp"
-#define STAMP_VERSION 2 /* one more whenever the generated job changes */
+#define STAMP_VERSION 3 /* one more whenever the generated job changes */
 #define WORLD_ID 0x57a1d0c0ffee0001ull
 #define TP_ID_BASE 0x7e50000000000000ull
 #define TP_SIZE 8

@@ -31,6 +31,8 @@ struct nsp_reader {
   size_t off;     /* next frame's byte offset in the file */
   struct nsp_file_header hdr;
   ZSTD_DCtx *dctx;
+  int (*want)(void *ctx, size_t off); /* nsp_reader_set_filter */
+  void *want_ctx;
   struct nsp_buf frame; /* the current frame, decompressed; its cap grows as
                            if from 0 whatever frame_alloc is */
   size_t frame_alloc;   /* bytes allocated at frame.data (>= frame.cap) */
@@ -416,6 +418,11 @@ static int next_frame(struct nsp_reader *r) {
       r->off += csize; /* skippable frame (RFC 8878 3.1.2); a loop, not recursion */
       continue;
     }
+    if (r->want && !r->want(r->want_ctx, r->off)) {
+      r->off += csize; /* stepped over: its index said what it holds */
+      r->frames++;     /* a frame of the file all the same */
+      continue;
+    }
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
     r->frame.len = 0;
     ZSTD_inBuffer in = {src, csize, 0};
@@ -533,6 +540,11 @@ int nsp_reader_seek_frame(struct nsp_reader *r, size_t off) {
   if (r->frames || r->p || off < r->hdr.header_size || off >= r->len) return -1;
   r->off = off;
   return 0;
+}
+
+void nsp_reader_set_filter(struct nsp_reader *r, int (*want)(void *ctx, size_t off), void *ctx) {
+  r->want = want;
+  r->want_ctx = ctx;
 }
 
 void nsp_reader_release(struct nsp_reader *r) {

@@ -70,7 +70,7 @@ uint64_t nsp_reader_from_ring(const struct nsp_reader *r);
 /* NULL, or why a ring file next to the trace was not used. */
 const char *nsp_reader_ring_note(const struct nsp_reader *r);
 
-/* Frames read so far. */
+/* Frames read so far (those a filter stepped over too). */
 uint64_t nsp_reader_frames(const struct nsp_reader *r);
 
 /* The trace's length in bytes (the file's, or the buffer's). */
@@ -92,6 +92,12 @@ size_t nsp_reader_record_frame(const struct nsp_reader *r);
  * records, the crash ring's bookkeeping) is not seen.  0, or -1 (off is
  * not past the header and inside the file, or reading has begun). */
 int nsp_reader_seek_frame(struct nsp_reader *r, size_t off);
+
+/* Before the first nsp_reader_next: a data frame at byte off is
+ * decompressed only when want(ctx, off) returns nonzero; the others are
+ * stepped over unread (the trace index's plan, analyzer/model/
+ * nsp_an_index.c).  ctx must outlive the reading. */
+void nsp_reader_set_filter(struct nsp_reader *r, int (*want)(void *ctx, size_t off), void *ctx);
 
 /* Frees what reading records needs (the zstd context, the frame buffer,
  * the decoder's state) once nsp_reader_next has returned 0 or -1: the

@@ -34,6 +34,7 @@
 
 #include "nsp_io.h"
 #include "nsp_setting.h"
+#include "nsp_index.h"
 #include "nsp_shim.h"
 
 _Atomic int nsp_writer_started;
@@ -92,6 +93,8 @@ struct nsp_file {
   int capped;           /* NCCLSPY_MAX_MB reached: records are counted, not written */
   ZSTD_CCtx *cctx;
   struct nsp_buf frame, out;
+  struct nsp_buf ix;    /* the index frame, then the data frame after it, as written */
+  struct nsp_index_builder index; /* the frame's index, built from its records (nsp_index.h) */
   struct nsp_codec codec;
   uint64_t frame_first; /* ring position of the frame's first record */
   uint64_t last_flush;
@@ -173,7 +176,12 @@ out:
 }
 
 static void add_rec(struct nsp_file *f, const struct nsp_rec *r) {
-  if (nsp_encode(&f->frame, &f->codec, r) < 0) note_lost(f, 1, NSP_DROP_WRITE_ERROR);
+  if (nsp_encode(&f->frame, &f->codec, r) < 0) {
+    note_lost(f, 1, NSP_DROP_WRITE_ERROR);
+    nsp_index_next(&f->index, 0); /* the index no longer says what the file holds */
+    return;
+  }
+  nsp_index_add(&f->index, r); /* a builder out of memory writes no more indexes */
 }
 
 /* Writes the frame being built (DROPPED counts and RINGPOS added), then
@@ -181,6 +189,7 @@ static void add_rec(struct nsp_file *f, const struct nsp_rec *r) {
  * frame and the frame's ring records are counted lost. */
 static void file_flush(struct nsp_file *f) {
   uint64_t end = nsp_ring_tail(), nring = end - f->frame_first;
+  int written = 0;
   f->last_flush = nsp_now_ns();
   f->lost[NSP_DROP_RING_FULL] = nsp_ring_dropped();
   if (f->fd < 0) goto release; /* tracing is off: records are only passed along */
@@ -219,12 +228,22 @@ static void file_flush(struct nsp_file *f) {
     goto release;
   }
   if (f->summary) cut_to_data(f);
+  /* Its index goes before it (nsp_index.h), in the same write; without
+   * one (the builder ran out of memory) the frame goes alone. */
+  const uint8_t *w = f->out.data;
+  f->ix.len = 0;
+  if (nsp_index_put(&f->index, c, &f->ix) == 0 &&
+      nsp_buf_reserve(&f->ix, c + NSP_SUMMARY_ROOM) == 0) {
+    memcpy(f->ix.data + f->ix.len, f->out.data, c);
+    w = f->ix.data;
+    c += f->ix.len;
+  }
   /* The frame goes out with NSP_SUMMARY_ROOM bytes of padding after it,
    * cut off at once: a frame is written only while the drop summary still
    * fits after it, so a disk (or RLIMIT_FSIZE) that fills up leaves room
    * for the summary that counts every record lost after this frame. */
-  memset(f->out.data + c, 0, NSP_SUMMARY_ROOM);
-  if (nsp_write_all(f->fd, f->out.data, c + NSP_SUMMARY_ROOM) < 0 ||
+  memset((uint8_t *)w + c, 0, NSP_SUMMARY_ROOM);
+  if (nsp_write_all(f->fd, w, c + NSP_SUMMARY_ROOM) < 0 ||
       ftruncate(f->fd, (off_t)(f->size + c)) < 0 ||
       lseek(f->fd, (off_t)(f->size + c), SEEK_SET) < 0) {
     int err = errno;
@@ -235,8 +254,10 @@ static void file_flush(struct nsp_file *f) {
     goto release;
   }
   f->size += c;
+  written = 1;
   for (int r = 1; r < NSP_DROP_END; r++) f->reported[r] += pending[r];
 release:
+  if (f->frame.len) nsp_index_next(&f->index, written);
   if (f->fd >= 0 && unreported(f)) write_summary(f);
   f->frame.len = 0;
   nsp_codec_reset(&f->codec);
@@ -276,6 +297,7 @@ static void *writer_main(void *arg) {
 
   struct nsp_file f;
   memset(&f, 0, sizeof f);
+  nsp_index_init(&f.index);
   f.fd = nsp_files.fd;
   f.size = NSP_HEADER_SIZE;
   if (f.fd >= 0) {
@@ -324,6 +346,8 @@ static void *writer_main(void *arg) {
   ZSTD_freeCCtx(f.cctx);
   nsp_buf_free(&f.frame);
   nsp_buf_free(&f.out);
+  nsp_buf_free(&f.ix);
+  nsp_index_free(&f.index);
   nsp_codec_free(&f.codec);
   return NULL;
 }

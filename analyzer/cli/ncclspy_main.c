@@ -51,7 +51,7 @@ static const char nsp_usage_main[] =
     "Run `ncclspy help analyze` for the checks and exit status.\n";
 
 static const char nsp_usage_analyze[] =
-    "usage: ncclspy analyze [--json|--html] [-o FILE] [--run ID|all] [--threads N] DIR|FILE...\n"
+    "usage: ncclspy analyze [--json|--html] [-o FILE] [--run ID|all] [--threads N] [--full-read] DIR|FILE...\n"
     "\n"
     "Loads every *.ncclspy file in each DIR (not recursive) and each FILE, each\n"
     "file once (a copy of a trace too); *.ncclspy.ring files are read by their trace.\n"
@@ -74,6 +74,8 @@ static const char nsp_usage_analyze[] =
     "  --threads N      threads that decode traces, 1 to 64 (default: one less than\n"
     "                   the CPUs it may run on, at most 4; 1 on 2 CPUs); the report\n"
     "                   is the same for every N\n"
+    "  --full-read      decode every record of every trace, not only the frames the\n"
+    "                   traces' indexes show are needed; the report is the same\n"
     "  -h, --help       this text\n"
     "\n"
     "exit status: 0 no findings (processes still running included), 1 findings,\n"
@@ -83,7 +85,7 @@ static const char nsp_usage_analyze[] =
     "(dropped, a cut file): what the traces do not show.\n";
 
 static const char nsp_usage_perf[] =
-    "usage: ncclspy perf [--json] [-o FILE] [--run ID|all] [--threads N] DIR|FILE...\n"
+    "usage: ncclspy perf [--json] [-o FILE] [--run ID|all] [--threads N] [--full-read] DIR|FILE...\n"
     "\n"
     "Per communicator, one line per op, size, count, type, redop and root, as\n"
     "nccl-tests prints them (size in bytes and count in elements, per rank and\n"
@@ -98,6 +100,7 @@ static const char nsp_usage_perf[] =
     "  -o, --output FILE  write to FILE instead of standard output\n"
     "  --run ID|all     which run of the traces (as for analyze; default the newest)\n"
     "  --threads N      threads that read traces (as for analyze)\n"
+    "  --full-read      decode every record (as for analyze)\n"
     "  -h, --help       this text\n"
     "\n"
     "exit status: 0 figures written, 2 usage error or no readable trace.\n";
@@ -468,6 +471,9 @@ static void progress_stop(struct nsp_job *job, struct nsp_progress **p) {
  * terminal (*progress, for the caller to end), the paths of
  * argv[first..] read and the run chosen.  Returns 0, or an exit status
  * with *why (for --json's error object) saying what failed. */
+/* --full-read of analyze and perf. */
+static int full_read_opt;
+
 static int open_job(const char *cmd, const char *output, const char *run, int threads, int argc, char **argv,
                     int first,
                     struct nsp_job **jobp, struct nsp_progress **progress, const char **why, char *whybuf,
@@ -494,6 +500,7 @@ static int open_job(const char *cmd, const char *output, const char *run, int th
     }
   }
   if (threads) nsp_job_set_threads(job, threads); /* checked by parse_threads */
+  if (full_read_opt) nsp_job_set_full_read(job, 1);
   /* On a terminal, after a second: files read, records per second; the
    * line is cleared before anything else is said. */
   *progress = nsp_progress_start(cmd);
@@ -518,6 +525,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
       {"output", required_argument, NULL, 'o'},
       {"run", required_argument, NULL, 'r'},
       {"threads", required_argument, NULL, 'T'},
+      {"full-read", no_argument, NULL, 'F'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -540,6 +548,7 @@ static int cmd_report(const struct report_cmd *k, int argc, char **argv) {
       case 'T':
         if ((threads = parse_threads(optarg)) < 0) return usage_error(k->name, "--threads takes a number from 1 to 64, not ", optarg);
         break;
+      case 'F': full_read_opt = 1; break;
       case 'h': put_usage(stdout, k->usage); return NSP_EXIT_CLEAN;
       default: return option_error(k->name, c, argv);
     }

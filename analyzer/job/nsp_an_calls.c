@@ -4,7 +4,7 @@
  *
  * One trace at a time, streamed: CALL records that await no completion
  * are yielded as they are read; the others wait in the table of calls
- * awaiting completion (model/nsp_an_pend.c, the one the loader and perf
+ * awaiting completion (common/nsp_pend.c, the one the loader and perf
  * use) until their COMPLETION (one call, or every call of a group) comes;
  * what is left at the trace's end never completed (yielded by entry
  * time), then the trace's calls in flight (nsp_trace_info.inflight: the

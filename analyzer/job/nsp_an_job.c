@@ -65,6 +65,15 @@ int nsp_job_set_threads(struct nsp_job *job, int n) {
   return 0;
 }
 
+int nsp_job_set_full_read(struct nsp_job *job, int on) {
+  if (!job) return NSP_AN_EINVAL;
+  if (job->ntraces || job->analyzed) return NSP_AN_ESTATE;
+  job->full_read = on != 0;
+  return 0;
+}
+
+uint64_t nsp_job_frames_stepped_over(const struct nsp_job *job) { return job ? job->frames_skipped : 0; }
+
 void nsp_job_set_progress(struct nsp_job *job, nsp_job_progress_fn *fn, void *arg) {
   if (!job) return;
   job->progress_fn = fn;

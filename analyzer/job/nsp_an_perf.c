@@ -692,7 +692,7 @@ int nsp_job_perf(struct nsp_job *job) {
   if (!items) ret = NSP_AN_ENOMEM;
   for (size_t i = 0; items && i < job->ntraces; i++) {
     const struct nsp_trace *t = job->traces[i];
-    struct nsp_an_feed_item it = {t->path, t->mem, t->mem_len, 0};
+    struct nsp_an_feed_item it = {t->path, t->mem, t->mem_len, 0, NULL};
     if (needs_cuts(&ps, i)) items[nitems++] = it;
     items[nitems++] = it;
   }

@@ -43,6 +43,7 @@ struct feed_batch {
 struct feed_file {
   struct nsp_an_feed_item item;
   struct nsp_reader *r;  /* NULL when it could not be opened (err) */
+  struct nsp_an_plan *plan; /* its frames read and stepped over; handed to the loading thread with r */
   int taken;             /* r was handed to the loading thread, which owns it */
   int oom;               /* a record's copy found no memory: its file ends early */
   char err[256];
@@ -221,8 +222,13 @@ static void work_file(struct nsp_an_feed *f, size_t i) {
   struct nsp_reader *r = ff->item.mem ? nsp_reader_open_mem(ff->item.mem, ff->item.mem_len, err, sizeof err)
                                       : nsp_reader_open(ff->item.path, err, sizeof err);
   if (r && ff->item.start) nsp_reader_seek_frame(r, ff->item.start);
+  struct nsp_an_plan *plan = r && ff->item.ix ? nsp_an_plan_make(ff->item.ix, ff->item.path, ff->item.mem,
+                                                                 ff->item.mem_len)
+                                              : NULL;
+  if (plan) nsp_reader_set_filter(r, nsp_an_plan_want, plan);
   pthread_mutex_lock(&f->mu);
   ff->r = r;
+  ff->plan = plan;
   memcpy(ff->err, err, sizeof err);
   ff->opened = 1;
   wake_loader(f);
@@ -328,6 +334,12 @@ struct nsp_reader *nsp_an_feed_open(struct nsp_an_feed *f, size_t i, char *err, 
   return r;
 }
 
+struct nsp_an_plan *nsp_an_feed_plan(struct nsp_an_feed *f, size_t i) {
+  struct nsp_an_plan *p = f->files[i].plan; /* set with r, before nsp_an_feed_open returned it */
+  f->files[i].plan = NULL;
+  return p;
+}
+
 int nsp_an_feed_next(struct nsp_an_feed *f, size_t i, const struct nsp_rec **rec, size_t *offset, size_t *frame) {
   struct feed_file *ff = &f->files[i];
   for (;;) {
@@ -411,6 +423,9 @@ size_t nsp_an_src_frame(const struct nsp_an_src *s) { return s->feed ? s->frame 
 void nsp_an_src_done(struct nsp_an_src *s) {
   if (s->feed) nsp_an_feed_close(s->feed, s->item);
   s->feed = NULL;
+  nsp_reader_set_filter(s->r, NULL, NULL);
+  nsp_an_plan_free(s->plan);
+  s->plan = NULL;
 }
 
 void nsp_an_src_close(struct nsp_an_src *s) {
@@ -435,6 +450,7 @@ void nsp_an_feed_stop(struct nsp_an_feed *f) {
       free(b);
     }
     if (!ff->taken) nsp_reader_destroy(ff->r);
+    nsp_an_plan_free(ff->plan); /* a plan not taken */
   }
   if (f->batch) {
     batch_clear(f->batch);

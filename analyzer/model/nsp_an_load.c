@@ -808,11 +808,104 @@ size_t nsp_an_frame_of(const struct nsp_trace *t, uint32_t local, uint64_t seq) 
   return 0;
 }
 
+/* What a frame's completions did (nsp_an_index.c): on_done's maxima,
+ * the same whether the frame is read or stepped over. */
+static int plan_done(struct nsp_job *job, struct nsp_trace *t, const struct nsp_an_plan *pl,
+                     const struct nsp_an_pframe *f) {
+  if (!(t->info.tracking & NSP_TRACK_COMPLETION)) return 0;
+  for (size_t i = 0; i < f->ncomm; i++) {
+    const struct nsp_ix_comm *c = &pl->comm[f->comm0 + i];
+    struct nsp_member *m = c->done_max ? local_member(job, t, c->local) : NULL;
+    if (m && c->done_max > m->done_seq) m->done_seq = c->done_max;
+  }
+  for (size_t i = 0; i < f->nstream; i++) {
+    const struct nsp_ix_stream *st = &pl->stream[f->stream0 + i];
+    size_t *v = nsp_u64map_get(&t->done_by_stream, st->stream);
+    if (v) {
+      if (st->t_enter > *v) *v = (size_t)st->t_enter;
+    } else {
+      NSP_TRY(nsp_u64map_put(&t->done_by_stream, st->stream, (size_t)st->t_enter));
+    }
+  }
+  return 0;
+}
+
+/* A clean frame stepped over: what folding its records would have done
+ * (load_records, on_call and on_coll for successful collectives that
+ * follow their communicator's last seq, and their COMPLETIONs); the
+ * refs of its seqs stay unset (every rank agreed there), and the last
+ * call, sig and time of each member come from the frames read after. */
+static int plan_skip(struct nsp_job *job, struct nsp_trace *t, const struct nsp_an_plan *pl,
+                     const struct nsp_an_pframe *f) {
+  const struct nsp_ix_summary *x = &f->sum;
+  job->frames_skipped++;
+  t->info.records += x->nrec;
+  job->progress.records += x->nrec;
+  if (x->max_mono) seen(t, x->max_mono);
+  for (int a = 0; a < NSP_API_COUNT && a < 128; a++)
+    if (x->api_bits[a / 64] >> (a % 64) & 1) t->api_seen[a / 8] |= (uint8_t)(1u << (a % 8));
+  t->info.calls += x->calls;
+  t->info.work_calls += x->calls;
+  if (x->max_call_mono > t->max_call_mono) t->max_call_mono = x->max_call_mono;
+  t->info.untracked_calls += x->untracked;
+  t->info.completions += x->completions;
+  for (size_t i = 0; i < f->ncomm; i++) {
+    const struct nsp_ix_comm *cc = &pl->comm[f->comm0 + i];
+    if (!cc->ncoll) continue;
+    struct nsp_member *m = local_member(job, t, cc->local);
+    if (!m) {
+      t->orphan_calls += cc->ncoll;
+      continue;
+    }
+    struct nsp_an_comm *c = job->comms[m->comm];
+    NSP_TRY(note_span(t, f->off, cc->local, cc->lo));
+    NSP_TRY(note_span(t, f->off, cc->local, cc->hi));
+    m->calls += cc->ncoll;
+    m->nuntracked += cc->untracked;
+    m->has_refused = 0;
+    m->ncoll += cc->ncoll;
+    c->info.ncoll += cc->ncoll;
+    if (cc->hi > c->info.max_seq) c->info.max_seq = cc->hi;
+    if (cc->hi > m->last_seq) {
+      m->last_seq = cc->hi;
+      m->last_rec = t->info.records;
+    }
+  }
+  return 0;
+}
+
+/* The plan's frames before byte offset `frame` (SIZE_MAX: all) are
+ * folded in (stepped over) or done with; the frame at `frame`, read,
+ * starts its run's completion table afresh. */
+static int plan_advance(struct nsp_job *job, struct nsp_trace *t, const struct nsp_an_plan *pl, size_t *pi,
+                        size_t frame) {
+  while (*pi < pl->n && pl->f[*pi].off < frame) {
+    const struct nsp_an_pframe *f = &pl->f[(*pi)++];
+    if (!f->decode) NSP_TRY(plan_skip(job, t, pl, f));
+    NSP_TRY(plan_done(job, t, pl, f));
+  }
+  if (*pi < pl->n && pl->f[*pi].off == frame) {
+    const struct nsp_an_pframe *f = &pl->f[(*pi)++];
+    if (f->run_start) {
+      nsp_pend_free(&t->pend);
+      nsp_pend_init(&t->pend);
+    }
+    NSP_TRY(plan_done(job, t, pl, f));
+  }
+  return 0;
+}
+
 static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, struct nsp_an_src *src) {
   const struct nsp_rec *rec;
   struct done_ctx dc = {job, t};
   int ret;
+  const struct nsp_an_plan *pl = src->plan;
+  size_t pi = 0, cur = SIZE_MAX - 1;
   while ((ret = nsp_an_src_next(src, &rec)) == 1) {
+    if (pl) {
+      size_t fo = nsp_an_src_frame(src);
+      if (fo != cur) NSP_TRY(plan_advance(job, t, pl, &pi, cur = fo));
+    }
     t->info.records++;
     if (!((job->progress.records + 1) % 16384)) nsp_an_progress_record_at(job, nsp_an_src_offset(src));
     else job->progress.records++;
@@ -901,6 +994,7 @@ static int load_records(struct nsp_job *job, struct nsp_trace *t, size_t ti, str
         break;
     }
   }
+  if (pl && ret >= 0) NSP_TRY(plan_advance(job, t, pl, &pi, SIZE_MAX));
   return ret < 0 ? ret : 0;
 }
 
@@ -1257,6 +1351,8 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   char err[256] = "";
   struct nsp_an_src src = {0};
   src.r = mem ? nsp_reader_open_mem(mem, mem_len, err, sizeof err) : nsp_reader_open(path, err, sizeof err);
+  if (src.r && job->ix && (src.plan = nsp_an_plan_make(job->ix, path, mem, mem_len)))
+    nsp_reader_set_filter(src.r, nsp_an_plan_want, src.plan);
   return load_opened(job, path, mem, mem_len, src.r, err, &src);
 }
 
@@ -1274,11 +1370,17 @@ int nsp_an_read_threads(const struct nsp_job *job) {
 int nsp_an_load_traces(struct nsp_job *job, size_t n, const char *const *paths, uint8_t **mems, const size_t *lens,
                        int *results, char **errors) {
   int threads = nsp_an_read_threads(job);
+  /* The indexes first: which frames each trace reads (nsp_an_index.c). */
+  if (nsp_an_index_scan(job, n, paths, mems, lens) < 0) {
+    for (size_t k = 0; mems && k < n; k++) free(mems[k]);
+    return NSP_AN_ENOMEM;
+  }
   struct nsp_an_feed_item *items = threads > 1 && n > 1 ? calloc(n, sizeof *items) : NULL; /* else alone */
   for (size_t k = 0; items && k < n; k++) {
     items[k].path = paths[k];
     items[k].mem = mems ? mems[k] : NULL;
     items[k].mem_len = lens ? lens[k] : 0;
+    items[k].ix = job->ix;
   }
   struct nsp_an_feed *feed = nsp_an_feed_start(items, n, threads);
   int ret = 0;
@@ -1295,6 +1397,7 @@ int nsp_an_load_traces(struct nsp_job *job, size_t n, const char *const *paths, 
       src.feed = feed;
       src.item = k;
       src.r = nsp_an_feed_open(feed, k, err, sizeof err);
+      src.plan = nsp_an_feed_plan(feed, k);
       r = load_opened(job, paths[k], mem, lens ? lens[k] : 0, src.r, err, &src);
     } else {
       r = nsp_an_load_trace(job, paths[k], mem, lens ? lens[k] : 0);
@@ -1305,5 +1408,7 @@ int nsp_an_load_traces(struct nsp_job *job, size_t n, const char *const *paths, 
   }
   nsp_an_feed_stop(feed);
   free(items);
+  nsp_an_index_free(job->ix);
+  job->ix = NULL;
   return ret;
 }

@@ -18,7 +18,9 @@
 #include "nsp_analyze.h"
 #include "nsp_grow.h"
 #include "nsp_nccl.h"
+#include "nsp_index.h"
 #include "nsp_paged.h"
+#include "nsp_pend.h"
 #include "nsp_record.h"
 #include "nsp_sbuf.h"
 #include "nsp_u64map.h"
@@ -47,61 +49,7 @@ _Static_assert(NSP_AN_ENOMEM == -1, "nsp_grow, nsp_u64map_put: -1 is NSP_AN_ENOM
   } while (0)
 #endif
 
-/* ---- calls awaiting completion (nsp_an_pend.c) ------------------------- */
-
-enum { NSP_PEND_FREE, NSP_PEND_WAIT, NSP_PEND_EARLY, NSP_PEND_ABANDONED, NSP_PEND_FAILED };
-
-/* One call enqueued and not (yet) completed, keyed by (local comm, api,
- * seq, peer) as its COMPLETION names it. */
-struct nsp_pend {
-  uint64_t seq, group_id, count, t_enter; /* t_enter: monotonic ns */
-  uint64_t t_exit;      /* when the call returned, monotonic ns (the calls walk) */
-  uint64_t stream;
-  uint32_t local, site;
-  uint32_t pysite;      /* its Python call site (format 1.6); 0 none */
-  int32_t api, peer, dtype, redop;
-  int32_t result;       /* what the call returned (ncclSuccess, ncclInProgress) */
-  uint8_t state;        /* NSP_PEND_* */
-  size_t gprev, gnext;  /* calls of the same group; SIZE_MAX ends */
-};
-/* A slot of the key index: entry index + 1 (0 empty) and the low 32 bits
- * of the key's hash, so a probe compares keys only when those agree and
- * a deletion finds each entry's home slot without reading the entry. */
-struct nsp_pend_slot {
-  uint32_t idx1, hash;
-};
-struct nsp_pend_tab {
-  struct nsp_pend *v;
-  size_t n, cap, free_head;
-  struct nsp_pend_slot *slot; /* open addressing over v, linear probing */
-  size_t nslot, used;
-  struct nsp_u64map group;      /* group id -> first waiting call */
-  struct nsp_u64map done_group; /* group completions seen before their calls */
-  size_t live;
-  int overflow;         /* stopped growing: later calls count as completed */
-};
-/* The entry of a CALL record (rec->kind NSP_REC_CALL): its key, arguments,
- * group, stream, call site, result, entry and exit times; state
- * NSP_PEND_FREE. */
-void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec);
-/* A failed outermost ncclGroupEnd's calls never ran and the shim writes
- * no completion for them: *done becomes the error COMPLETION that ends
- * every call of group `group_id`, for nsp_pend_done. */
-void nsp_pend_group_failed(struct nsp_rec *done, uint64_t group_id);
-void nsp_pend_init(struct nsp_pend_tab *t);
-void nsp_pend_free(struct nsp_pend_tab *t);
-/* A call was enqueued.  Returns 1 when it now waits, 0 when it is already
- * complete (its completion came first) or not tracked, NSP_AN_ENOMEM. */
-int nsp_pend_call(struct nsp_pend_tab *t, const struct nsp_pend *e);
-/* cb sees each call a COMPLETION record completes, before it leaves the table. */
-typedef void (*nsp_pend_cb)(void *ctx, const struct nsp_pend *e, const struct nsp_rec *done);
-/* A COMPLETION record (kind NSP_REC_COMPLETION): completes the call it
- * names, or every waiting call of its group; NSP_DONE_ERROR/ABANDONED
- * without NSP_DONE_OK leave the calls as never completed, with that state.
- * Returns 0 or NSP_AN_ENOMEM. */
-int nsp_pend_done(struct nsp_pend_tab *t, const struct nsp_rec *rec, nsp_pend_cb cb, void *ctx);
-/* True when the call with this key is in the table and not complete. */
-int nsp_pend_waiting(const struct nsp_pend_tab *t, uint32_t local, int32_t api, uint64_t seq, int32_t peer);
+/* ---- calls awaiting completion: common/nsp_pend.h ---------------------- */
 
 /* ---- the model -------------------------------------------------------- */
 
@@ -535,6 +483,9 @@ struct nsp_job {
   struct nsp_an_sym *sym; /* modules opened for debug information (nsp_an_symbolize.c) */
   int64_t live_min_ns;  /* nsp_job_set_live_min; 0: 10 s */
   int threads;          /* nsp_job_set_threads; 0: NSP_JOB_THREADS_DEFAULT */
+  int full_read;        /* nsp_job_set_full_read: every frame decoded, indexes not read */
+  struct nsp_an_ixjob *ix; /* the load in progress's indexes (nsp_an_index.c) */
+  uint64_t frames_skipped; /* data frames stepped over, their summaries folded in */
   /* Progress (nsp_job_set_progress): the callback, what it is told, and
    * the bytes of the files read through before the current one. */
   nsp_job_progress_fn *progress_fn;
@@ -584,11 +535,46 @@ struct nsp_reader *nsp_an_reopen(const struct nsp_trace *t, char *err, size_t er
 /* ---- trace files decoded on worker threads (nsp_an_feed.c) ------------- */
 
 /* A trace to read: a file, or len bytes in memory (mem not NULL). */
+/* ---- reading what is needed (nsp_an_index.c) ---------------------------- */
+
+/* The traces' indexes compared across ranks, for the files one load reads. */
+struct nsp_an_ixjob;
+/* A data frame of a trace, as its plan has it. */
+struct nsp_an_pframe {
+  size_t off;              /* its byte offset */
+  uint8_t decode;          /* read; else stepped over, its summary folded in */
+  uint8_t run_start;       /* the first read after one stepped over: the completion table starts empty */
+  struct nsp_ix_summary sum;
+  size_t comm0, ncomm;     /* its communicators' entries in plan.comm */
+  size_t stream0, nstream; /* its streams' in plan.stream */
+};
+struct nsp_an_plan {
+  struct nsp_an_pframe *f; /* by offset */
+  size_t n;
+  struct nsp_ix_comm *comm;
+  size_t ncomm;
+  struct nsp_ix_stream *stream;
+  size_t nstream;
+};
+/* Reads the indexes of the n files a load is about to read into
+ * job->ix (NULL when none has one, with --full-read, or for one file).
+ * 0 or NSP_AN_ENOMEM. */
+int nsp_an_index_scan(struct nsp_job *job, size_t n, const char *const *paths, uint8_t **mems, const size_t *lens);
+void nsp_an_index_free(struct nsp_an_ixjob *ix);
+/* The plan of one trace (path, or len bytes at mem): NULL when every
+ * frame is read (no index, nothing to step over, out of memory). */
+struct nsp_an_plan *nsp_an_plan_make(const struct nsp_an_ixjob *ix, const char *path, const uint8_t *mem,
+                                     size_t len);
+/* nsp_reader_set_filter's function: whether the frame at off is read. */
+int nsp_an_plan_want(void *plan, size_t off);
+void nsp_an_plan_free(struct nsp_an_plan *p);
+
 struct nsp_an_feed_item {
   const char *path;
   const uint8_t *mem;
   size_t mem_len;
   size_t start;         /* a frame's byte offset to start at (nsp_reader_seek_frame); 0 the first */
+  const struct nsp_an_ixjob *ix; /* the job's indexes: the worker makes the file's plan */
 };
 struct nsp_an_feed;
 /* Starts nthreads workers decoding items[0..n) (kept by the caller until
@@ -600,6 +586,8 @@ struct nsp_an_feed *nsp_an_feed_start(const struct nsp_an_feed_item *items, size
  * here on (its records come from nsp_an_feed_next, not from it), or NULL
  * with err when it could not be opened. */
 struct nsp_reader *nsp_an_feed_open(struct nsp_an_feed *f, size_t i, char *err, size_t errlen);
+/* After nsp_an_feed_open: item i's plan (NULL: every frame read), now the caller's. */
+struct nsp_an_plan *nsp_an_feed_plan(struct nsp_an_feed *f, size_t i);
 /* Item i's next record (*rec valid until the next call; *offset: the
  * reader's nsp_reader_offset after its batch, for progress; *frame: its
  * nsp_reader_record_frame).  1, 0 at the end, NSP_AN_ENOMEM when a worker
@@ -613,6 +601,7 @@ void nsp_an_feed_close(struct nsp_an_feed *f, size_t i);
  * pass 2 and perf read through it, so each has one loop for both. */
 struct nsp_an_src {
   struct nsp_reader *r;
+  struct nsp_an_plan *plan; /* the frames read and stepped over (nsp_an_index.c); NULL: all read */
   struct nsp_an_feed *feed;
   size_t item;
   size_t offset, frame; /* the feed's: its record's reader offset and frame */

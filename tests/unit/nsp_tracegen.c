@@ -6,6 +6,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "nsp_index.h"
 #include "nsp_names.h"
 #include "nsp_schema.h"
 
@@ -32,6 +33,8 @@ struct nsp_tracegen {
   int process_written, header_written;
   struct nsp_codec codec;
   struct nsp_buf frame, file;
+  struct nsp_index_builder index; /* as the shim's writer: an index before each frame */
+  int no_index;
   size_t *offsets;
   size_t noff;
   struct tg_comm *comms; /* index 0 unused */
@@ -81,6 +84,7 @@ struct nsp_tracegen *nsp_tracegen_create(const char *host, uint32_t pid, int ran
   }
   g->ncomms = 1;
   g->exit_at_end = 1;
+  nsp_index_init(&g->index);
   if (rank >= 0) {
     char b[16];
     snprintf(b, sizeof b, "%d", rank);
@@ -92,6 +96,8 @@ struct nsp_tracegen *nsp_tracegen_create(const char *host, uint32_t pid, int ran
   return g;
 }
 
+void nsp_tracegen_set_index(struct nsp_tracegen *g, int on) { g->no_index = !on; }
+
 void nsp_tracegen_destroy(struct nsp_tracegen *g) {
   if (!g) return;
   for (size_t i = 0; i < 2 * g->nenv; i++) free(g->env[i]);
@@ -99,6 +105,7 @@ void nsp_tracegen_destroy(struct nsp_tracegen *g) {
   nsp_codec_free(&g->codec);
   nsp_buf_free(&g->frame);
   nsp_buf_free(&g->file);
+  nsp_index_free(&g->index);
   free(g->offsets);
   free(g->comms);
   free(g->p2p);
@@ -193,9 +200,17 @@ int nsp_tracegen_frame(struct nsp_tracegen *g) {
   if (write_header(g) < 0) return -1;
   if (!g->frame.len) return 0;
   size_t bound = ZSTD_compressBound(g->frame.len);
-  if (nsp_buf_reserve(&g->file, bound) < 0) return -1;
-  size_t n = ZSTD_compress(g->file.data + g->file.len, bound, g->frame.data, g->frame.len, 3);
-  if (ZSTD_isError(n)) return -1;
+  struct nsp_buf z = {0};
+  if (nsp_buf_reserve(&z, bound) < 0) return -1;
+  size_t n = ZSTD_compress(z.data, bound, g->frame.data, g->frame.len, 3);
+  if (ZSTD_isError(n) || (!g->no_index && nsp_index_put(&g->index, n, &g->file) < 0) ||
+      nsp_buf_reserve(&g->file, n) < 0) {
+    nsp_buf_free(&z);
+    return -1;
+  }
+  memcpy(g->file.data + g->file.len, z.data, n);
+  nsp_buf_free(&z);
+  nsp_index_next(&g->index, 1);
   size_t *o = realloc(g->offsets, (g->noff + 1) * sizeof *o);
   if (!o) return -1;
   g->offsets = o;
@@ -238,6 +253,7 @@ static int ensure_process(struct nsp_tracegen *g) {
 static int emit(struct nsp_tracegen *g, const struct nsp_rec *r) {
   if (r->kind != NSP_REC_PROCESS && ensure_process(g) < 0) return -1;
   if (nsp_encode(&g->frame, &g->codec, r) < 0) return -1;
+  if (!g->no_index && nsp_index_add(&g->index, r) < 0) return -1;
   if (r->kind != NSP_REC_PROCESS && nsp_rec_latest_mono(r) > g->last_mono) g->last_mono = nsp_rec_latest_mono(r);
   g->in_frame++;
   if (g->frame_records && g->in_frame >= g->frame_records) return nsp_tracegen_frame(g);

@@ -49,6 +49,10 @@ void nsp_tracegen_set_step(struct nsp_tracegen *g, uint64_t step_ns, uint64_t du
 /* Closes a frame every n records (default 0: one frame per
  * nsp_tracegen_frame call or at the end). */
 void nsp_tracegen_set_frame_records(struct nsp_tracegen *g, unsigned n);
+/* Whether an index frame (common/nsp_index.h) goes before each data frame,
+ * as the shim writes them (on: the default); off makes a trace as the shim
+ * wrote them before the index. */
+void nsp_tracegen_set_index(struct nsp_tracegen *g, int on);
 /* The NCCL version code in the header and the PROCESS record (default 22809). */
 void nsp_tracegen_set_nccl_version(struct nsp_tracegen *g, int32_t version);
 

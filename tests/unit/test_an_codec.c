@@ -476,9 +476,10 @@ static void test_forward_compat(void **state) {
 }
 
 /* A trace with every record kind over several frames. */
-static struct nsp_tracegen *mixed_trace(void) {
+static struct nsp_tracegen *mixed_trace_ix(int index) {
   struct nsp_tracegen *g = nsp_tracegen_create("host-x", 777, 1);
   assert_non_null(g);
+  nsp_tracegen_set_index(g, index);
   assert_int_equal(nsp_tracegen_env(g, "LOCAL_RANK", "1"), 0);
   nsp_tracegen_set_versions(g, 12040, 12020);
   assert_int_equal(nsp_tracegen_set_launcher(g, "torchrun"), 0);
@@ -523,6 +524,9 @@ static struct nsp_tracegen *mixed_trace(void) {
   nsp_tracegen_comm_end(g, w, NSP_API_CommAbort);
   return g;
 }
+
+/* As the shim writes it: an index before each frame. */
+static struct nsp_tracegen *mixed_trace(void) { return mixed_trace_ix(1); }
 
 /* Reads all records of data[0..len) into canonical lines; returns count
  * (up to max), the reader's last return in *last and the frame of each
@@ -600,7 +604,12 @@ static void test_reader_whole(void **state) {
  * records of its whole frames, says where it stopped, and never crashes. */
 static void test_reader_cut_everywhere(void **state) {
   (void)state;
-  struct nsp_tracegen *g = mixed_trace();
+  /* Without indexes, so that the frames' offsets are where a cut frame
+   * starts (an index is a frame of its own before its data frame: a cut
+   * inside it is named at its first byte, a cut right after it reads as
+   * a cut at a boundary; test_reader_damage_everywhere reads an indexed
+   * trace damaged anywhere). */
+  struct nsp_tracegen *g = mixed_trace_ix(0);
   const uint8_t *data;
   size_t len;
   assert_int_equal(nsp_tracegen_bytes(g, &data, &len), 0);

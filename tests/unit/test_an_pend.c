@@ -1,5 +1,5 @@
 /* test_an_pend.c - the table of calls awaiting completion
- * (analyzer/model/nsp_an_pend.c) against a plain list that states its
+ * (common/nsp_pend.c) against a plain list that states its
  * rules: random calls and completions over a small key space, so keys
  * collide, completions come before their calls, out of order, twice, for
  * groups, with errors; after every step the callbacks seen, the number of

@@ -1,4 +1,4 @@
-/* nsp_an_pend.c - calls enqueued and not yet completed, per process.
+/* nsp_pend.c - calls enqueued and not yet completed, per process.
  *
  * With completion tracking (PROCESS tracking & NSP_TRACK_COMPLETION) the
  * shim writes a COMPLETION record per call, or per group: one naming
@@ -12,7 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nsp_an_model.h"
+#include "nsp_grow.h"
+#include "nsp_pend.h"
+
+#define NSP_TRY(expr)          \
+  do {                         \
+    int nsp_try_ = (expr);     \
+    if (nsp_try_ < 0) return nsp_try_; \
+  } while (0)
 
 /* Live entries per process before the table stops growing (then calls
  * count as completed and the trace says so in a note). */
@@ -58,7 +65,7 @@ static int grow_index(struct nsp_pend_tab *t) {
   if ((t->used + 1) * 2 <= t->nslot) return 0;
   size_t n = t->nslot ? t->nslot * 2 : 64;
   struct nsp_pend_slot *ns = calloc(n, sizeof *ns);
-  if (!ns) return NSP_AN_ENOMEM;
+  if (!ns) return -1;
   struct nsp_pend_slot *old = t->slot;
   size_t on = t->nslot;
   t->slot = ns;
@@ -146,6 +153,7 @@ static int insert(struct nsp_pend_tab *t, const struct nsp_pend *src, uint32_t h
   struct nsp_pend *e = &t->v[idx];
   *e = *src;
   e->state = state;
+  e->frame = t->frame;
   e->gprev = e->gnext = SIZE_MAX;
   t->slot[slot].idx1 = (uint32_t)(idx + 1); /* idx < NSP_PEND_MAX */
   t->slot[slot].hash = h;
@@ -158,7 +166,7 @@ static int insert(struct nsp_pend_tab *t, const struct nsp_pend *src, uint32_t h
       t->v[*head].gprev = idx;
       *head = idx;
     } else if (nsp_u64map_put(&t->group, e->group_id, idx) < 0) {
-      return NSP_AN_ENOMEM;
+      return -1;
     }
   } else {
     e->group_id = state == NSP_PEND_WAIT ? e->group_id : 0;
@@ -193,11 +201,13 @@ void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec) {
   e->result = rec->result;
   e->state = NSP_PEND_FREE;
   e->gprev = e->gnext = 0;
+  e->frame = 0;
 }
 
 void nsp_pend_init(struct nsp_pend_tab *t) {
   memset(t, 0, sizeof *t);
   t->free_head = SIZE_MAX;
+  t->early_min = UINT32_MAX;
 }
 
 int nsp_pend_call(struct nsp_pend_tab *t, const struct nsp_pend *e) {
@@ -208,7 +218,10 @@ int nsp_pend_call(struct nsp_pend_tab *t, const struct nsp_pend *e) {
     /* Its completion came first: done.  A second call with the key of a
      * waiting one (a damaged or replayed seq) is not tracked twice. */
     size_t i = t->slot[s].idx1 - 1;
-    if (t->v[i].state == NSP_PEND_EARLY) remove_entry_at(t, i, s);
+    if (t->v[i].state == NSP_PEND_EARLY) {
+      if (t->v[i].frame < t->early_min) t->early_min = t->v[i].frame;
+      remove_entry_at(t, i, s);
+    }
     return 0;
   }
   if (e->group_id && nsp_u64map_get(&t->done_group, e->group_id)) return 0;

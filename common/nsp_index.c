@@ -1,0 +1,481 @@
+/* nsp_index.c - the trace index (nsp_index.h): built by the writers, read
+ * by the analyzer. */
+#include "nsp_index.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nsp_grow.h"
+#include "nsp_names.h"
+#include "nsp_nccl.h"
+#include "nsp_schema.h"
+
+/* What the builder knows of one comm index of the trace. */
+struct nsp_ix_local {
+  uint64_t comm_id;
+  int32_t rank, nranks;
+  int known;    /* a successful COMM record with an id named it */
+  int bad;      /* named two communicators: its calls are never clean */
+  uint64_t prev; /* seq of its last successful collective */
+  int in_block;
+  struct nsp_ix_block blk; /* the block being digested */
+  size_t ci;    /* its entry in cur.comm + 1 this frame; 0 none */
+};
+
+static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
+
+void nsp_frame_index_free(struct nsp_frame_index *ix) {
+  free(ix->comm);
+  free(ix->stream);
+  free(ix->block);
+  free(ix->ident);
+  memset(ix, 0, sizeof *ix);
+}
+
+static void frame_reset(struct nsp_frame_index *ix) {
+  struct nsp_frame_index keep = *ix;
+  memset(ix, 0, sizeof *ix);
+  ix->comm = keep.comm, ix->comm_cap = keep.comm_cap;
+  ix->stream = keep.stream, ix->stream_cap = keep.stream_cap;
+  ix->block = keep.block, ix->block_cap = keep.block_cap;
+  ix->ident = keep.ident, ix->ident_cap = keep.ident_cap;
+  ix->frame_no = keep.frame_no;
+}
+
+void nsp_index_init(struct nsp_index_builder *b) {
+  memset(b, 0, sizeof *b);
+  nsp_pend_init(&b->pend);
+  b->clean = 1;
+}
+
+void nsp_index_free(struct nsp_index_builder *b) {
+  nsp_pend_free(&b->pend);
+  nsp_u64map_free(&b->stream_done);
+  free(b->loc);
+  nsp_frame_index_free(&b->cur);
+  memset(b, 0, sizeof *b);
+}
+
+static struct nsp_ix_local *loc_of(struct nsp_index_builder *b, uint32_t local) {
+  if (local >= b->nloc) {
+    if (local > (1u << 20)) return NULL; /* a hostile comm index: never clean */
+    size_t old = b->nloc;
+    if (nsp_grow(&b->loc, &b->nloc, (size_t)local + 1, sizeof *b->loc) < 0) return NULL;
+    memset(b->loc + old, 0, (b->nloc - old) * sizeof *b->loc);
+  }
+  return &b->loc[local];
+}
+
+static struct nsp_ix_comm *comm_entry(struct nsp_index_builder *b, uint32_t local, struct nsp_ix_local *l) {
+  if (l->ci) return &b->cur.comm[l->ci - 1];
+  if (nsp_grow(&b->cur.comm, &b->cur.comm_cap, b->cur.ncomm + 1, sizeof *b->cur.comm) < 0) return NULL;
+  struct nsp_ix_comm *c = &b->cur.comm[b->cur.ncomm++];
+  memset(c, 0, sizeof *c);
+  c->local = local;
+  l->ci = b->cur.ncomm;
+  return c;
+}
+
+/* Mixes one 64-bit word into an FNV-1a style digest, a byte at a time. */
+static uint64_t mix(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; i++) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+static int block_emit(struct nsp_index_builder *b, struct nsp_ix_local *l) {
+  if (!l->in_block) return 0;
+  if (nsp_grow(&b->cur.block, &b->cur.block_cap, b->cur.nblock + 1, sizeof *b->cur.block) < 0) return -1;
+  b->cur.block[b->cur.nblock++] = l->blk;
+  l->in_block = 0;
+  return 0;
+}
+
+/* A collective's seq and signature into its communicator's block digest,
+ * the signature normalised as the analyzer's (nsp_an_load.c sig_of). */
+static int block_add(struct nsp_index_builder *b, uint32_t local, struct nsp_ix_local *l, const struct nsp_rec *r) {
+  uint64_t blk = r->seq / NSP_INDEX_BLOCK;
+  int back = l->in_block && blk < l->blk.block;
+  if (!l->in_block || blk != l->blk.block) {
+    if (block_emit(b, l) < 0) return -1;
+    l->in_block = 1;
+    memset(&l->blk, 0, sizeof l->blk);
+    l->blk.local = local;
+    l->blk.block = blk;
+    l->blk.digest = 0xcbf29ce484222325ull;
+  }
+  int has_redop = nsp_api_has_redop(r->api);
+  if (back || is_error(r->result) || (has_redop && (r->redop < 0 || r->redop >= ncclNumOps)) ||
+      r->seq % NSP_INDEX_BLOCK != (l->blk.n + (l->blk.block ? 0 : 1)) % NSP_INDEX_BLOCK)
+    l->blk.tainted = 1;
+  uint64_t h = l->blk.digest;
+  h = mix(h, r->seq);
+  h = mix(h, (uint64_t)(int64_t)nsp_api_coll_class(r->api));
+  h = mix(h, r->count);
+  h = mix(h, (uint64_t)(int64_t)r->dtype);
+  h = mix(h, (uint64_t)(int64_t)(has_redop ? r->redop : -1));
+  h = mix(h, (uint64_t)(int64_t)(nsp_api_has_root(r->api) ? r->peer : -1));
+  l->blk.digest = h;
+  l->blk.n++;
+  return 0;
+}
+
+struct done_ctx {
+  struct nsp_index_builder *b;
+  int oom;
+};
+
+/* nsp_pend_cb: what the analyzer's on_done does with a completed call. */
+static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *done) {
+  struct done_ctx *dc = ctx;
+  struct nsp_index_builder *b = dc->b;
+  if ((done->flags & NSP_DONE_OK) && nsp_api_kind(e->api) == NSP_K_COLL) {
+    struct nsp_ix_local *l = loc_of(b, e->local);
+    struct nsp_ix_comm *c = l ? comm_entry(b, e->local, l) : NULL;
+    if (!c) {
+      dc->oom = 1;
+      return;
+    }
+    if (e->seq > c->done_max) c->done_max = e->seq;
+  }
+  if (!(done->flags & (NSP_DONE_OK | NSP_DONE_CAPTURED))) return;
+  size_t *v = nsp_u64map_get(&b->stream_done, e->stream);
+  if (v) {
+    if (e->t_enter > *v) *v = (size_t)e->t_enter;
+  } else if (nsp_u64map_put(&b->stream_done, e->stream, (size_t)e->t_enter) < 0) {
+    dc->oom = 1;
+    return;
+  }
+  for (size_t i = 0; i < b->cur.nstream; i++)
+    if (b->cur.stream[i].stream == e->stream) {
+      if (e->t_enter > b->cur.stream[i].t_enter) b->cur.stream[i].t_enter = e->t_enter;
+      return;
+    }
+  if (b->cur.nstream >= 64 ||
+      nsp_grow(&b->cur.stream, &b->cur.stream_cap, b->cur.nstream + 1, sizeof *b->cur.stream) < 0) {
+    dc->oom = 1;
+    return;
+  }
+  b->cur.stream[b->cur.nstream++] = (struct nsp_ix_stream){e->stream, e->t_enter};
+}
+
+static int on_call(struct nsp_index_builder *b, const struct nsp_rec *r) {
+  b->cur.sum.calls++;
+  if (r->t_enter > b->cur.sum.max_call_mono) b->cur.sum.max_call_mono = r->t_enter;
+  if ((uint32_t)r->api < 128u) b->cur.sum.api_bits[r->api / 64] |= 1ull << (r->api % 64);
+  int kind = nsp_api_kind(r->api);
+  /* The analyzer's table takes exactly these calls (nsp_an_load.c
+   * on_call), or more: a call on a comm index it has no member for. */
+  if (b->tracking && !is_error(r->result) && !(r->flags & NSP_CALL_UNTRACKED) && r->comm &&
+      (kind == NSP_K_COLL || kind == NSP_K_P2P)) {
+    struct nsp_pend e;
+    nsp_pend_from_call(&e, r);
+    if (nsp_pend_call(&b->pend, &e) < 0) return -1;
+  }
+  struct nsp_ix_local *l = r->comm ? loc_of(b, r->comm) : NULL;
+  if (kind != NSP_K_COLL || !l) {
+    b->clean = 0;
+    return 0;
+  }
+  if (r->seq && block_add(b, r->comm, l, r) < 0) return -1;
+  int ok = !is_error(r->result);
+  if (!(l->known && !l->bad && ok && !r->group_id && r->seq && r->seq == l->prev + 1 &&
+        !(nsp_api_has_redop(r->api) && (r->redop < 0 || r->redop >= ncclNumOps))))
+    b->clean = 0;
+  if (ok && r->seq) l->prev = r->seq;
+  if (r->flags & NSP_CALL_UNTRACKED) b->cur.sum.untracked++;
+  struct nsp_ix_comm *c = comm_entry(b, r->comm, l);
+  if (!c) return -1;
+  c->ncoll++;
+  if (r->flags & NSP_CALL_UNTRACKED) c->untracked++;
+  if (r->seq && (!c->lo || r->seq < c->lo)) c->lo = r->seq;
+  if (r->seq > c->hi) c->hi = r->seq;
+  return 0;
+}
+
+static int on_comm(struct nsp_index_builder *b, const struct nsp_rec *r) {
+  const struct nsp_rec_ext *x = r->ext;
+  struct nsp_ix_local *l = loc_of(b, r->comm);
+  if (!l || !x) return 0;
+  if (is_error(r->result) || (r->flags & NSP_COMM_NOCOLOR) || !x->comm_id) return 0;
+  if (l->known && l->comm_id != x->comm_id) l->bad = 1;
+  l->known = 1;
+  l->comm_id = x->comm_id;
+  l->rank = x->rank;
+  l->nranks = x->nranks;
+  if (nsp_grow(&b->cur.ident, &b->cur.ident_cap, b->cur.nident + 1, sizeof *b->cur.ident) < 0) return -1;
+  b->cur.ident[b->cur.nident++] = (struct nsp_ix_ident){r->comm, x->comm_id, x->rank, x->nranks};
+  return 0;
+}
+
+int nsp_index_add(struct nsp_index_builder *b, const struct nsp_rec *r) {
+  if (b->broken) return -1;
+  if (r->kind == NSP_REC_RINGPOS || r->kind <= 0) return 0; /* a reader does not return it */
+  b->cur.sum.nrec++;
+  if (r->kind < 64) b->cur.sum.kinds |= 1ull << r->kind;
+  if (r->kind != NSP_REC_PROCESS && nsp_rec_latest_mono(r) > b->cur.sum.max_mono)
+    b->cur.sum.max_mono = nsp_rec_latest_mono(r);
+  int ret = 0;
+  switch (r->kind) {
+    case NSP_REC_PROCESS:
+      b->clean = 0;
+      if (r->ext) b->tracking = (r->ext->tracking & NSP_TRACK_COMPLETION) != 0;
+      break;
+    case NSP_REC_CALL:
+      ret = on_call(b, r);
+      break;
+    case NSP_REC_COMPLETION: {
+      b->cur.sum.completions++;
+      if (r->group_id || !(r->flags & (NSP_DONE_OK | NSP_DONE_CAPTURED))) b->clean = 0;
+      if (!b->tracking) break;
+      struct done_ctx dc = {b, 0};
+      ret = nsp_pend_done(&b->pend, r, on_done, &dc);
+      if (dc.oom) ret = -1;
+      break;
+    }
+    case NSP_REC_COMM:
+      b->clean = 0;
+      ret = on_comm(b, r);
+      break;
+    default:
+      b->clean = 0;
+      break;
+  }
+  if (ret < 0) b->broken = 1;
+  return ret;
+}
+
+static void put(struct nsp_buf *o, uint64_t v) { o->len += nsp_put_varint(o->data + o->len, v); }
+static void put_z(struct nsp_buf *o, int64_t v) { put(o, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); }
+static void put_u64(struct nsp_buf *o, uint64_t v) {
+  for (int i = 0; i < 8; i++) o->data[o->len++] = (uint8_t)(v >> (8 * i));
+}
+
+int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_buf *out) {
+  if (b->broken) return -1;
+  struct nsp_frame_index *ix = &b->cur;
+  uint64_t frame = ix->frame_no;
+  /* The anchors: the oldest frame the table's open entries came from. */
+  uint64_t open_from = frame + 1;
+  int no_anchor = b->pend.overflow || b->pend.done_group.len > 0;
+  for (size_t i = 0; i < b->pend.n; i++) {
+    const struct nsp_pend *e = &b->pend.v[i];
+    if (e->state == NSP_PEND_FREE || e->frame >= open_from) continue;
+    if (e->state == NSP_PEND_WAIT) { /* done as far as the analyzer's end goes: a later call on its stream was */
+      const size_t *later = nsp_u64map_get(&b->stream_done, e->stream);
+      if (later && (uint64_t)*later > e->t_enter) continue;
+    }
+    open_from = e->frame;
+  }
+  uint64_t early_from = b->pend.early_min == UINT32_MAX ? frame + 1 : b->pend.early_min;
+  size_t need = 8 + 4 + 20 * 10 + ix->ncomm * 60 + ix->nstream * 20 + ix->nblock * 40 + ix->nident * 40;
+  size_t start = out->len;
+  if (nsp_buf_reserve(out, need) < 0) return -1;
+  out->len += 8; /* magic and size, below */
+  memcpy(out->data + out->len, "NSPX", 4);
+  out->len += 4;
+  put(out, NSP_INDEX_VERSION);
+  put(out, frame);
+  put(out, data_size);
+  put(out, ix->sum.nrec);
+  put(out, ix->sum.kinds);
+  put(out, (b->clean ? NSP_IX_CLEAN : 0) | (no_anchor ? NSP_IX_NO_ANCHOR : 0));
+  put(out, ix->sum.max_mono);
+  put(out, ix->sum.max_call_mono);
+  put(out, ix->sum.api_bits[0]);
+  put(out, ix->sum.api_bits[1]);
+  put(out, ix->sum.calls);
+  put(out, ix->sum.untracked);
+  put(out, ix->sum.completions);
+  put(out, open_from);
+  put(out, early_from);
+  put(out, ix->ncomm);
+  for (size_t i = 0; i < ix->ncomm; i++) {
+    const struct nsp_ix_comm *c = &ix->comm[i];
+    put(out, c->local), put(out, c->ncoll), put(out, c->untracked), put(out, c->lo), put(out, c->hi);
+    put(out, c->done_max);
+  }
+  put(out, ix->nstream);
+  for (size_t i = 0; i < ix->nstream; i++) put(out, ix->stream[i].stream), put(out, ix->stream[i].t_enter);
+  put(out, ix->nblock);
+  for (size_t i = 0; i < ix->nblock; i++) {
+    const struct nsp_ix_block *k = &ix->block[i];
+    put(out, k->local), put(out, k->block), put_u64(out, k->digest), put(out, k->n), put(out, k->tainted);
+  }
+  put(out, ix->nident);
+  for (size_t i = 0; i < ix->nident; i++) {
+    const struct nsp_ix_ident *d = &ix->ident[i];
+    put(out, d->local), put_u64(out, d->comm_id), put_z(out, d->rank), put_z(out, d->nranks);
+  }
+  uint32_t magic = NSP_INDEX_MAGIC, size = (uint32_t)(out->len - start - 8);
+  for (int i = 0; i < 4; i++) out->data[start + i] = (uint8_t)(magic >> (8 * i));
+  for (int i = 0; i < 4; i++) out->data[start + 4 + i] = (uint8_t)(size >> (8 * i));
+  return 0;
+}
+
+void nsp_index_next(struct nsp_index_builder *b, int ok) {
+  if (!ok) b->broken = 1;
+  for (size_t i = 0; i < b->nloc; i++) b->loc[i].ci = 0;
+  uint64_t next = b->cur.frame_no + 1;
+  frame_reset(&b->cur);
+  b->cur.frame_no = next;
+  b->pend.frame = (uint32_t)next;
+  b->pend.early_min = UINT32_MAX;
+  b->clean = 1;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static int get(const uint8_t **p, const uint8_t *end, uint64_t *v) { return nsp_get_varint(p, end, v); }
+static int get_u64(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  if (end - *p < 8) return -1;
+  uint64_t x = 0;
+  for (int i = 0; i < 8; i++) x |= (uint64_t)(*p)[i] << (8 * i);
+  *p += 8;
+  *v = x;
+  return 0;
+}
+static int32_t unzig(uint64_t v) { return (int32_t)(int64_t)((v >> 1) ^ (~(v & 1) + 1)); }
+
+#define GET(v)                                  \
+  do {                                          \
+    if (get(&p, end, &(v)) < 0) return -1;      \
+  } while (0)
+
+int nsp_index_parse(const uint8_t *payload, size_t len, struct nsp_frame_index *ix) {
+  const uint8_t *p = payload, *end = payload + len;
+  if (len < 4 || memcmp(p, "NSPX", 4)) return -1;
+  p += 4;
+  uint64_t v, n;
+  GET(v);
+  if (v != NSP_INDEX_VERSION) return -1;
+  frame_reset(ix);
+  GET(ix->frame_no);
+  GET(ix->data_size);
+  GET(ix->sum.nrec);
+  GET(ix->sum.kinds);
+  GET(ix->flags);
+  GET(ix->sum.max_mono);
+  GET(ix->sum.max_call_mono);
+  GET(ix->sum.api_bits[0]);
+  GET(ix->sum.api_bits[1]);
+  GET(ix->sum.calls);
+  GET(ix->sum.untracked);
+  GET(ix->sum.completions);
+  GET(ix->open_from);
+  GET(ix->early_from);
+  GET(n);
+  if (n > len || nsp_grow(&ix->comm, &ix->comm_cap, n, sizeof *ix->comm) < 0) return -1;
+  for (ix->ncomm = 0; ix->ncomm < n; ix->ncomm++) {
+    struct nsp_ix_comm *c = &ix->comm[ix->ncomm];
+    GET(v);
+    c->local = (uint32_t)v;
+    GET(c->ncoll);
+    GET(c->untracked);
+    GET(c->lo);
+    GET(c->hi);
+    GET(c->done_max);
+  }
+  GET(n);
+  if (n > len || nsp_grow(&ix->stream, &ix->stream_cap, n, sizeof *ix->stream) < 0) return -1;
+  for (ix->nstream = 0; ix->nstream < n; ix->nstream++) {
+    GET(ix->stream[ix->nstream].stream);
+    GET(ix->stream[ix->nstream].t_enter);
+  }
+  GET(n);
+  if (n > len || nsp_grow(&ix->block, &ix->block_cap, n, sizeof *ix->block) < 0) return -1;
+  for (ix->nblock = 0; ix->nblock < n; ix->nblock++) {
+    struct nsp_ix_block *k = &ix->block[ix->nblock];
+    GET(v);
+    k->local = (uint32_t)v;
+    GET(k->block);
+    if (get_u64(&p, end, &k->digest) < 0) return -1;
+    GET(v);
+    k->n = (uint32_t)v;
+    GET(v);
+    k->tainted = (uint32_t)v;
+  }
+  GET(n);
+  if (n > len || nsp_grow(&ix->ident, &ix->ident_cap, n, sizeof *ix->ident) < 0) return -1;
+  for (ix->nident = 0; ix->nident < n; ix->nident++) {
+    struct nsp_ix_ident *d = &ix->ident[ix->nident];
+    GET(v);
+    d->local = (uint32_t)v;
+    if (get_u64(&p, end, &d->comm_id) < 0) return -1;
+    GET(v);
+    d->rank = unzig(v);
+    GET(v);
+    d->nranks = unzig(v);
+  }
+  return 0;
+}
+
+static uint32_t le32(const uint8_t *p) { return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* One step of a walk: the index at off (its 8-byte header in h), payload
+ * read by `read`.  Returns the next offset, or SIZE_MAX to stop there. */
+struct walk_src {
+  int fd;
+  const uint8_t *mem;
+  size_t size;
+  uint8_t *buf;
+  size_t cap;
+};
+
+static const uint8_t *src_at(struct walk_src *s, size_t off, size_t n) {
+  if (off > s->size || s->size - off < n) return NULL;
+  if (s->mem) return s->mem + off;
+  if (n > s->cap) {
+    uint8_t *b = realloc(s->buf, n);
+    if (!b) return NULL;
+    s->buf = b;
+    s->cap = n;
+  }
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = pread(s->fd, s->buf + got, n - got, (off_t)(off + got));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return NULL;
+    got += (size_t)k;
+  }
+  return s->buf;
+}
+
+static size_t walk(struct walk_src *s, size_t off, struct nsp_frame_index *ix,
+                   int (*fn)(void *ctx, const struct nsp_frame_index *ix, size_t data_off), void *ctx) {
+  uint64_t want = 0;
+  for (;;) {
+    const uint8_t *h = src_at(s, off, 8);
+    if (!h || le32(h) != NSP_INDEX_MAGIC) break;
+    uint32_t plen = le32(h + 4);
+    const uint8_t *pl = src_at(s, off + 8, plen);
+    if (!pl || nsp_index_parse(pl, plen, ix) < 0 || ix->frame_no != want) break;
+    size_t data_off = off + 8 + plen;
+    if (ix->data_size > s->size - data_off || ix->data_size < 4) break;
+    /* The data frame is where the index says: a zstd frame's magic there. */
+    const uint8_t *d = src_at(s, data_off, 4);
+    if (!d || le32(d) != 0xFD2FB528u) break;
+    if (fn(ctx, ix, data_off)) break;
+    off = data_off + (size_t)ix->data_size;
+    want++;
+  }
+  return off;
+}
+
+size_t nsp_index_walk(int fd, size_t size, size_t off, struct nsp_frame_index *scratch,
+                      int (*fn)(void *ctx, const struct nsp_frame_index *ix, size_t data_off), void *ctx) {
+  struct walk_src s = {fd, NULL, size, NULL, 0};
+  size_t r = walk(&s, off, scratch, fn, ctx);
+  free(s.buf);
+  return r;
+}
+
+size_t nsp_index_walk_mem(const uint8_t *data, size_t size, size_t off, struct nsp_frame_index *scratch,
+                          int (*fn)(void *ctx, const struct nsp_frame_index *ix, size_t data_off), void *ctx) {
+  struct walk_src s = {-1, data, size, NULL, 0};
+  return walk(&s, off, scratch, fn, ctx);
+}

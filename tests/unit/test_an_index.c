@@ -1,0 +1,268 @@
+/* test_an_index.c - reading what is needed gives the report of a full
+ * read (issue #16 item 3): every synthetic case, and generated jobs long
+ * enough that most frames are stepped over, with faults at random
+ * places, give the same text, JSON and perf reports read through the
+ * traces' indexes (the default) and with nsp_job_set_full_read; and the
+ * index does step over frames when every rank agrees.
+ *
+ * The generated jobs: a world communicator and 4-rank splits; completions
+ * written late (a random lag), some before their calls, one never; at
+ * random places a dtype mismatch on the world, a count mismatch on a
+ * split, a rank that stops early, a refused collective, a new call site,
+ * a rank without an index, a trace cut in the middle, a copy of a trace,
+ * send/recv in groups.  NSP_TEST_SEED picks one seed (default: several
+ * fixed ones); the seed and the faults are printed, so a failure can be
+ * replayed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsp_an_cases.h"
+#include "nsp_names.h"
+#include "nsp_report.h"
+#include "nsp_tracegen.h"
+
+/* "now" for every analysis: the traces' processes are long gone. */
+#define NOW_NS 1800000000000000000ll
+
+/* The text, JSON and perf JSON reports of dir, one string (caller
+ * frees); *skipped: the frames the load stepped over. */
+static char *reports(const char *dir, int full, uint64_t *skipped) {
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  assert_int_equal(nsp_job_set_now(job, NOW_NS), 0);
+  assert_int_equal(nsp_job_set_local_host(job, ""), 0);
+  assert_int_equal(nsp_job_set_threads(job, 1), 0);
+  assert_int_equal(nsp_job_set_full_read(job, full), 0);
+  assert_true(nsp_job_add_path(job, dir) > 0);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  assert_int_equal(nsp_job_perf(job), 0);
+  if (skipped) *skipped = nsp_job_frames_stepped_over(job);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  assert_non_null(out);
+  assert_true(nsp_report_text(job, out) >= 0);
+  assert_true(nsp_report_json(job, out) >= 0);
+  assert_true(nsp_report_perf_json(job, out) >= 0);
+  fclose(out);
+  nsp_job_destroy(job);
+  return buf;
+}
+
+/* The reports read both ways, which must agree; returns the full read's
+ * (caller frees) and *skipped of the other. */
+static char *same_reports(const char *dir, uint64_t *skipped) {
+  uint64_t none = 1;
+  char *full = reports(dir, 1, &none);
+  assert_int_equal(none, 0); /* a full read steps over nothing */
+  char *ix = reports(dir, 0, skipped);
+  if (strcmp(full, ix)) {
+    /* The first line that differs, for the log. */
+    const char *a = full, *b = ix;
+    while (*a && *a == *b) a++, b++;
+    while (a > full && a[-1] != '\n') a--, b--;
+    print_message("%s: read through the indexes differs from a full read at:\n  full:  %.200s\n  index: %.200s\n",
+                  dir, a, b);
+  }
+  assert_string_equal(full, ix);
+  free(ix);
+  return full;
+}
+
+static void test_every_case(void **state) {
+  (void)state;
+  size_t n = 0;
+  for (const char *name; (name = nsp_case_name(n)); n++) {
+    char dir[256];
+    assert_int_equal(nsp_case_mkdtemp(dir, sizeof dir), 0);
+    assert_true(nsp_case_write(name, dir) > 0);
+    free(same_reports(dir, NULL));
+    nsp_case_rmdir(dir);
+  }
+  assert_true(n >= 16);
+}
+
+static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static void write_file(const char *dir, const char *name, const void *data, size_t len) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, len, f), len);
+  assert_int_equal(fclose(f), 0);
+}
+
+enum { RANKS = 12, STEPS = 16000, LAG_MAX = 40 };
+
+/* A collective whose completion is written later. */
+struct owed {
+  uint32_t comm;
+  int api;
+  uint64_t seq;
+};
+
+struct fault {
+  int rank, step;
+};
+
+struct job_faults {
+  struct fault dtype, count, stop, refuse, site, lost, early;
+  int no_index, cut, copy, p2p, lag;
+};
+
+static struct fault pick(uint64_t *s, int on, int from) {
+  struct fault f = {-1, -1};
+  if (!on) return f;
+  f.rank = (int)(rng_next(s) % RANKS);
+  f.step = from + (int)(rng_next(s) % (uint64_t)(STEPS - from));
+  return f;
+}
+
+static int at(struct fault f, int r, int st) { return f.rank == r && f.step == st; }
+
+/* Completions owed, written when the lag says (flush: all). */
+static void pay(struct nsp_tracegen *g, struct owed *o, size_t *n, size_t keep) {
+  while (*n > keep) {
+    uint64_t t = nsp_tracegen_now(g);
+    assert_int_equal(nsp_tracegen_completion(g, o[0].comm, o[0].api, o[0].seq, -1, 0, NSP_DONE_OK, t, t + 100, t + 200),
+                     0);
+    memmove(o, o + 1, (*n - 1) * sizeof *o);
+    (*n)--;
+  }
+}
+
+static void generated_job(const char *dir, uint64_t seed, const struct job_faults *jf) {
+  uint64_t s = seed ^ 0x5eed;
+  for (int r = 0; r < RANKS; r++) {
+    char host[32];
+    snprintf(host, sizeof host, "node-%02d", r / 4);
+    struct nsp_tracegen *g = nsp_tracegen_create(host, 7000u + (uint32_t)r, r);
+    assert_non_null(g);
+    nsp_tracegen_set_frame_records(g, 64 + (unsigned)(rng_next(&s) % 2048));
+    if (r == jf->no_index) nsp_tracegen_set_index(g, 0);
+    nsp_tracegen_set_auto_complete(g, 0, 0);
+    uint32_t w = nsp_tracegen_comm(g, 0x1000, r, RANKS);
+    uint32_t tp = nsp_tracegen_split(g, w, 0x2000 + (uint64_t)(r / 4), r / 4, r % 4, r % 4, 4);
+    assert_true(w && tp);
+    struct owed owed[2 * LAG_MAX + 8];
+    size_t nowed = 0;
+    uint64_t wseq = 0, tseq = 0;
+    for (int st = 0; st < STEPS && !at(jf->stop, r, st); st++) {
+      if (at(jf->site, r, st)) {
+        static const char *const mods[] = {"/opt/train/train.py.so"};
+        static const uint64_t offs[] = {0x1234};
+        static const char *const syms[] = {"train_step"};
+        nsp_tracegen_set_site(g, nsp_tracegen_callsite(g, 0, 1, mods, offs, syms));
+      }
+      if (at(jf->refuse, r, st)) { /* refused: takes no seq, never completes */
+        nsp_tracegen_fail_next(g, ncclInvalidUsage, "invalid usage");
+        nsp_tracegen_coll(g, NSP_API_AllReduce, w, 1u << 20, ncclFloat32, ncclSum, -1);
+      }
+      if (at(jf->early, r, st)) { /* its completion before it */
+        uint64_t t = nsp_tracegen_now(g);
+        assert_int_equal(
+            nsp_tracegen_completion(g, w, NSP_API_AllReduce, wseq + 1, -1, 0, NSP_DONE_OK, t, t + 100, t + 200), 0);
+      }
+      nsp_tracegen_coll(g, NSP_API_AllReduce, w, 1u << 20, at(jf->dtype, r, st) ? ncclFloat16 : ncclBfloat16,
+                        ncclSum, -1);
+      wseq++;
+      if (!at(jf->lost, r, st) && !at(jf->early, r, st)) owed[nowed++] = (struct owed){w, NSP_API_AllReduce, wseq};
+      nsp_tracegen_coll(g, NSP_API_AllGather, tp, at(jf->count, r, st) ? 4095 : 4096, ncclFloat32, -1, -1);
+      tseq++;
+      owed[nowed++] = (struct owed){tp, NSP_API_AllGather, tseq};
+      if (jf->p2p && st % 7 == 0) {
+        nsp_tracegen_set_auto_complete(g, 1, 1000);
+        nsp_tracegen_group(g, 1);
+        nsp_tracegen_p2p(g, NSP_API_Send, w, 256, ncclFloat16, (r + 1) % RANKS);
+        nsp_tracegen_p2p(g, NSP_API_Recv, w, 256, ncclFloat16, (r + RANKS - 1) % RANKS);
+        nsp_tracegen_group(g, 0);
+        nsp_tracegen_set_auto_complete(g, 0, 0);
+      }
+      pay(g, owed, &nowed, (size_t)(jf->lag ? rng_next(&s) % (uint64_t)jf->lag : 0));
+    }
+    pay(g, owed, &nowed, 0);
+    const uint8_t *data;
+    size_t len;
+    assert_int_equal(nsp_tracegen_bytes(g, &data, &len), 0);
+    char name[96];
+    snprintf(name, sizeof name, "%s.%d.rank%d.ncclspy", host, 7000 + r, r);
+    write_file(dir, name, data, r == jf->cut ? len / 2 : len);
+    if (r == jf->copy) {
+      snprintf(name, sizeof name, "copy-of-rank%d.ncclspy", r);
+      write_file(dir, name, data, len);
+    }
+    nsp_tracegen_destroy(g);
+  }
+}
+
+/* One seed's job: which faults, from the seed. */
+static void one_seed(uint64_t seed, int healthy) {
+  uint64_t s = seed;
+  struct job_faults jf;
+  int any = !healthy;
+  jf.dtype = pick(&s, any && rng_next(&s) % 2, 0);
+  jf.count = pick(&s, any && rng_next(&s) % 3 == 0, 0);
+  jf.stop = pick(&s, any && rng_next(&s) % 3 == 0, STEPS / 4);
+  jf.refuse = pick(&s, any && rng_next(&s) % 3 == 0, 0);
+  jf.site = pick(&s, rng_next(&s) % 2, 0);
+  jf.lost = pick(&s, any && rng_next(&s) % 3 == 0, 0);
+  jf.early = pick(&s, rng_next(&s) % 2, 0);
+  jf.no_index = any && rng_next(&s) % 8 == 0 ? (int)(rng_next(&s) % RANKS) : -1;
+  jf.cut = any && rng_next(&s) % 5 == 0 ? (int)(rng_next(&s) % RANKS) : -1;
+  jf.copy = any && rng_next(&s) % 5 == 0 ? (int)(rng_next(&s) % RANKS) : -1;
+  jf.p2p = rng_next(&s) % 6 == 0;
+  jf.lag = (int)(rng_next(&s) % LAG_MAX);
+  print_message("seed %llu:%s dtype %d@%d count %d@%d stop %d@%d refuse %d@%d site %d@%d lost %d@%d early %d@%d "
+                "no-index %d cut %d copy %d p2p %d lag %d\n",
+                (unsigned long long)seed, healthy ? " healthy" : "", jf.dtype.rank, jf.dtype.step, jf.count.rank,
+                jf.count.step, jf.stop.rank, jf.stop.step, jf.refuse.rank, jf.refuse.step, jf.site.rank, jf.site.step,
+                jf.lost.rank, jf.lost.step, jf.early.rank, jf.early.step, jf.no_index, jf.cut, jf.copy, jf.p2p,
+                jf.lag);
+  char dir[256];
+  assert_int_equal(nsp_case_mkdtemp(dir, sizeof dir), 0);
+  generated_job(dir, seed, &jf);
+  uint64_t skipped = 0;
+  char *rep = same_reports(dir, &skipped);
+  print_message("  %llu frames stepped over\n", (unsigned long long)skipped);
+  if (jf.dtype.rank >= 0 && jf.dtype.rank != jf.stop.rank && jf.dtype.rank != jf.cut)
+    assert_non_null(strstr(rep, "mismatch"));
+  /* With every rank indexed, nothing cut and no send/recv groups, most
+   * frames are stepped over: the index is used, not just harmless. */
+  if (jf.no_index < 0 && jf.cut < 0 && !jf.p2p) assert_true(skipped > 0);
+  if (healthy) assert_true(skipped >= (uint64_t)RANKS * 4);
+  free(rep);
+  nsp_case_rmdir(dir);
+}
+
+static void test_generated_jobs(void **state) {
+  (void)state;
+  const char *env = getenv("NSP_TEST_SEED");
+  if (env && *env) {
+    one_seed(strtoull(env, NULL, 0), 0);
+    return;
+  }
+  one_seed(1, 1);
+  one_seed(7, 1);
+  for (uint64_t seed = 1; seed <= 16; seed++) one_seed(seed * 0x9e3779b9ull, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_case),
+      cmocka_unit_test(test_generated_jobs),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
