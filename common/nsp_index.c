@@ -24,9 +24,23 @@ struct nsp_ix_local {
   size_t ci;    /* its entry in cur.comm + 1 this frame; 0 none */
 };
 
+/* Table entries an index's anchor scan reads at most (per frame). */
+#define NSP_INDEX_SCAN_MAX 16384
+
+/* What the builder knows of sends or receives of a comm index to a peer. */
+struct nsp_ix_p2pstate {
+  uint32_t local;
+  int32_t peer;
+  uint32_t dir;
+  uint64_t failed; /* failed calls so far: the analyzer numbers calls seq + failed (on_p2p) */
+  uint64_t last_k; /* the number of its last call; 0 none */
+  size_t fi;       /* its entry in cur.p2p + 1 this frame; 0 none */
+};
+
 static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
 
 void nsp_frame_index_free(struct nsp_frame_index *ix) {
+  free(ix->p2p);
   free(ix->comm);
   free(ix->stream);
   free(ix->block);
@@ -41,6 +55,7 @@ static void frame_reset(struct nsp_frame_index *ix) {
   ix->stream = keep.stream, ix->stream_cap = keep.stream_cap;
   ix->block = keep.block, ix->block_cap = keep.block_cap;
   ix->ident = keep.ident, ix->ident_cap = keep.ident_cap;
+  ix->p2p = keep.p2p, ix->p2p_cap = keep.p2p_cap;
   ix->frame_no = keep.frame_no;
 }
 
@@ -53,6 +68,9 @@ void nsp_index_init(struct nsp_index_builder *b) {
 void nsp_index_free(struct nsp_index_builder *b) {
   nsp_pend_free(&b->pend);
   nsp_u64map_free(&b->stream_done);
+  nsp_u64map_free(&b->p2p_index);
+  nsp_u64map_free(&b->groups);
+  free(b->p2p);
   free(b->loc);
   nsp_frame_index_free(&b->cur);
   memset(b, 0, sizeof *b);
@@ -78,13 +96,15 @@ static struct nsp_ix_comm *comm_entry(struct nsp_index_builder *b, uint32_t loca
   return c;
 }
 
-/* Mixes one 64-bit word into an FNV-1a style digest, a byte at a time. */
+/* Mixes one 64-bit word into a digest: the splitmix64 finalizer of
+ * (digest XOR word) (docs/FORMAT.md, "The index"). */
 static uint64_t mix(uint64_t h, uint64_t v) {
-  for (int i = 0; i < 8; i++) {
-    h ^= (v >> (8 * i)) & 0xff;
-    h *= 0x100000001b3ull;
-  }
-  return h;
+  uint64_t x = h ^ v;
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
 }
 
 static int block_emit(struct nsp_index_builder *b, struct nsp_ix_local *l) {
@@ -163,8 +183,55 @@ static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *d
   b->cur.stream[b->cur.nstream++] = (struct nsp_ix_stream){e->stream, e->t_enter};
 }
 
+/* A send or receive (nsp_an_load.c on_p2p numbers it k = seq + failed
+ * calls before it, and runs calls of one count and dtype whose numbers
+ * follow).  Clean when it succeeded, has its seq, follows its peer and
+ * direction's last call, and has the count and dtype of the others to
+ * that peer in the frame. */
+static int on_p2p(struct nsp_index_builder *b, const struct nsp_rec *r, struct nsp_ix_local *l) {
+  uint32_t dir = r->api == NSP_API_Send ? 0 : 1;
+  uint64_t key = nsp_u64map_hash(((uint64_t)r->comm << 33) ^ ((uint64_t)dir << 32) ^ (uint32_t)r->peer);
+  size_t *v = nsp_u64map_get(&b->p2p_index, key);
+  struct nsp_ix_p2pstate *p = v ? &b->p2p[*v - 1] : NULL;
+  if (p && (p->local != r->comm || p->peer != r->peer || p->dir != dir)) {
+    b->clean = 0; /* two keys, one hash: never clean again for it */
+    return 0;
+  }
+  if (!p) {
+    if (nsp_grow(&b->p2p, &b->p2p_cap, b->np2p + 1, sizeof *b->p2p) < 0 ||
+        nsp_u64map_put(&b->p2p_index, key, b->np2p + 1) < 0)
+      return -1;
+    p = &b->p2p[b->np2p++];
+    memset(p, 0, sizeof *p);
+    p->local = r->comm;
+    p->peer = r->peer;
+    p->dir = dir;
+  }
+  int ok = !is_error(r->result);
+  uint64_t k = r->seq + p->failed;
+  if (!ok) p->failed++;
+  if (!(l->known && !l->bad && ok && r->seq && k == p->last_k + 1 && !(r->flags & NSP_CALL_UNTRACKED)))
+    b->clean = 0;
+  if (r->seq && k > p->last_k) p->last_k = k;
+  if (!r->seq) p->last_k = UINT64_MAX - 1; /* numbered by the analyzer's max: never clean again */
+  if (!ok || !r->seq) return 0;
+  struct nsp_ix_p2p *e;
+  if (p->fi) {
+    e = &b->cur.p2p[p->fi - 1];
+    if (e->count != r->count || e->dtype != r->dtype || k != e->k0 + e->n) b->clean = 0;
+    e->n++;
+  } else {
+    if (nsp_grow(&b->cur.p2p, &b->cur.p2p_cap, b->cur.np2p + 1, sizeof *b->cur.p2p) < 0) return -1;
+    e = &b->cur.p2p[b->cur.np2p++];
+    *e = (struct nsp_ix_p2p){r->comm, r->peer, dir, k, 1, r->count, r->dtype};
+    p->fi = b->cur.np2p;
+  }
+  return 0;
+}
+
 static int on_call(struct nsp_index_builder *b, const struct nsp_rec *r) {
   b->cur.sum.calls++;
+  if (!is_error(r->result) && (r->flags & NSP_CALL_UNTRACKED)) b->cur.sum.untracked++;
   if (r->t_enter > b->cur.sum.max_call_mono) b->cur.sum.max_call_mono = r->t_enter;
   if ((uint32_t)r->api < 128u) b->cur.sum.api_bits[r->api / 64] |= 1ull << (r->api % 64);
   int kind = nsp_api_kind(r->api);
@@ -176,18 +243,27 @@ static int on_call(struct nsp_index_builder *b, const struct nsp_rec *r) {
     nsp_pend_from_call(&e, r);
     if (nsp_pend_call(&b->pend, &e) < 0) return -1;
   }
+  /* Groups: the analyzer opens one at its first call on a communicator
+   * and closes it at the outermost end (nsp_an_load.c open_group); a
+   * frame is clean only when it leaves none open. */
+  int group_end = r->api == NSP_API_GroupEnd || r->api == NSP_API_GroupSimulateEnd;
+  if (r->group_id && r->comm && !nsp_u64map_get(&b->groups, r->group_id) &&
+      nsp_u64map_put(&b->groups, r->group_id, 1) < 0)
+    return -1;
+  if (group_end && r->group_id && r->group_depth <= 1) nsp_u64map_del(&b->groups, r->group_id);
+  if (!r->comm && (r->api == NSP_API_GroupStart || group_end) && !is_error(r->result)) return 0;
   struct nsp_ix_local *l = r->comm ? loc_of(b, r->comm) : NULL;
+  if (kind == NSP_K_P2P && l) return on_p2p(b, r, l);
   if (kind != NSP_K_COLL || !l) {
     b->clean = 0;
     return 0;
   }
   if (r->seq && block_add(b, r->comm, l, r) < 0) return -1;
   int ok = !is_error(r->result);
-  if (!(l->known && !l->bad && ok && !r->group_id && r->seq && r->seq == l->prev + 1 &&
+  if (!(l->known && !l->bad && ok && r->seq && r->seq == l->prev + 1 &&
         !(nsp_api_has_redop(r->api) && (r->redop < 0 || r->redop >= ncclNumOps))))
     b->clean = 0;
   if (ok && r->seq) l->prev = r->seq;
-  if (r->flags & NSP_CALL_UNTRACKED) b->cur.sum.untracked++;
   struct nsp_ix_comm *c = comm_entry(b, r->comm, l);
   if (!c) return -1;
   c->ncoll++;
@@ -230,7 +306,7 @@ int nsp_index_add(struct nsp_index_builder *b, const struct nsp_rec *r) {
       break;
     case NSP_REC_COMPLETION: {
       b->cur.sum.completions++;
-      if (r->group_id || !(r->flags & (NSP_DONE_OK | NSP_DONE_CAPTURED))) b->clean = 0;
+      if (!(r->flags & (NSP_DONE_OK | NSP_DONE_CAPTURED))) b->clean = 0;
       if (!b->tracking) break;
       struct done_ctx dc = {b, 0};
       ret = nsp_pend_done(&b->pend, r, on_done, &dc);
@@ -261,8 +337,10 @@ int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_bu
   uint64_t frame = ix->frame_no;
   /* The anchors: the oldest frame the table's open entries came from. */
   uint64_t open_from = frame + 1;
-  int no_anchor = b->pend.overflow || b->pend.done_group.len > 0;
-  for (size_t i = 0; i < b->pend.n; i++) {
+  /* Past NSP_INDEX_SCAN_MAX entries (calls that never complete pile up)
+   * the scan is not made: the analyzer decodes such a trace whole. */
+  int no_anchor = b->pend.overflow || b->pend.done_group.len > 0 || b->pend.live > NSP_INDEX_SCAN_MAX;
+  for (size_t i = 0; i < b->pend.n && b->pend.live && !no_anchor; i++) {
     const struct nsp_pend *e = &b->pend.v[i];
     if (e->state == NSP_PEND_FREE || e->frame >= open_from) continue;
     if (e->state == NSP_PEND_WAIT) { /* done as far as the analyzer's end goes: a later call on its stream was */
@@ -272,7 +350,9 @@ int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_bu
     open_from = e->frame;
   }
   uint64_t early_from = b->pend.early_min == UINT32_MAX ? frame + 1 : b->pend.early_min;
-  size_t need = 8 + 4 + 20 * 10 + ix->ncomm * 60 + ix->nstream * 20 + ix->nblock * 40 + ix->nident * 40;
+  size_t need = 8 + 4 + 20 * 10 + ix->ncomm * 60 + ix->nstream * 20 + ix->nblock * 40 + ix->nident * 40 +
+                ix->np2p * 70;
+  if (b->groups.len) b->clean = 0; /* a group still open: its calls' frames are read */
   size_t start = out->len;
   if (nsp_buf_reserve(out, need) < 0) return -1;
   out->len += 8; /* magic and size, below */
@@ -283,7 +363,7 @@ int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_bu
   put(out, data_size);
   put(out, ix->sum.nrec);
   put(out, ix->sum.kinds);
-  put(out, (b->clean ? NSP_IX_CLEAN : 0) | (no_anchor ? NSP_IX_NO_ANCHOR : 0));
+  put(out, (b->clean && !b->group_at_start ? NSP_IX_CLEAN : 0) | (no_anchor ? NSP_IX_NO_ANCHOR : 0));
   put(out, ix->sum.max_mono);
   put(out, ix->sum.max_call_mono);
   put(out, ix->sum.api_bits[0]);
@@ -311,6 +391,12 @@ int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_bu
     const struct nsp_ix_ident *d = &ix->ident[i];
     put(out, d->local), put_u64(out, d->comm_id), put_z(out, d->rank), put_z(out, d->nranks);
   }
+  put(out, ix->np2p);
+  for (size_t i = 0; i < ix->np2p; i++) {
+    const struct nsp_ix_p2p *e = &ix->p2p[i];
+    put(out, e->local), put_z(out, e->peer), put(out, e->dir), put(out, e->k0), put(out, e->n), put(out, e->count);
+    put_z(out, e->dtype);
+  }
   uint32_t magic = NSP_INDEX_MAGIC, size = (uint32_t)(out->len - start - 8);
   for (int i = 0; i < 4; i++) out->data[start + i] = (uint8_t)(magic >> (8 * i));
   for (int i = 0; i < 4; i++) out->data[start + 4 + i] = (uint8_t)(size >> (8 * i));
@@ -320,6 +406,8 @@ int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_bu
 void nsp_index_next(struct nsp_index_builder *b, int ok) {
   if (!ok) b->broken = 1;
   for (size_t i = 0; i < b->nloc; i++) b->loc[i].ci = 0;
+  for (size_t i = 0; i < b->np2p; i++) b->p2p[i].fi = 0;
+  b->group_at_start = b->groups.len > 0;
   uint64_t next = b->cur.frame_no + 1;
   frame_reset(&b->cur);
   b->cur.frame_no = next;
@@ -410,6 +498,23 @@ int nsp_index_parse(const uint8_t *payload, size_t len, struct nsp_frame_index *
     d->rank = unzig(v);
     GET(v);
     d->nranks = unzig(v);
+  }
+  if (p == end) return 0; /* no send/recv section */
+  GET(n);
+  if (n > len || nsp_grow(&ix->p2p, &ix->p2p_cap, n, sizeof *ix->p2p) < 0) return -1;
+  for (ix->np2p = 0; ix->np2p < n; ix->np2p++) {
+    struct nsp_ix_p2p *e = &ix->p2p[ix->np2p];
+    GET(v);
+    e->local = (uint32_t)v;
+    GET(v);
+    e->peer = unzig(v);
+    GET(v);
+    e->dir = (uint32_t)v;
+    GET(e->k0);
+    GET(e->n);
+    GET(e->count);
+    GET(v);
+    e->dtype = unzig(v);
   }
   return 0;
 }

@@ -8,11 +8,14 @@
  *   - its size in bytes, so a reader hops from index to index without
  *     touching the data;
  *   - what folding its records into the analyzer's model does, when the
- *     frame is "clean" (only successful, ungrouped collectives, each the
- *     next seq of its communicator, with built-in reduction ops, and their
- *     successful COMPLETIONs): records, calls, times, the APIs, per
- *     communicator the calls and seq range and the highest seq completed,
- *     per stream the latest call completed;
+ *     frame is "clean" (only successful collectives, each the next seq of
+ *     its communicator, with built-in reduction ops; successful sends and
+ *     receives, each the next of its peer and direction, of one count and
+ *     dtype per peer and direction in the frame; groups opened and closed
+ *     in it; and successful COMPLETIONs): records, calls, times, the APIs,
+ *     per communicator the collectives and seq range and the highest seq
+ *     completed, per peer and direction the run of sends or receives, per
+ *     stream the latest call completed;
  *   - the digests of the collective signatures (api class, count in
  *     elements, dtype, reduction op, root) of each block of
  *     NSP_INDEX_BLOCK seqs of a communicator that the frame completed,
@@ -67,6 +70,14 @@ struct nsp_ix_block { /* a block of seqs a communicator's calls left in this fra
   uint32_t n;      /* collectives in it */
   uint32_t tainted; /* an error, a user reduction op, a seq out of order: not comparable */
 };
+struct nsp_ix_p2p { /* sends or receives of a comm index to one peer in the frame: one run */
+  uint32_t local;
+  int32_t peer;
+  uint32_t dir;    /* 0 send, 1 receive */
+  uint64_t k0, n;  /* the analyzer's numbers (seq, plus failed calls before) k0 .. k0 + n - 1 */
+  uint64_t count;  /* elements, each call's */
+  int32_t dtype;
+};
 struct nsp_ix_ident { /* a COMM record of the frame */
   uint32_t local;
   uint64_t comm_id;
@@ -92,12 +103,13 @@ struct nsp_frame_index {
   struct nsp_ix_summary sum;
   uint64_t open_from;  /* least frame_no of a table entry open at its end; frame_no + 1 none */
   uint64_t early_from; /* least frame_no of an early completion a call in it cancelled; frame_no + 1 none */
-  size_t ncomm, nstream, nblock, nident;
+  size_t ncomm, nstream, nblock, nident, np2p;
   struct nsp_ix_comm *comm;
   struct nsp_ix_stream *stream;
   struct nsp_ix_block *block;
   struct nsp_ix_ident *ident;
-  size_t comm_cap, stream_cap, block_cap, ident_cap;
+  struct nsp_ix_p2p *p2p; /* in the order of their first call in the frame */
+  size_t comm_cap, stream_cap, block_cap, ident_cap, p2p_cap;
 };
 
 void nsp_frame_index_free(struct nsp_frame_index *ix);
@@ -109,6 +121,7 @@ int nsp_index_parse(const uint8_t *payload, size_t len, struct nsp_frame_index *
 
 /* The writers' side: fed every record of the trace in order. */
 struct nsp_ix_local;
+struct nsp_ix_p2pstate;
 struct nsp_index_builder {
   struct nsp_pend_tab pend; /* the analyzer's completion table, entries stamped with their frame */
   int tracking;             /* the PROCESS record's tracking has NSP_TRACK_COMPLETION */
@@ -118,6 +131,11 @@ struct nsp_index_builder {
   struct nsp_frame_index cur; /* the frame being built */
   int clean;
   struct nsp_u64map stream_done; /* stream -> latest t_enter of a call completed on it (OK or captured) */
+  struct nsp_u64map p2p_index;   /* (comm index, peer, direction) -> its entry in p2p + 1 */
+  struct nsp_ix_p2pstate *p2p;
+  size_t np2p, p2p_cap;
+  struct nsp_u64map groups;      /* group ids open (a call on a communicator in it, no outermost end yet) */
+  int group_at_start;            /* a group was open when the frame began */
 };
 
 void nsp_index_init(struct nsp_index_builder *b);

@@ -151,7 +151,7 @@ struct pframe {
   size_t off; /* the data frame's byte offset */
   struct nsp_ix_summary sum;
   uint64_t open_from, early_from, flags;
-  size_t comm0, ncomm, stream0, nstream;
+  size_t comm0, ncomm, stream0, nstream, p2p0, np2p;
   uint8_t need;
 };
 
@@ -162,6 +162,8 @@ struct tframes {
   size_t ncomm, comm_cap;
   struct nsp_ix_stream *stream;
   size_t nstream, stream_cap;
+  struct nsp_ix_p2p *p2p;
+  size_t np2p, p2p_cap;
   /* the scan's: comm ids by comm index, as the idents so far say */
   uint64_t *local_id;
   size_t nlocal;
@@ -173,6 +175,7 @@ static void tframes_free(struct tframes *tf) {
   free(tf->f);
   free(tf->comm);
   free(tf->stream);
+  free(tf->p2p);
   free(tf->local_id);
   memset(tf, 0, sizeof *tf);
 }
@@ -223,7 +226,8 @@ static int on_index(void *ctx, const struct nsp_frame_index *x, size_t data_off)
   struct tframes *tf = ctx;
   if (nsp_grow(&tf->f, &tf->cap, tf->n + 1, sizeof *tf->f) < 0 ||
       nsp_grow(&tf->comm, &tf->comm_cap, tf->ncomm + x->ncomm, sizeof *tf->comm) < 0 ||
-      nsp_grow(&tf->stream, &tf->stream_cap, tf->nstream + x->nstream, sizeof *tf->stream) < 0) {
+      nsp_grow(&tf->stream, &tf->stream_cap, tf->nstream + x->nstream, sizeof *tf->stream) < 0 ||
+      nsp_grow(&tf->p2p, &tf->p2p_cap, tf->np2p + x->np2p, sizeof *tf->p2p) < 0) {
     tf->oom = 1;
     return 1;
   }
@@ -242,6 +246,10 @@ static int on_index(void *ctx, const struct nsp_frame_index *x, size_t data_off)
   p->nstream = x->nstream;
   memcpy(tf->stream + tf->nstream, x->stream, x->nstream * sizeof *x->stream);
   tf->nstream += x->nstream;
+  p->p2p0 = tf->np2p;
+  p->np2p = x->np2p;
+  memcpy(tf->p2p + tf->np2p, x->p2p, x->np2p * sizeof *x->p2p);
+  tf->np2p += x->np2p;
   /* The trace's comm ids (and, scanning, the ranks it claims). */
   for (size_t i = 0; i < x->nident; i++) {
     const struct nsp_ix_ident *d = &x->ident[i];
@@ -526,6 +534,7 @@ void nsp_an_plan_free(struct nsp_an_plan *p) {
   free(p->f);
   free(p->comm);
   free(p->stream);
+  free(p->p2p);
   free(p);
 }
 
@@ -587,13 +596,18 @@ struct nsp_an_plan *nsp_an_plan_make(const struct nsp_an_ixjob *ix, const char *
     o->ncomm = q->ncomm;
     o->stream0 = q->stream0;
     o->nstream = q->nstream;
+    o->p2p0 = q->p2p0;
+    o->np2p = q->np2p;
   }
   p->comm = tf.comm;
   p->ncomm = tf.ncomm;
   p->stream = tf.stream;
   p->nstream = tf.nstream;
+  p->p2p = tf.p2p;
+  p->np2p = tf.np2p;
   tf.comm = NULL;
   tf.stream = NULL;
+  tf.p2p = NULL;
   tframes_free(&tf);
   return p;
 }

@@ -844,8 +844,7 @@ static int plan_skip(struct nsp_job *job, struct nsp_trace *t, const struct nsp_
   if (x->max_mono) seen(t, x->max_mono);
   for (int a = 0; a < NSP_API_COUNT && a < 128; a++)
     if (x->api_bits[a / 64] >> (a % 64) & 1) t->api_seen[a / 8] |= (uint8_t)(1u << (a % 8));
-  t->info.calls += x->calls;
-  t->info.work_calls += x->calls;
+  t->info.calls += x->calls; /* collectives, sends and receives, group starts and ends */
   if (x->max_call_mono > t->max_call_mono) t->max_call_mono = x->max_call_mono;
   t->info.untracked_calls += x->untracked;
   t->info.completions += x->completions;
@@ -860,6 +859,7 @@ static int plan_skip(struct nsp_job *job, struct nsp_trace *t, const struct nsp_
     struct nsp_an_comm *c = job->comms[m->comm];
     NSP_TRY(note_span(t, f->off, cc->local, cc->lo));
     NSP_TRY(note_span(t, f->off, cc->local, cc->hi));
+    t->info.work_calls += cc->ncoll;
     m->calls += cc->ncoll;
     m->nuntracked += cc->untracked;
     m->has_refused = 0;
@@ -870,6 +870,45 @@ static int plan_skip(struct nsp_job *job, struct nsp_trace *t, const struct nsp_
       m->last_seq = cc->hi;
       m->last_rec = t->info.records;
     }
+  }
+  /* Sends and receives: each peer and direction's run, as on_p2p makes it. */
+  for (size_t i = 0; i < f->np2p; i++) {
+    const struct nsp_ix_p2p *e = &pl->p2p[f->p2p0 + i];
+    t->info.work_calls += e->n;
+    struct nsp_member *m = local_member(job, t, e->local);
+    if (!m) {
+      t->orphan_calls += e->n;
+      continue;
+    }
+    size_t *pi = nsp_u64map_get(&m->p2p_index, (uint64_t)(int64_t)e->peer);
+    struct nsp_p2p *p;
+    if (pi) {
+      p = &m->p2p[*pi];
+    } else {
+      NSP_TRY(nsp_grow(&m->p2p, &m->p2p_cap, m->np2p + 1, sizeof *m->p2p));
+      NSP_TRY(nsp_u64map_put(&m->p2p_index, (uint64_t)(int64_t)e->peer, m->np2p));
+      p = &m->p2p[m->np2p++];
+      memset(p, 0, sizeof *p);
+      p->peer = e->peer;
+    }
+    struct nsp_runs *rs = &p->dir[e->dir ? 1 : 0];
+    struct nsp_run *last = rs->n ? &rs->v[rs->n - 1] : NULL;
+    if (last && last->count == e->count && last->dtype == e->dtype && e->k0 == last->seq0 + last->n) {
+      last->n += e->n;
+    } else {
+      NSP_TRY(nsp_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v));
+      struct nsp_run *r = &rs->v[rs->n++];
+      r->seq0 = e->k0;
+      r->n = e->n;
+      r->count = e->count;
+      r->dtype = e->dtype;
+    }
+    if (e->k0 + e->n - 1 >= rs->max_seq) {
+      rs->max_seq = e->k0 + e->n - 1;
+      rs->last_rec = t->info.records;
+    }
+    m->calls += e->n;
+    job->comms[m->comm]->info.np2p += e->n;
   }
   return 0;
 }

@@ -547,6 +547,7 @@ struct nsp_an_pframe {
   struct nsp_ix_summary sum;
   size_t comm0, ncomm;     /* its communicators' entries in plan.comm */
   size_t stream0, nstream; /* its streams' in plan.stream */
+  size_t p2p0, np2p;       /* its runs of sends and receives in plan.p2p */
 };
 struct nsp_an_plan {
   struct nsp_an_pframe *f; /* by offset */
@@ -555,6 +556,8 @@ struct nsp_an_plan {
   size_t ncomm;
   struct nsp_ix_stream *stream;
   size_t nstream;
+  struct nsp_ix_p2p *p2p;
+  size_t np2p;
 };
 /* Reads the indexes of the n files a load is about to read into
  * job->ix (NULL when none has one, with --full-read, or for one file).

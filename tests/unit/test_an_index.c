@@ -10,7 +10,7 @@
  * random places a dtype mismatch on the world, a count mismatch on a
  * split, a rank that stops early, a refused collective, a new call site,
  * a rank without an index, a trace cut in the middle, a copy of a trace,
- * send/recv in groups.  NSP_TEST_SEED picks one seed (default: several
+ * send/recv in groups, a send of another count.  NSP_TEST_SEED picks one seed (default: several
  * fixed ones); the seed and the faults are printed, so a failure can be
  * replayed. */
 #include <setjmp.h>
@@ -119,7 +119,7 @@ struct fault {
 };
 
 struct job_faults {
-  struct fault dtype, count, stop, refuse, site, lost, early;
+  struct fault dtype, count, stop, refuse, site, lost, early, p2pbad;
   int no_index, cut, copy, p2p, lag;
 };
 
@@ -186,7 +186,8 @@ static void generated_job(const char *dir, uint64_t seed, const struct job_fault
       if (jf->p2p && st % 7 == 0) {
         nsp_tracegen_set_auto_complete(g, 1, 1000);
         nsp_tracegen_group(g, 1);
-        nsp_tracegen_p2p(g, NSP_API_Send, w, 256, ncclFloat16, (r + 1) % RANKS);
+        nsp_tracegen_p2p(g, NSP_API_Send, w, at(jf->p2pbad, r, st) ? 255 : 256, ncclFloat16,
+                         (r + 1) % RANKS);
         nsp_tracegen_p2p(g, NSP_API_Recv, w, 256, ncclFloat16, (r + RANKS - 1) % RANKS);
         nsp_tracegen_group(g, 0);
         nsp_tracegen_set_auto_complete(g, 0, 0);
@@ -223,14 +224,16 @@ static void one_seed(uint64_t seed, int healthy) {
   jf.no_index = any && rng_next(&s) % 8 == 0 ? (int)(rng_next(&s) % RANKS) : -1;
   jf.cut = any && rng_next(&s) % 5 == 0 ? (int)(rng_next(&s) % RANKS) : -1;
   jf.copy = any && rng_next(&s) % 5 == 0 ? (int)(rng_next(&s) % RANKS) : -1;
-  jf.p2p = rng_next(&s) % 6 == 0;
+  jf.p2p = rng_next(&s) % 4 == 0;
+  jf.p2pbad = pick(&s, any && jf.p2p && rng_next(&s) % 2, 0);
+  jf.p2pbad.step -= jf.p2pbad.step % 7; /* a step with send/recv */
   jf.lag = (int)(rng_next(&s) % LAG_MAX);
   print_message("seed %llu:%s dtype %d@%d count %d@%d stop %d@%d refuse %d@%d site %d@%d lost %d@%d early %d@%d "
-                "no-index %d cut %d copy %d p2p %d lag %d\n",
+                "no-index %d cut %d copy %d p2p %d (bad %d@%d) lag %d\n",
                 (unsigned long long)seed, healthy ? " healthy" : "", jf.dtype.rank, jf.dtype.step, jf.count.rank,
                 jf.count.step, jf.stop.rank, jf.stop.step, jf.refuse.rank, jf.refuse.step, jf.site.rank, jf.site.step,
                 jf.lost.rank, jf.lost.step, jf.early.rank, jf.early.step, jf.no_index, jf.cut, jf.copy, jf.p2p,
-                jf.lag);
+                jf.p2pbad.rank, jf.p2pbad.step, jf.lag);
   char dir[256];
   assert_int_equal(nsp_case_mkdtemp(dir, sizeof dir), 0);
   generated_job(dir, seed, &jf);
@@ -241,7 +244,7 @@ static void one_seed(uint64_t seed, int healthy) {
     assert_non_null(strstr(rep, "mismatch"));
   /* With every rank indexed, nothing cut and no send/recv groups, most
    * frames are stepped over: the index is used, not just harmless. */
-  if (jf.no_index < 0 && jf.cut < 0 && !jf.p2p) assert_true(skipped > 0);
+  if (jf.no_index < 0 && jf.cut < 0) assert_true(skipped > 0);
   if (healthy) assert_true(skipped >= (uint64_t)RANKS * 4);
   free(rep);
   nsp_case_rmdir(dir);
