@@ -185,9 +185,10 @@ static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *d
 
 /* A send or receive (nsp_an_load.c on_p2p numbers it k = seq + failed
  * calls before it, and runs calls of one count and dtype whose numbers
- * follow).  Clean when it succeeded, has its seq, follows its peer and
- * direction's last call, and has the count and dtype of the others to
- * that peer in the frame. */
+ * follow).  Clean when it succeeded, has its seq and follows its peer
+ * and direction's last call.  The frame's entries are runs in the order
+ * of their first calls; applied one after another with on_p2p's rule
+ * they make what the calls one by one would. */
 static int on_p2p(struct nsp_index_builder *b, const struct nsp_rec *r, struct nsp_ix_local *l) {
   uint32_t dir = r->api == NSP_API_Send ? 0 : 1;
   uint64_t key = nsp_u64map_hash(((uint64_t)r->comm << 33) ^ ((uint64_t)dir << 32) ^ (uint32_t)r->peer);
@@ -215,12 +216,10 @@ static int on_p2p(struct nsp_index_builder *b, const struct nsp_rec *r, struct n
   if (r->seq && k > p->last_k) p->last_k = k;
   if (!r->seq) p->last_k = UINT64_MAX - 1; /* numbered by the analyzer's max: never clean again */
   if (!ok || !r->seq) return 0;
-  struct nsp_ix_p2p *e;
-  if (p->fi) {
-    e = &b->cur.p2p[p->fi - 1];
-    if (e->count != r->count || e->dtype != r->dtype || k != e->k0 + e->n) b->clean = 0;
-    e->n++;
-  } else {
+  struct nsp_ix_p2p *e = p->fi ? &b->cur.p2p[p->fi - 1] : NULL;
+  if (e && e->count == r->count && e->dtype == r->dtype && k == e->k0 + e->n) {
+    e->n++; /* the run goes on */
+  } else { /* a new run (the analyzer's runs join them again where they follow) */
     if (nsp_grow(&b->cur.p2p, &b->cur.p2p_cap, b->cur.np2p + 1, sizeof *b->cur.p2p) < 0) return -1;
     e = &b->cur.p2p[b->cur.np2p++];
     *e = (struct nsp_ix_p2p){r->comm, r->peer, dir, k, 1, r->count, r->dtype};
@@ -306,7 +305,10 @@ int nsp_index_add(struct nsp_index_builder *b, const struct nsp_rec *r) {
       break;
     case NSP_REC_COMPLETION: {
       b->cur.sum.completions++;
-      if (!(r->flags & (NSP_DONE_OK | NSP_DONE_CAPTURED))) b->clean = 0;
+      /* One the table drops (nsp_pend.c finish): not one that keeps its
+       * call as never completed. */
+      if (!(r->flags & (NSP_DONE_OK | NSP_DONE_CAPTURED)) && (r->flags & (NSP_DONE_ERROR | NSP_DONE_ABANDONED)))
+        b->clean = 0;
       if (!b->tracking) break;
       struct done_ctx dc = {b, 0};
       ret = nsp_pend_done(&b->pend, r, on_done, &dc);
@@ -331,6 +333,22 @@ static void put_u64(struct nsp_buf *o, uint64_t v) {
   for (int i = 0; i < 8; i++) o->data[o->len++] = (uint8_t)(v >> (8 * i));
 }
 
+/* An early completion no later call can cancel: the call of its key has
+ * been made and succeeded (seqs only grow, and only a refused call's seq
+ * is taken again), so it matches nothing and the end ignores it. */
+static int early_dead(const struct nsp_index_builder *b, const struct nsp_pend *e) {
+  if (!e->seq || e->local >= b->nloc) return 0;
+  int kind = nsp_api_kind(e->api);
+  if (kind == NSP_K_COLL) return b->loc[e->local].prev >= e->seq;
+  if (kind != NSP_K_P2P) return 0;
+  uint32_t dir = e->api == NSP_API_Send ? 0 : 1;
+  uint64_t key = nsp_u64map_hash(((uint64_t)e->local << 33) ^ ((uint64_t)dir << 32) ^ (uint32_t)e->peer);
+  const size_t *v = nsp_u64map_get(&b->p2p_index, key);
+  const struct nsp_ix_p2pstate *p = v ? &b->p2p[*v - 1] : NULL;
+  return p && p->local == e->local && p->peer == e->peer && p->dir == dir && !p->failed && p->last_k >= e->seq &&
+         p->last_k != UINT64_MAX - 1;
+}
+
 int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_buf *out) {
   if (b->broken) return -1;
   struct nsp_frame_index *ix = &b->cur;
@@ -347,6 +365,7 @@ int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_bu
       const size_t *later = nsp_u64map_get(&b->stream_done, e->stream);
       if (later && (uint64_t)*later > e->t_enter) continue;
     }
+    if (e->state == NSP_PEND_EARLY && early_dead(b, e)) continue;
     open_from = e->frame;
   }
   uint64_t early_from = b->pend.early_min == UINT32_MAX ? frame + 1 : b->pend.early_min;

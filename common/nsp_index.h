@@ -70,7 +70,7 @@ struct nsp_ix_block { /* a block of seqs a communicator's calls left in this fra
   uint32_t n;      /* collectives in it */
   uint32_t tainted; /* an error, a user reduction op, a seq out of order: not comparable */
 };
-struct nsp_ix_p2p { /* sends or receives of a comm index to one peer in the frame: one run */
+struct nsp_ix_p2p { /* a run of sends or receives of a comm index to one peer in the frame */
   uint32_t local;
   int32_t peer;
   uint32_t dir;    /* 0 send, 1 receive */

@@ -14,7 +14,8 @@
  * Then each trace's plan (nsp_an_plan_make, on the thread that opens
  * it) decodes: its frames that are not clean (any record but successful
  * ungrouped collectives and their completions), those holding a seq of
- * a block that is not clean, its tail (frames holding its last
+ * a block that is not clean, its tail (its last frames up to one with a
+ * call; with a crash ring beside it, those holding its last
  * NSP_TAIL_CALLS calls or more), the frame of its last collective on
  * each communicator, and before each run of those, the frames back to
  * the run's anchor, so that the completion table a run starts with
@@ -38,8 +39,10 @@
 #include "nsp_hash.h"
 #include "nsp_index.h"
 
-/* Calls a trace's tail holds at least: the end's record of recent calls
- * (nsp_an_end.c NSP_RECENT) sees only decoded ones. */
+/* Calls the tail of a trace with a crash ring holds at least: its
+ * INFLIGHT records are told from the calls that returned by the end's
+ * record of recent calls (nsp_an_end.c NSP_RECENT), which sees only
+ * decoded ones. */
 #define NSP_TAIL_CALLS 4096
 
 /* A regular file opened for pread, never blocking (a FIFO named like a
@@ -168,6 +171,7 @@ struct tframes {
   uint64_t *local_id;
   size_t nlocal;
   struct nsp_an_ixjob *ix; /* the scan's, or NULL */
+  int ring;                /* "<trace>.ring" exists: its INFLIGHT records want the recent calls decoded */
   int oom;
 };
 
@@ -280,12 +284,28 @@ static int on_index(void *ctx, const struct nsp_frame_index *x, size_t data_off)
   return tf->oom;
 }
 
+/* Whether the trace has a crash ring beside it (nsp_reader_open reads
+ * "<path>.ring"; a trace in memory has none). */
+static int has_ring(const char *path, const uint8_t *mem) {
+  if (mem || !path) return 0;
+  size_t n = strlen(path);
+  char *rp = malloc(n + 6);
+  if (!rp) return 1;
+  memcpy(rp, path, n);
+  memcpy(rp + n, ".ring", 6);
+  struct stat st;
+  int r = lstat(rp, &st) == 0;
+  free(rp);
+  return r;
+}
+
 /* Reads path's (or mem's) indexes into tf.  Returns 1 when every frame
  * had one, 0 when they stop before the end (or there are none), -1 out
  * of memory. */
 static int read_frames(struct tframes *tf, const char *path, const uint8_t *mem, size_t len) {
   struct nsp_frame_index scratch;
   memset(&scratch, 0, sizeof scratch);
+  tf->ring = has_ring(path, mem);
   size_t end;
   if (mem) {
     end = len >= NSP_HEADER_SIZE ? nsp_index_walk_mem(mem, len, NSP_HEADER_SIZE, &scratch, on_index, tf) : 0;
@@ -360,14 +380,15 @@ static uint64_t *last_seqs(const struct tframes *tf, size_t *n) {
 }
 
 /* The frames a trace decodes whatever the other ranks did: not clean,
- * its tail, its last collective on each communicator.  0, -1 out of
- * memory. */
+ * its tail (its last frame; with a crash ring, whose calls in flight are
+ * told from the last NSP_TAIL_CALLS calls, the frames of those), its last
+ * collective on each communicator.  0, -1 out of memory. */
 static int need_own(struct tframes *tf) {
-  uint64_t calls = 0;
+  uint64_t calls = 0, tail = tf->ring ? NSP_TAIL_CALLS : 1;
   for (size_t k = tf->n; k-- > 0;) {
     struct pframe *p = &tf->f[k];
     if (!(p->flags & NSP_IX_CLEAN)) p->need = 1;
-    if (calls < NSP_TAIL_CALLS) p->need = 1;
+    if (calls < tail) p->need = 1;
     calls += p->sum.calls;
   }
   size_t m;

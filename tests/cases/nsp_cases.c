@@ -1246,6 +1246,22 @@ static void nsp_cases_skipped_coll(struct nsp_cases_job *job)
   }
 }
 
+/* 3,000 steps of an all-reduce, an all-gather and a reduce-scatter on
+ * the world; at step 2,900 rank 1 skips the all-gather (seq 8,702): a
+ * long trace whose first 8,700 seqs every rank agrees on, for the trace
+ * index (issue #16). */
+static void nsp_cases_late_skip(struct nsp_cases_job *job)
+{
+  struct nsp_cases_comm *w = &job->comms[0];
+  int step;
+  for (step = 0; step < 3000; step++) {
+    nsp_cases_coll_unchecked(job, w, K_AR);
+    if (!(step == 2900 && job->rank == 1))
+      nsp_cases_coll_unchecked(job, w, K_AG);
+    nsp_cases_coll_unchecked(job, w, K_RS);
+  }
+}
+
 struct nsp_cases_case {
   const char *id, *name;
   int nranks; /* 0: any even number >= 2 */
@@ -1293,6 +1309,8 @@ static const struct nsp_cases_case nsp_cases_table[] = {
    "rank 1 issues an extra all-gather at seq 12 in the middle of a loop"},
   {"skipped-coll", "skipped-coll", 4, 0, NULL, nsp_cases_skipped_coll,
    "rank 1 skips the all-gather at seq 11 in the middle of a loop"},
+  {"late-skip", "late-skip", 4, 0, NULL, nsp_cases_late_skip,
+   "3000 steps; rank 1 skips the all-gather at seq 8702 (the trace index steps over the rest)"},
   {"split-job-ranks", "split-job-ranks", 4, 0, NULL, nsp_cases_split_job_ranks,
    "odd{1,3} (child ranks 0,1) seq 2: job rank 3 float16, job rank 1 float32"},
   {"group-error", "group-error", 2, 0, NULL, nsp_cases_group_error,
