@@ -136,15 +136,17 @@ static int encode_all_ix(const struct nsp_rec *v, size_t n, struct nsp_buf *out,
   out->len = 0;
   ixo->len = 0;
   int ret = 0;
+  size_t start = 0; /* the frame's first byte (the index hashes the frame's bytes) */
   for (size_t i = 0; i < n && !ret; i++) {
     if (i % NSP_FRAME_RECORDS == 0) {
-      if (i && (nsp_index_put(&b, out->len, ixo) < 0)) ret = -1;
+      if (i && (nsp_index_put(&b, out->data + start, out->len - start, ixo) < 0)) ret = -1;
       nsp_index_next(&b, 1);
       nsp_codec_reset(c);
+      start = out->len;
     }
     if (nsp_encode(out, c, &v[i]) < 0 || nsp_index_add(&b, &v[i]) < 0) ret = -1;
   }
-  if (!ret && nsp_index_put(&b, out->len, ixo) < 0) ret = -1;
+  if (!ret && nsp_index_put(&b, out->data + start, out->len - start, ixo) < 0) ret = -1;
   nsp_index_free(&b);
   return ret;
 }

@@ -17,6 +17,7 @@ struct nsp_ix_local {
   uint64_t comm_id;
   int32_t rank, nranks;
   int known;    /* a successful COMM record with an id named it */
+  int member;   /* a COMM record with an id named it (the analyzer has a member for it: its calls are queued) */
   int bad;      /* named two communicators: its calls are never clean */
   uint64_t prev; /* seq of its last successful collective */
   int in_block;
@@ -235,9 +236,9 @@ static int on_call(struct nsp_index_builder *b, const struct nsp_rec *r) {
   if ((uint32_t)r->api < 128u) b->cur.sum.api_bits[r->api / 64] |= 1ull << (r->api % 64);
   int kind = nsp_api_kind(r->api);
   /* The analyzer's table takes exactly these calls (nsp_an_load.c
-   * on_call), or more: a call on a comm index it has no member for. */
+   * on_call: a member of the comm index, on_comm's, is needed). */
   if (b->tracking && !is_error(r->result) && !(r->flags & NSP_CALL_UNTRACKED) && r->comm &&
-      (kind == NSP_K_COLL || kind == NSP_K_P2P)) {
+      r->comm < b->nloc && b->loc[r->comm].member && (kind == NSP_K_COLL || kind == NSP_K_P2P)) {
     struct nsp_pend e;
     nsp_pend_from_call(&e, r);
     if (nsp_pend_call(&b->pend, &e) < 0) return -1;
@@ -276,6 +277,7 @@ static int on_comm(struct nsp_index_builder *b, const struct nsp_rec *r) {
   const struct nsp_rec_ext *x = r->ext;
   struct nsp_ix_local *l = loc_of(b, r->comm);
   if (!l || !x) return 0;
+  if (!(r->flags & NSP_COMM_NOCOLOR) && x->comm_id) l->member = 1; /* on_comm makes one, failed or not */
   if (is_error(r->result) || (r->flags & NSP_COMM_NOCOLOR) || !x->comm_id) return 0;
   if (l->known && l->comm_id != x->comm_id) l->bad = 1;
   l->known = 1;
@@ -349,7 +351,27 @@ static int early_dead(const struct nsp_index_builder *b, const struct nsp_pend *
          p->last_k != UINT64_MAX - 1;
 }
 
-int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_buf *out) {
+uint64_t nsp_index_data_hash(const uint8_t *p, size_t n) {
+  uint64_t h[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; l++) {
+      uint64_t w;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      memcpy(&w, p + i + 8 * (size_t)l, 8);
+#else
+      w = 0;
+      for (int k = 0; k < 8; k++) w |= (uint64_t)p[i + 8 * (size_t)l + (size_t)k] << (8 * k);
+#endif
+      h[l] = (h[l] ^ w) * 0x9e3779b97f4a7c15ull;
+      h[l] ^= h[l] >> 29;
+    }
+  uint64_t t = (uint64_t)n;
+  for (; i < n; i++) t = (t ^ p[i]) * 0x100000001b3ull;
+  return mix(mix(mix(mix(h[0], t), h[1]), h[2]), h[3]);
+}
+
+int nsp_index_put(struct nsp_index_builder *b, const uint8_t *data, size_t data_size, struct nsp_buf *out) {
   if (b->broken) return -1;
   struct nsp_frame_index *ix = &b->cur;
   uint64_t frame = ix->frame_no;
@@ -369,7 +391,7 @@ int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_bu
     open_from = e->frame;
   }
   uint64_t early_from = b->pend.early_min == UINT32_MAX ? frame + 1 : b->pend.early_min;
-  size_t need = 8 + 4 + 20 * 10 + ix->ncomm * 60 + ix->nstream * 20 + ix->nblock * 40 + ix->nident * 40 +
+  size_t need = 8 + 4 + 8 + 20 * 10 + ix->ncomm * 60 + ix->nstream * 20 + ix->nblock * 40 + ix->nident * 40 +
                 ix->np2p * 70;
   if (b->groups.len) b->clean = 0; /* a group still open: its calls' frames are read */
   size_t start = out->len;
@@ -380,6 +402,7 @@ int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_bu
   put(out, NSP_INDEX_VERSION);
   put(out, frame);
   put(out, data_size);
+  put_u64(out, nsp_index_data_hash(data, data_size));
   put(out, ix->sum.nrec);
   put(out, ix->sum.kinds);
   put(out, (b->clean && !b->group_at_start ? NSP_IX_CLEAN : 0) | (no_anchor ? NSP_IX_NO_ANCHOR : 0));
@@ -463,6 +486,7 @@ int nsp_index_parse(const uint8_t *payload, size_t len, struct nsp_frame_index *
   frame_reset(ix);
   GET(ix->frame_no);
   GET(ix->data_size);
+  if (get_u64(&p, end, &ix->data_hash) < 0) return -1;
   GET(ix->sum.nrec);
   GET(ix->sum.kinds);
   GET(ix->flags);
@@ -569,10 +593,10 @@ static const uint8_t *src_at(struct walk_src *s, size_t off, size_t n) {
   return s->buf;
 }
 
-static size_t walk(struct walk_src *s, size_t off, struct nsp_frame_index *ix,
+static size_t walk(struct walk_src *s, size_t off, int verify, size_t max_frames, struct nsp_frame_index *ix,
                    int (*fn)(void *ctx, const struct nsp_frame_index *ix, size_t data_off), void *ctx) {
   uint64_t want = 0;
-  for (;;) {
+  while (want < max_frames) {
     const uint8_t *h = src_at(s, off, 8);
     if (!h || le32(h) != NSP_INDEX_MAGIC) break;
     uint32_t plen = le32(h + 4);
@@ -580,9 +604,11 @@ static size_t walk(struct walk_src *s, size_t off, struct nsp_frame_index *ix,
     if (!pl || nsp_index_parse(pl, plen, ix) < 0 || ix->frame_no != want) break;
     size_t data_off = off + 8 + plen;
     if (ix->data_size > s->size - data_off || ix->data_size < 4) break;
-    /* The data frame is where the index says: a zstd frame's magic there. */
-    const uint8_t *d = src_at(s, data_off, 4);
+    /* The data frame is where the index says: a zstd frame's magic there,
+     * and (verify) the bytes the index hashed. */
+    const uint8_t *d = src_at(s, data_off, verify ? (size_t)ix->data_size : 4);
     if (!d || le32(d) != 0xFD2FB528u) break;
+    if (verify && nsp_index_data_hash(d, (size_t)ix->data_size) != ix->data_hash) break;
     if (fn(ctx, ix, data_off)) break;
     off = data_off + (size_t)ix->data_size;
     want++;
@@ -590,16 +616,18 @@ static size_t walk(struct walk_src *s, size_t off, struct nsp_frame_index *ix,
   return off;
 }
 
-size_t nsp_index_walk(int fd, size_t size, size_t off, struct nsp_frame_index *scratch,
+size_t nsp_index_walk(int fd, size_t size, size_t off, int verify, size_t max_frames,
+                      struct nsp_frame_index *scratch,
                       int (*fn)(void *ctx, const struct nsp_frame_index *ix, size_t data_off), void *ctx) {
   struct walk_src s = {fd, NULL, size, NULL, 0};
-  size_t r = walk(&s, off, scratch, fn, ctx);
+  size_t r = walk(&s, off, verify, max_frames, scratch, fn, ctx);
   free(s.buf);
   return r;
 }
 
-size_t nsp_index_walk_mem(const uint8_t *data, size_t size, size_t off, struct nsp_frame_index *scratch,
+size_t nsp_index_walk_mem(const uint8_t *data, size_t size, size_t off, int verify, size_t max_frames,
+                          struct nsp_frame_index *scratch,
                           int (*fn)(void *ctx, const struct nsp_frame_index *ix, size_t data_off), void *ctx) {
   struct walk_src s = {-1, data, size, NULL, 0};
-  return walk(&s, off, scratch, fn, ctx);
+  return walk(&s, off, verify, max_frames, scratch, fn, ctx);
 }

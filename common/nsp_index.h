@@ -99,6 +99,7 @@ struct nsp_ix_summary {
 struct nsp_frame_index {
   uint64_t frame_no;  /* data frames written before this one */
   uint64_t data_size; /* bytes of the data frame after the index */
+  uint64_t data_hash; /* nsp_index_data_hash of those bytes: a frame stepped over is checked, not decoded */
   uint64_t flags;     /* NSP_IX_* */
   struct nsp_ix_summary sum;
   uint64_t open_from;  /* least frame_no of a table entry open at its end; frame_no + 1 none */
@@ -143,23 +144,32 @@ void nsp_index_free(struct nsp_index_builder *b);
 /* One record, as it goes into the frame being built.  0 or -1 (out of
  * memory: the builder is broken and writes no more indexes). */
 int nsp_index_add(struct nsp_index_builder *b, const struct nsp_rec *r);
-/* Appends the index frame of the frame being built (data_size bytes once
- * compressed) to out.  0; -1 out of memory or broken (out unchanged). */
-int nsp_index_put(struct nsp_index_builder *b, uint64_t data_size, struct nsp_buf *out);
+/* Appends the index frame of the frame being built (its data frame, once
+ * compressed: data_size bytes at data) to out.  0; -1 out of memory or
+ * broken (out unchanged). */
+int nsp_index_put(struct nsp_index_builder *b, const uint8_t *data, size_t data_size, struct nsp_buf *out);
+
+/* The hash of a data frame's bytes an index holds (docs/FORMAT.md, "The
+ * index"): four lanes over 32-byte blocks of little-endian words, the
+ * tail bytes and the length, mixed; about 1 ns per 10 bytes. */
+uint64_t nsp_index_data_hash(const uint8_t *p, size_t n);
 /* The frame was written (ok) or lost (!ok: no index from here on): the
  * next frame's index starts. */
 void nsp_index_next(struct nsp_index_builder *b, int ok);
 
 /* Reading a trace's indexes from its file: from byte `off` (the first
  * frame, after the header), each index and the offset of its data frame,
- * until a frame without an index, the end, or damage.  fn returns 0 to go
- * on, nonzero to stop.  Returns the offset where indexes stop (the file's
- * size when every frame had one), or SIZE_MAX when the file cannot be
- * read. */
-size_t nsp_index_walk(int fd, size_t size, size_t off, struct nsp_frame_index *scratch,
+ * until a frame without an index, the end, damage, or (verify) a data
+ * frame whose bytes do not hash to what its index says; at most
+ * max_frames (SIZE_MAX: all).  fn returns 0 to go on, nonzero to stop.
+ * Returns the offset where indexes stop (the file's size when every
+ * frame had one). */
+size_t nsp_index_walk(int fd, size_t size, size_t off, int verify, size_t max_frames,
+                      struct nsp_frame_index *scratch,
                       int (*fn)(void *ctx, const struct nsp_frame_index *ix, size_t data_off), void *ctx);
 /* The same over a trace in memory. */
-size_t nsp_index_walk_mem(const uint8_t *data, size_t size, size_t off, struct nsp_frame_index *scratch,
+size_t nsp_index_walk_mem(const uint8_t *data, size_t size, size_t off, int verify, size_t max_frames,
+                          struct nsp_frame_index *scratch,
                           int (*fn)(void *ctx, const struct nsp_frame_index *ix, size_t data_off), void *ctx);
 
 #endif /* NSP_INDEX_H */

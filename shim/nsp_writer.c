@@ -232,7 +232,7 @@ static void file_flush(struct nsp_file *f) {
    * one (the builder ran out of memory) the frame goes alone. */
   const uint8_t *w = f->out.data;
   f->ix.len = 0;
-  if (nsp_index_put(&f->index, c, &f->ix) == 0 &&
+  if (nsp_index_put(&f->index, f->out.data, c, &f->ix) == 0 &&
       nsp_buf_reserve(&f->ix, c + NSP_SUMMARY_ROOM) == 0) {
     memcpy(f->ix.data + f->ix.len, f->out.data, c);
     w = f->ix.data;

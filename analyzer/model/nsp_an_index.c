@@ -74,6 +74,7 @@ struct ixcomm {
 };
 
 struct nsp_an_ixjob {
+  struct nsp_u64map verified; /* fnv(path) -> frames the scan checked + 1: a plan reads no index past them */
   struct nsp_u64map blk_index;
   struct ixblk *blk;
   size_t nblk, blk_cap;
@@ -140,6 +141,7 @@ static int block_clean(const struct nsp_an_ixjob *ix, uint64_t comm_id, uint64_t
 
 void nsp_an_index_free(struct nsp_an_ixjob *ix) {
   if (!ix) return;
+  nsp_u64map_free(&ix->verified);
   nsp_u64map_free(&ix->blk_index);
   nsp_u64map_free(&ix->comm_index);
   for (size_t i = 0; i < ix->ncm; i++) free(ix->cm[i].seen);
@@ -226,8 +228,25 @@ static void claim(struct tframes *tf, const struct nsp_ix_ident *d) {
   c->claims++;
 }
 
+/* Comm indexes past this are from no writer (nsp_index.c refuses them):
+ * such an index is not believed. */
+#define NSP_IX_LOCAL_MAX (1u << 20)
+
+static int locals_ok(const struct nsp_frame_index *x) {
+  for (size_t i = 0; i < x->ncomm; i++)
+    if (x->comm[i].local > NSP_IX_LOCAL_MAX) return 0;
+  for (size_t i = 0; i < x->nblock; i++)
+    if (x->block[i].local > NSP_IX_LOCAL_MAX) return 0;
+  for (size_t i = 0; i < x->nident; i++)
+    if (x->ident[i].local > NSP_IX_LOCAL_MAX) return 0;
+  for (size_t i = 0; i < x->np2p; i++)
+    if (x->p2p[i].local > NSP_IX_LOCAL_MAX) return 0;
+  return 1;
+}
+
 static int on_index(void *ctx, const struct nsp_frame_index *x, size_t data_off) {
   struct tframes *tf = ctx;
+  if (!locals_ok(x)) return 1; /* indexes stop here */
   if (nsp_grow(&tf->f, &tf->cap, tf->n + 1, sizeof *tf->f) < 0 ||
       nsp_grow(&tf->comm, &tf->comm_cap, tf->ncomm + x->ncomm, sizeof *tf->comm) < 0 ||
       nsp_grow(&tf->stream, &tf->stream_cap, tf->nstream + x->nstream, sizeof *tf->stream) < 0 ||
@@ -302,13 +321,16 @@ static int has_ring(const char *path, const uint8_t *mem) {
 /* Reads path's (or mem's) indexes into tf.  Returns 1 when every frame
  * had one, 0 when they stop before the end (or there are none), -1 out
  * of memory. */
-static int read_frames(struct tframes *tf, const char *path, const uint8_t *mem, size_t len) {
+static int read_frames(struct tframes *tf, const char *path, const uint8_t *mem, size_t len, int verify,
+                       size_t max_frames) {
   struct nsp_frame_index scratch;
   memset(&scratch, 0, sizeof scratch);
   tf->ring = has_ring(path, mem);
   size_t end;
   if (mem) {
-    end = len >= NSP_HEADER_SIZE ? nsp_index_walk_mem(mem, len, NSP_HEADER_SIZE, &scratch, on_index, tf) : 0;
+    end = len >= NSP_HEADER_SIZE
+              ? nsp_index_walk_mem(mem, len, NSP_HEADER_SIZE, verify, max_frames, &scratch, on_index, tf)
+              : 0;
   } else {
     struct stat st;
     int fd = open_regular(path, &st);
@@ -325,7 +347,7 @@ static int read_frames(struct tframes *tf, const char *path, const uint8_t *mem,
       if (hs >= 112 && hs <= (uint64_t)st.st_size) first = hs;
     }
     len = (size_t)st.st_size;
-    end = nsp_index_walk(fd, len, first, &scratch, on_index, tf);
+    end = nsp_index_walk(fd, len, first, verify, max_frames, &scratch, on_index, tf);
     close(fd);
   }
   nsp_frame_index_free(&scratch);
@@ -464,7 +486,9 @@ static void scan_marks(struct tframes *tf, int whole) {
 }
 
 /* The process a trace's header names (host, pid, clock pair: as the
- * loader tells copies apart, nsp_an_load.c process_key); 0 unreadable. */
+ * loader tells copies apart, nsp_an_load.c process_key); 0 when the
+ * header is not one nsp_reader_open accepts (the loader will not read
+ * the file: it claims no rank). */
 static uint64_t process_of(const char *path, const uint8_t *mem, size_t len) {
   uint8_t h[112];
   if (mem) {
@@ -476,12 +500,18 @@ static uint64_t process_of(const char *path, const uint8_t *mem, size_t len) {
     ssize_t got = fd >= 0 ? pread(fd, h, sizeof h, 0) : -1;
     if (fd >= 0) close(fd);
     if (got != (ssize_t)sizeof h) return 0;
+    len = (size_t)st.st_size;
   }
+  uint32_t major = h[8] | (uint32_t)h[9] << 8;
+  uint32_t hsize = h[12] | (uint32_t)h[13] << 8 | (uint32_t)h[14] << 16 | (uint32_t)h[15] << 24;
+  if (memcmp(h, NSP_MAGIC, 8) || major != NSP_FORMAT_MAJOR || hsize < 112 || hsize > len) return 0;
   uint64_t k = nsp_fnv1a(NSP_FNV_INIT, h + 48, strnlen((const char *)h + 48, NSP_HOST_MAX));
   k = nsp_fnv1a(k, h + 32, 4); /* pid */
   k = nsp_fnv1a(k, h + 16, 16); /* realtime_ns, monotonic_ns */
   return k ? k : 1;
 }
+
+static uint64_t path_key(const char *path) { return nsp_fnv1a(NSP_FNV_INIT, path, strlen(path)); }
 
 int nsp_an_index_scan(struct nsp_job *job, size_t n, const char *const *paths, uint8_t **mems, const size_t *lens) {
   nsp_an_index_free(job->ix);
@@ -498,8 +528,10 @@ int nsp_an_index_scan(struct nsp_job *job, size_t n, const char *const *paths, u
   memset(&procs, 0, sizeof procs);
   for (size_t k = 0; k < n; k++) {
     uint64_t who = process_of(paths[k], mems ? mems[k] : NULL, lens ? lens[k] : 0);
-    if (who && nsp_u64map_get(&procs, who)) continue; /* (a hash two processes share: counted short, not clean) */
-    if (who && nsp_u64map_put(&procs, who, k) < 0) {
+    /* Not a trace the loader reads, or a copy (a hash two processes share:
+     * counted short, so not clean): no claims, and no plan. */
+    if (!who || nsp_u64map_get(&procs, who)) continue;
+    if (nsp_u64map_put(&procs, who, k) < 0) {
       nsp_u64map_free(&procs);
       nsp_an_index_free(ix);
       return NSP_AN_ENOMEM;
@@ -507,12 +539,15 @@ int nsp_an_index_scan(struct nsp_job *job, size_t n, const char *const *paths, u
     struct tframes tf;
     memset(&tf, 0, sizeof tf);
     tf.ix = ix;
-    int whole = read_frames(&tf, paths[k], mems ? mems[k] : NULL, lens ? lens[k] : 0);
+    /* Every data frame's bytes are checked against its index: indexes
+     * stop at one that differs (damage a full read would see), and a
+     * plan reads no index past where the scan stopped. */
+    int whole = read_frames(&tf, paths[k], mems ? mems[k] : NULL, lens ? lens[k] : 0, 1, SIZE_MAX);
     if (whole >= 0 && tf.n) {
       any = 1;
       scan_marks(&tf, whole);
     }
-    int oom = whole < 0 || tf.oom;
+    int oom = whole < 0 || tf.oom || nsp_u64map_put(&ix->verified, path_key(paths[k]), tf.n + 1) < 0;
     tframes_free(&tf);
     if (oom) {
       nsp_u64map_free(&procs);
@@ -561,10 +596,12 @@ void nsp_an_plan_free(struct nsp_an_plan *p) {
 
 struct nsp_an_plan *nsp_an_plan_make(const struct nsp_an_ixjob *ix, const char *path, const uint8_t *mem,
                                      size_t len) {
-  if (!ix) return NULL;
+  if (!ix || !path) return NULL;
+  const size_t *checked = nsp_u64map_get(&ix->verified, path_key(path));
+  if (!checked || *checked < 2) return NULL; /* not scanned (a copy, not a trace) or no index */
   struct tframes tf;
   memset(&tf, 0, sizeof tf);
-  int whole = read_frames(&tf, path, mem, len);
+  int whole = read_frames(&tf, path, mem, len, 0, *checked - 1);
   if (whole < 0 || !tf.n) {
     tframes_free(&tf);
     return NULL;

@@ -203,7 +203,7 @@ int nsp_tracegen_frame(struct nsp_tracegen *g) {
   struct nsp_buf z = {0};
   if (nsp_buf_reserve(&z, bound) < 0) return -1;
   size_t n = ZSTD_compress(z.data, bound, g->frame.data, g->frame.len, 3);
-  if (ZSTD_isError(n) || (!g->no_index && nsp_index_put(&g->index, n, &g->file) < 0) ||
+  if (ZSTD_isError(n) || (!g->no_index && nsp_index_put(&g->index, z.data, n, &g->file) < 0) ||
       nsp_buf_reserve(&g->file, n) < 0) {
     nsp_buf_free(&z);
     return -1;

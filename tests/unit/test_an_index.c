@@ -262,10 +262,130 @@ static void test_generated_jobs(void **state) {
   for (uint64_t seed = 1; seed <= 16; seed++) one_seed(seed * 0x9e3779b9ull, 0);
 }
 
+/* A collective written as given (seq, flags), on comm index comm. */
+static void raw_coll(struct nsp_tracegen *g, uint32_t comm, uint64_t seq, uint32_t flags) {
+  struct nsp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = NSP_REC_CALL;
+  r.api = NSP_API_AllReduce;
+  r.comm = comm;
+  r.stream = 0x7f0000001000ull;
+  r.peer = -1;
+  r.redop = ncclSum;
+  r.dtype = ncclFloat32;
+  r.count = 1024;
+  r.seq = seq;
+  r.flags = flags;
+  uint64_t t = nsp_tracegen_now(g);
+  r.t_enter = t;
+  r.t_exit = t + 100;
+  assert_int_equal(nsp_tracegen_record(g, &r), 0);
+  nsp_tracegen_set_time(g, t + 1000);
+}
+
+/* 4 ranks of `calls` all-reduces on the world, frames of 500 records;
+ * rank 1 as `rank1` says: 0 healthy; 1 its seq 1000 never completes, its
+ * later calls untracked, and a call on comm index 5, which no COMM record
+ * names, right after it completes 600 calls later (the analyzer queues
+ * no call it has no member for; neither may the index's table). */
+static void small_job(const char *dir, int calls, int rank1) {
+  for (int r = 0; r < 4; r++) {
+    struct nsp_tracegen *g = nsp_tracegen_create("node", 5000u + (uint32_t)r, r);
+    assert_non_null(g);
+    nsp_tracegen_set_tracking(g, NSP_TRACK_COMPLETION);
+    nsp_tracegen_set_frame_records(g, 500);
+    nsp_tracegen_set_auto_complete(g, 1, 1000);
+    uint32_t w = nsp_tracegen_comm(g, 0x1000, r, 4);
+    int owed = -1;
+    for (int st = 1; st <= calls; st++) {
+      if (r != 1 || !rank1 || st < 1000) {
+        nsp_tracegen_coll(g, NSP_API_AllReduce, w, 1024, ncclFloat32, ncclSum, -1);
+        continue;
+      }
+      if (st == 1000) {
+        nsp_tracegen_set_auto_complete(g, 0, 0);
+        raw_coll(g, w, (uint64_t)st, 0); /* never completes */
+        raw_coll(g, 5, 1, 0);            /* on no communicator's comm index */
+        owed = 600;
+        continue;
+      }
+      raw_coll(g, w, (uint64_t)st, NSP_CALL_UNTRACKED);
+      if (owed > 0 && --owed == 0) {
+        uint64_t t = nsp_tracegen_now(g);
+        assert_int_equal(nsp_tracegen_completion(g, 5, NSP_API_AllReduce, 1, -1, 0, NSP_DONE_OK, t, t + 100, t + 200),
+                         0);
+      }
+    }
+    assert_int_equal(nsp_tracegen_write(g, dir, SIZE_MAX, NULL, 0), 0);
+    nsp_tracegen_destroy(g);
+  }
+}
+
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *len = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc(*len ? *len : 1);
+  assert_non_null(b);
+  assert_int_equal(fread(b, 1, *len, f), *len);
+  fclose(f);
+  return b;
+}
+
+/* What a new user's trial found (session 11): each read both ways. */
+static void test_trial_cases(void **state) {
+  (void)state;
+  char dir[256], path[512];
+  /* A completion of a call the analyzer never queued does not complete
+   * another call of its stream: the call that never completed is found. */
+  assert_int_equal(nsp_case_mkdtemp(dir, sizeof dir), 0);
+  small_job(dir, 12000, 1);
+  char *rep = same_reports(dir, NULL);
+  assert_non_null(strstr(rep, "seq 1000 all-reduce on communicator 0000000000001000 did not complete"));
+  free(rep);
+  nsp_case_rmdir(dir);
+
+  /* A data frame damaged where the index would step over it: the damage
+   * is reported as a full read reports it (the index's hash of the
+   * frame's bytes no longer matches: indexes stop there). */
+  assert_int_equal(nsp_case_mkdtemp(dir, sizeof dir), 0);
+  small_job(dir, 30000, 0);
+  snprintf(path, sizeof path, "%s/node.5001.rank1.ncclspy", dir);
+  size_t len;
+  char *b = read_all(path, &len);
+  size_t at = len / 3; /* inside some data frame in the middle */
+  memset(b + at, 0xAA, 40);
+  write_file(dir, "node.5001.rank1.ncclspy", b, len);
+  free(b);
+  uint64_t skipped = 0;
+  rep = same_reports(dir, &skipped);
+  assert_non_null(strstr(rep, "rank 1's trace is damaged at byte"));
+  assert_true(skipped > 0); /* the other ranks' frames still are */
+  free(rep);
+  nsp_case_rmdir(dir);
+
+  /* A copy of rank 1's trace that the loader refuses (no ncclspy header),
+   * listed first: it claims no rank, and rank 1's real trace is read. */
+  assert_int_equal(nsp_case_mkdtemp(dir, sizeof dir), 0);
+  small_job(dir, 12000, 0);
+  snprintf(path, sizeof path, "%s/node.5001.rank1.ncclspy", dir);
+  b = read_all(path, &len);
+  b[0] = 0;
+  write_file(dir, "aaa-copy.ncclspy", b, len);
+  free(b);
+  rep = same_reports(dir, NULL);
+  assert_non_null(strstr(rep, "aaa-copy.ncclspy: not read"));
+  free(rep);
+  nsp_case_rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_case),
       cmocka_unit_test(test_generated_jobs),
+      cmocka_unit_test(test_trial_cases),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
