@@ -415,41 +415,56 @@ static int on_coll(struct nsp_job *job, struct nsp_trace *t, struct nsp_member *
   return 0;
 }
 
-static int on_p2p(struct nsp_job *job, const struct nsp_trace *t, struct nsp_member *m, const struct nsp_rec *rec) {
-  struct nsp_an_comm *c = job->comms[m->comm];
-  size_t *pi = nsp_u64map_get(&m->p2p_index, (uint64_t)(int64_t)rec->peer);
+/* *out: member m's sends (dir 0) or receives (1) to or from peer, made
+ * at its first call.  0 or NSP_AN_ENOMEM. */
+static int p2p_runs(struct nsp_member *m, int32_t peer, int dir, struct nsp_runs **out) {
+  size_t *pi = nsp_u64map_get(&m->p2p_index, (uint64_t)(int64_t)peer);
   struct nsp_p2p *p;
   if (pi) {
     p = &m->p2p[*pi];
   } else {
     NSP_TRY(nsp_grow(&m->p2p, &m->p2p_cap, m->np2p + 1, sizeof *m->p2p));
-    NSP_TRY(nsp_u64map_put(&m->p2p_index, (uint64_t)(int64_t)rec->peer, m->np2p));
+    NSP_TRY(nsp_u64map_put(&m->p2p_index, (uint64_t)(int64_t)peer, m->np2p));
     p = &m->p2p[m->np2p++];
     memset(p, 0, sizeof *p);
-    p->peer = rec->peer;
+    p->peer = peer;
   }
-  struct nsp_runs *rs = &p->dir[rec->api == NSP_API_Send ? 0 : 1];
+  *out = &p->dir[dir];
+  return 0;
+}
+
+/* n calls numbered k0 .. k0 + n - 1 of count elements of dtype join the
+ * runs (the last one when they follow it with its count and dtype); the
+ * last ended at record `rec` of the trace.  0 or NSP_AN_ENOMEM. */
+static int runs_add(struct nsp_runs *rs, uint64_t k0, uint64_t n, uint64_t count, int32_t dtype, uint64_t rec) {
+  struct nsp_run *last = rs->n ? &rs->v[rs->n - 1] : NULL;
+  if (last && last->count == count && last->dtype == dtype && k0 == last->seq0 + last->n) {
+    last->n += n;
+  } else {
+    NSP_TRY(nsp_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v));
+    struct nsp_run *r = &rs->v[rs->n++];
+    r->seq0 = k0;
+    r->n = n;
+    r->count = count;
+    r->dtype = dtype;
+  }
+  if (k0 + n - 1 >= rs->max_seq) {
+    rs->max_seq = k0 + n - 1;
+    rs->last_rec = rec; /* where this direction's coverage ends */
+  }
+  return 0;
+}
+
+static int on_p2p(struct nsp_job *job, const struct nsp_trace *t, struct nsp_member *m, const struct nsp_rec *rec) {
+  struct nsp_runs *rs;
+  NSP_TRY(p2p_runs(m, rec->peer, rec->api == NSP_API_Send ? 0 : 1, &rs));
   /* The shim numbers sends/recvs per peer and direction from 1; a lost
    * record leaves a gap rather than shifting every later pairing.  A call
    * that failed waiting kept the number the next one took too. */
   uint64_t k = rec->seq ? rec->seq + rs->failed : rs->max_seq + 1;
   if (is_error(rec->result)) rs->failed++;
-  struct nsp_run *last = rs->n ? &rs->v[rs->n - 1] : NULL;
-  if (last && last->count == rec->count && last->dtype == rec->dtype && k == last->seq0 + last->n) {
-    last->n++;
-  } else {
-    NSP_TRY(nsp_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v));
-    struct nsp_run *r = &rs->v[rs->n++];
-    r->seq0 = k;
-    r->n = 1;
-    r->count = rec->count;
-    r->dtype = rec->dtype;
-  }
-  if (k >= rs->max_seq) {
-    rs->max_seq = k;
-    rs->last_rec = t->info.records; /* where this direction's coverage ends */
-  }
-  c->info.np2p++;
+  NSP_TRY(runs_add(rs, k, 1, rec->count, rec->dtype, t->info.records));
+  job->comms[m->comm]->info.np2p++;
   return 0;
 }
 
@@ -880,33 +895,9 @@ static int plan_skip(struct nsp_job *job, struct nsp_trace *t, const struct nsp_
       t->orphan_calls += e->n;
       continue;
     }
-    size_t *pi = nsp_u64map_get(&m->p2p_index, (uint64_t)(int64_t)e->peer);
-    struct nsp_p2p *p;
-    if (pi) {
-      p = &m->p2p[*pi];
-    } else {
-      NSP_TRY(nsp_grow(&m->p2p, &m->p2p_cap, m->np2p + 1, sizeof *m->p2p));
-      NSP_TRY(nsp_u64map_put(&m->p2p_index, (uint64_t)(int64_t)e->peer, m->np2p));
-      p = &m->p2p[m->np2p++];
-      memset(p, 0, sizeof *p);
-      p->peer = e->peer;
-    }
-    struct nsp_runs *rs = &p->dir[e->dir ? 1 : 0];
-    struct nsp_run *last = rs->n ? &rs->v[rs->n - 1] : NULL;
-    if (last && last->count == e->count && last->dtype == e->dtype && e->k0 == last->seq0 + last->n) {
-      last->n += e->n;
-    } else {
-      NSP_TRY(nsp_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v));
-      struct nsp_run *r = &rs->v[rs->n++];
-      r->seq0 = e->k0;
-      r->n = e->n;
-      r->count = e->count;
-      r->dtype = e->dtype;
-    }
-    if (e->k0 + e->n - 1 >= rs->max_seq) {
-      rs->max_seq = e->k0 + e->n - 1;
-      rs->last_rec = t->info.records;
-    }
+    struct nsp_runs *rs;
+    NSP_TRY(p2p_runs(m, e->peer, e->dir ? 1 : 0, &rs));
+    NSP_TRY(runs_add(rs, e->k0, e->n, e->count, e->dtype, t->info.records));
     m->calls += e->n;
     job->comms[m->comm]->info.np2p += e->n;
   }

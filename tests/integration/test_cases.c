@@ -132,13 +132,7 @@ static char *reports_of(const char *dir, int64_t now, int full, uint64_t *skippe
   nsp_job_add_path(job, dir);
   assert_int_equal(nsp_job_analyze(job), 0);
   *skipped = nsp_job_frames_stepped_over(job);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&buf, &len);
-  assert_non_null(out);
-  assert_true(nsp_report_text(job, out) >= 0);
-  assert_true(nsp_report_json(job, out) >= 0);
-  fclose(out);
+  char *buf = nsp_report_capture_all(job, 0);
   nsp_job_destroy(job);
   return buf;
 }
@@ -152,14 +146,7 @@ static uint64_t same_as_full_read(const char *dir) {
   uint64_t skipped, none;
   char *ix = reports_of(dir, now, 0, &skipped), *full = reports_of(dir, now, 1, &none);
   assert_int_equal(none, 0);
-  if (strcmp(ix, full)) {
-    /* The first line that differs, for the log. */
-    const char *a = ix, *b = full;
-    while (*a && *a == *b) a++, b++;
-    while (a > ix && a[-1] != '\n') a--, b--;
-    print_message("# %s: the index's reading differs from a full read at:\n#  index: %.300s\n#  full:  %.300s\n", dir,
-                  a, b);
-  }
+  if (strcmp(ix, full)) nsp_report_first_diff("the index's report and a full read's", ix, full);
   assert_string_equal(ix, full);
   free(ix);
   free(full);

@@ -26,6 +26,7 @@
 #include "nsp_an_cases.h"
 #include "nsp_names.h"
 #include "nsp_report.h"
+#include "tests/nsp_report_capture.h"
 #include "nsp_tracegen.h"
 
 /* "now" for every analysis: the traces' processes are long gone. */
@@ -44,14 +45,7 @@ static char *reports(const char *dir, int full, uint64_t *skipped) {
   assert_int_equal(nsp_job_analyze(job), 0);
   assert_int_equal(nsp_job_perf(job), 0);
   if (skipped) *skipped = nsp_job_frames_stepped_over(job);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&buf, &len);
-  assert_non_null(out);
-  assert_true(nsp_report_text(job, out) >= 0);
-  assert_true(nsp_report_json(job, out) >= 0);
-  assert_true(nsp_report_perf_json(job, out) >= 0);
-  fclose(out);
+  char *buf = nsp_report_capture_all(job, 1);
   nsp_job_destroy(job);
   return buf;
 }
@@ -63,14 +57,7 @@ static char *same_reports(const char *dir, uint64_t *skipped) {
   char *full = reports(dir, 1, &none);
   assert_int_equal(none, 0); /* a full read steps over nothing */
   char *ix = reports(dir, 0, skipped);
-  if (strcmp(full, ix)) {
-    /* The first line that differs, for the log. */
-    const char *a = full, *b = ix;
-    while (*a && *a == *b) a++, b++;
-    while (a > full && a[-1] != '\n') a--, b--;
-    print_message("%s: read through the indexes differs from a full read at:\n  full:  %.200s\n  index: %.200s\n",
-                  dir, a, b);
-  }
+  if (strcmp(full, ix)) nsp_report_first_diff("a full read's report and the index's", full, ix);
   assert_string_equal(full, ix);
   free(ix);
   return full;

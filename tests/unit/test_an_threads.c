@@ -19,6 +19,7 @@
 #include "nsp_an_cases.h"
 #include "nsp_names.h"
 #include "nsp_report.h"
+#include "tests/nsp_report_capture.h"
 #include "nsp_tracegen.h"
 
 /* "now" for every analysis: the traces' processes are long gone. */
@@ -35,14 +36,7 @@ static char *reports(const char *dir, int threads) {
   assert_true(nsp_job_add_path(job, dir) > 0);
   assert_int_equal(nsp_job_analyze(job), 0);
   assert_int_equal(nsp_job_perf(job), 0);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&buf, &len);
-  assert_non_null(out);
-  assert_true(nsp_report_text(job, out) >= 0);
-  assert_true(nsp_report_json(job, out) >= 0);
-  assert_true(nsp_report_perf_json(job, out) >= 0);
-  fclose(out);
+  char *buf = nsp_report_capture_all(job, 1);
   nsp_job_destroy(job);
   return buf;
 }
