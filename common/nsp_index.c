@@ -176,7 +176,7 @@ static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *d
       if (e->t_enter > b->cur.stream[i].t_enter) b->cur.stream[i].t_enter = e->t_enter;
       return;
     }
-  if (b->cur.nstream >= 64 ||
+  if (b->cur.nstream >= 4096 ||
       nsp_grow(&b->cur.stream, &b->cur.stream_cap, b->cur.nstream + 1, sizeof *b->cur.stream) < 0) {
     dc->oom = 1;
     return;
@@ -391,7 +391,7 @@ int nsp_index_put(struct nsp_index_builder *b, const uint8_t *data, size_t data_
     open_from = e->frame;
   }
   uint64_t early_from = b->pend.early_min == UINT32_MAX ? frame + 1 : b->pend.early_min;
-  size_t need = 8 + 4 + 8 + 20 * 10 + ix->ncomm * 60 + ix->nstream * 20 + ix->nblock * 40 + ix->nident * 40 +
+  size_t need = 8 + 4 + 8 + 8 + 20 * 10 + ix->ncomm * 60 + ix->nstream * 20 + ix->nblock * 40 + ix->nident * 40 +
                 ix->np2p * 70;
   if (b->groups.len) b->clean = 0; /* a group still open: its calls' frames are read */
   size_t start = out->len;
@@ -439,6 +439,8 @@ int nsp_index_put(struct nsp_index_builder *b, const uint8_t *data, size_t data_
     put(out, e->local), put_z(out, e->peer), put(out, e->dir), put(out, e->k0), put(out, e->n), put(out, e->count);
     put_z(out, e->dtype);
   }
+  /* Last, the hash of the payload before it: a damaged index is not believed. */
+  put_u64(out, nsp_index_data_hash(out->data + start + 8, out->len - start - 8));
   uint32_t magic = NSP_INDEX_MAGIC, size = (uint32_t)(out->len - start - 8);
   for (int i = 0; i < 4; i++) out->data[start + i] = (uint8_t)(magic >> (8 * i));
   for (int i = 0; i < 4; i++) out->data[start + 4 + i] = (uint8_t)(size >> (8 * i));
@@ -477,8 +479,12 @@ static int32_t unzig(uint64_t v) { return (int32_t)(int64_t)((v >> 1) ^ (~(v & 1
   } while (0)
 
 int nsp_index_parse(const uint8_t *payload, size_t len, struct nsp_frame_index *ix) {
+  if (len < 12 || memcmp(payload, "NSPX", 4)) return -1;
+  uint64_t sum = 0;
+  for (int i = 0; i < 8; i++) sum |= (uint64_t)payload[len - 8 + (size_t)i] << (8 * i);
+  if (sum != nsp_index_data_hash(payload, len - 8)) return -1;
+  len -= 8;
   const uint8_t *p = payload, *end = payload + len;
-  if (len < 4 || memcmp(p, "NSPX", 4)) return -1;
   p += 4;
   uint64_t v, n;
   GET(v);

@@ -133,6 +133,7 @@ static int file_seen(struct nsp_job *job, const struct stat *st) {
 static int add_file(struct nsp_job *job, const char *path, const struct stat *st) {
   int seen = file_seen(job, st);
   if (seen) return seen;
+  nsp_an_load_begin(job);
   return nsp_an_load_trace(job, path, NULL, 0);
 }
 
@@ -332,6 +333,7 @@ int nsp_job_add_path(struct nsp_job *job, const char *path) {
   if (is_ring(path)) return 0; /* read by its trace (a shell glob names both) */
   nsp_an_progress_more(job, 1, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0);
   if (S_ISREG(st.st_mode)) return add_file(job, path, &st);
+  nsp_an_load_begin(job);
   return nsp_an_load_trace(job, path, NULL, 0);
 }
 
@@ -392,6 +394,7 @@ int nsp_job_add_mem(struct nsp_job *job, const char *name, const void *data, siz
   if (!copy) return NSP_AN_ENOMEM;
   memcpy(copy, data, len);
   nsp_an_progress_more(job, 1, len);
+  nsp_an_load_begin(job);
   return nsp_an_load_trace(job, name, copy, len); /* takes copy */
 }
 

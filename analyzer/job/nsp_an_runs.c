@@ -623,7 +623,17 @@ int nsp_an_select_run(struct nsp_job *job) {
   }
   if (!ret && (job->run_all || job->nruns == 1)) {
     for (size_t r = 0; r < job->nruns; r++) job->runs[r].info.analyzed = 1;
-    for (size_t i = 0; i < n; i++) job->traces[i]->info.run_id = job->runs[v[i].run].id;
+    if (job->reread_all) { /* loads stepped over frames judged apart: all again, as one (nsp_an_index.c) */
+      job->reread_all = 0;
+      sel = calloc(n, 1);
+      if (!sel) ret = NSP_AN_ENOMEM;
+      for (size_t i = 0; !ret && i < n; i++) sel[i] = 1;
+      if (!ret) ret = reload(job, sel);
+      if (!ret) nsp_an_mark_joined(job);
+      for (size_t i = 0; !ret && i < job->ntraces && i < n; i++) job->traces[i]->info.run_id = job->runs[v[i].run].id;
+    } else {
+      for (size_t i = 0; i < n; i++) job->traces[i]->info.run_id = job->runs[v[i].run].id;
+    }
   } else if (!ret) {
     job->runs[chosen].info.analyzed = 1;
     sel = calloc(n, 1);

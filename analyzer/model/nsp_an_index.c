@@ -171,7 +171,9 @@ struct tframes {
   size_t np2p, p2p_cap;
   /* the scan's: comm ids by comm index, as the idents so far say */
   uint64_t *local_id;
+  uint8_t *local_claimed; /* the scan: the comm index's communicator has claimed its rank */
   size_t nlocal;
+  int rebound;             /* a comm index named two communicators */
   struct nsp_an_ixjob *ix; /* the scan's, or NULL */
   int ring;                /* "<trace>.ring" exists: its INFLIGHT records want the recent calls decoded */
   int oom;
@@ -183,15 +185,19 @@ static void tframes_free(struct tframes *tf) {
   free(tf->stream);
   free(tf->p2p);
   free(tf->local_id);
+  free(tf->local_claimed);
   memset(tf, 0, sizeof *tf);
 }
 
 static int local_set(struct tframes *tf, uint32_t local, uint64_t id) {
   if (local >= tf->nlocal) {
     if (local > (1u << 20)) return 0;
-    size_t old = tf->nlocal;
-    if (nsp_grow(&tf->local_id, &tf->nlocal, (size_t)local + 1, sizeof *tf->local_id) < 0) return -1;
+    size_t old = tf->nlocal, cap = tf->nlocal;
+    if (nsp_grow(&tf->local_id, &tf->nlocal, (size_t)local + 1, sizeof *tf->local_id) < 0 ||
+        nsp_grow(&tf->local_claimed, &cap, tf->nlocal, sizeof *tf->local_claimed) < 0)
+      return -1;
     memset(tf->local_id + old, 0, (tf->nlocal - old) * sizeof *tf->local_id);
+    memset(tf->local_claimed + old, 0, (tf->nlocal - old) * sizeof *tf->local_claimed);
   }
   tf->local_id[local] = id;
   return 0;
@@ -209,7 +215,7 @@ static void claim(struct tframes *tf, const struct nsp_ix_ident *d) {
     tf->oom |= oom;
     return;
   }
-  if (d->nranks <= 0 || d->rank < 0 || d->rank >= d->nranks || (c->nranks > 0 && c->nranks != d->nranks)) {
+  if (d->rank >= d->nranks || (c->nranks > 0 && c->nranks != d->nranks)) {
     c->bad = 1;
     return;
   }
@@ -263,25 +269,42 @@ static int on_index(void *ctx, const struct nsp_frame_index *x, size_t data_off)
   p->flags = x->flags;
   p->comm0 = tf->ncomm;
   p->ncomm = x->ncomm;
-  memcpy(tf->comm + tf->ncomm, x->comm, x->ncomm * sizeof *x->comm);
+  if (x->ncomm) memcpy(tf->comm + tf->ncomm, x->comm, x->ncomm * sizeof *x->comm);
   tf->ncomm += x->ncomm;
   p->stream0 = tf->nstream;
   p->nstream = x->nstream;
-  memcpy(tf->stream + tf->nstream, x->stream, x->nstream * sizeof *x->stream);
+  if (x->nstream) memcpy(tf->stream + tf->nstream, x->stream, x->nstream * sizeof *x->stream);
   tf->nstream += x->nstream;
   p->p2p0 = tf->np2p;
   p->np2p = x->np2p;
-  memcpy(tf->p2p + tf->np2p, x->p2p, x->np2p * sizeof *x->p2p);
+  if (x->np2p) memcpy(tf->p2p + tf->np2p, x->p2p, x->np2p * sizeof *x->p2p);
   tf->np2p += x->np2p;
   /* The trace's comm ids (and, scanning, the ranks it claims). */
   for (size_t i = 0; i < x->nident; i++) {
     const struct nsp_ix_ident *d = &x->ident[i];
-    if (local_id(tf, d->local) == d->comm_id) continue;
-    if (local_set(tf, d->local, d->comm_id) < 0) {
-      tf->oom = 1;
-      return 1;
+    uint64_t was = local_id(tf, d->local);
+    if (was != d->comm_id) {
+      if (local_set(tf, d->local, d->comm_id) < 0) {
+        tf->oom = 1;
+        return 1;
+      }
+      tf->local_claimed[d->local] = 0;
+      /* A comm index that names a second communicator: neither is compared
+       * (its blocks and frames are charged by comm index). */
+      int oom = 0;
+      struct ixcomm *a = was && tf->ix ? comm_of(tf->ix, was, 1, &oom) : NULL, *b = NULL;
+      if (was && tf->ix) b = comm_of(tf->ix, d->comm_id, 1, &oom);
+      if (a) a->bad = 1;
+      if (b) b->bad = 1;
+      tf->oom |= oom;
+      if (was) tf->rebound = 1;
     }
-    if (tf->ix) claim(tf, d);
+    /* A pending init or split (rank -1) claims nothing yet: its settled
+     * COMM record does. */
+    if (tf->ix && d->rank >= 0 && d->nranks > 0 && !tf->local_claimed[d->local]) {
+      claim(tf, d);
+      tf->local_claimed[d->local] = 1;
+    }
   }
   if (!tf->ix) return 0;
   for (size_t i = 0; i < x->nblock; i++) {
@@ -602,7 +625,7 @@ struct nsp_an_plan *nsp_an_plan_make(const struct nsp_an_ixjob *ix, const char *
   struct tframes tf;
   memset(&tf, 0, sizeof tf);
   int whole = read_frames(&tf, path, mem, len, 0, *checked - 1);
-  if (whole < 0 || !tf.n) {
+  if (whole < 0 || !tf.n || tf.rebound) { /* (a comm index's frames are charged to its last communicator) */
     tframes_free(&tf);
     return NULL;
   }

@@ -1386,6 +1386,12 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
   return load_opened(job, path, mem, mem_len, src.r, err, &src);
 }
 
+void nsp_an_load_begin(struct nsp_job *job) {
+  /* The earlier load judged its blocks clean without these traces'
+   * digests (a rank claimed twice, a signature that differs). */
+  if (job->frames_skipped) job->reread_all = 1;
+}
+
 int nsp_an_read_threads(const struct nsp_job *job) {
   if (job->threads) return job->threads;
   cpu_set_t set;
@@ -1399,6 +1405,7 @@ int nsp_an_read_threads(const struct nsp_job *job) {
 
 int nsp_an_load_traces(struct nsp_job *job, size_t n, const char *const *paths, uint8_t **mems, const size_t *lens,
                        int *results, char **errors) {
+  nsp_an_load_begin(job);
   int threads = nsp_an_read_threads(job);
   /* The indexes first: which frames each trace reads (nsp_an_index.c). */
   if (nsp_an_index_scan(job, n, paths, mems, lens) < 0) {

@@ -486,6 +486,8 @@ struct nsp_job {
   int full_read;        /* nsp_job_set_full_read: every frame decoded, indexes not read */
   struct nsp_an_ixjob *ix; /* the load in progress's indexes (nsp_an_index.c) */
   uint64_t frames_skipped; /* data frames stepped over, their summaries folded in */
+  int reread_all;          /* traces were added after a load stepped over frames, judged without them:
+                            * nsp_an_select_run reads every trace again, as one load */
   /* Progress (nsp_job_set_progress): the callback, what it is told, and
    * the bytes of the files read through before the current one. */
   nsp_job_progress_fn *progress_fn;
@@ -562,6 +564,9 @@ struct nsp_an_plan {
 /* Reads the indexes of the n files a load is about to read into
  * job->ix (NULL when none has one, with --full-read, or for one file).
  * 0 or NSP_AN_ENOMEM. */
+/* Before a load that is not part of one nsp_an_load_traces: a load
+ * after one that stepped over frames sets job->reread_all. */
+void nsp_an_load_begin(struct nsp_job *job);
 int nsp_an_index_scan(struct nsp_job *job, size_t n, const char *const *paths, uint8_t **mems, const size_t *lens);
 void nsp_an_index_free(struct nsp_an_ixjob *ix);
 /* The plan of one trace (path, or len bytes at mem): NULL when every

@@ -321,6 +321,50 @@ static char *read_all(const char *path, size_t *len) {
   return b;
 }
 
+/* Two loads (two directories added one after the other): the second
+ * holds one more process claiming rank 2, float16 at seq 3000.  The
+ * first load's plan could not know it; the job reads everything again
+ * as one load, and finds what a full read finds. */
+static char *two_dirs_reports(const char *a, const char *b, int full) {
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  assert_int_equal(nsp_job_set_now(job, NOW_NS), 0);
+  assert_int_equal(nsp_job_set_local_host(job, ""), 0);
+  assert_int_equal(nsp_job_set_full_read(job, full), 0);
+  assert_true(nsp_job_add_path(job, a) > 0);
+  assert_true(nsp_job_add_path(job, b) > 0);
+  assert_int_equal(nsp_job_analyze(job), 0);
+  char *buf = nsp_report_capture_all(job, 0);
+  nsp_job_destroy(job);
+  return buf;
+}
+
+static void test_two_loads(void **state) {
+  (void)state;
+  char a[256], b[256];
+  assert_int_equal(nsp_case_mkdtemp(a, sizeof a), 0);
+  assert_int_equal(nsp_case_mkdtemp(b, sizeof b), 0);
+  small_job(a, 8000, 0);
+  struct nsp_tracegen *g = nsp_tracegen_create("other", 9102, 2);
+  assert_non_null(g);
+  nsp_tracegen_set_tracking(g, NSP_TRACK_COMPLETION);
+  nsp_tracegen_set_frame_records(g, 500);
+  nsp_tracegen_set_auto_complete(g, 1, 1000);
+  uint32_t w = nsp_tracegen_comm(g, 0x1000, 2, 4);
+  for (int st = 1; st <= 8000; st++)
+    nsp_tracegen_coll(g, NSP_API_AllReduce, w, 1024, st == 3000 ? ncclFloat16 : ncclFloat32, ncclSum, -1);
+  assert_int_equal(nsp_tracegen_write(g, b, SIZE_MAX, NULL, 0), 0);
+  nsp_tracegen_destroy(g);
+  char *full = two_dirs_reports(a, b, 1), *ix = two_dirs_reports(a, b, 0);
+  if (strcmp(full, ix)) nsp_report_first_diff("two loads: a full read's report and the index's", full, ix);
+  assert_string_equal(full, ix);
+  assert_non_null(strstr(full, "passed float16"));
+  free(full);
+  free(ix);
+  nsp_case_rmdir(a);
+  nsp_case_rmdir(b);
+}
+
 /* What a new user's trial found (session 11): each read both ways. */
 static void test_trial_cases(void **state) {
   (void)state;
@@ -373,6 +417,7 @@ int main(void) {
       cmocka_unit_test(test_every_case),
       cmocka_unit_test(test_generated_jobs),
       cmocka_unit_test(test_trial_cases),
+      cmocka_unit_test(test_two_loads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
