@@ -3,7 +3,10 @@
  * Wrappers never wait on disk: they put a record in the ring (nsp_ring.c)
  * and return.  A background thread drains the ring, encodes records, and
  * writes one zstd frame at least every NCCLSPY_FLUSH_MS, whenever a
- * quarter of the ring waits, and at exit.
+ * quarter of the ring waits, and at exit.  Before each frame, in the
+ * same write, goes its index (common/nsp_index.h), built on this thread
+ * from the records it encodes: the analyzer reads the indexes first and
+ * decodes only the frames a finding may need.
  *
  * Durability.  The ring lives in a MAP_SHARED mapping of "<trace>.ring"
  * (nsp_files.c), so a record committed by a wrapper is in the page cache
