@@ -378,6 +378,22 @@ int nsp_case_add(const char *name, struct nsp_job *job) {
   return ret;
 }
 
+int nsp_case_write_file(const char *dir, const char *name, const void *data, size_t len) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  int ok = fwrite(data, 1, len, f) == len;
+  return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+uint64_t nsp_case_rng(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 int nsp_case_mkdtemp(char *dir, size_t dirlen) {
   const char *tmp = getenv("TMPDIR");
   snprintf(dir, dirlen, "%s/ncclspy-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");

@@ -45,4 +45,11 @@ int nsp_case_add(const char *name, struct nsp_job *job);
 int nsp_case_mkdtemp(char *dir, size_t dirlen);
 void nsp_case_rmdir(const char *dir);
 
+/* Writes len bytes of data as dir/name.  0, or -1 (errno set). */
+int nsp_case_write_file(const char *dir, const char *name, const void *data, size_t len);
+
+/* The next number of a seeded generator (splitmix64), for generated jobs
+ * whose faults a seed places. */
+uint64_t nsp_case_rng(uint64_t *state);
+
 #endif /* NSP_AN_CASES_H */

@@ -76,20 +76,10 @@ static void test_every_case(void **state) {
   assert_true(n >= 16);
 }
 
-static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rng_next(uint64_t *s) { return nsp_case_rng(s); }
 
 static void write_file(const char *dir, const char *name, const void *data, size_t len) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(data, 1, len, f), len);
-  assert_int_equal(fclose(f), 0);
+  assert_int_equal(nsp_case_write_file(dir, name, data, len), 0);
 }
 
 enum { RANKS = 12, STEPS = 16000, LAG_MAX = 40 };
