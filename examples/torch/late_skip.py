@@ -12,26 +12,12 @@ NCCLSPY_FLUSH_MS=20 timeout 120 torchrun --nproc_per_node=2 examples/torch/late_
 """
 import os
 
-import torch
-import torch.distributed as dist
-
-from common import log, setup
+from skip_allreduce import run
 
 
 def main():
-    rank, world, dev = setup(timeout_s=30)
     steps = int(os.environ.get("NSP_STEPS", "3000"))
-    grads = torch.ones(4096, device=dev)
-    loss = torch.ones(1, device=dev)
-    for step in range(steps):
-        dist.all_reduce(grads)  # seq 2*step+1
-        if rank == 1 and step == steps - 20:
-            log(rank, f"step {step}: skips the loss all-reduce")
-            continue
-        dist.all_reduce(loss)  # seq 2*step+2
-    torch.cuda.synchronize()
-    log(rank, "done")
-    dist.destroy_process_group()
+    run(steps, steps - 20)
 
 
 if __name__ == "__main__":

@@ -17,19 +17,24 @@ import torch.distributed as dist
 from common import log, setup
 
 
-def main():
+def run(steps, skip_at):
+    """steps steps; rank 1 skips the loss all-reduce of step skip_at."""
     rank, world, dev = setup(timeout_s=30)
     grads = torch.ones(4096, device=dev)
     loss = torch.ones(1, device=dev)
-    for step in range(10):
+    for step in range(steps):
         dist.all_reduce(grads)  # seq 2*step+1
-        if rank == 1 and step == 5:
+        if rank == 1 and step == skip_at:
             log(rank, f"step {step}: skips the loss all-reduce")
             continue
         dist.all_reduce(loss)  # seq 2*step+2
     torch.cuda.synchronize()
     log(rank, "done")
     dist.destroy_process_group()
+
+
+def main():
+    run(10, 5)
 
 
 if __name__ == "__main__":
