@@ -202,6 +202,7 @@ void nsp_pend_from_call(struct nsp_pend *e, const struct nsp_rec *rec) {
   e->state = NSP_PEND_FREE;
   e->gprev = e->gnext = 0;
   e->frame = 0;
+  e->tag = 0;
 }
 
 void nsp_pend_init(struct nsp_pend_tab *t) {

@@ -25,6 +25,7 @@ struct nsp_pend {
   int32_t result;       /* what the call returned (ncclSuccess, ncclInProgress) */
   uint8_t state;        /* NSP_PEND_* */
   uint32_t frame;       /* the table's frame when the entry was made (nsp_index.c's anchors; 0 for the analyzer) */
+  uint32_t tag;         /* the caller's own, kept as it is (perf: the call's line); nsp_pend_from_call sets 0 */
   size_t gprev, gnext;  /* calls of the same group; SIZE_MAX ends */
 };
 /* A slot of the key index: entry index + 1 (0 empty) and the low 32 bits

@@ -12,12 +12,19 @@
  * left out of the percentiles and bandwidths.
  *
  * A pass of its own over every trace (after nsp_job_analyze has unified
- * the communicators), so `analyze` pays nothing for it.  Memory: one
+ * the communicators), so `analyze` pays nothing for it; every thread of
+ * the job reads and folds whole traces (see "the pass" below), and the
+ * figures are the same for any number of threads.  Memory: one
  * distribution per line (up to 1024 values, then a fixed histogram), 16
- * bytes per (communicator, seq) for arrivals (struct arrival), the calls
- * in flight per process; the analysis's refs are freed first. */
+ * bytes per (communicator, seq) for arrivals (struct arrival); per thread,
+ * the lines and calls in flight of the trace it reads and 4 KiB per comm
+ * index of its traces (struct arr_buf); the analysis's refs are freed
+ * first. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nsp_an_job.h"
 #include "nsp_names.h"
@@ -117,9 +124,13 @@ static void dist_free(struct dist *d) {
 
 /* ---- the model ---------------------------------------------------------------- */
 
+/* Integers of 128 bits for the sums: exact, so the order calls are added
+ * in changes nothing. */
+__extension__ typedef unsigned __int128 nsp_u128;
+
 struct rowacc {
   struct nsp_perf_row row;
-  double sum_s, sum_ns;
+  nsp_u128 sum_bytes, sum_ns; /* over the timed samples: S (bytes), GPU time (ns) */
   struct dist d;
 };
 
@@ -261,26 +272,87 @@ static struct rowacc *row_for(struct perf_comm *c, const struct line_key *k) {
   }
 }
 
-/* ---- the pass --------------------------------------------------------------- */
+/* ---- the pass: every thread reads and folds whole traces ------------------
+ *
+ * A trace's fold needs nothing of the others' but the figures they all
+ * add to: completion matching, communicator indexes and cuts are the
+ * trace's own.  So each thread takes the next trace, reads it with its own
+ * reader and folds it into its own lines (struct lrow), merged into the
+ * communicator's lines under one lock when the trace ends, and its own
+ * arrivals, one page of one communicator at a time (struct arr_buf),
+ * applied under that communicator's lock when the page changes.  Every
+ * merge is a sum, a minimum or a maximum (the op of an arrival is the
+ * lowest the ranks called, the sums are integers), so the figures are the
+ * same whatever the number of threads and the order traces are taken in. */
 
-struct local {
-  size_t comm; /* SIZE_MAX none */
+/* An arrival not yet applied: one rank's entry (wall ns) at seq
+ * page_no * NSP_ARR_PAGE + e. */
+struct arr_in {
+  int64_t t;
   int32_t rank;
+  uint16_t e;
+  uint8_t api;
+};
+struct arr_buf {
+  uint64_t page_no;
+  size_t n;
+  struct arr_in v[NSP_ARR_PAGE];
+};
+
+/* A comm index of the trace being read: its communicator (SIZE_MAX none),
+ * its rank there, its arrivals waiting (buf, kept from trace to trace). */
+struct local {
+  size_t comm;
+  int32_t rank;
+  struct arr_buf *buf;
+};
+
+/* A line of one communicator, summed over one trace. */
+struct lrow {
+  size_t comm;
+  struct rowacc a;
 };
 
 /* Calls a COMPLETION completes (one each), then merged into one sample per
- * (comm, op). */
+ * (comm, op); row: the call's lrow (SIZE_MAX: a group's merged line). */
 struct part {
   size_t comm;
   struct line_key k;
+  size_t row;
 };
-struct pass {
+
+/* A call's arguments and its line in the trace's lines (row + 1; 0:
+ * empty): a call like one seen before skips working its line out. */
+struct row_hit {
+  uint64_t count;
+  int32_t api, dtype, redop, peer;
+  uint32_t local, row1;
+};
+#define NSP_ROW_HITS 64
+
+struct shared {
   struct nsp_job *job;
   struct nsp_perf *perf;
+  /* Per trace: a member of it ended by ncclCommAbort or ncclCommRevoke
+   * (found in one pass over the members, not one per trace). */
+  unsigned char *aborted;
+  char **notes;              /* per trace: why it could not be read again */
+  pthread_mutex_t rows_mu;   /* every communicator's lines */
+  pthread_mutex_t *comm_mu;  /* per communicator: its arrivals */
+  _Alignas(128) atomic_size_t next; /* the next trace to take; what threads write, on lines of its own */
+  atomic_int ret;            /* the first error (NSP_AN_ENOMEM) */
+  atomic_size_t files_done;
+  _Atomic uint64_t bytes_done, records;
+};
+
+/* Each on cache lines of its own (threads writing next to each other's
+ * fields made a 10,000-rank perf 1.5 times slower). */
+struct worker {
+  _Alignas(128) struct shared *sh;
+  int main;                  /* the calling thread: it tells the progress callback */
+  pthread_t thread;
   struct local *loc;
-  size_t nloc;
-  struct part *calls, *parts;
-  size_t ncalls, calls_cap, nparts, parts_cap;
+  size_t nloc, loc_cap, loc_init; /* loc[0, loc_init) have buf set or NULL */
   /* Per comm index of the trace: the monotonic time from which work in
    * flight on it was cut short (its first ncclCommAbort or ncclCommRevoke,
    * or asynchronous error); 0 none. */
@@ -288,98 +360,248 @@ struct pass {
   size_t ncut;
   int cut_short; /* the completion being read ended a call after its cut */
   int oom;
-  /* Per trace: a member of it ended by ncclCommAbort or ncclCommRevoke
-   * (found in one pass over the members, not one per trace). */
-  unsigned char *aborted;
+  struct part *calls, *parts;
+  size_t ncalls, calls_cap, nparts, parts_cap;
+  struct lrow *rows;
+  size_t nrows, rows_cap;
+  struct nsp_u64map row_by_key;
+  struct row_hit hits[NSP_ROW_HITS]; /* emptied when the lines are or a comm index changes */
+  uint64_t records;          /* read, not yet added to sh->records */
+  size_t offset_told;        /* of the trace being read, bytes added to sh->bytes_done */
 };
 
-static const struct local *local_of(const struct pass *ps, uint32_t local) {
-  return local < ps->nloc && ps->loc[local].comm != SIZE_MAX ? &ps->loc[local] : NULL;
+static const struct local *local_of(const struct worker *w, uint32_t local) {
+  return local < w->nloc && w->loc[local].comm != SIZE_MAX ? &w->loc[local] : NULL;
 }
 
 static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
 
+/* The trace's line k of communicator comm, made when new. */
+static struct lrow *lrow_for(struct worker *w, size_t comm, const struct line_key *k, size_t *index) {
+  for (uint64_t salt = (uint64_t)comm << 32;; salt++) {
+    uint64_t key = key_hash(k, salt);
+    size_t *i = nsp_u64map_get(&w->row_by_key, key);
+    if (i) {
+      struct lrow *l = &w->rows[*i];
+      const struct nsp_perf_row *r = &l->a.row;
+      if (l->comm == comm && r->api == k->api && r->dtype == k->dtype && r->redop == k->redop &&
+          r->root == k->root && r->bytes == k->bytes && r->count == k->count) {
+        *index = *i;
+        return l;
+      }
+      continue;
+    }
+    if (nsp_grow(&w->rows, &w->rows_cap, w->nrows + 1, sizeof *w->rows) < 0 ||
+        nsp_u64map_put(&w->row_by_key, key, w->nrows) < 0)
+      return NULL;
+    struct lrow *l = &w->rows[w->nrows];
+    memset(l, 0, sizeof *l);
+    l->comm = comm;
+    l->a.row.api = k->api;
+    l->a.row.bytes = k->bytes;
+    l->a.row.count = k->count;
+    l->a.row.dtype = k->dtype;
+    l->a.row.redop = k->redop;
+    l->a.row.root = k->root;
+    *index = w->nrows++;
+    return l;
+  }
+}
+
+/* Adds s's values to d (a distribution holds its values raw while it has
+ * NSP_PERF_RAW or fewer, whatever order they came in). */
+static int dist_merge(struct dist *d, const struct dist *s) {
+  if (!s->n) return 0;
+  if (s->max > d->max) d->max = s->max;
+  if (!d->hist && !s->hist && d->nraw + s->nraw <= NSP_PERF_RAW) {
+    NSP_TRY(nsp_grow(&d->raw, &d->rawcap, d->nraw + s->nraw, sizeof *d->raw));
+    memcpy(d->raw + d->nraw, s->raw, s->nraw * sizeof *d->raw);
+    d->nraw += s->nraw;
+    d->n += s->n;
+    return 0;
+  }
+  if (!d->hist) {
+    d->hist = calloc(NSP_PERF_HIST, sizeof *d->hist);
+    if (!d->hist) return NSP_AN_ENOMEM;
+    for (size_t i = 0; i < d->nraw; i++) d->hist[hist_index(d->raw[i])]++;
+  }
+  if (s->hist)
+    for (size_t i = 0; i < NSP_PERF_HIST; i++) d->hist[i] += s->hist[i];
+  else
+    for (size_t i = 0; i < s->nraw; i++) d->hist[hist_index(s->raw[i])]++;
+  d->n += s->n;
+  return 0;
+}
+
+/* The trace's lines into the communicators' (under rows_mu); the worker's
+ * lines are empty after. */
+static int merge_rows(struct worker *w) {
+  struct shared *sh = w->sh;
+  int ret = 0;
+  pthread_mutex_lock(&sh->rows_mu);
+  for (size_t i = 0; i < w->nrows && !ret; i++) {
+    const struct lrow *l = &w->rows[i];
+    const struct nsp_perf_row *lr = &l->a.row;
+    struct line_key k = {lr->api, lr->dtype, lr->redop, lr->root, lr->bytes, lr->count};
+    struct rowacc *r = row_for(&sh->perf->c[l->comm], &k);
+    if (!r) {
+      ret = NSP_AN_ENOMEM;
+      break;
+    }
+    r->row.calls += lr->calls;
+    r->row.timed += lr->timed;
+    r->row.failed += lr->failed;
+    r->row.untracked += lr->untracked;
+    r->sum_bytes += l->a.sum_bytes;
+    r->sum_ns += l->a.sum_ns;
+    ret = dist_merge(&r->d, &l->a.d);
+  }
+  pthread_mutex_unlock(&sh->rows_mu);
+  for (size_t i = 0; i < w->nrows; i++) dist_free(&w->rows[i].a.d);
+  w->nrows = 0;
+  nsp_u64map_free(&w->row_by_key);
+  memset(w->hits, 0, sizeof w->hits);
+  return ret;
+}
+
+/* Arrival x into arrival e of page pg. */
+static int arr_apply(struct arr_page *pg, const struct arr_in *x) {
+  unsigned e = x->e;
+  struct arrival *a = &pg->a[e];
+  if (!(a->nat & ARR_N_MAX)) {
+    NSP_TRY(arr_set_time(pg, e, 0, x->t));
+    NSP_TRY(arr_set_time(pg, e, 1, x->t));
+    a->last = x->rank;
+    a->nat = (uint32_t)x->api << ARR_API_SHIFT;
+  } else {
+    if ((uint32_t)x->api < a->nat >> ARR_API_SHIFT)
+      a->nat = (a->nat & ((1u << ARR_API_SHIFT) - 1)) | (uint32_t)x->api << ARR_API_SHIFT;
+    if (x->t < arr_time(pg, e, 0)) NSP_TRY(arr_set_time(pg, e, 0, x->t));
+    int64_t tmax = arr_time(pg, e, 1);
+    if (x->t > tmax) {
+      NSP_TRY(arr_set_time(pg, e, 1, x->t));
+      a->last = x->rank;
+      a->nat &= ~ARR_TIE;
+    } else if (x->t == tmax) {
+      a->nat |= ARR_TIE;
+    }
+  }
+  if ((a->nat & ARR_N_MAX) < ARR_N_MAX) a->nat++;
+  return 0;
+}
+
+/* A comm index's waiting arrivals into its communicator's (under its lock). */
+static int arr_flush(struct worker *w, const struct local *l) {
+  struct arr_buf *b = l->buf;
+  if (!b || !b->n) return 0;
+  struct shared *sh = w->sh;
+  int ret = 0;
+  pthread_mutex_lock(&sh->comm_mu[l->comm]);
+  struct arr_page *pg = nsp_paged_page(&sh->perf->c[l->comm].arrivals, b->page_no, 1);
+  if (!pg) ret = NSP_AN_ENOMEM;
+  for (size_t i = 0; i < b->n && !ret; i++) ret = arr_apply(pg, &b->v[i]);
+  pthread_mutex_unlock(&sh->comm_mu[l->comm]);
+  b->n = 0;
+  return ret;
+}
+
+/* Comm indexes 0..n-1 exist (new ones with no communicator). */
+static int loc_reserve(struct worker *w, size_t n) {
+  if (n <= w->nloc) return 0;
+  NSP_TRY(nsp_grow(&w->loc, &w->loc_cap, n, sizeof *w->loc));
+  for (size_t i = w->loc_init; i < w->loc_cap; i++) w->loc[i].buf = NULL;
+  if (w->loc_init < w->loc_cap) w->loc_init = w->loc_cap;
+  for (size_t i = w->nloc; i < n; i++) {
+    w->loc[i].comm = SIZE_MAX;
+    w->loc[i].rank = -1;
+    if (w->loc[i].buf) w->loc[i].buf->n = 0;
+  }
+  w->nloc = n;
+  return 0;
+}
+
 /* COMM_END of an abort or revoke, or an asynchronous error: what is in
  * flight on that communicator from then on did not complete normally. */
-static int note_cut(struct pass *ps, const struct nsp_rec *rec) {
+static int note_cut(struct worker *w, const struct nsp_rec *rec) {
   int cut = rec->kind == NSP_REC_COMM_END ? rec->api == NSP_API_CommAbort || rec->api == NSP_API_CommRevoke
                                           : rec->kind == NSP_REC_ASYNC_ERROR && is_error(rec->result);
   if (!cut || !rec->comm) return 0;
-  if (rec->comm >= ps->ncut) {
-    size_t cap = ps->ncut, old = ps->ncut;
-    NSP_TRY(nsp_grow(&ps->cut, &cap, (size_t)rec->comm + 1, sizeof *ps->cut));
-    memset(ps->cut + old, 0, (cap - old) * sizeof *ps->cut);
-    ps->ncut = cap;
+  if (rec->comm >= w->ncut) {
+    size_t cap = w->ncut, old = w->ncut;
+    NSP_TRY(nsp_grow(&w->cut, &cap, (size_t)rec->comm + 1, sizeof *w->cut));
+    memset(w->cut + old, 0, (cap - old) * sizeof *w->cut);
+    w->ncut = cap;
   }
   /* A COMM_END's entry, an ASYNC_ERROR's time. */
   uint64_t when = rec->kind == NSP_REC_ASYNC_ERROR ? nsp_rec_async_error_t(rec) : nsp_rec_comm_end_t_enter(rec);
   uint64_t t = when ? when : 1;
-  if (!ps->cut[rec->comm] || t < ps->cut[rec->comm]) ps->cut[rec->comm] = t;
+  if (!w->cut[rec->comm] || t < w->cut[rec->comm]) w->cut[rec->comm] = t;
   return 0;
 }
 
 static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *done) {
-  struct pass *ps = ctx;
+  struct worker *w = ctx;
   /* Ended (GPU end, else when the shim saw it) after its communicator's
    * cut: the time is how long it hung, for the whole completion. */
-  if ((done->flags & NSP_DONE_OK) && e->local < ps->ncut && ps->cut[e->local] &&
+  if ((done->flags & NSP_DONE_OK) && e->local < w->ncut && w->cut[e->local] &&
       ((done->flags & NSP_DONE_TIMED) ? nsp_rec_completion_gpu_end(done) : nsp_rec_completion_t_seen(done)) >=
-          ps->cut[e->local])
-    ps->cut_short = 1;
-  const struct local *l = local_of(ps, e->local);
-  if (!l) return;
-  int api = nsp_api_coll_class(e->api);
-  struct line_key k = call_key(api, e->count, e->dtype, e->redop, e->peer, ps->job->comms[l->comm]->info.nranks);
-  if (nsp_grow(&ps->calls, &ps->calls_cap, ps->ncalls + 1, sizeof *ps->calls) < 0) {
-    ps->oom = 1;
+          w->cut[e->local])
+    w->cut_short = 1;
+  if (!e->tag) return; /* every call on_call tracked has its line */
+  if (nsp_grow(&w->calls, &w->calls_cap, w->ncalls + 1, sizeof *w->calls) < 0) {
+    w->oom = 1;
     return;
   }
-  ps->calls[ps->ncalls++] = (struct part){l->comm, k};
+  /* The call's line, found when it was read (tag: its index + 1). */
+  const struct nsp_perf_row *r = &w->rows[e->tag - 1].a.row;
+  struct line_key k = {r->api, r->dtype, r->redop, r->root, r->bytes, r->count};
+  w->calls[w->ncalls++] = (struct part){w->rows[e->tag - 1].comm, k, e->tag - 1};
 }
 
-static int on_call(struct pass *ps, struct nsp_pend_tab *tab, int tracked, const struct nsp_trace *t,
+static int on_call(struct worker *w, struct nsp_pend_tab *tab, int tracked, const struct nsp_trace *t,
                    const struct nsp_rec *rec) {
-  const struct local *l = local_of(ps, rec->comm);
+  const struct local *l = local_of(w, rec->comm);
   int kind = nsp_api_kind(rec->api);
   if (!l || (kind != NSP_K_COLL && kind != NSP_K_P2P)) return 0;
-  struct perf_comm *c = &ps->perf->c[l->comm];
   int api = nsp_api_coll_class(rec->api);
-  struct line_key k = call_key(api, rec->count, rec->dtype, rec->redop, rec->peer,
-                               ps->job->comms[l->comm]->info.nranks);
-  struct rowacc *r = row_for(c, &k);
-  if (!r) return NSP_AN_ENOMEM;
-  r->row.calls++;
+  uint64_t h = (rec->count * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(uint32_t)rec->api << 40) ^
+               ((uint64_t)(uint32_t)rec->dtype << 32) ^ ((uint64_t)rec->comm << 48) ^ (uint64_t)(uint32_t)rec->peer ^
+               ((uint64_t)(uint32_t)rec->redop << 20);
+  struct row_hit *hit = &w->hits[(h * 0x9e3779b97f4a7c15ull) >> 58];
+  size_t row;
+  if (hit->row1 && hit->count == rec->count && hit->api == rec->api && hit->dtype == rec->dtype &&
+      hit->redop == rec->redop && hit->peer == rec->peer && hit->local == rec->comm) {
+    row = hit->row1 - 1;
+  } else {
+    struct line_key k = call_key(api, rec->count, rec->dtype, rec->redop, rec->peer,
+                                 w->sh->job->comms[l->comm]->info.nranks);
+    if (!lrow_for(w, l->comm, &k, &row)) return NSP_AN_ENOMEM;
+    *hit = (struct row_hit){rec->count, rec->api, rec->dtype, rec->redop, rec->peer, rec->comm, (uint32_t)(row + 1)};
+  }
+  struct lrow *r = &w->rows[row];
+  r->a.row.calls++;
   if (is_error(rec->result)) { /* nothing was enqueued */
-    r->row.failed++;
+    r->a.row.failed++;
     return 0;
   }
   if (kind == NSP_K_COLL && rec->seq && l->rank >= 0) {
-    struct arr_page *pg = nsp_paged_page(&c->arrivals, rec->seq / NSP_ARR_PAGE, 1);
-    if (!pg) return NSP_AN_ENOMEM;
-    unsigned e = (unsigned)(rec->seq % NSP_ARR_PAGE);
-    struct arrival *a = &pg->a[e];
-    int64_t tw = (int64_t)(rec->t_enter + (uint64_t)t->off_ns);
-    if (!(a->nat & ARR_N_MAX)) {
-      NSP_TRY(arr_set_time(pg, e, 0, tw));
-      NSP_TRY(arr_set_time(pg, e, 1, tw));
-      a->last = l->rank;
-      a->nat = (uint32_t)(uint8_t)api << ARR_API_SHIFT;
-    } else {
-      if (tw < arr_time(pg, e, 0)) NSP_TRY(arr_set_time(pg, e, 0, tw));
-      int64_t tmax = arr_time(pg, e, 1);
-      if (tw > tmax) {
-        NSP_TRY(arr_set_time(pg, e, 1, tw));
-        a->last = l->rank;
-        a->nat &= ~ARR_TIE;
-      } else if (tw == tmax) {
-        a->nat |= ARR_TIE;
-      }
+    if (!l->buf) {
+      struct arr_buf *b = malloc(sizeof *b);
+      if (!b) return NSP_AN_ENOMEM;
+      b->n = 0;
+      w->loc[rec->comm].buf = b;
     }
-    if ((a->nat & ARR_N_MAX) < ARR_N_MAX) a->nat++;
+    struct arr_buf *b = l->buf;
+    uint64_t page_no = rec->seq / NSP_ARR_PAGE;
+    if (b->n && (b->page_no != page_no || b->n == NSP_ARR_PAGE)) NSP_TRY(arr_flush(w, l));
+    b->page_no = page_no;
+    b->v[b->n++] = (struct arr_in){(int64_t)(rec->t_enter + (uint64_t)t->off_ns), l->rank,
+                                   (uint16_t)(rec->seq % NSP_ARR_PAGE), (uint8_t)api};
   }
   if (!tracked || (rec->flags & NSP_CALL_UNTRACKED)) return 0;
   struct nsp_pend e;
   nsp_pend_from_call(&e, rec);
+  e.tag = (uint32_t)(row + 1);
   int ret = nsp_pend_call(tab, &e);
   return ret < 0 ? ret : 0;
 }
@@ -395,17 +617,15 @@ static int done_class(uint32_t flags, int cut_short) {
   return (flags & want) == want ? DONE_TIMED : DONE_UNTIMED;
 }
 
-static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct nsp_rec *rec) {
-  ps->ncalls = 0;
-  ps->cut_short = 0;
-  NSP_TRY(nsp_pend_done(tab, rec, on_done, ps));
-  if (ps->oom) return NSP_AN_ENOMEM;
-  int cls = done_class(rec->flags, ps->cut_short);
+static int on_completion(struct worker *w, struct nsp_pend_tab *tab, const struct nsp_rec *rec) {
+  w->ncalls = 0;
+  w->cut_short = 0;
+  NSP_TRY(nsp_pend_done(tab, rec, on_done, w));
+  if (w->oom) return NSP_AN_ENOMEM;
+  int cls = done_class(rec->flags, w->cut_short);
   if (cls == DONE_FAILED || cls == DONE_UNTRACKED) {
-    for (size_t i = 0; i < ps->ncalls; i++) {
-      const struct part *p = &ps->calls[i];
-      struct rowacc *r = row_for(&ps->perf->c[p->comm], &p->k);
-      if (!r) return NSP_AN_ENOMEM;
+    for (size_t i = 0; i < w->ncalls; i++) {
+      struct rowacc *r = &w->rows[w->calls[i].row].a;
       if (cls == DONE_FAILED) r->row.failed++;
       else r->row.untracked++;
     }
@@ -414,31 +634,33 @@ static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct
   uint64_t gpu_start = nsp_rec_completion_gpu_start(rec), gpu_end = nsp_rec_completion_gpu_end(rec);
   if (cls != DONE_TIMED || gpu_end < gpu_start) return 0;
   /* One sample per (comm, op): a group's sends share one time. */
-  ps->nparts = 0;
-  for (size_t i = 0; i < ps->ncalls; i++) {
-    const struct part *p = &ps->calls[i];
+  w->nparts = 0;
+  for (size_t i = 0; i < w->ncalls; i++) {
+    const struct part *p = &w->calls[i];
     size_t k = 0;
-    while (k < ps->nparts && (ps->parts[k].comm != p->comm || ps->parts[k].k.api != p->k.api)) k++;
-    if (k < ps->nparts) { /* a group's calls: one sample, their sizes summed */
-      struct line_key *m = &ps->parts[k].k;
+    while (k < w->nparts && (w->parts[k].comm != p->comm || w->parts[k].k.api != p->k.api)) k++;
+    if (k < w->nparts) { /* a group's calls: one sample, their sizes summed */
+      struct line_key *m = &w->parts[k].k;
       m->bytes = m->bytes > UINT64_MAX - p->k.bytes ? UINT64_MAX : m->bytes + p->k.bytes;
       m->count = m->count > UINT64_MAX - p->k.count ? UINT64_MAX : m->count + p->k.count;
       if (m->dtype != p->k.dtype) m->dtype = -1;
       if (m->redop != p->k.redop) m->redop = -1;
       if (m->root != p->k.root) m->root = -1;
+      w->parts[k].row = SIZE_MAX;
       continue;
     }
-    NSP_TRY(nsp_grow(&ps->parts, &ps->parts_cap, ps->nparts + 1, sizeof *ps->parts));
-    ps->parts[ps->nparts++] = *p;
+    NSP_TRY(nsp_grow(&w->parts, &w->parts_cap, w->nparts + 1, sizeof *w->parts));
+    w->parts[w->nparts++] = *p;
   }
   int64_t dur = (int64_t)(gpu_end - gpu_start);
-  for (size_t i = 0; i < ps->nparts; i++) {
-    const struct part *p = &ps->parts[i];
-    struct rowacc *r = row_for(&ps->perf->c[p->comm], &p->k);
-    if (!r) return NSP_AN_ENOMEM;
+  for (size_t i = 0; i < w->nparts; i++) {
+    const struct part *p = &w->parts[i];
+    size_t row = p->row;
+    if (row == SIZE_MAX && !lrow_for(w, p->comm, &p->k, &row)) return NSP_AN_ENOMEM;
+    struct rowacc *r = &w->rows[row].a;
     r->row.timed++;
-    r->sum_s += (double)p->k.bytes;
-    r->sum_ns += (double)dur;
+    r->sum_bytes += p->k.bytes;
+    r->sum_ns += (uint64_t)(dur < 0 ? 0 : dur);
     NSP_TRY(dist_add(&r->d, dur));
   }
   return 0;
@@ -447,10 +669,10 @@ static int on_completion(struct pass *ps, struct nsp_pend_tab *tab, const struct
 /* A failed outermost ncclGroupEnd: its calls never ran (the shim writes
  * no completion for them).  Counted as failed, as if an error completion
  * had named the group. */
-static int on_group_failed(struct pass *ps, struct nsp_pend_tab *tab, const struct nsp_rec *rec) {
+static int on_group_failed(struct worker *w, struct nsp_pend_tab *tab, const struct nsp_rec *rec) {
   struct nsp_rec done;
   nsp_pend_group_failed(&done, rec->group_id);
-  return on_completion(ps, tab, &done);
+  return on_completion(w, tab, &done);
 }
 
 /* A completion can come before the abort that cut its calls short (the
@@ -459,76 +681,93 @@ static int on_group_failed(struct pass *ps, struct nsp_pend_tab *tab, const stru
  * a communicator was an abort or revoke, read its cuts first.  (Else,
  * e.g. a revoke then a destroy with no error, only completions read after
  * the revoke's record are cut.) */
-static int needs_cuts(const struct pass *ps, size_t ti) {
-  const struct nsp_trace *t = ps->job->traces[ti];
-  return (t->info.errors > 0 || ps->aborted[ti]) && (t->info.tracking & NSP_TRACK_COMPLETION);
+static int needs_cuts(const struct shared *sh, size_t ti) {
+  const struct nsp_trace *t = sh->job->traces[ti];
+  return (t->info.errors > 0 || sh->aborted[ti]) && (t->info.tracking & NSP_TRACK_COMPLETION);
 }
 
-static int read_cuts(struct pass *ps, size_t ti, struct nsp_an_feed *feed, size_t k) {
-  const struct nsp_trace *t = ps->job->traces[ti];
+static int read_cuts(struct worker *w, const struct nsp_trace *t) {
   char err[256];
   struct nsp_an_src src;
-  if (!nsp_an_src_reopen(&src, feed, k, t, 0, err, sizeof err)) return 0; /* the main pass says so */
+  if (!nsp_an_src_reopen(&src, NULL, 0, t, 0, err, sizeof err)) return 0; /* the main pass says so */
   const struct nsp_rec *rec;
   int ret = 0, got = 0;
   while (!ret && (got = nsp_an_src_next(&src, &rec)) == 1)
-    if (rec->kind == NSP_REC_COMM_END || rec->kind == NSP_REC_ASYNC_ERROR) ret = note_cut(ps, rec);
+    if (rec->kind == NSP_REC_COMM_END || rec->kind == NSP_REC_ASYNC_ERROR) ret = note_cut(w, rec);
   if (!ret && got < 0) ret = got;
   nsp_an_src_close(&src);
   return ret;
 }
 
-/* Trace ti again, from item k of the feed (NULL: alone); its cuts first
- * from item k - 1 when needs_cuts. */
-static int read_trace(struct pass *ps, size_t ti, struct nsp_an_feed *feed, size_t k) {
-  const struct nsp_trace *t = ps->job->traces[ti];
-  ps->ncut = 0;
-  if (needs_cuts(ps, ti)) NSP_TRY(read_cuts(ps, ti, feed, k - 1));
+static void tell(struct worker *w) {
+  struct shared *sh = w->sh;
+  nsp_an_progress_at(sh->job, atomic_load(&sh->files_done), atomic_load(&sh->bytes_done),
+                     atomic_load(&sh->records));
+}
+
+/* A record read from src: counted every 16384 (its reader's offset asked
+ * then only). */
+static void progress_record(struct worker *w, const struct nsp_an_src *src) {
+  if (++w->records < 16384) return;
+  atomic_fetch_add(&w->sh->records, w->records);
+  w->records = 0;
+  size_t offset = nsp_an_src_offset(src);
+  if (offset > w->offset_told) atomic_fetch_add(&w->sh->bytes_done, offset - w->offset_told);
+  w->offset_told = offset;
+  if (w->main) tell(w);
+}
+
+/* Trace ti again, its cuts first when needs_cuts; its lines and arrivals
+ * merged at its end. */
+static int read_trace(struct worker *w, size_t ti) {
+  struct shared *sh = w->sh;
+  const struct nsp_trace *t = sh->job->traces[ti];
+  w->ncut = 0;
+  w->nloc = 0;
+  w->offset_told = 0;
+  if (needs_cuts(sh, ti)) NSP_TRY(read_cuts(w, t));
   char err[256];
   struct nsp_an_src src;
-  if (!nsp_an_src_reopen(&src, feed, k, t, 0, err, sizeof err)) return nsp_job_notef(ps->job, "%s: could not be read again for perf: %s", t->info.path, err);
+  if (!nsp_an_src_reopen(&src, NULL, 0, t, 0, err, sizeof err)) {
+    sh->notes[ti] = nsp_asprintf("%s: could not be read again for perf: %s", t->info.path, err);
+    return sh->notes[ti] ? 0 : NSP_AN_ENOMEM;
+  }
   struct nsp_pend_tab tab;
   nsp_pend_init(&tab);
   int tracked = 0, ret = 0;
-  ps->nloc = 0;
   const struct nsp_rec *rec;
   int got;
   while (!ret && (got = nsp_an_src_next(&src, &rec)) == 1) {
-    nsp_an_progress_record_at(ps->job, nsp_an_src_offset(&src));
+    progress_record(w, &src);
     switch (rec->kind) {
       case NSP_REC_PROCESS:
         tracked = (rec->ext->tracking & NSP_TRACK_COMPLETION) != 0;
         break;
       case NSP_REC_COMM: {
-        if (rec->comm >= ps->nloc) {
-          size_t cap = ps->nloc, old = ps->nloc;
-          if (nsp_grow(&ps->loc, &cap, (size_t)rec->comm + 1, sizeof *ps->loc) < 0) {
-            ret = NSP_AN_ENOMEM;
-            break;
-          }
-          for (size_t i = old; i < cap; i++) ps->loc[i] = (struct local){SIZE_MAX, -1};
-          ps->nloc = cap;
-        }
-        const size_t *ci = rec->ext->comm_id ? nsp_u64map_get(&ps->job->comm_by_id, rec->ext->comm_id) : NULL;
+        if ((ret = loc_reserve(w, (size_t)rec->comm + 1)) < 0) break;
+        struct local *l = &w->loc[rec->comm];
+        if (l->comm != SIZE_MAX && (ret = arr_flush(w, l)) < 0) break; /* the index named another before */
+        memset(w->hits, 0, sizeof w->hits);
+        const size_t *ci = rec->ext->comm_id ? nsp_u64map_get(&sh->job->comm_by_id, rec->ext->comm_id) : NULL;
         if (ci && !(rec->flags & NSP_COMM_NOCOLOR)) {
-          ps->loc[rec->comm].comm = *ci;
-          if (rec->ext->rank >= 0) ps->loc[rec->comm].rank = rec->ext->rank;
+          l->comm = *ci;
+          if (rec->ext->rank >= 0) l->rank = rec->ext->rank;
         }
         break;
       }
       case NSP_REC_CALL:
         if (rec->api == NSP_API_GroupEnd && is_error(rec->result) && rec->group_id && rec->group_depth == 1) {
-          if (tracked) ret = on_group_failed(ps, &tab, rec);
+          if (tracked) ret = on_group_failed(w, &tab, rec);
           break;
         }
-        ret = on_call(ps, &tab, tracked, t, rec);
+        ret = on_call(w, &tab, tracked, t, rec);
         break;
       case NSP_REC_COMM_END:
       case NSP_REC_ASYNC_ERROR:
-        ret = note_cut(ps, rec);
+        ret = note_cut(w, rec);
         break;
       case NSP_REC_COMPLETION:
-        if (tracked) ret = on_completion(ps, &tab, rec);
+        if (tracked) ret = on_completion(w, &tab, rec);
         break;
       default:
         break;
@@ -537,7 +776,45 @@ static int read_trace(struct pass *ps, size_t ti, struct nsp_an_feed *feed, size
   if (!ret && got < 0) ret = got;
   nsp_pend_free(&tab);
   nsp_an_src_close(&src);
+  for (size_t i = 0; i < w->nloc && !ret; i++)
+    if (w->loc[i].comm != SIZE_MAX) ret = arr_flush(w, &w->loc[i]);
+  int mret = merge_rows(w);
+  if (!ret) ret = mret;
+  if (t->size > w->offset_told) atomic_fetch_add(&sh->bytes_done, t->size - w->offset_told);
+  atomic_fetch_add(&sh->files_done, 1);
+  if (w->main) tell(w);
   return ret;
+}
+
+/* A thread's loop: the next trace not taken, until none is left or one
+ * failed. */
+static void *work(void *arg) {
+  struct worker *w = arg;
+  struct shared *sh = w->sh;
+  for (;;) {
+    if (atomic_load(&sh->ret)) break;
+    size_t ti = atomic_fetch_add(&sh->next, 1);
+    if (ti >= sh->job->ntraces) break;
+    int ret = read_trace(w, ti);
+    if (ret < 0) {
+      int zero = 0;
+      atomic_compare_exchange_strong(&sh->ret, &zero, ret);
+    }
+  }
+  atomic_fetch_add(&sh->records, w->records);
+  w->records = 0;
+  return NULL;
+}
+
+static void worker_free(struct worker *w) {
+  for (size_t i = 0; i < w->loc_init; i++) free(w->loc[i].buf);
+  free(w->loc);
+  free(w->cut);
+  free(w->calls);
+  free(w->parts);
+  for (size_t i = 0; i < w->nrows; i++) dist_free(&w->rows[i].a.d);
+  free(w->rows);
+  nsp_u64map_free(&w->row_by_key);
 }
 
 static int cmp_row(const void *pa, const void *pb) {
@@ -568,7 +845,7 @@ static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
     a->row.p50_ns = dist_pct(&a->d, 50);
     a->row.p99_ns = dist_pct(&a->d, 99);
     if (a->sum_ns > 0) {
-      a->row.algbw_gbs = a->sum_s / a->sum_ns; /* bytes per ns = GB/s */
+      a->row.algbw_gbs = (double)a->sum_bytes / (double)a->sum_ns; /* bytes per ns = GB/s */
       a->row.busbw_gbs = a->row.algbw_gbs * nsp_perf_busbw_factor(a->row.api, (int)factor_n);
     }
     c->rows[i] = a->row;
@@ -670,45 +947,65 @@ int nsp_job_perf(struct nsp_job *job) {
   /* The rules have run: their refs are not needed again (memory). */
   for (size_t i = 0; i < job->ncomms; i++) nsp_an_comm_drop_refs(job->comms[i]);
   job->perf = perf;
-  struct pass ps;
-  memset(&ps, 0, sizeof ps);
-  ps.job = job;
-  ps.perf = perf;
-  ps.aborted = calloc(job->ntraces ? job->ntraces : 1, 1);
-  if (!ps.aborted) return NSP_AN_ENOMEM; /* job->perf is freed with the job */
+  struct shared sh;
+  memset(&sh, 0, sizeof sh);
+  sh.job = job;
+  sh.perf = perf;
+  sh.aborted = calloc(job->ntraces ? job->ntraces : 1, 1);
+  sh.notes = calloc(job->ntraces ? job->ntraces : 1, sizeof *sh.notes);
+  sh.comm_mu = malloc((perf->n ? perf->n : 1) * sizeof *sh.comm_mu);
+  int nthreads = nsp_an_fold_threads(job);
+  struct worker *w = aligned_alloc(_Alignof(struct worker), (size_t)nthreads * sizeof *w);
+  if (w) memset(w, 0, (size_t)nthreads * sizeof *w);
+  if (!sh.aborted || !sh.notes || !sh.comm_mu || !w) { /* job->perf is freed with the job */
+    free(sh.aborted);
+    free(sh.notes);
+    free(sh.comm_mu);
+    free(w);
+    return NSP_AN_ENOMEM;
+  }
   for (size_t i = 0; i < job->nmembers; i++) {
     const struct nsp_member *m = &job->members[i];
     if (m->trace < job->ntraces && m->ended && (m->end_api == NSP_API_CommAbort || m->end_api == NSP_API_CommRevoke))
-      ps.aborted[m->trace] = 1;
+      sh.aborted[m->trace] = 1;
   }
-  int ret = 0;
+  pthread_mutex_init(&sh.rows_mu, NULL);
+  for (size_t i = 0; i < perf->n; i++) pthread_mutex_init(&sh.comm_mu[i], NULL);
   uint64_t bytes = 0;
   for (size_t i = 0; i < job->ntraces; i++) bytes += job->traces[i]->size;
   nsp_an_progress_phase(job, NSP_PROGRESS_REREAD, job->ntraces, bytes);
-  /* Every trace (after its cuts, when it needs them), decoded on the
-   * job's threads, folded in order. */
-  size_t nitems = 0;
-  struct nsp_an_feed_item *items = calloc(2 * job->ntraces + 1, sizeof *items);
-  if (!items) ret = NSP_AN_ENOMEM;
-  for (size_t i = 0; items && i < job->ntraces; i++) {
-    const struct nsp_trace *t = job->traces[i];
-    struct nsp_an_feed_item it = {t->path, t->mem, t->mem_len, 0, NULL};
-    if (needs_cuts(&ps, i)) items[nitems++] = it;
-    items[nitems++] = it;
+  /* Every trace read and folded on every thread; this one tells the
+   * progress callback. */
+  int started = 1;
+  w[0].sh = &sh;
+  w[0].main = 1;
+  for (int k = 1; k < nthreads && (size_t)k < job->ntraces; k++) {
+    w[k].sh = &sh;
+    if (pthread_create(&w[k].thread, NULL, work, &w[k]) != 0) break; /* fewer threads: the same figures */
+    started++;
   }
-  struct nsp_an_feed *feed = nsp_an_feed_start(items, nitems, nsp_an_read_threads(job));
-  for (size_t i = 0, k = 0; i < job->ntraces && !ret; i++) {
-    k += needs_cuts(&ps, i);
-    ret = read_trace(&ps, i, feed, k++);
-    nsp_an_progress_file(job, job->traces[i]->size);
+  work(&w[0]);
+  for (int k = 1; k < started; k++) {
+    /* Progress while the others finish their last traces. */
+    struct timespec until;
+    while (clock_gettime(CLOCK_REALTIME, &until), until.tv_nsec += 200000000,
+           until.tv_sec += until.tv_nsec / 1000000000, until.tv_nsec %= 1000000000,
+           pthread_timedjoin_np(w[k].thread, NULL, &until) != 0)
+      tell(&w[0]);
   }
-  nsp_an_feed_stop(feed);
-  free(items);
-  free(ps.loc);
-  free(ps.calls);
-  free(ps.parts);
-  free(ps.cut);
-  free(ps.aborted);
+  tell(&w[0]);
+  int ret = atomic_load(&sh.ret);
+  for (int k = 0; k < nthreads; k++) worker_free(&w[k]);
+  free(w);
+  for (size_t i = 0; i < job->ntraces; i++) {
+    if (sh.notes[i] && !ret) ret = nsp_job_notef(job, "%s", sh.notes[i]);
+    free(sh.notes[i]);
+  }
+  pthread_mutex_destroy(&sh.rows_mu);
+  for (size_t i = 0; i < perf->n; i++) pthread_mutex_destroy(&sh.comm_mu[i]);
+  free(sh.comm_mu);
+  free(sh.notes);
+  free(sh.aborted);
   for (size_t i = 0; i < perf->n && !ret; i++) ret = finish_comm(job, i, &perf->c[i]);
   return ret;
 }

@@ -794,6 +794,13 @@ void nsp_an_progress_record_at(struct nsp_job *job, size_t offset) {
   progress_tell(job);
 }
 
+void nsp_an_progress_at(struct nsp_job *job, size_t files_done, uint64_t bytes_done, uint64_t records) {
+  job->progress.files_done = files_done;
+  job->progress.bytes_done = bytes_done;
+  job->progress.records = records;
+  progress_tell(job);
+}
+
 void nsp_an_progress_file(struct nsp_job *job, uint64_t size) {
   job->progress.files_done++;
   job->progress_base += size;
@@ -1390,6 +1397,13 @@ void nsp_an_load_begin(struct nsp_job *job) {
   /* The earlier load judged its blocks clean without these traces'
    * digests (a rank claimed twice, a signature that differs). */
   if (job->frames_skipped) job->reread_all = 1;
+}
+
+int nsp_an_fold_threads(const struct nsp_job *job) {
+  if (job->threads) return job->threads;
+  cpu_set_t set;
+  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 2 ? 1 : n > NSP_JOB_THREADS_DEFAULT ? NSP_JOB_THREADS_DEFAULT : n;
 }
 
 int nsp_an_read_threads(const struct nsp_job *job) {

@@ -516,6 +516,10 @@ int nsp_an_load_trace(struct nsp_job *job, const char *path, uint8_t *mem, size_
  * the CPUs of the process's affinity mask (1 when that is under 2), at
  * most NSP_JOB_THREADS_DEFAULT. */
 int nsp_an_read_threads(const struct nsp_job *job);
+/* The threads that each read and fold whole traces (nsp_job_perf):
+ * nsp_job_set_threads's, or the CPUs of the process's affinity mask, at
+ * most NSP_JOB_THREADS_DEFAULT. */
+int nsp_an_fold_threads(const struct nsp_job *job);
 /* The byte offset of the first frame of trace t that can hold collective
  * seq `seq` of comm index `local` (its spans); 0 when unknown (read from
  * the start). */
@@ -684,6 +688,9 @@ void nsp_an_progress_record(struct nsp_job *job, const struct nsp_reader *r);
 /* The same, for a record read on a worker: offset its reader's
  * nsp_reader_offset after it (nsp_an_feed_next). */
 void nsp_an_progress_record_at(struct nsp_job *job, size_t offset);
+/* Where a phase read on several threads stands (their sums): tells the
+ * callback. */
+void nsp_an_progress_at(struct nsp_job *job, size_t files_done, uint64_t bytes_done, uint64_t records);
 /* A file of size bytes read through: tells the callback. */
 void nsp_an_progress_file(struct nsp_job *job, uint64_t size);
 /* An EXIT, RINGSTATE or LIBNCCL record while loading; 0 or NSP_AN_ENOMEM. */

@@ -2,7 +2,8 @@
  * bandwidth conventions, GPU-time percentiles and bandwidths per size
  * bucket from COMPLETION records (single calls and groups), failed,
  * abandoned and untracked calls counted but never timed, arrival spreads
- * aligned across hosts by each trace's clock pair, stragglers. */
+ * aligned across hosts by each trace's clock pair, stragglers, and the
+ * same figures for any number of threads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -315,6 +316,53 @@ static void test_case_figures(void **state) {
   nsp_job_destroy(job);
 }
 
+/* Every thread folds whole traces (nsp_job_perf): with 1, 2 and 3
+ * threads the same lines, sums and arrivals; at the seq where rank 1
+ * calls a broadcast and the others an all-reduce, the spread names the
+ * lower op number whatever trace came first. */
+static void test_threads_same_figures(void **state) {
+  (void)state;
+  int lower = NSP_API_AllReduce < NSP_API_Broadcast ? NSP_API_AllReduce : NSP_API_Broadcast;
+  for (int threads = 1; threads <= 3; threads++) {
+    struct nsp_tracegen *g[3];
+    uint32_t w[3];
+    for (int r = 0; r < 3; r++) g[r] = rank_on(r, 3, 0xbbbb, 1, &w[r]);
+    for (uint64_t seq = 1; seq <= 40; seq++)
+      for (int r = 0; r < 3; r++) {
+        /* rank 2 last by 1 us + seq ns; seq 7: rank 1 last by 1 ms */
+        uint64_t t = 1000000000ull * seq + (r == 2 ? 1000u + seq : 0) + (seq == 7 && r == 1 ? 1000000u : 0);
+        nsp_tracegen_set_time(g[r], t);
+        if (seq == 7 && r == 1) nsp_tracegen_coll(g[r], NSP_API_Broadcast, w[r], 64, ncclFloat32, -1, 0);
+        else nsp_tracegen_coll(g[r], NSP_API_AllReduce, w[r], 64, ncclFloat32, ncclSum, -1);
+      }
+    struct nsp_job *job = nsp_job_create();
+    assert_non_null(job);
+    assert_int_equal(nsp_job_set_threads(job, threads), 0);
+    add_gens(job, g, 3);
+    assert_int_equal(nsp_job_analyze(job), 0);
+    assert_int_equal(nsp_job_perf(job), 0);
+    const struct nsp_perf_comm *pc = nsp_job_perf_comm(job, 0);
+    assert_int_equal(pc->collectives, 40);
+    assert_int_equal(pc->with_last, 40);
+    assert_int_equal(pc->worst[0].seq, 7);
+    assert_int_equal(pc->worst[0].spread_ns, 1000000);
+    assert_int_equal(pc->worst[0].last_rank, 1);
+    assert_int_equal(pc->worst[0].api, lower);
+    assert_int_equal(pc->nstragglers, 2);
+    assert_int_equal(pc->stragglers[0].rank, 2);
+    assert_int_equal(pc->stragglers[0].last, 39);
+    const struct nsp_perf_row *ar = row(pc, NSP_API_AllReduce, 8);
+    assert_int_equal(ar->calls, 119);
+    assert_int_equal(ar->timed, 119);
+    assert_int_equal(ar->p50_ns, 1000);
+    assert_near(ar->algbw_gbs, 0.256); /* 256 bytes in 1,000 ns */
+    const struct nsp_perf_row *bc = row(pc, NSP_API_Broadcast, 8);
+    assert_int_equal(bc->calls, 1);
+    assert_int_equal(bc->timed, 1);
+    nsp_job_destroy(job);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_formulas),
@@ -323,6 +371,7 @@ int main(void) {
       cmocka_unit_test(test_abort_not_timed),
       cmocka_unit_test(test_arrivals),
       cmocka_unit_test(test_case_figures),
+      cmocka_unit_test(test_threads_same_figures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
