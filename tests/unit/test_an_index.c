@@ -19,11 +19,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nsp_an_cases.h"
+#include "nsp_index.h"
 #include "nsp_names.h"
 #include "nsp_report.h"
 #include "tests/nsp_report_capture.h"
@@ -402,12 +405,91 @@ static void test_trial_cases(void **state) {
   nsp_case_rmdir(dir);
 }
 
+/* Counts the frames a walk visits, and where the last data frame starts. */
+struct walk_count {
+  size_t n, last_off;
+};
+static int count_frame(void *ctx, const struct nsp_frame_index *ix, size_t data_off) {
+  (void)ix;
+  struct walk_count *c = ctx;
+  c->n++;
+  c->last_off = data_off;
+  return 0;
+}
+
+/* nsp_index_walk reads a file through a window of 1 MiB: over a trace of
+ * several MiB (random counts, so it does not compress away) it visits the
+ * frames a walk of the same bytes in memory does, to the end; a byte
+ * changed in a data frame past the first window stops both at the same
+ * frame. */
+static void test_walk_window(void **state) {
+  (void)state;
+  struct nsp_tracegen *g = nsp_tracegen_create("node", 7000, 0);
+  assert_non_null(g);
+  nsp_tracegen_set_tracking(g, NSP_TRACK_COMPLETION | NSP_TRACK_TIMING);
+  nsp_tracegen_set_frame_records(g, 4096);
+  nsp_tracegen_set_auto_complete(g, 1, 1000);
+  uint32_t w = nsp_tracegen_comm(g, 0x2000, 0, 1);
+  uint64_t rng = 12345;
+  for (int st = 0; st < 400000; st++) {
+    nsp_tracegen_set_time(g, nsp_tracegen_now(g) + (nsp_case_rng(&rng) & 0xffff));
+    nsp_tracegen_coll(g, NSP_API_AllReduce, w, 1 + (nsp_case_rng(&rng) & 0xfffff), ncclFloat32, ncclSum, -1);
+  }
+  const uint8_t *data;
+  size_t len;
+  assert_int_equal(nsp_tracegen_bytes(g, &data, &len), 0);
+  assert_true(len > (3u << 20)); /* several windows */
+  uint8_t *copy = malloc(len);
+  assert_non_null(copy);
+  memcpy(copy, data, len);
+  nsp_tracegen_destroy(g);
+  char dir[256], path[512];
+  assert_int_equal(nsp_case_mkdtemp(dir, sizeof dir), 0);
+  snprintf(path, sizeof path, "%s/big.ncclspy", dir);
+  for (int damaged = 0; damaged <= 1; damaged++) {
+    struct nsp_frame_index scratch;
+    memset(&scratch, 0, sizeof scratch);
+    struct walk_count mem = {0, 0}, file = {0, 0};
+    size_t mem_end = nsp_index_walk_mem(copy, len, NSP_HEADER_SIZE, 1, SIZE_MAX, &scratch, count_frame, &mem);
+    write_file(dir, "big.ncclspy", copy, len);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    size_t file_end = nsp_index_walk(fd, len, NSP_HEADER_SIZE, 1, SIZE_MAX, &scratch, count_frame, &file);
+    close(fd);
+    nsp_frame_index_free(&scratch);
+    assert_int_equal(file.n, mem.n);
+    assert_int_equal(file_end, mem_end);
+    if (!damaged) {
+      assert_int_equal(mem_end, len);
+      assert_true(mem.n > 100);
+      /* A byte in the middle of the data frame that starts past 1.5 MiB. */
+      struct walk_count upto = {0, 0};
+      memset(&scratch, 0, sizeof scratch);
+      size_t past = 0;
+      for (size_t k = 1; k <= mem.n && !past; k++) {
+        upto.n = 0;
+        nsp_index_walk_mem(copy, len, NSP_HEADER_SIZE, 0, k, &scratch, count_frame, &upto);
+        if (upto.last_off > (3u << 19)) past = upto.last_off;
+      }
+      nsp_frame_index_free(&scratch);
+      assert_true(past > 0);
+      copy[past + 100] ^= 0x5a;
+    } else {
+      assert_true(mem_end < len);
+      assert_true(mem.n > 10 && mem.n < 1000);
+    }
+  }
+  free(copy);
+  nsp_case_rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_case),
       cmocka_unit_test(test_generated_jobs),
       cmocka_unit_test(test_trial_cases),
       cmocka_unit_test(test_two_loads),
+      cmocka_unit_test(test_walk_window),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
