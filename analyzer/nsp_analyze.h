@@ -685,7 +685,7 @@ int nsp_job_set_live_min(struct nsp_job *job, int64_t ns);
  * nsp_job_perf folds on every thread instead: n threads (default: the
  * CPUs, at most NSP_JOB_THREADS_DEFAULT) each read and fold whole traces,
  * and the figures are the same for every n (on 2 cores, 2 threads took
- * 0.6 of one thread's time at 10,000 ranks).  Call before adding traces; returns 0, NSP_AN_EINVAL
+ * 0.55 of one thread's time at 10,000 ranks).  Call before adding traces; returns 0, NSP_AN_EINVAL
  * (n < 0 or over NSP_JOB_THREADS_MAX) or NSP_AN_ESTATE once a trace was
  * added.  The command takes it from --threads N. */
 #define NSP_JOB_THREADS_MAX 64

@@ -346,7 +346,7 @@ struct shared {
 };
 
 /* Each on cache lines of its own (threads writing next to each other's
- * fields made a 10,000-rank perf 1.5 times slower). */
+ * fields made a 10,000-rank perf 1.4 times slower). */
 struct worker {
   _Alignas(128) struct shared *sh;
   int main;                  /* the calling thread: it tells the progress callback */
