@@ -978,10 +978,12 @@ struct nsp_perf_row {
 };
 
 /* A collective with a large arrival spread. */
+/* nsp_perf_spread.api at a seq where ranks called different ops. */
+#define NSP_PERF_OP_MIXED (-1)
 struct nsp_perf_spread {
   uint64_t seq;
-  int api;              /* the op (Bcast as Broadcast); the lowest NSP_API_*
-                           number when ranks called different ones */
+  int api;              /* the op (Bcast as Broadcast); NSP_PERF_OP_MIXED
+                           when ranks called different ones */
   int64_t spread_ns;    /* last minus first entry, wall clock */
   int last_rank;        /* the rank that arrived last; -1 on a tie */
   int last_job_rank;    /* its process's job rank; -1 unknown or a tie */
@@ -1014,7 +1016,10 @@ struct nsp_perf_comm {
 
 /* Computes the performance figures: re-reads every trace (after
  * nsp_job_analyze, which unifies the communicators), on the job's threads
- * (nsp_job_set_threads).  Returns 0,
+ * (nsp_job_set_threads).  A trace that cannot be read again adds a note
+ * (nsp_job_note) and nothing to the figures, and its communicators then
+ * have no arrivals (no seq was reached by every traced rank); the perf
+ * reports print the job's notes.  Returns 0,
  * NSP_AN_ENOMEM, or NSP_AN_ESTATE (not analysed yet, or called twice). */
 int nsp_job_perf(struct nsp_job *job);
 /* Communicators with figures, in nsp_job_comm order. */

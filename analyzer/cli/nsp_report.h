@@ -53,6 +53,9 @@ int nsp_dump_file(const char *path, int json, FILE *out, FILE *err);
  * only when c (the communicator with that id) is known.  Shared by the
  * text and perf reports. */
 void nsp_report_put_comm(FILE *out, const struct nsp_comm_info *c, uint64_t id);
+/* The job's notes, "\nNotes (N)" then one "  - note" line each (escaped);
+ * nothing when there are none.  The text and perf reports end with them. */
+void nsp_report_put_notes(FILE *out, const struct nsp_job *job);
 
 /* "2.28.9" for an ncclGetVersion() code (22809; codes below 10000 are the
  * pre-2.9 form, 2708 -> "2.7.8"); "unknown" for 0. */

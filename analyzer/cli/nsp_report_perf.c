@@ -33,6 +33,9 @@ static const char *fmt_ns(int64_t ns, char *buf, size_t len) {
   return buf;
 }
 
+/* A spread's op: "mixed ops" where ranks called different ones. */
+static const char *spread_op(int api) { return api == NSP_PERF_OP_MIXED ? "mixed ops" : nsp_op_name(api); }
+
 int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
   size_t nt = nsp_job_ntraces(job), nc = nsp_job_nperf(job);
   fprintf(out, "ncclspy perf: %zu trace%s, %zu communicator%s\n", nt, nt == 1 ? "" : "s", nc, nc == 1 ? "" : "s");
@@ -85,7 +88,7 @@ int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
               fmt_ns(pc->spread_p99_ns, b, sizeof b), fmt_ns(pc->spread_max_ns, m, sizeof m));
       if (pc->nworst && pc->spread_max_ns > 0) {
         const struct nsp_perf_spread *w = &pc->worst[0];
-        fprintf(out, " (seq %" PRIu64 " %s", w->seq, nsp_op_name(w->api));
+        fprintf(out, " (seq %" PRIu64 " %s", w->seq, spread_op(w->api));
         if (w->last_rank >= 0) {
           char rb[64];
           nsp_format_ranks_job(rb, sizeof rb, &w->last_rank, &w->last_job_rank, 1);
@@ -112,6 +115,8 @@ int nsp_report_perf_text(const struct nsp_job *job, FILE *out) {
   if (!timed)
     fprintf(out, "\nNo GPU timing in these traces: run with completion tracking and timing to get durations\n"
                  "and bandwidths (the arrival figures above need none).\n");
+  /* What was not read, or read in part: the figures leave it out. */
+  nsp_report_put_notes(out, job);
   fflush(out);
   return ferror(out) ? -1 : 0;
 }
@@ -198,7 +203,7 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
         json_object *x = json_object_new_object();
         if (x) {
           jput(x, "seq", json_object_new_int64((int64_t)pc->worst[w].seq), &oom);
-          jput(x, "op", nsp_json_string(nsp_op_name(pc->worst[w].api)), &oom);
+          jput(x, "op", nsp_json_string(spread_op(pc->worst[w].api)), &oom);
           jput(x, "spread_ns", json_object_new_int64(pc->worst[w].spread_ns), &oom);
           jput(x, "last_rank", json_object_new_int(pc->worst[w].last_rank), &oom);
           jput(x, "last_job_rank", json_object_new_int(pc->worst[w].last_job_rank), &oom);
@@ -227,6 +232,9 @@ struct json_object *nsp_report_perf_json_object(const struct nsp_job *job) {
     jpush(comms, o, &oom);
   }
   jput(root, "communicators", comms, &oom);
+  json_object *notes = json_object_new_array();
+  for (size_t i = 0; notes && i < nsp_job_nnotes(job); i++) jpush(notes, nsp_json_string(nsp_job_note(job, i)), &oom);
+  jput(root, "notes", notes, &oom);
   if (oom) {
     json_object_put(root);
     return NULL;

@@ -607,7 +607,7 @@ void nsp_report_put_headline_sites(FILE *out, const struct nsp_job *job) {
 }
 
 int nsp_report_text(const struct nsp_job *job, FILE *out) {
-  size_t nt = nsp_job_ntraces(job), nc = nsp_job_ncomms(job), nf = nsp_job_nfindings(job), nn = nsp_job_nnotes(job);
+  size_t nt = nsp_job_ntraces(job), nc = nsp_job_ncomms(job), nf = nsp_job_nfindings(job);
   put_headline(out, job);
   fputc('\n', out);
   fprintf(out, "ncclspy report: %zu trace%s, %zu communicator%s, %zu finding%s\n\n", nt, nt == 1 ? "" : "s", nc,
@@ -706,14 +706,18 @@ int nsp_report_text(const struct nsp_job *job, FILE *out) {
     fputc('\n', out);
   }
 
-  if (nn) {
-    fprintf(out, "\nNotes (%zu)\n", nn);
-    for (size_t i = 0; i < nn; i++) {
-      fprintf(out, "  - ");
-      nsp_put_esc(out, nsp_job_note(job, i));
-      fputc('\n', out);
-    }
-  }
+  nsp_report_put_notes(out, job);
   fflush(out);
   return ferror(out) ? -1 : 0;
+}
+
+void nsp_report_put_notes(FILE *out, const struct nsp_job *job) {
+  size_t nn = nsp_job_nnotes(job);
+  if (!nn) return;
+  fprintf(out, "\nNotes (%zu)\n", nn);
+  for (size_t i = 0; i < nn; i++) {
+    fprintf(out, "  - ");
+    nsp_put_esc(out, nsp_job_note(job, i));
+    fputc('\n', out);
+  }
 }

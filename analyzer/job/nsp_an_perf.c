@@ -17,9 +17,9 @@
  * figures are the same for any number of threads.  Memory: one
  * distribution per line (up to 1024 values, then a fixed histogram), 16
  * bytes per (communicator, seq) for arrivals (struct arrival); per thread,
- * the lines and calls in flight of the trace it reads and 4 KiB per comm
- * index of its traces (struct arr_buf); the analysis's refs are freed
- * first. */
+ * the lines, calls in flight and comm indexes of the trace it reads (with
+ * 256 B to 4 KiB of arrivals waiting per comm index, struct arr_buf); the
+ * analysis's refs are freed first. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -148,6 +148,7 @@ struct arrival {
 #define ARR_N_MAX 0x7fffffu
 #define ARR_TIE 0x800000u
 #define ARR_API_SHIFT 24
+#define ARR_API_MIXED 0xffu /* the op field when ranks called different ops */
 /* Arrivals per page of a communicator's paged array of them by seq. */
 #define NSP_ARR_PAGE 256
 /* Seqs page_no * NSP_ARR_PAGE onwards; times are offsets from base (the
@@ -295,12 +296,12 @@ struct arr_in {
 };
 struct arr_buf {
   uint64_t page_no;
-  size_t n;
-  struct arr_in v[NSP_ARR_PAGE];
+  size_t n, cap; /* cap: 16 at first, doubled up to NSP_ARR_PAGE */
+  struct arr_in v[];
 };
 
 /* A comm index of the trace being read: its communicator (SIZE_MAX none),
- * its rank there, its arrivals waiting (buf, kept from trace to trace). */
+ * its rank there, its arrivals waiting (buf, freed when the trace ends). */
 struct local {
   size_t comm;
   int32_t rank;
@@ -352,7 +353,7 @@ struct worker {
   int main;                  /* the calling thread: it tells the progress callback */
   pthread_t thread;
   struct local *loc;
-  size_t nloc, loc_cap, loc_init; /* loc[0, loc_init) have buf set or NULL */
+  size_t nloc, loc_cap;
   /* Per comm index of the trace: the monotonic time from which work in
    * flight on it was cut short (its first ncclCommAbort or ncclCommRevoke,
    * or asynchronous error); 0 none. */
@@ -474,8 +475,8 @@ static int arr_apply(struct arr_page *pg, const struct arr_in *x) {
     a->last = x->rank;
     a->nat = (uint32_t)x->api << ARR_API_SHIFT;
   } else {
-    if ((uint32_t)x->api < a->nat >> ARR_API_SHIFT)
-      a->nat = (a->nat & ((1u << ARR_API_SHIFT) - 1)) | (uint32_t)x->api << ARR_API_SHIFT;
+    if ((uint32_t)x->api != a->nat >> ARR_API_SHIFT) /* ranks called different ops here */
+      a->nat |= (uint32_t)ARR_API_MIXED << ARR_API_SHIFT;
     if (x->t < arr_time(pg, e, 0)) NSP_TRY(arr_set_time(pg, e, 0, x->t));
     int64_t tmax = arr_time(pg, e, 1);
     if (x->t > tmax) {
@@ -509,15 +510,16 @@ static int arr_flush(struct worker *w, const struct local *l) {
 static int loc_reserve(struct worker *w, size_t n) {
   if (n <= w->nloc) return 0;
   NSP_TRY(nsp_grow(&w->loc, &w->loc_cap, n, sizeof *w->loc));
-  for (size_t i = w->loc_init; i < w->loc_cap; i++) w->loc[i].buf = NULL;
-  if (w->loc_init < w->loc_cap) w->loc_init = w->loc_cap;
-  for (size_t i = w->nloc; i < n; i++) {
-    w->loc[i].comm = SIZE_MAX;
-    w->loc[i].rank = -1;
-    if (w->loc[i].buf) w->loc[i].buf->n = 0;
-  }
+  for (size_t i = w->nloc; i < n; i++) w->loc[i] = (struct local){SIZE_MAX, -1, NULL};
   w->nloc = n;
   return 0;
+}
+
+/* The trace's comm indexes gone, with their buffers: memory follows the
+ * comm indexes of the traces being read, not of every trace read. */
+static void loc_clear(struct worker *w) {
+  for (size_t i = 0; i < w->nloc; i++) free(w->loc[i].buf);
+  w->nloc = 0;
 }
 
 /* COMM_END of an abort or revoke, or an asynchronous error: what is in
@@ -585,15 +587,17 @@ static int on_call(struct worker *w, struct nsp_pend_tab *tab, int tracked, cons
     return 0;
   }
   if (kind == NSP_K_COLL && rec->seq && l->rank >= 0) {
-    if (!l->buf) {
-      struct arr_buf *b = malloc(sizeof *b);
-      if (!b) return NSP_AN_ENOMEM;
-      b->n = 0;
-      w->loc[rec->comm].buf = b;
-    }
     struct arr_buf *b = l->buf;
     uint64_t page_no = rec->seq / NSP_ARR_PAGE;
-    if (b->n && (b->page_no != page_no || b->n == NSP_ARR_PAGE)) NSP_TRY(arr_flush(w, l));
+    if (b && b->n && (b->page_no != page_no || b->n == NSP_ARR_PAGE)) NSP_TRY(arr_flush(w, l));
+    if (!b || b->n == b->cap) { /* a comm index's first arrival, or more on one page */
+      size_t cap = b ? b->cap * 2 : 16;
+      struct arr_buf *nb = realloc(b, sizeof *nb + cap * sizeof nb->v[0]);
+      if (!nb) return NSP_AN_ENOMEM;
+      if (!b) nb->n = 0;
+      nb->cap = cap;
+      w->loc[rec->comm].buf = b = nb;
+    }
     b->page_no = page_no;
     b->v[b->n++] = (struct arr_in){(int64_t)(rec->t_enter + (uint64_t)t->off_ns), l->rank,
                                    (uint16_t)(rec->seq % NSP_ARR_PAGE), (uint8_t)api};
@@ -717,19 +721,32 @@ static void progress_record(struct worker *w, const struct nsp_an_src *src) {
   if (w->main) tell(w);
 }
 
+/* Trace t read through (or not readable): its records, the rest of its
+ * bytes and the file counted. */
+static void trace_done(struct worker *w, const struct nsp_trace *t) {
+  struct shared *sh = w->sh;
+  atomic_fetch_add(&sh->records, w->records);
+  w->records = 0;
+  if (t->size > w->offset_told) atomic_fetch_add(&sh->bytes_done, t->size - w->offset_told);
+  w->offset_told = t->size;
+  atomic_fetch_add(&sh->files_done, 1);
+  if (w->main) tell(w);
+}
+
 /* Trace ti again, its cuts first when needs_cuts; its lines and arrivals
  * merged at its end. */
 static int read_trace(struct worker *w, size_t ti) {
   struct shared *sh = w->sh;
   const struct nsp_trace *t = sh->job->traces[ti];
   w->ncut = 0;
-  w->nloc = 0;
   w->offset_told = 0;
   if (needs_cuts(sh, ti)) NSP_TRY(read_cuts(w, t));
   char err[256];
   struct nsp_an_src src;
   if (!nsp_an_src_reopen(&src, NULL, 0, t, 0, err, sizeof err)) {
-    sh->notes[ti] = nsp_asprintf("%s: could not be read again for perf: %s", t->info.path, err);
+    sh->notes[ti] = nsp_asprintf("%s: could not be read again for perf, its figures are left out: %s",
+                                 t->info.path, err);
+    trace_done(w, t);
     return sh->notes[ti] ? 0 : NSP_AN_ENOMEM;
   }
   struct nsp_pend_tab tab;
@@ -778,11 +795,10 @@ static int read_trace(struct worker *w, size_t ti) {
   nsp_an_src_close(&src);
   for (size_t i = 0; i < w->nloc && !ret; i++)
     if (w->loc[i].comm != SIZE_MAX) ret = arr_flush(w, &w->loc[i]);
+  loc_clear(w);
   int mret = merge_rows(w);
   if (!ret) ret = mret;
-  if (t->size > w->offset_told) atomic_fetch_add(&sh->bytes_done, t->size - w->offset_told);
-  atomic_fetch_add(&sh->files_done, 1);
-  if (w->main) tell(w);
+  trace_done(w, t);
   return ret;
 }
 
@@ -801,13 +817,11 @@ static void *work(void *arg) {
       atomic_compare_exchange_strong(&sh->ret, &zero, ret);
     }
   }
-  atomic_fetch_add(&sh->records, w->records);
-  w->records = 0;
   return NULL;
 }
 
 static void worker_free(struct worker *w) {
-  for (size_t i = 0; i < w->loc_init; i++) free(w->loc[i].buf);
+  loc_clear(w);
   free(w->loc);
   free(w->cut);
   free(w->calls);
@@ -876,7 +890,8 @@ static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
       ret = dist_add(&spread, sp);
       int last = !(a->nat & ARR_TIE) ? a->last : -1;
       const struct nsp_member *lm = last >= 0 ? nsp_an_find_member(job, comm, last) : NULL;
-      struct nsp_perf_spread w = {no * NSP_ARR_PAGE + e, (int)(a->nat >> ARR_API_SHIFT), sp, last,
+      int api = a->nat >> ARR_API_SHIFT == ARR_API_MIXED ? NSP_PERF_OP_MIXED : (int)(a->nat >> ARR_API_SHIFT);
+      struct nsp_perf_spread w = {no * NSP_ARR_PAGE + e, api, sp, last,
                                   lm ? job->traces[lm->trace]->info.rank : -1};
       /* Keep the largest spreads, largest first; ties by lower seq. */
       for (size_t k = 0; k < NSP_PERF_WORST; k++) {

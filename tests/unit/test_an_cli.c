@@ -902,7 +902,7 @@ static void test_unseen_status(void **state) {
   nsp_case_rmdir(dir);
 }
 
-/* `ncclspy perf`: text and JSON. */
+/* `ncclspy perf`: text and JSON, with the notes of what was not read. */
 static void test_perf(void **state) {
   (void)state;
   char dir[300];
@@ -943,8 +943,31 @@ static void test_perf(void **state) {
   assert_int_equal(get_int(op, "p50_ns"), 50000);
   assert_true(json_object_get_double(get(op, "busbw_factor")) == 1.5);
   assert_int_equal(get_int(get(c, "arrival"), "collectives"), 2);
+  json_object *notes = get(root, "notes");
+  assert_int_equal(json_object_array_length(notes), 0);
   json_object_put(root);
   result_free(&r);
+  /* A file that is no trace: the figures leave it out, and say so. */
+  char junk[400];
+  snprintf(junk, sizeof junk, "%s/zz-junk.ncclspy", dir);
+  FILE *f = fopen(junk, "w");
+  assert_non_null(f);
+  fputs("not a trace\n", f);
+  fclose(f);
+  r = run((const char *[]){"perf", dir, NULL});
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "\nNotes (1)\n  - ");
+  assert_contains(r.out, "zz-junk.ncclspy");
+  result_free(&r);
+  r = run((const char *[]){"perf", "--json", dir, NULL});
+  root = json_tokener_parse(r.out);
+  assert_non_null(root);
+  notes = get(root, "notes");
+  assert_int_equal(json_object_array_length(notes), 1);
+  assert_non_null(strstr(json_object_get_string(json_object_array_get_idx(notes, 0)), "zz-junk.ncclspy"));
+  json_object_put(root);
+  result_free(&r);
+  remove(junk);
   r = run((const char *[]){"perf", NULL});
   assert_int_equal(r.status, 2);
   result_free(&r);
