@@ -835,6 +835,12 @@ static int cmd_export(int argc, char **argv) {
   if (nev > max_events)
     fprintf(stderr, "ncclspy export: %llu events written: a browser may not open a file this big; choose with "
                     "--from, --to, --comm, --ranks\n", (unsigned long long)nev);
+  /* What was not read, or read in part, is not in the file either. */
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++) {
+    fputs(i ? "  - " : "ncclspy export: notes (the timeline leaves out what they name):\n  - ", stderr);
+    nsp_put_esc(stderr, nsp_job_note(job, i));
+    fputc('\n', stderr);
+  }
   status = NSP_EXIT_CLEAN;
 out:
   progress_stop(job, &progress);

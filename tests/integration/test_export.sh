@@ -16,7 +16,7 @@ cd "$work"
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 checks() { python3 "$check" "$@" | sed 's/^/# /'; return "${PIPESTATUS[0]}"; }
-echo "1..19"
+echo "1..20"
 
 NSP_STANDIN_TIMEOUT_MS=2000 "$ncclspy" run --no-analyze -d c02 -- "$launch" -n 4 -- "$cases" c02 >/dev/null 2>&1
 "$ncclspy" export --perfetto c02 -o c02.json
@@ -39,6 +39,12 @@ rc=$?
 checks c11.json processes=2 "gpu:all-reduce seq 5 (never completed)=0" "gpu:all-reduce seq 2=0,1" "gpu:all-reduce seq 4=-" "arg:all-reduce seq 4:completed=yes@0,1" \
   "slice:all-reduce seq 5=0" finding:hang=0,1 flows=4 instants=2
 ok $(( rc || $? )) "c11 on 2xH200: GPU slices from the timed completions (seq 4 completed untimed: none), rank 0's seq 5 never completed"
+
+# A file that is no trace beside them: left out, and said so on stderr.
+cp -r c02 c02junk && echo "not a trace" > c02junk/zz-junk.ncclspy
+"$ncclspy" export --perfetto c02junk -o junk.json 2>junk.err && checks junk.json processes=4 &&
+  grep -q "^ncclspy export: notes" junk.err && grep -q "zz-junk.ncclspy" junk.err
+ok $? "a file that is no trace: the timeline of the others, the note on stderr"
 
 "$ncclspy" export --perfetto --ranks 1 c02 -o r1.json && checks r1.json processes=1 ranks=1 slices=1 finding:dtype-mismatch=1
 ok $? "--ranks 1: rank 1's process only"

@@ -35,6 +35,16 @@ struct result {
   char *out, *err;
 };
 
+/* dir/zz-junk.ncclspy, a file named like a trace that is none; its path
+ * into path. */
+static void write_junk(const char *dir, char *path, size_t len) {
+  snprintf(path, len, "%s/zz-junk.ncclspy", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("not a trace", f);
+  fclose(f);
+}
+
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return strdup("");
@@ -235,11 +245,7 @@ static void test_damaged_inputs(void **state) {
   nsp_tracegen_destroy(g[0]);
   nsp_tracegen_destroy(g[1]);
   char junk[400];
-  snprintf(junk, sizeof junk, "%s/zz-junk.ncclspy", dir);
-  FILE *f = fopen(junk, "w");
-  assert_non_null(f);
-  fputs("not a trace", f);
-  fclose(f);
+  write_junk(dir, junk, sizeof junk);
 
   struct result r = run((const char *[]){"analyze", dir, NULL});
   /* rank 1's COMM and call were lost with its frame: its cut trace (and
@@ -949,11 +955,7 @@ static void test_perf(void **state) {
   result_free(&r);
   /* A file that is no trace: the figures leave it out, and say so. */
   char junk[400];
-  snprintf(junk, sizeof junk, "%s/zz-junk.ncclspy", dir);
-  FILE *f = fopen(junk, "w");
-  assert_non_null(f);
-  fputs("not a trace\n", f);
-  fclose(f);
+  write_junk(dir, junk, sizeof junk);
   r = run((const char *[]){"perf", dir, NULL});
   assert_int_equal(r.status, 0);
   assert_contains(r.out, "\nNotes (1)\n  - ");
