@@ -282,9 +282,10 @@ static struct rowacc *row_for(struct perf_comm *c, const struct line_key *k) {
  * communicator's lines under one lock when the trace ends, and its own
  * arrivals, one page of one communicator at a time (struct arr_buf),
  * applied under that communicator's lock when the page changes.  Every
- * merge is a sum, a minimum or a maximum (the op of an arrival is the
- * lowest the ranks called, the sums are integers), so the figures are the
- * same whatever the number of threads and the order traces are taken in. */
+ * merge is a sum, a minimum or a maximum (the sums are integers, and a seq
+ * where ranks called different ops is marked mixed, whoever came first),
+ * so the figures are the same whatever the number of threads and the
+ * order traces are taken in. */
 
 /* An arrival not yet applied: one rank's entry (wall ns) at seq
  * page_no * NSP_ARR_PAGE + e. */
