@@ -9,8 +9,8 @@
  * 1. Overhead, with call sites on and off (NCCLSPY_CALLSITES).  One
  *    process, with the shim preloaded, calls the same
  *    4-byte all-reduce two ways in interleaved rounds: through the shim's
- *    ncclAllReduce, and straight into the stand-in's (found with
- *    dlopen(RTLD_NOLOAD)).  Medians over rounds give ns per call without
+ *    ncclAllReduce, and straight into the stand-in's (its pncclAllReduce,
+ *    found with dlopen(RTLD_NOLOAD)).  Medians over rounds give ns per call without
  *    and with the shim, their difference and ratio.  Rounds are spaced so
  *    the writer thread drains the ring: the figure is the wrapper's cost,
  *    not the cost of dropping records.
@@ -55,8 +55,11 @@ typedef ncclResult_t (*allreduce_fn)(const void *, void *, size_t, ncclDataType_
 /* Part 1, in the preloaded child: prints "direct_ns shim_ns". */
 static int child_overhead(int rounds, int calls) {
   ncclComm_t comm = one_rank_comm();
+  /* The shim's dlsym hands out its own wrapper for ncclAllReduce (so that
+   * programs taking entry points by hand are seen); NCCL's pnccl alias of
+   * the same function is the documented way around it. */
   void *h = dlopen("libnccl.so.2", RTLD_NOLOAD | RTLD_LAZY);
-  void *sym = h ? dlsym(h, "ncclAllReduce") : NULL;
+  void *sym = h ? dlsym(h, "pncclAllReduce") : NULL;
   allreduce_fn direct, shim = ncclAllReduce;
   memcpy(&direct, &sym, sizeof direct);
   if (!direct || direct == shim) {
