@@ -706,6 +706,7 @@ static int on_process(struct nsp_trace *t, const struct nsp_rec *rec) {
   if (!t->info.driver_version) t->info.driver_version = x->driver_version;
   if (!t->info.runtime_version) t->info.runtime_version = x->runtime_version;
   t->info.tracking |= x->tracking;
+  t->env_read = 1;
   if (t->env || !x->nenv) return 0; /* one snapshot per process */
   t->env = calloc((size_t)x->nenv * 2, sizeof *t->env);
   if (!t->env) return NSP_AN_ENOMEM;

@@ -296,6 +296,8 @@ struct nsp_trace {
   struct nsp_trace_info info;
   char *path, *host, *shim_version, *problem;
   char **env;           /* 2*nenv owned strings */
+  int env_read;         /* a PROCESS record was read: info.env is the process's
+                           environment (else it was lost, and says nothing) */
   uint8_t *mem;         /* owned copy for traces added from memory */
   size_t mem_len;
   size_t size;          /* bytes of the trace as read (file or memory) */

@@ -173,8 +173,10 @@ static int rule_settings(struct nsp_job *job, struct nsp_an_item *it) {
   for (size_t i = 0; i < n && !ret; i++) {
     if (i && !strcmp(names[i], names[i - 1])) continue;
     size_t k = 0;
+    /* A trace that lost its PROCESS record does not say what was set:
+     * left out, not counted as unset. */
     for (size_t t = 0; t < job->ntraces; t++)
-      if (nsp_an_is_rank(job, t))
+      if (nsp_an_is_rank(job, t) && job->traces[t]->env_read)
         it[k++] = (struct nsp_an_item){nsp_an_env_value(&job->traces[t]->info, names[i]), t, job->traces[t]->info.rank};
     if (!values_differ(it, k)) continue;
     switch (nsp_nccl_setting_class(names[i], NULL)) {

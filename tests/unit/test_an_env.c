@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "nsp_an_cases.h"
+#include "nsp_index.h"
 #include "nsp_analyze.h"
 #include "nsp_names.h"
 #include "nsp_tracegen.h"
@@ -374,6 +375,63 @@ static void test_missing_ranks_int_max(void **state) {
 
 /* The same, with a file that could not be read among the traces: the
  * missing ranks may be in it, and the message says so. */
+/* Finds the first data frame's offset (a walk's first visit). */
+static int first_data(void *ctx, const struct nsp_frame_index *ix, size_t data_off) {
+  (void)ix;
+  *(size_t *)ctx = data_off;
+  return 1;
+}
+
+/* A trace whose first frame (its PROCESS record, the environment) was
+ * lost, read on from its second: its settings are not known, so it is
+ * left out of the comparison, not counted as unset (no NCCL_ALGO finding
+ * against the others' Ring). */
+static void test_settings_lost_environment(void **state) {
+  (void)state;
+  struct nsp_job *job = nsp_job_create();
+  assert_non_null(job);
+  for (int r = 0; r < 4; r++) {
+    struct nsp_tracegen *g = gen(r);
+    assert_int_equal(nsp_tracegen_env(g, "NCCL_ALGO", "Ring"), 0);
+    uint32_t other = nsp_tracegen_comm(g, 0xbbbb, r, 4); /* the PROCESS record goes before it */
+    assert_true(other > 0);
+    assert_int_equal(nsp_tracegen_frame(g), 0);
+    world(g, r, 4);
+    const uint8_t *data;
+    size_t len;
+    assert_int_equal(nsp_tracegen_bytes(g, &data, &len), 0);
+    uint8_t *copy = malloc(len);
+    assert_non_null(copy);
+    memcpy(copy, data, len);
+    if (r == 3) { /* the first data frame's zstd magic broken */
+      struct nsp_frame_index scratch;
+      memset(&scratch, 0, sizeof scratch);
+      size_t off = 0;
+      nsp_index_walk_mem(copy, len, NSP_HEADER_SIZE, 0, 1, &scratch, first_data, &off);
+      nsp_frame_index_free(&scratch);
+      assert_true(off > 0 && off + 4 < len);
+      memset(copy + off, 0, 4);
+    }
+    char name[32];
+    snprintf(name, sizeof name, "t%d.ncclspy", r);
+    assert_int_equal(nsp_job_add_mem(job, name, copy, len), 1);
+    free(copy);
+    nsp_tracegen_destroy(g);
+  }
+  assert_int_equal(nsp_job_analyze(job), 0);
+  assert_true(nsp_job_trace(job, 3)->nenv == 0); /* its environment was lost */
+  assert_true(nsp_job_trace(job, 3)->problem != NULL);
+  for (size_t i = 0; i < nsp_job_nfindings(job); i++)
+    if (nsp_job_finding(job, i)->kind == NSP_FIND_ENV_SETTING) fail_msg("%s", nsp_job_finding(job, i)->message);
+  for (size_t i = 0; i < nsp_job_nnotes(job); i++)
+    if (strstr(nsp_job_note(job, i), "NCCL_ALGO")) fail_msg("%s", nsp_job_note(job, i));
+  int world_members = 0;
+  for (size_t i = 0; i < nsp_job_ncomms(job); i++)
+    if (nsp_job_comm(job, i)->id == 0xaaaa) world_members = (int)nsp_job_comm(job, i)->ntraced;
+  assert_int_equal(world_members, 4); /* rank 3 still a rank of the world */
+  nsp_job_destroy(job);
+}
+
 static void test_missing_ranks_unreadable(void **state) {
   (void)state;
   struct nsp_job *job = nsp_job_create();
@@ -799,6 +857,7 @@ int main(void) {
       cmocka_unit_test(test_missing_ranks),
       cmocka_unit_test(test_missing_ranks_int_max),
       cmocka_unit_test(test_missing_ranks_unreadable),
+      cmocka_unit_test(test_settings_lost_environment),
       cmocka_unit_test(test_hint_table),
       cmocka_unit_test(test_error_hint_settings),
       cmocka_unit_test(test_error_hint_version_skew),
