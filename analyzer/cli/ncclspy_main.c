@@ -837,7 +837,9 @@ static int cmd_export(int argc, char **argv) {
                     "--from, --to, --comm, --ranks\n", (unsigned long long)nev);
   /* What was not read, or read in part, is not in the file either. */
   for (size_t i = 0; i < nsp_job_nnotes(job); i++) {
-    fputs(i ? "  - " : "ncclspy export: notes (the timeline leaves out what they name):\n  - ", stderr);
+    fputs(i ? "  - "
+            : "ncclspy export: notes (files they name as not read, or read in part, are not in the timeline):\n  - ",
+          stderr);
     nsp_put_esc(stderr, nsp_job_note(job, i));
     fputc('\n', stderr);
   }
