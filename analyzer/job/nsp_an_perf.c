@@ -129,9 +129,18 @@ static void dist_free(struct dist *d) {
 __extension__ typedef unsigned __int128 nsp_u128;
 
 struct rowacc {
+  size_t comm;                /* its communicator (index into job->comms) */
   struct nsp_perf_row row;
   nsp_u128 sum_bytes, sum_ns; /* over the timed samples: S (bytes), GPU time (ns) */
   struct dist d;
+};
+
+/* Lines found by (communicator, line key): a communicator's (perf_comm),
+ * or a thread's of the trace it reads (struct worker). */
+struct lines {
+  struct rowacc *acc;
+  size_t n, cap;
+  struct nsp_u64map by_key;
 };
 
 /* The arrivals at one seq of a communicator: 16 bytes.  Earliest and
@@ -187,11 +196,11 @@ static int arr_set_time(struct arr_page *pg, unsigned e, int latest, int64_t t) 
   return 0;
 }
 
+static void lines_free(struct lines *L);
+
 struct perf_comm {
   struct nsp_perf_comm pub;
-  struct rowacc *acc;
-  size_t nacc, acc_cap;
-  struct nsp_u64map acc_by_key;
+  struct lines lines;
   struct nsp_perf_row *rows;
   struct nsp_paged arrivals; /* page number (seq / NSP_ARR_PAGE) -> struct arr_page */
   struct nsp_perf_spread worst[NSP_PERF_WORST];
@@ -207,9 +216,7 @@ void nsp_an_perf_free(struct nsp_perf *p) {
   if (!p) return;
   for (size_t i = 0; i < p->n; i++) {
     struct perf_comm *c = &p->c[i];
-    for (size_t k = 0; k < c->nacc; k++) dist_free(&c->acc[k].d);
-    free(c->acc);
-    nsp_u64map_free(&c->acc_by_key);
+    lines_free(&c->lines);
     free(c->rows);
     for (size_t k = 0; k < c->arrivals.npages; k++) free(((struct arr_page *)c->arrivals.pages[k])->wide);
     nsp_paged_free(&c->arrivals);
@@ -245,23 +252,33 @@ static uint64_t key_hash(const struct line_key *k, uint64_t salt) {
   return h;
 }
 
-static struct rowacc *row_for(struct perf_comm *c, const struct line_key *k) {
+/* The line key of a line. */
+static struct line_key key_of(const struct nsp_perf_row *r) {
+  return (struct line_key){r->api, r->dtype, r->redop, r->root, r->bytes, r->count};
+}
+
+/* Line k of communicator comm in L, made when new; its index into *index.
+ * NULL when out of memory. */
+static struct rowacc *line_for(struct lines *L, size_t comm, const struct line_key *k, size_t *index) {
   /* A hash of the line as the map's key; a collision probes on. */
-  for (uint64_t salt = 0;; salt++) {
+  for (uint64_t salt = (uint64_t)comm << 32;; salt++) {
     uint64_t key = key_hash(k, salt);
-    size_t *i = nsp_u64map_get(&c->acc_by_key, key);
+    size_t *i = nsp_u64map_get(&L->by_key, key);
     if (i) {
-      const struct nsp_perf_row *r = &c->acc[*i].row;
-      if (r->api == k->api && r->dtype == k->dtype && r->redop == k->redop && r->root == k->root &&
-          r->bytes == k->bytes && r->count == k->count)
-        return &c->acc[*i];
+      const struct rowacc *a = &L->acc[*i];
+      const struct nsp_perf_row *r = &a->row;
+      if (a->comm == comm && r->api == k->api && r->dtype == k->dtype && r->redop == k->redop &&
+          r->root == k->root && r->bytes == k->bytes && r->count == k->count) {
+        *index = *i;
+        return &L->acc[*i];
+      }
       continue;
     }
-    if (nsp_grow(&c->acc, &c->acc_cap, c->nacc + 1, sizeof *c->acc) < 0 ||
-        nsp_u64map_put(&c->acc_by_key, key, c->nacc) < 0)
+    if (nsp_grow(&L->acc, &L->cap, L->n + 1, sizeof *L->acc) < 0 || nsp_u64map_put(&L->by_key, key, L->n) < 0)
       return NULL;
-    struct rowacc *r = &c->acc[c->nacc++];
+    struct rowacc *r = &L->acc[L->n];
     memset(r, 0, sizeof *r);
+    r->comm = comm;
     r->row.api = k->api;
     r->row.log2 = log2_bucket(k->bytes);
     r->row.bytes = k->bytes;
@@ -269,8 +286,16 @@ static struct rowacc *row_for(struct perf_comm *c, const struct line_key *k) {
     r->row.dtype = k->dtype;
     r->row.redop = k->redop;
     r->row.root = k->root;
+    *index = L->n++;
     return r;
   }
+}
+
+static void lines_free(struct lines *L) {
+  for (size_t i = 0; i < L->n; i++) dist_free(&L->acc[i].d);
+  free(L->acc);
+  nsp_u64map_free(&L->by_key);
+  memset(L, 0, sizeof *L);
 }
 
 /* ---- the pass: every thread reads and folds whole traces ------------------
@@ -278,7 +303,7 @@ static struct rowacc *row_for(struct perf_comm *c, const struct line_key *k) {
  * A trace's fold needs nothing of the others' but the figures they all
  * add to: completion matching, communicator indexes and cuts are the
  * trace's own.  So each thread takes the next trace, reads it with its own
- * reader and folds it into its own lines (struct lrow), merged into the
+ * reader and folds it into its own lines (struct lines), merged into the
  * communicator's lines under one lock when the trace ends, and its own
  * arrivals, one page of one communicator at a time (struct arr_buf),
  * applied under that communicator's lock when the page changes.  Every
@@ -309,14 +334,9 @@ struct local {
   struct arr_buf *buf;
 };
 
-/* A line of one communicator, summed over one trace. */
-struct lrow {
-  size_t comm;
-  struct rowacc a;
-};
-
 /* Calls a COMPLETION completes (one each), then merged into one sample per
- * (comm, op); row: the call's lrow (SIZE_MAX: a group's merged line). */
+ * (comm, op); row: the call's line in the worker's (SIZE_MAX: a group's
+ * merged line). */
 struct part {
   size_t comm;
   struct line_key k;
@@ -364,9 +384,7 @@ struct worker {
   int oom;
   struct part *calls, *parts;
   size_t ncalls, calls_cap, nparts, parts_cap;
-  struct lrow *rows;
-  size_t nrows, rows_cap;
-  struct nsp_u64map row_by_key;
+  struct lines lines;         /* the trace's, summed over it */
   struct row_hit hits[NSP_ROW_HITS]; /* emptied when the lines are or a comm index changes */
   uint64_t records;          /* read, not yet added to sh->records */
   size_t offset_told;        /* of the trace being read, bytes added to sh->bytes_done */
@@ -377,38 +395,6 @@ static const struct local *local_of(const struct worker *w, uint32_t local) {
 }
 
 static int is_error(int32_t result) { return result != 0 && result != ncclInProgress; }
-
-/* The trace's line k of communicator comm, made when new. */
-static struct lrow *lrow_for(struct worker *w, size_t comm, const struct line_key *k, size_t *index) {
-  for (uint64_t salt = (uint64_t)comm << 32;; salt++) {
-    uint64_t key = key_hash(k, salt);
-    size_t *i = nsp_u64map_get(&w->row_by_key, key);
-    if (i) {
-      struct lrow *l = &w->rows[*i];
-      const struct nsp_perf_row *r = &l->a.row;
-      if (l->comm == comm && r->api == k->api && r->dtype == k->dtype && r->redop == k->redop &&
-          r->root == k->root && r->bytes == k->bytes && r->count == k->count) {
-        *index = *i;
-        return l;
-      }
-      continue;
-    }
-    if (nsp_grow(&w->rows, &w->rows_cap, w->nrows + 1, sizeof *w->rows) < 0 ||
-        nsp_u64map_put(&w->row_by_key, key, w->nrows) < 0)
-      return NULL;
-    struct lrow *l = &w->rows[w->nrows];
-    memset(l, 0, sizeof *l);
-    l->comm = comm;
-    l->a.row.api = k->api;
-    l->a.row.bytes = k->bytes;
-    l->a.row.count = k->count;
-    l->a.row.dtype = k->dtype;
-    l->a.row.redop = k->redop;
-    l->a.row.root = k->root;
-    *index = w->nrows++;
-    return l;
-  }
-}
 
 /* Adds s's values to d (a distribution holds its values raw while it has
  * NSP_PERF_RAW or fewer, whatever order they came in). */
@@ -441,11 +427,12 @@ static int merge_rows(struct worker *w) {
   struct shared *sh = w->sh;
   int ret = 0;
   pthread_mutex_lock(&sh->rows_mu);
-  for (size_t i = 0; i < w->nrows && !ret; i++) {
-    const struct lrow *l = &w->rows[i];
-    const struct nsp_perf_row *lr = &l->a.row;
-    struct line_key k = {lr->api, lr->dtype, lr->redop, lr->root, lr->bytes, lr->count};
-    struct rowacc *r = row_for(&sh->perf->c[l->comm], &k);
+  for (size_t i = 0; i < w->lines.n && !ret; i++) {
+    const struct rowacc *l = &w->lines.acc[i];
+    const struct nsp_perf_row *lr = &l->row;
+    struct line_key k = key_of(lr);
+    size_t index;
+    struct rowacc *r = line_for(&sh->perf->c[l->comm].lines, l->comm, &k, &index);
     if (!r) {
       ret = NSP_AN_ENOMEM;
       break;
@@ -454,14 +441,12 @@ static int merge_rows(struct worker *w) {
     r->row.timed += lr->timed;
     r->row.failed += lr->failed;
     r->row.untracked += lr->untracked;
-    r->sum_bytes += l->a.sum_bytes;
-    r->sum_ns += l->a.sum_ns;
-    ret = dist_merge(&r->d, &l->a.d);
+    r->sum_bytes += l->sum_bytes;
+    r->sum_ns += l->sum_ns;
+    ret = dist_merge(&r->d, &l->d);
   }
   pthread_mutex_unlock(&sh->rows_mu);
-  for (size_t i = 0; i < w->nrows; i++) dist_free(&w->rows[i].a.d);
-  w->nrows = 0;
-  nsp_u64map_free(&w->row_by_key);
+  lines_free(&w->lines);
   memset(w->hits, 0, sizeof w->hits);
   return ret;
 }
@@ -556,9 +541,8 @@ static void on_done(void *ctx, const struct nsp_pend *e, const struct nsp_rec *d
     return;
   }
   /* The call's line, found when it was read (tag: its index + 1). */
-  const struct nsp_perf_row *r = &w->rows[e->tag - 1].a.row;
-  struct line_key k = {r->api, r->dtype, r->redop, r->root, r->bytes, r->count};
-  w->calls[w->ncalls++] = (struct part){w->rows[e->tag - 1].comm, k, e->tag - 1};
+  const struct rowacc *a = &w->lines.acc[e->tag - 1];
+  w->calls[w->ncalls++] = (struct part){a->comm, key_of(&a->row), e->tag - 1};
 }
 
 static int on_call(struct worker *w, struct nsp_pend_tab *tab, int tracked, const struct nsp_trace *t,
@@ -578,13 +562,13 @@ static int on_call(struct worker *w, struct nsp_pend_tab *tab, int tracked, cons
   } else {
     struct line_key k = call_key(api, rec->count, rec->dtype, rec->redop, rec->peer,
                                  w->sh->job->comms[l->comm]->info.nranks);
-    if (!lrow_for(w, l->comm, &k, &row)) return NSP_AN_ENOMEM;
+    if (!line_for(&w->lines, l->comm, &k, &row)) return NSP_AN_ENOMEM;
     *hit = (struct row_hit){rec->count, rec->api, rec->dtype, rec->redop, rec->peer, rec->comm, (uint32_t)(row + 1)};
   }
-  struct lrow *r = &w->rows[row];
-  r->a.row.calls++;
+  struct rowacc *r = &w->lines.acc[row];
+  r->row.calls++;
   if (is_error(rec->result)) { /* nothing was enqueued */
-    r->a.row.failed++;
+    r->row.failed++;
     return 0;
   }
   if (kind == NSP_K_COLL && rec->seq && l->rank >= 0) {
@@ -630,7 +614,7 @@ static int on_completion(struct worker *w, struct nsp_pend_tab *tab, const struc
   int cls = done_class(rec->flags, w->cut_short);
   if (cls == DONE_FAILED || cls == DONE_UNTRACKED) {
     for (size_t i = 0; i < w->ncalls; i++) {
-      struct rowacc *r = &w->rows[w->calls[i].row].a;
+      struct rowacc *r = &w->lines.acc[w->calls[i].row];
       if (cls == DONE_FAILED) r->row.failed++;
       else r->row.untracked++;
     }
@@ -661,8 +645,8 @@ static int on_completion(struct worker *w, struct nsp_pend_tab *tab, const struc
   for (size_t i = 0; i < w->nparts; i++) {
     const struct part *p = &w->parts[i];
     size_t row = p->row;
-    if (row == SIZE_MAX && !lrow_for(w, p->comm, &p->k, &row)) return NSP_AN_ENOMEM;
-    struct rowacc *r = &w->rows[row].a;
+    if (row == SIZE_MAX && !line_for(&w->lines, p->comm, &p->k, &row)) return NSP_AN_ENOMEM;
+    struct rowacc *r = &w->lines.acc[row];
     r->row.timed++;
     r->sum_bytes += p->k.bytes;
     r->sum_ns += (uint64_t)(dur < 0 ? 0 : dur);
@@ -827,9 +811,7 @@ static void worker_free(struct worker *w) {
   free(w->cut);
   free(w->calls);
   free(w->parts);
-  for (size_t i = 0; i < w->nrows; i++) dist_free(&w->rows[i].a.d);
-  free(w->rows);
-  nsp_u64map_free(&w->row_by_key);
+  lines_free(&w->lines);
 }
 
 static int cmp_row(const void *pa, const void *pb) {
@@ -852,11 +834,11 @@ static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
   const struct nsp_an_comm *comm = job->comms[ci];
   c->pub.comm_id = comm->info.id;
   c->pub.comm = &comm->info;
-  c->rows = malloc((c->nacc ? c->nacc : 1) * sizeof *c->rows);
+  c->rows = malloc((c->lines.n ? c->lines.n : 1) * sizeof *c->rows);
   if (!c->rows) return NSP_AN_ENOMEM;
   double factor_n = comm->info.nranks;
-  for (size_t i = 0; i < c->nacc; i++) {
-    struct rowacc *a = &c->acc[i];
+  for (size_t i = 0; i < c->lines.n; i++) {
+    struct rowacc *a = &c->lines.acc[i];
     a->row.p50_ns = dist_pct(&a->d, 50);
     a->row.p99_ns = dist_pct(&a->d, 99);
     if (a->sum_ns > 0) {
@@ -865,9 +847,9 @@ static int finish_comm(struct nsp_job *job, size_t ci, struct perf_comm *c) {
     }
     c->rows[i] = a->row;
   }
-  qsort(c->rows, c->nacc, sizeof *c->rows, cmp_row);
+  qsort(c->rows, c->lines.n, sizeof *c->rows, cmp_row);
   c->pub.rows = c->rows;
-  c->pub.nrows = c->nacc;
+  c->pub.nrows = c->lines.n;
 
   /* Arrivals: collectives every traced rank reached. */
   size_t nt = comm->info.ntraced;
