@@ -387,6 +387,16 @@ int nsp_case_write_file(const char *dir, const char *name, const void *data, siz
   return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+struct nsp_job *nsp_case_job(int threads) {
+  struct nsp_job *job = nsp_job_create();
+  if (job && (nsp_job_set_now(job, NSP_CASE_NOW_NS) || nsp_job_set_local_host(job, "") ||
+              nsp_job_set_threads(job, threads))) {
+    nsp_job_destroy(job);
+    job = NULL;
+  }
+  return job;
+}
+
 uint64_t nsp_case_rng(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

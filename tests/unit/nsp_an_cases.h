@@ -48,6 +48,12 @@ void nsp_case_rmdir(const char *dir);
 /* Writes len bytes of data as dir/name.  0, or -1 (errno set). */
 int nsp_case_write_file(const char *dir, const char *name, const void *data, size_t len);
 
+/* A new job for comparing reports: its "now" NSP_CASE_NOW_NS (the traces'
+ * processes long gone), no local host (/proc never asked) and `threads`
+ * threads (0: the default).  NULL when that fails. */
+#define NSP_CASE_NOW_NS 1800000000000000000ll
+struct nsp_job *nsp_case_job(int threads);
+
 /* The next number of a seeded generator (splitmix64), for generated jobs
  * whose faults a seed places. */
 uint64_t nsp_case_rng(uint64_t *state);

@@ -32,17 +32,12 @@
 #include "tests/nsp_report_capture.h"
 #include "nsp_tracegen.h"
 
-/* "now" for every analysis: the traces' processes are long gone. */
-#define NOW_NS 1800000000000000000ll
 
 /* The text, JSON and perf JSON reports of dir, one string (caller
  * frees); *skipped: the frames the load stepped over. */
 static char *reports(const char *dir, int full, uint64_t *skipped) {
-  struct nsp_job *job = nsp_job_create();
+  struct nsp_job *job = nsp_case_job(1);
   assert_non_null(job);
-  assert_int_equal(nsp_job_set_now(job, NOW_NS), 0);
-  assert_int_equal(nsp_job_set_local_host(job, ""), 0);
-  assert_int_equal(nsp_job_set_threads(job, 1), 0);
   assert_int_equal(nsp_job_set_full_read(job, full), 0);
   assert_true(nsp_job_add_path(job, dir) > 0);
   assert_int_equal(nsp_job_analyze(job), 0);
@@ -319,10 +314,8 @@ static char *read_all(const char *path, size_t *len) {
  * first load's plan could not know it; the job reads everything again
  * as one load, and finds what a full read finds. */
 static char *two_dirs_reports(const char *a, const char *b, int full) {
-  struct nsp_job *job = nsp_job_create();
+  struct nsp_job *job = nsp_case_job(0);
   assert_non_null(job);
-  assert_int_equal(nsp_job_set_now(job, NOW_NS), 0);
-  assert_int_equal(nsp_job_set_local_host(job, ""), 0);
   assert_int_equal(nsp_job_set_full_read(job, full), 0);
   assert_true(nsp_job_add_path(job, a) > 0);
   assert_true(nsp_job_add_path(job, b) > 0);

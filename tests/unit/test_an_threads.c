@@ -22,17 +22,12 @@
 #include "tests/nsp_report_capture.h"
 #include "nsp_tracegen.h"
 
-/* "now" for every analysis: the traces' processes are long gone. */
-#define NOW_NS 1800000000000000000ll
 
 /* The text, JSON and perf JSON reports of dir read with `threads`
  * threads, one string (caller frees). */
 static char *reports(const char *dir, int threads) {
-  struct nsp_job *job = nsp_job_create();
+  struct nsp_job *job = nsp_case_job(threads);
   assert_non_null(job);
-  assert_int_equal(nsp_job_set_now(job, NOW_NS), 0);
-  assert_int_equal(nsp_job_set_local_host(job, ""), 0);
-  assert_int_equal(nsp_job_set_threads(job, threads), 0);
   assert_true(nsp_job_add_path(job, dir) > 0);
   assert_int_equal(nsp_job_analyze(job), 0);
   assert_int_equal(nsp_job_perf(job), 0);
